@@ -1,0 +1,3 @@
+from gitevals.cli import main
+
+raise SystemExit(main())

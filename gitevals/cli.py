@@ -1,0 +1,69 @@
+"""The command line: argparse, one module per command, and the one error handler."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from gitevals import __version__
+from gitevals.errors import GitevalsError
+
+import gitevals.commands as commands_pkg
+
+
+def _command_modules() -> list[ModuleType]:
+    """Every module in ``gitevals.commands``: each defines NAME, HELP, add_arguments, run."""
+    names = sorted(m.name for m in pkgutil.iter_modules(commands_pkg.__path__))
+    mods = [importlib.import_module(f"gitevals.commands.{n}") for n in names if not n.startswith("_")]
+    return [m for m in mods if hasattr(m, "NAME")]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gitevals",
+        description="Evals for LLM agent harnesses, checked like code in the harness's own repo.",
+    )
+    parser.add_argument("--version", action="version", version=f"gitevals {__version__}")
+    parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for mod in _command_modules():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gitevals`` console script. Returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.chdir:
+            os.chdir(args.chdir)
+        code: int = args._run(args)
+        return code
+    except GitevalsError as exc:
+        print(f"gitevals: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gitevals: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``gitevals lint | head``): nothing left to say.
+        sys.stderr.close()
+        return 1
+    except OSError as exc:
+        print(f"gitevals: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 2
+    except Exception as exc:  # the one place that turns a bug into a message
+        if os.environ.get("GITEVALS_TRACEBACK"):
+            raise
+        print(f"gitevals: internal error: {type(exc).__name__}: {exc} "
+              "(set GITEVALS_TRACEBACK=1 to see where; please report it)", file=sys.stderr)
+        return 2

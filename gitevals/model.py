@@ -1,0 +1,116 @@
+"""The case model: frozen values built from a case document that passed lint.
+
+Raw dicts stop here. ``load_case`` assumes the document is schema-valid (lint
+runs first); it is pure and positions stay in the ``Document``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_TRIALS = 1
+DEFAULT_TIMEOUT = 300.0
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+#: The twelve assertion kinds of DESIGN §2, in the order the README lists them.
+ASSERTION_KINDS = (
+    "tool_called",
+    "tool_not_called",
+    "tool_order",
+    "min_tool_calls",
+    "max_tool_calls",
+    "result_contains",
+    "final_answer_contains",
+    "final_answer_not_contains",
+    "final_answer_max_chars",
+    "hook_called",
+    "no_error",
+    "grader",
+)
+
+
+def parse_duration(value: str | int | float) -> float:
+    """``300s`` / ``5m`` / ``1.5h`` / ``250ms`` (or a bare number of seconds) -> seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = _DURATION.match(str(value).strip())
+    if not m:
+        raise ValueError(f"not a duration: {value!r} (write 300s, 5m or 1h)")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One expectation: ``kind`` (a key of the assertion registry) and its ``arg``."""
+
+    kind: str
+    arg: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {self.kind: self.arg}
+
+    def key(self) -> str:
+        """A stable text form, for diffs and messages."""
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    user: tuple[str, ...]
+    expect: tuple[Assertion, ...]
+    trials: int
+    timeout: float
+
+    def graders(self) -> tuple[str, ...]:
+        return tuple(a.arg["name"] for a in self.expect if a.kind == "grader")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case file: ``name`` is its file name without directory or ``.yaml``."""
+
+    name: str
+    path: str
+    scenarios: tuple[Scenario, ...]
+
+    @property
+    def trials(self) -> int:
+        """Conversations a run makes: the most any scenario asks for."""
+        return max((s.trials for s in self.scenarios), default=0)
+
+
+def case_name(path: str) -> str:
+    base = path.rsplit("/", 1)[-1]
+    for ext in (".yaml", ".yml"):
+        if base.endswith(ext):
+            return base[: -len(ext)]
+    return base
+
+
+def _scenario(raw: dict[str, Any], trials: int, timeout: float) -> Scenario:
+    user = raw["user"]
+    turns = (user,) if isinstance(user, str) else tuple(user)
+    expect = tuple(
+        Assertion(kind, arg) for item in raw.get("expect", []) for kind, arg in item.items()
+    )
+    return Scenario(
+        id=str(raw["id"]),
+        user=turns,
+        expect=expect,
+        trials=int(raw.get("trials", trials)),
+        timeout=parse_duration(raw["timeout"]) if "timeout" in raw else timeout,
+    )
+
+
+def load_case(path: str, data: dict[str, Any]) -> Case:
+    """A lint-clean case document -> ``Case``."""
+    defaults = data.get("defaults") or {}
+    trials = int(defaults.get("trials", DEFAULT_TRIALS))
+    timeout = parse_duration(defaults["timeout"]) if "timeout" in defaults else DEFAULT_TIMEOUT
+    scenarios = tuple(_scenario(s, trials, timeout) for s in data["scenarios"])
+    return Case(case_name(path), path, scenarios)

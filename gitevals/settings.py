@@ -1,0 +1,142 @@
+"""``[tool.gitevals]`` (pyproject.toml) or a root ``gitevals.toml`` -> ``Settings``.
+
+Settings are read through a ``Tree`` so they come from the same revision as the
+cases they govern. Bad settings are findings, never exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitevals.findings import Finding
+from gitevals.tree import Tree
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+#: Keys a case may never hold, with the reason given when one is refused.
+REFUSED_KEYS: dict[str, str] = {
+    "suite": "a case tests the tree it lives in; suites of throwaway harnesses do not belong here",
+    "agent": "a case never names its target: it tests the harness this tree is "
+    "(set [tool.gitevals.target] instead)",
+    "tool": "tools are observed in the transcript (use tool_called), not declared by a case",
+    "harness_id": "a case tests the harness this tree is, not a harness picked by id",
+    "machine_id": "a case does not choose a machine: runs are pinned to commits, not hosts",
+    "files": "a case does not ship files: the commit it is pinned to holds them",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """How to start the harness under test: an argv, or ``module:function`` in the tree."""
+
+    command: tuple[str, ...] | None = None
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class Judge:
+    """An OpenAI-compatible endpoint for ``t.llm`` with a pinned model."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: str = "evals"
+    refused_keys: dict[str, str] = field(default_factory=lambda: dict(REFUSED_KEYS))
+    target: Target | None = None
+    judge: Judge | None = None
+    source: str | None = None  # the file the settings came from
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as recorded in run artifacts (sorted, JSON-safe)."""
+        return json.loads(json.dumps(self.raw, sort_keys=True, default=str))  # type: ignore[no-any-return]
+
+
+def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
+    """Best-effort line:col of ``key`` inside ``[section]`` (tomllib keeps no positions)."""
+    lines = text.splitlines()
+    start = 0
+    for i, line in enumerate(lines):
+        if line.strip().startswith(f"[{section}]"):
+            start = i
+            break
+    pat = re.compile(rf"^\s*{re.escape(key)}\s*=") if key else None
+    for i in range(start, len(lines)):
+        if pat is None:
+            return start + 1, 1
+        m = pat.match(lines[i])
+        if m:
+            return i + 1, len(lines[i]) - len(lines[i].lstrip()) + 1
+    return start + 1, 1
+
+
+def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[Finding]:
+    import jsonschema
+
+    schema = json.loads((SCHEMA_DIR / "settings.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    findings = []
+    for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.path))):
+        keys = [str(p) for p in err.absolute_path]
+        sub = ".".join([section, *keys[:-1]]) if len(keys) > 1 else section
+        line, col = _key_position(text, keys[-1] if keys else "", sub)
+        where = ".".join(keys) or section
+        findings.append(Finding(path, line, col, "GE701",
+                                f"bad setting {where}: {err.message}; see README 'Settings'"))
+    return findings
+
+
+def _from_raw(raw: dict[str, Any], source: str) -> Settings:
+    t = raw.get("target")
+    target = None
+    if isinstance(t, dict):
+        cmd = t.get("command")
+        target = Target(tuple(cmd) if isinstance(cmd, list) else None, t.get("python"))
+    j = raw.get("judge")
+    judge = None
+    if isinstance(j, dict) and "base_url" in j and "model" in j:
+        judge = Judge(j["base_url"], j["model"], j.get("api_key_env"),
+                      float(j.get("timeout", 60.0)))
+    refused = dict(REFUSED_KEYS)
+    refused.update(raw.get("refused_keys") or {})
+    return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw)
+
+
+def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
+    """Settings of ``tree``: gitevals.toml wins over pyproject.toml; absent -> defaults."""
+    for path, section in (("gitevals.toml", ""), ("pyproject.toml", "tool.gitevals")):
+        data = tree.read(path)
+        if data is None:
+            continue
+        try:
+            text = data.decode("utf-8")
+            doc = tomllib.loads(text)
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            line, col = _toml_error_position(str(exc))
+            return Settings(), [Finding(path, line, col, "GE700",
+                                        f"cannot read settings: {exc}; fix the TOML syntax")]
+        raw: Any = doc
+        for part in section.split(".") if section else []:
+            raw = raw.get(part, {}) if isinstance(raw, dict) else {}
+        if path == "pyproject.toml" and not raw:
+            continue
+        findings = _validate(raw, path, text, section or "")
+        if findings:
+            return Settings(source=path), findings
+        return _from_raw(raw, path), []
+    return Settings(), []
+
+
+def _toml_error_position(message: str) -> tuple[int, int]:
+    m = re.search(r"line (\d+), column (\d+)", message)
+    return (int(m.group(1)), int(m.group(2))) if m else (1, 1)

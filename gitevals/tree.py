@@ -1,0 +1,265 @@
+"""``Tree``: the files of a working tree, the index, or a revision.
+
+This is the one module that touches pygit2. Everything downstream reads files
+through a ``Tree`` and never cares whether they came from disk or git objects:
+a publish check of a commit reads exactly what the commit holds, however the
+working tree looks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitevals.errors import RevisionError, UsageError
+
+if TYPE_CHECKING:
+    import pygit2
+
+_LINK_MODE = 0o120000
+_EXEC_MODE = 0o100755
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The SHA git would give ``data`` as a blob (``git hash-object``)."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a tree: repo-relative posix ``path``, ``sha`` of its blob, ``size``."""
+
+    path: str
+    sha: str
+    size: int
+    is_link: bool = False
+    executable: bool = False
+
+
+class Tree:
+    """Base of the three readers. ``label`` names the source in messages."""
+
+    label: str = ""
+    commit: str | None = None
+    tree_sha: str | None = None
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        """Every file under directory ``prefix`` ('' = all), sorted by path."""
+        raise NotImplementedError
+
+    def entry(self, path: str) -> Entry | None:
+        """The file at ``path``, or None when it is absent or not a file."""
+        raise NotImplementedError
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of ``path``, or None when there is no such file."""
+        raise NotImplementedError
+
+    def files(self, prefix: str = "") -> list[str]:
+        return [e.path for e in self.entries(prefix)]
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.strip("/")
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+class WorkingTree(Tree):
+    """Files on disk below ``root`` (a repo's work dir, or any directory)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.label = "working tree"
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        try:
+            return os.lstat(self.root / path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        base = self.root / prefix if prefix else self.root
+        out: list[Entry] = []
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+            for name in filenames:
+                path = name if rel_dir == "." else f"{rel_dir}/{name}"
+                e = self.entry(path)
+                if e is not None:
+                    out.append(e)
+        out.sort(key=lambda e: e.path)
+        return out
+
+    def entry(self, path: str) -> Entry | None:
+        st = self._stat(path)
+        if st is None:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(self.root / path).encode()
+            return Entry(path, git_blob_sha(target), len(target), is_link=True)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        data = self.read(path) or b""
+        return Entry(path, git_blob_sha(data), st.st_size, executable=bool(st.st_mode & 0o111))
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            with open(self.root / path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+
+class _GitTree(Tree):
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+
+    def read(self, path: str) -> bytes | None:
+        e = self.entry(path)
+        if e is None:
+            return None
+        data: bytes = self.repo[e.sha].data
+        return data
+
+
+class IndexTree(_GitTree):
+    """What is staged: the content a commit made now would hold."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        super().__init__(repo)
+        self.label = "index"
+        self._index = repo.index
+        self._index.read()
+
+    def _make(self, ie: Any) -> Entry:
+        size = len(self.repo[ie.id].data) if ie.mode != _LINK_MODE else 0
+        return Entry(ie.path, str(ie.id), size, ie.mode == _LINK_MODE, ie.mode == _EXEC_MODE)
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        out = [self._make(ie) for ie in self._index if _under(ie.path, prefix)]
+        out.sort(key=lambda e: e.path)
+        return out
+
+    def entry(self, path: str) -> Entry | None:
+        try:
+            ie = self._index[path]
+        except KeyError:
+            return None
+        return self._make(ie)
+
+
+class RevisionTree(_GitTree):
+    """The tree of one commit, read from git objects alone (no checkout)."""
+
+    def __init__(self, repo: pygit2.Repository, rev: str) -> None:
+        super().__init__(repo)
+        commit = resolve_commit(repo, rev)
+        self.commit = str(commit.id)
+        self.tree_sha = str(commit.tree.id)
+        self.label = f"{rev} ({self.commit[:12]})" if rev != self.commit else self.commit[:12]
+        self._tree = commit.tree
+
+    def _walk(self, tree: Any, base: str) -> Iterator[Entry]:
+        for obj in tree:
+            path = f"{base}{obj.name}"
+            if obj.type_str == "tree":
+                yield from self._walk(obj, path + "/")
+            elif obj.type_str == "blob":
+                yield Entry(path, str(obj.id), obj.size, obj.filemode == _LINK_MODE,
+                            obj.filemode == _EXEC_MODE)
+
+    def _subtree(self, prefix: str) -> Any:
+        prefix = prefix.strip("/")
+        if not prefix:
+            return self._tree
+        try:
+            obj = self._tree[prefix]
+        except KeyError:
+            return None
+        return obj if obj.type_str == "tree" else None
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        sub = self._subtree(prefix)
+        if sub is None:
+            e = self.entry(prefix)
+            return [e] if e else []
+        base = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        return sorted(self._walk(sub, base), key=lambda e: e.path)
+
+    def entry(self, path: str) -> Entry | None:
+        try:
+            obj = self._tree[path]
+        except KeyError:
+            return None
+        if obj.type_str != "blob":
+            return None
+        return Entry(path, str(obj.id), obj.size, obj.filemode == _LINK_MODE,
+                     obj.filemode == _EXEC_MODE)
+
+    def materialize(self, dest: Path) -> None:
+        """Write every file of the commit below ``dest`` (for runs, never for lint)."""
+        for e in self.entries():
+            target = dest / e.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = self.repo[e.sha].data
+            if e.is_link:
+                os.symlink(data.decode("utf-8", "surrogateescape"), target)
+                continue
+            target.write_bytes(data)
+            if e.executable:
+                target.chmod(0o755)
+
+
+def open_repo(start: Path | None = None) -> pygit2.Repository | None:
+    """The repository containing ``start`` (default: cwd), or None outside one."""
+    import pygit2
+
+    found = pygit2.discover_repository(str(start or Path.cwd()))
+    return pygit2.Repository(found) if found else None
+
+
+def require_repo(start: Path | None = None) -> pygit2.Repository:
+    repo = open_repo(start)
+    if repo is None or repo.is_bare:
+        where = start or Path.cwd()
+        raise UsageError(f"{where} is not inside a git work tree: run `git init` first")
+    return repo
+
+
+def resolve_commit(repo: pygit2.Repository, rev: str) -> Any:
+    """``rev`` (branch, tag incl. annotated, short SHA, ``HEAD~2``) peeled to a commit."""
+    import pygit2
+
+    try:
+        obj = repo.revparse_single(rev)
+        return obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+        raise RevisionError(
+            f"unknown revision {rev!r}: name a commit, branch or tag of this repository "
+            f"(`git log --oneline` lists commits)"
+        ) from exc
+
+
+def work_root(repo: pygit2.Repository) -> Path:
+    return Path(repo.workdir).resolve()
+
+
+def open_tree(rev: str | None = None, staged: bool = False, start: Path | None = None) -> Tree:
+    """The tree a command reads: a revision, the index, or the working tree."""
+    if rev is not None and staged:
+        raise UsageError("--rev and --staged name two different trees: give one")
+    if rev is not None or staged:
+        repo = require_repo(start)
+        return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
+    repo = open_repo(start)
+    if repo is not None and not repo.is_bare:
+        return WorkingTree(work_root(repo))
+    return WorkingTree((start or Path.cwd()).resolve())

@@ -1,0 +1,218 @@
+"""Bytes -> plain data + positions, refusing what YAML should never do in a case file.
+
+``parse`` composes with libyaml (``CSafeLoader``) and converts nodes to plain
+Python itself, so that it can refuse duplicate keys (PyYAML keeps the last one
+silently), anchors and aliases (an alias bomb is refused before anything is
+expanded), non-standard tags (``!!python/...``) and non-string keys, and keep
+the node tree to answer "where is this key?" for any finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gitevals.findings import Finding
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_T = "tag:yaml.org,2002:"
+_STR, _MAP, _SEQ = _T + "str", _T + "map", _T + "seq"
+_CONSTRUCT: dict[str, Any] = {
+    _T + "int": yaml.SafeLoader.construct_yaml_int,
+    _T + "float": yaml.SafeLoader.construct_yaml_float,
+    _T + "bool": yaml.SafeLoader.construct_yaml_bool,
+    _T + "null": yaml.SafeLoader.construct_yaml_null,
+}
+# A date-looking scalar stays the text it was written as: JSON has no dates.
+_AS_TEXT = {_STR, _T + "timestamp"}
+_CONSTRUCTOR = yaml.SafeLoader("")
+_DEEP_INDENT = re.compile(rb"\n[ \t]{256}")
+
+Path_ = Sequence[str | int]
+
+
+@dataclass(frozen=True)
+class Document:
+    """Parsed YAML: ``data`` as plain Python, ``root`` node kept for positions."""
+
+    path: str
+    data: Any
+    root: Node
+
+    def node_at(self, path: Path_, key: bool = False) -> Node | None:
+        """The node at ``path`` (keys and indexes); with ``key``, the last key's own node."""
+        node: Node = self.root
+        for i, part in enumerate(path):
+            last = i == len(path) - 1
+            if isinstance(node, MappingNode) and isinstance(part, str):
+                for k, v in node.value:
+                    if k.value == part:
+                        node = k if (key and last) else v
+                        break
+                else:
+                    return node
+            elif isinstance(node, SequenceNode) and isinstance(part, int):
+                if not 0 <= part < len(node.value):
+                    return node
+                node = node.value[part]
+            else:
+                return node
+        return node
+
+    def position(self, path: Path_, key: bool = False) -> tuple[int, int]:
+        """1-based (line, col) of the node at ``path`` (its key with ``key=True``)."""
+        node = self.node_at(path, key)
+        mark = (node or self.root).start_mark
+        return mark.line + 1, mark.column + 1
+
+    def finding(self, path: Path_, code: str, message: str, key: bool = False,
+                severity: str = "error") -> Finding:
+        line, col = self.position(path, key)
+        return Finding(self.path, line, col, code, message, severity)  # type: ignore[arg-type]
+
+
+class _Refused(Exception):
+    def __init__(self, node: Node, code: str, message: str) -> None:
+        self.node, self.code, self.message = node, code, message
+
+
+def _at(path: str, mark: Any, code: str, message: str) -> Finding:
+    return Finding(path, mark.line + 1, mark.column + 1, code, message)
+
+
+def _decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        return None, Finding(path, line, col, "GE102",
+                             f"not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
+
+
+def _tab_indent(text: str, path: str) -> Finding | None:
+    if "\t" not in text:
+        return None
+    for n, line in enumerate(text.splitlines(), 1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent and line.strip():
+            return Finding(path, n, indent.index("\t") + 1, "GE103",
+                           "tab in indentation; YAML indents with spaces only")
+    return None
+
+
+def _event_scan(text: str, path: str) -> Finding | None:
+    """Walk events (iteratively: no recursion, no expansion) for anchors, aliases, depth."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=_Loader):
+        if isinstance(ev, yaml.AliasEvent):
+            return _at(path, ev.start_mark, "GE106",
+                       f"alias *{ev.anchor} refused: write the value out in full")
+        anchor = getattr(ev, "anchor", None)
+        if anchor is not None:
+            return _at(path, ev.start_mark, "GE106",
+                       f"anchor &{anchor} refused: cases spell every value out")
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _at(path, ev.start_mark, "GE111",
+                           f"nested deeper than {MAX_DEPTH} levels; flatten the structure")
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
+
+
+def _needs_event_scan(data: bytes) -> bool:
+    return (b"&" in data or b"*" in data
+            or data.count(b"[") + data.count(b"{") > 256
+            or _DEEP_INDENT.search(data) is not None)
+
+
+def _scalar(node: ScalarNode) -> Any:
+    tag = node.tag
+    if tag in _AS_TEXT:
+        return node.value
+    fn = _CONSTRUCT.get(tag)
+    if fn is None:
+        raise _Refused(node, "GE107", f"tag {tag.replace(_T, '!!')} refused: "
+                       "plain strings, numbers, booleans and null only")
+    return fn(_CONSTRUCTOR, node)
+
+
+def _convert(node: Node) -> Any:
+    cls = node.__class__
+    if cls is ScalarNode:
+        return node.value if node.tag == _STR else _scalar(node)  # type: ignore[arg-type]
+    if cls is SequenceNode:
+        if node.tag != _SEQ:
+            raise _Refused(node, "GE107", f"tag {node.tag} refused: use a plain list")
+        return [_convert(v) for v in node.value]
+    if node.tag != _MAP:
+        raise _Refused(node, "GE107", f"tag {node.tag} refused: use a plain mapping")
+    out: dict[str, Any] = {}
+    for k, v in node.value:
+        if k.__class__ is not ScalarNode:
+            raise _Refused(k, "GE110", "mapping key is not a plain scalar; keys are names")
+        name = k.value
+        if name in out:
+            raise _Refused(k, "GE108", f"duplicate key {name!r} (first at line "
+                           f"{_first_line(node, name)}); YAML would keep only the last one")
+        out[name] = _convert(v)
+    return out
+
+
+def _first_line(node: MappingNode, name: str) -> int:
+    return next(k.start_mark.line + 1 for k, _ in node.value if k.value == name)
+
+
+def parse(data: bytes, path: str) -> tuple[Document | None, list[Finding]]:
+    """Parse one YAML file. Returns the document, or None with the finding that stopped it."""
+    if len(data) > MAX_BYTES:
+        return None, [Finding(path, 1, 1, "GE104",
+                              f"file is {len(data)} bytes, over the 1 MiB limit; split it")]
+    text, bad = _decode(data, path)
+    if text is None:
+        return None, [bad] if bad else []
+    stop = _tab_indent(text, path) or (_event_scan_safe(text, path)
+                                       if _needs_event_scan(data) else None)
+    if stop:
+        return None, [stop]
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        return None, [_syntax(path, exc)]
+    except yaml.YAMLError as exc:
+        return None, [Finding(path, 1, 1, "GE101", f"YAML error: {exc}")]
+    if root is None:
+        return None, [Finding(path, 1, 1, "GE105", "empty file; write a mapping or delete it")]
+    try:
+        return Document(path, _convert(root), root), []
+    except _Refused as r:
+        return None, [_at(path, r.node.start_mark, r.code, r.message)]
+    except RecursionError:
+        return None, [Finding(path, 1, 1, "GE111", "nested too deeply; flatten the structure")]
+
+
+def _event_scan_safe(text: str, path: str) -> Finding | None:
+    try:
+        return _event_scan(text, path)
+    except yaml.MarkedYAMLError as exc:
+        return _syntax(path, exc)
+    except yaml.YAMLError as exc:
+        return Finding(path, 1, 1, "GE101", f"YAML error: {exc}")
+
+
+def _syntax(path: str, exc: yaml.MarkedYAMLError) -> Finding:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return Finding(path, line, col, "GE101", f"YAML syntax error: {problem}; fix the syntax here")
