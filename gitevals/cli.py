@@ -10,16 +10,15 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+import gitevals.commands as commands_pkg
 from gitevals import __version__
 from gitevals.errors import GitevalsError
-
-import gitevals.commands as commands_pkg
 
 
 def _command_modules() -> list[ModuleType]:
     """Every module in ``gitevals.commands``: each defines NAME, HELP, add_arguments, run."""
     names = sorted(m.name for m in pkgutil.iter_modules(commands_pkg.__path__))
-    mods = [importlib.import_module(f"gitevals.commands.{n}") for n in names if not n.startswith("_")]
+    mods = [importlib.import_module(f"gitevals.commands.{n}") for n in names if n[0] != "_"]
     return [m for m in mods if hasattr(m, "NAME")]
 
 

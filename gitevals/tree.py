@@ -43,6 +43,13 @@ class Entry:
     executable: bool = False
 
 
+def blob_bytes(repo: pygit2.Repository, sha: str) -> bytes:
+    """The content of blob ``sha``."""
+    obj: Any = repo[sha]
+    data: bytes = obj.data
+    return data
+
+
 class Tree:
     """Base of the three readers. ``label`` names the source in messages."""
 
@@ -126,8 +133,7 @@ class _GitTree(Tree):
         e = self.entry(path)
         if e is None:
             return None
-        data: bytes = self.repo[e.sha].data
-        return data
+        return blob_bytes(self.repo, e.sha)
 
 
 class IndexTree(_GitTree):
@@ -140,7 +146,7 @@ class IndexTree(_GitTree):
         self._index.read()
 
     def _make(self, ie: Any) -> Entry:
-        size = len(self.repo[ie.id].data) if ie.mode != _LINK_MODE else 0
+        size = len(blob_bytes(self.repo, str(ie.id))) if ie.mode != _LINK_MODE else 0
         return Entry(ie.path, str(ie.id), size, ie.mode == _LINK_MODE, ie.mode == _EXEC_MODE)
 
     def entries(self, prefix: str = "") -> list[Entry]:
@@ -209,7 +215,7 @@ class RevisionTree(_GitTree):
         for e in self.entries():
             target = dest / e.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = self.repo[e.sha].data
+            data = blob_bytes(self.repo, e.sha)
             if e.is_link:
                 os.symlink(data.decode("utf-8", "surrogateescape"), target)
                 continue
@@ -259,7 +265,62 @@ def open_tree(rev: str | None = None, staged: bool = False, start: Path | None =
     if rev is not None or staged:
         repo = require_repo(start)
         return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
-    repo = open_repo(start)
-    if repo is not None and not repo.is_bare:
-        return WorkingTree(work_root(repo))
+    found = open_repo(start)
+    if found is not None and not found.is_bare:
+        return WorkingTree(work_root(found))
     return WorkingTree((start or Path.cwd()).resolve())
+
+
+NOTES_REF = "refs/notes/gitevals"
+
+
+def _signature(repo: pygit2.Repository) -> Any:
+    import pygit2
+
+    try:
+        return repo.default_signature
+    except (KeyError, pygit2.GitError):
+        return pygit2.Signature("gitevals", "gitevals@localhost")
+
+
+def write_note(repo: pygit2.Repository, commit: str, text: str, ref: str = NOTES_REF) -> None:
+    """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there.
+
+    Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
+    """
+    sig = _signature(repo)
+    repo.create_note(text, sig, sig, commit, ref, True)
+
+
+def read_note(repo: pygit2.Repository, commit: str, ref: str = NOTES_REF) -> str | None:
+    """The note on ``commit`` under ``ref``, or None."""
+    try:
+        note = repo.lookup_note(commit, ref)
+    except KeyError:
+        return None
+    message: str = note.message
+    return message
+
+
+def dirty_paths(repo: pygit2.Repository, ignore_prefix: str | None = None) -> list[str]:
+    """Tracked files whose working or staged content differs from HEAD (untracked left out)."""
+    import pygit2
+
+    clean = pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED | pygit2.GIT_STATUS_WT_NEW
+    out = []
+    for path, flags in repo.status().items():
+        if flags & ~clean == 0:
+            continue
+        if ignore_prefix and _under(path, ignore_prefix):
+            continue
+        out.append(path)
+    return sorted(out)
+
+
+def diff_digest(repo: pygit2.Repository) -> str:
+    """A hash of the uncommitted change to tracked files (HEAD tree vs working tree)."""
+    if repo.head_is_unborn:
+        return hashlib.sha256(b"").hexdigest()
+    tree = resolve_commit(repo, "HEAD").tree
+    patch = tree.diff_to_workdir().patch or ""
+    return hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()

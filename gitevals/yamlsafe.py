@@ -165,13 +165,14 @@ def _convert(node: Node) -> Any:
         name = k.value
         if name in out:
             raise _Refused(k, "GE108", f"duplicate key {name!r} (first at line "
-                           f"{_first_line(node, name)}); YAML would keep only the last one")
+                           f"{_first_line(node.value, name)}); YAML would keep only the last one")
         out[name] = _convert(v)
     return out
 
 
-def _first_line(node: MappingNode, name: str) -> int:
-    return next(k.start_mark.line + 1 for k, _ in node.value if k.value == name)
+def _first_line(pairs: list[tuple[Node, Node]], name: str) -> int:
+    line: int = next(k.start_mark.line for k, _ in pairs if k.value == name)
+    return line + 1
 
 
 def parse(data: bytes, path: str) -> tuple[Document | None, list[Finding]]:
