@@ -1,0 +1,1 @@
+"""Reporters: each takes a finished result and returns text; nothing here decides."""
