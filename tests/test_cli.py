@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import run_cli
+
+
+def test_version(tmp_path: Path) -> None:
+    r = run_cli("--version", cwd=tmp_path)
+    assert r.code == 0 and r.out.startswith("gitevals ")
+
+
+def test_unknown_command_is_usage_error(tmp_path: Path) -> None:
+    r = run_cli("frobnicate", cwd=tmp_path)
+    assert r.code == 2 and "invalid choice" in r.err and "Traceback" not in r.err
+
+
+def test_chdir_to_missing_dir_is_one_line(tmp_path: Path) -> None:
+    r = run_cli("-C", str(tmp_path / "nope"), "lint", cwd=tmp_path)
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
