@@ -1,0 +1,207 @@
+"""``goldens.jsonl``: one JSON object a line, valid against ``schemas/golden.schema.json``,
+with an ``id`` present and unique.
+
+Blank (whitespace-only) lines hold no row and are allowed. Codes:
+
+- GE601 not UTF-8                        - GE604 no ``id``
+- GE602 a line that is not valid JSON    - GE605 a schema violation (``label`` not a string...)
+- GE603 a line that is not an object     - GE606 an ``id`` already used on an earlier line
+
+Speed matters (200,000 rows must lint in well under a second): each line goes
+through ``json.loads`` and a cheap check compiled from the schema itself
+(:func:`fast_check`); only rows that check rejects ask the full validator why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from gitevals.findings import Finding
+
+SCHEMA = "golden"
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples",
+                          "default"})
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "null": (type(None),), "object": (dict,), "array": (list,),
+}
+
+
+def lint_goldens(data: bytes, path: str) -> list[Finding]:
+    """Every finding of one goldens file (pure: bytes in, findings out)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        lineno = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        return [Finding(path, lineno, col, "GE601", f"not UTF-8 (byte 0x{data[exc.start]:02x}); "
+                        "save goldens.jsonl as UTF-8")]
+    loads = _strict_loads if ("NaN" in text or "Infinity" in text) else json.loads
+    check = fast_check() or _compiled_check
+    out: list[Finding] = []
+    seen: dict[Any, int] = {}
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line or line.isspace():
+            continue
+        try:
+            row = loads(line)
+        except ValueError as exc:
+            out.append(_bad_json(path, n, line, exc))
+            continue
+        if type(row) is not dict or not check(row):
+            out.extend(_explain(path, n, line, row))
+        if type(row) is dict and "id" in row:
+            _duplicate(path, n, line, row["id"], seen, out)
+    return out
+
+
+def _duplicate(path: str, n: int, line: str, id_: Any, seen: dict[Any, int],
+               out: list[Finding]) -> None:
+    # 7 and "7" are the same id to a reader of the diff: refuse both spellings.
+    key = id_ if type(id_) is str else json.dumps(id_, sort_keys=True)
+    first = seen.setdefault(key, n)
+    if first != n:
+        out.append(Finding(path, n, _key_col(line, "id"), "GE606",
+                           f"duplicate id {_show(id_)}: also on line {first} (and here, line "
+                           f"{n}); ids are never reused, give this row a new one"))
+
+
+def _bad_json(path: str, n: int, line: str, exc: ValueError) -> Finding:
+    col = exc.colno if isinstance(exc, json.JSONDecodeError) else 1
+    if isinstance(exc, _Constant):
+        # Outside any string, as the decoder only calls back for a bare constant.
+        col = _bare_constant_col(line, exc.name)
+    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+    return Finding(path, n, col, "GE602", f"not valid JSON: {msg}; each line is one JSON object")
+
+
+def _explain(path: str, n: int, line: str, row: Any) -> list[Finding]:
+    if type(row) is not dict:
+        kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(row), "a number")
+        return [Finding(path, n, _first_col(line), "GE603",
+                        f"line is {kind}, not a JSON object; write {{\"id\": ..., ...}}")]
+    if "id" not in row:
+        return [Finding(path, n, _first_col(line), "GE604",
+                        'row has no "id"; give every golden a unique, never-reused id')]
+    from gitevals.lint.schema import validate
+
+    return [Finding(path, n, _key_col(line, str(e.path[0])) if e.path else _first_col(line),
+                    "GE605", f"{e.message} (golden schema)")
+            for e in validate(SCHEMA, row)]
+
+
+def _bare_constant_col(line: str, name: str) -> int:
+    at = line.find(": " + name)
+    at = at + 2 if at >= 0 else line.find(name)
+    return at + 1 if at >= 0 else 1
+
+
+def _first_col(line: str) -> int:
+    return len(line) - len(line.lstrip()) + 1
+
+
+def _key_col(line: str, key: str) -> int:
+    """Column of ``"key"`` in the line (best effort: JSON keeps no positions)."""
+    at = line.find(json.dumps(key) + ":")
+    if at < 0:
+        at = line.find(json.dumps(key))
+    return at + 1 if at >= 0 else _first_col(line)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+class _Constant(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not JSON (write null or a number)")
+        self.name = name
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Constant(name)
+
+
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _strict_loads(line: str) -> Any:
+    return _STRICT.decode(line)
+
+
+def _compiled_check(row: Any) -> bool:
+    from gitevals.lint.schema import is_valid
+
+    return is_valid(SCHEMA, row)
+
+
+@cache
+def fast_check() -> Callable[[dict[str, Any]], bool] | None:
+    """A check built from the golden schema that accepts a row only if the schema does.
+
+    Built only when the schema has the simple shape this function understands (an
+    object with ``required``, ``properties`` typed by ``type``/``minLength``, extra
+    keys allowed); otherwise None and every row goes through the compiled validator.
+    A row this check rejects is not necessarily invalid: the full validator decides.
+    """
+    from gitevals.lint.schema import schema_path
+
+    schema = json.loads(schema_path(SCHEMA).read_bytes())
+    return compile_simple(schema)
+
+
+def compile_simple(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """The sound fast check for ``schema``, or None when its shape is not understood."""
+    top = set(schema) - _ANNOTATIONS
+    if (schema.get("type") != "object" or top - {"type", "required", "properties",
+                                                 "additionalProperties"}
+            or schema.get("additionalProperties", True) is not True):
+        return None
+    required = tuple(schema.get("required", ()))
+    props: list[tuple[str, tuple[type, ...] | None, int]] = []
+    for name, sub in schema.get("properties", {}).items():
+        rule = _simple_property(sub)
+        if rule is None:
+            return None
+        props.append((name, *rule))
+    return _make_check(required, props)
+
+
+def _simple_property(sub: Any) -> tuple[tuple[type, ...] | None, int] | None:
+    if not isinstance(sub, dict) or set(sub) - _ANNOTATIONS - {"type", "minLength"}:
+        return None
+    names = sub.get("type")
+    if names is None:
+        return None, int(sub.get("minLength", 0))
+    names = [names] if isinstance(names, str) else names
+    if any(t not in _TYPES for t in names):
+        return None
+    return tuple(c for t in names for c in _TYPES[t]), int(sub.get("minLength", 0))
+
+
+def _make_check(required: tuple[str, ...],
+                props: list[tuple[str, tuple[type, ...] | None, int]]
+                ) -> Callable[[dict[str, Any]], bool]:
+    def check(row: dict[str, Any]) -> bool:
+        for name in required:
+            if name not in row:
+                return False
+        for name, types, min_len in props:
+            if name not in row:
+                continue
+            value = row[name]
+            cls = type(value)
+            # bool is an int subclass: only an exact type match counts.
+            if types is not None and cls not in types:
+                return False
+            if min_len and cls is str and len(value) < min_len:
+                return False
+        return True
+
+    return check
