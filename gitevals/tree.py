@@ -324,3 +324,60 @@ def diff_digest(repo: pygit2.Repository) -> str:
     tree = resolve_commit(repo, "HEAD").tree
     patch = tree.diff_to_workdir().patch or ""
     return hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def peel_to_commit(repo: pygit2.Repository, sha: str) -> str | None:
+    """The commit object ``sha`` (or a ref name) names, annotated tags peeled; else None.
+
+    None when ``sha`` is not in this repository or names no commit (a tag on a tree
+    or blob): there is then no revision to check.
+    """
+    import pygit2
+
+    try:
+        obj = repo.revparse_single(sha)
+        return str(obj.peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+
+
+def new_commits(repo: pygit2.Repository, tip: str, known: list[str]) -> list[str]:
+    """Commits reachable from ``tip`` but from none of ``known`` (oldest first).
+
+    ``known`` are SHAs or ref names the remote already has; unknown ones are skipped.
+    """
+    import pygit2
+
+    walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    for name in known:
+        sha = peel_to_commit(repo, name)
+        if sha is not None:
+            walker.hide(sha)
+    return [str(c.id) for c in walker]
+
+
+def remote_refs(repo: pygit2.Repository, remote: str) -> list[str]:
+    """Names of the remote-tracking refs of ``remote`` (``refs/remotes/<remote>/...``)."""
+    prefix = f"refs/remotes/{remote}/"
+    return sorted(n for n in repo.references if n.startswith(prefix))
+
+
+def hooks_dir(repo: pygit2.Repository) -> Path:
+    """Where git looks for this repository's hooks.
+
+    ``core.hooksPath`` wins (``~`` expanded; a relative one is relative to the top of
+    the work tree, where git runs hooks); else ``hooks/`` of the common git dir, so a
+    linked worktree shares its main repository's hooks, as git does.
+    """
+    try:
+        configured: str | None = repo.config["core.hooksPath"]
+    except KeyError:
+        configured = None
+    if configured:
+        path = Path(os.path.expanduser(configured))
+        return path if path.is_absolute() else work_root(repo) / path
+    git_dir = Path(repo.path)
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text().strip()).resolve()
+    return git_dir / "hooks"

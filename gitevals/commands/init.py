@@ -1,0 +1,105 @@
+"""``gitevals init``: scaffold an eval tree that lints clean, never overwriting a file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "init"
+HELP = "scaffold an eval tree (example case and grader, settings, pre-commit config)"
+
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", metavar="DIR",
+                        help="the eval root, relative to the top of the repository "
+                        "(default: the configured root, else evals)")
+
+
+def _top() -> Path:
+    """Where settings live: the top of the work tree, else the current directory."""
+    from gitevals.tree import open_repo, work_root
+
+    repo = open_repo()
+    return work_root(repo) if repo is not None and not repo.is_bare else Path.cwd().resolve()
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _root(top: Path, asked: str | None) -> str:
+    """The eval root: ``--root``, or the one settings already name, or ``evals``."""
+    from gitevals.errors import UsageError
+    from gitevals.settings import load_settings
+    from gitevals.tree import WorkingTree
+
+    settings, _ = load_settings(WorkingTree(top))
+    configured = settings.root if settings.source else None
+    if asked is None:
+        return configured or "evals"
+    root = Path(asked).as_posix().strip("/")
+    if not root or root.startswith("..") or Path(asked).is_absolute():
+        raise UsageError(f"--root {asked}: name a directory inside the repository, like evals")
+    if configured and configured != root:
+        raise UsageError(f"{settings.source}: settings say root = {configured!r}, not {root!r}; "
+                         "change the setting or drop --root")
+    return root
+
+
+def _blocked(top: Path, rel: str) -> str | None:
+    """Why ``rel`` cannot be created: it exists, or a parent is not a directory."""
+    path = top / rel
+    if path.exists() or path.is_symlink():
+        return f"{rel}: already exists; gitevals init never overwrites a file: move it away " \
+               "or scaffold elsewhere with --root"
+    for parent in path.parents:
+        if parent == top:
+            break
+        if parent.exists() and not parent.is_dir():
+            return f"{parent.relative_to(top).as_posix()}: not a directory; move it away"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitevals import scaffold
+    from gitevals.settings import SCHEMA_DIR
+
+    top = _top()
+    root = _root(top, args.root)
+    pyproject = _read(top / "pyproject.toml")
+    settings_exist = (top / "gitevals.toml").exists() or scaffold.has_settings(pyproject)
+    schema = (SCHEMA_DIR / "case.schema.json").read_text(encoding="utf-8")
+    files = scaffold.plan(root, schema, pyproject, settings_exist)
+    write_config = not (top / PRE_COMMIT_CONFIG).exists()
+    if write_config:
+        files.append(scaffold.File(PRE_COMMIT_CONFIG, scaffold.pre_commit_config(root)))
+    # Check every file before writing any: a refusal leaves the tree untouched.
+    blocked = [b for f in files if not f.append and (b := _blocked(top, f.path))]
+    for line in blocked:
+        print(f"gitevals: {line}", file=sys.stderr)
+    if blocked:
+        return 1
+    for f in files:
+        _write(top / f.path, f.text, f.append)
+        print(f"{'appended [tool.gitevals] to' if f.append else 'created'} {f.path}")
+    _next_steps(root, write_config, scaffold.pre_commit_config(root))
+    return 0
+
+
+def _write(path: Path, text: str, append: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a" if append else "x", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _next_steps(root: str, wrote_config: bool, config: str) -> None:
+    if not wrote_config:
+        print(f"{PRE_COMMIT_CONFIG} exists and was left alone; to run gitevals from it, "
+              "add these hooks:\n")
+        print(config)
+    print(f"next: edit {root}/cases/example.yaml, then `gitevals lint`; install the hooks "
+          "with `pre-commit install --hook-type pre-commit --hook-type pre-push` "
+          "or, without pre-commit, `gitevals hooks install`")
