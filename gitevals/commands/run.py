@@ -1,0 +1,207 @@
+"""``gitevals run``: evaluate the tree as committed at REV; write a pinned artifact."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+NAME = "run"
+HELP = "run cases against the harness as committed at REV (default HEAD) and record verdicts"
+
+EXIT_INTERRUPTED = 130
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cases", nargs="*", metavar="CASE",
+                        help="case names (file name without directory or .yaml); default all")
+    parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
+    parser.add_argument("--trials", type=_positive, metavar="N",
+                        help="run every scenario N times instead of its own trials")
+    parser.add_argument("--jobs", "-j", type=_positive, metavar="N",
+                        help="conversations in parallel (default: CPU count)")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="run although tracked files have uncommitted changes "
+                             "(the commit still runs; the artifact says dirty)")
+    parser.add_argument("--no-note", action="store_true",
+                        help="do not attach the artifact to the commit as a git note")
+    parser.add_argument("--format", choices=("text", "json", "junit"), default="text",
+                        help="what to print on stdout (default text)")
+
+
+def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
+    from gitevals.errors import UsageError
+    from gitevals.tree import diff_digest, dirty_paths
+
+    dirty = dirty_paths(repo, ignore_prefix=f"{root}/results")
+    if not dirty:
+        return False, None
+    if not allow:
+        raise UsageError(f"uncommitted changes to {', '.join(dirty)}: commit them, or pass "
+                         "--allow-dirty to run the commit anyway (recorded as dirty)")
+    return True, diff_digest(repo)
+
+
+def _write_note(repo: Any, artifact: dict[str, Any]) -> None:
+    import time
+
+    from gitevals.artifact import note
+
+    for attempt in range(5):
+        try:
+            note(repo, artifact)
+            return
+        except Exception as exc:  # pygit2.GitError: another run moved the notes ref
+            if attempt == 4:
+                print(f"gitevals: warning: could not write the git note ({exc}); the artifact "
+                      "is in results/", file=sys.stderr)
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _render(artifact: dict[str, Any], fmt: str) -> str:
+    from gitevals.artifact import dumps
+
+    if fmt == "json":
+        return dumps(artifact)
+    import importlib
+
+    try:
+        runs: Any = importlib.import_module("gitevals.report.runs")
+    except ImportError:  # reporters not in this build: the plain table still works
+        runs = None
+    if fmt == "junit" and runs is not None:
+        return str(runs.render(artifact, "junit"))
+    if fmt == "text" and runs is not None and hasattr(runs, "render"):
+        return str(runs.render(artifact, "text"))
+    return _plain_table(artifact)
+
+
+def _plain_table(artifact: dict[str, Any]) -> str:
+    """Fallback verdict table (case, scenario, verdict, passes/trials, first failure)."""
+    rows = []
+    for case in artifact["cases"]:
+        for s in case["scenarios"]:
+            v = s["verdict"]
+            rows.append((case["name"], s["id"], v["verdict"], f"{v['passes']}/{v['trials']}",
+                         v["first_failure"] or ""))
+    if not rows:
+        return "no cases ran\n"
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)).rstrip()
+             + (f"  {r[4]}" if r[4] else "") for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _failed(artifact: dict[str, Any]) -> bool:
+    return any(s["verdict"]["verdict"] != "pass"
+               for c in artifact["cases"] for s in c["scenarios"])
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitevals import runner
+    from gitevals.errors import UsageError
+    from gitevals.tree import RevisionTree, require_repo, work_root
+
+    repo = require_repo()
+    tree = RevisionTree(repo, args.rev)
+    assert tree.commit is not None and tree.tree_sha is not None
+    the_plan = runner.plan(tree, args.cases, args.trials)
+    if the_plan.settings.target is None:
+        raise UsageError(f"no target configured in {tree.label}: set [tool.gitevals.target] "
+                         "command = [...] or python = \"module:function\"")
+    dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty)
+    for f in the_plan.findings:
+        print(f, file=sys.stderr)
+    for name in the_plan.blocked:
+        print(f"gitevals: case {name!r} does not lint and was not run", file=sys.stderr)
+    prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
+    jobs = args.jobs or os.cpu_count() or 1
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs)
+    from gitevals.artifact import save
+
+    path = save(work_root(repo), artifact)
+    if not args.no_note:
+        _write_note(repo, artifact)
+    sys.stdout.write(_render(artifact, args.format))
+    sys.stdout.flush()
+    if artifact["interrupted"]:
+        print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.format == "text":
+        print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
+    return 1 if the_plan.blocked or _failed(artifact) else 0
+
+
+def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -> dict[str, Any]:
+    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
+    import signal
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from gitevals import runner
+
+    with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
+        tree.materialize(Path(tmp))
+        execution = runner.Execution(the_plan, tmp, jobs)
+        started = time.time()
+
+        def stop(signum: int, frame: Any) -> None:
+            execution.interrupt()
+
+        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with _progress(the_plan) as progress:
+                execution.run(progress)
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+        finished = time.time()
+    return runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
+
+
+class _NoProgress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress(the_plan: Any) -> Any:
+    """A rich progress bar on stderr when it is a terminal; nothing when piped."""
+    if not sys.stderr.isatty():
+        return _NoProgress()
+    return _RichProgress(len(the_plan.cases), the_plan.total())
+
+
+class _RichProgress:
+    def __init__(self, cases: int, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.bar = Progress(TextColumn(f"{cases} case{'s' * (cases != 1)}"), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("trials  {task.fields[failed]}"),
+                            console=Console(stderr=True), transient=True)
+        self.task = self.bar.add_task("run", total=total, failed="0 failed")
+
+    def __enter__(self) -> Any:
+        self.bar.start()
+        return self.update
+
+    def update(self, done: int, total: int, failures: int) -> None:
+        self.bar.update(self.task, completed=done, failed=f"{failures} failed")
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()

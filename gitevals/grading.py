@@ -1,0 +1,316 @@
+"""Graders at run time: a long-lived worker process per job slot.
+
+The worker runs in the materialized commit, imports ``<root>/graders/<file>.py``
+by path and calls ``fn(t, case, run)``. The parent talks to it over two pipes
+with length-prefixed JSON frames, so a grader that prints (even from C) cannot
+corrupt the protocol: the worker keeps private copies of its stdin/stdout and
+points fds 0 and 1 at /dev/null.
+
+Only raw answers are recorded here; deciding what they mean (malformed,
+``pass_below``) is ``scoring.judge_grader``'s job.
+
+This module is imported by the worker, so it imports the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import struct
+import subprocess
+import sys
+import threading
+import time
+from contextlib import suppress
+from typing import Any
+
+#: Past this a grader is stopped: its worker is killed and a fresh one started.
+GRADER_TIMEOUT = 30.0
+MAX_FRAME = 16 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+_BOOT = ("import sys; sys.path.pop(0); "
+         "from gitevals.grading import worker_main; worker_main(sys.argv[1])")
+
+
+class WorkerGone(Exception):
+    """The worker exited or sent a broken frame."""
+
+
+def _err(kind: str, message: str) -> dict[str, str]:
+    return {"kind": kind, "message": message}
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``quality.answers`` -> (``quality``, ``answers``): read to the first dot."""
+    file, _, fn = name.partition(".")
+    return file, fn
+
+
+# --- parent side ---------------------------------------------------------------
+
+
+class GraderWorker:
+    """One worker process; ``call`` returns a grader record (without ``index``)."""
+
+    def __init__(self, tree_dir: str, root: str, judge: dict[str, Any] | None,
+                 timeout: float = GRADER_TIMEOUT, registry: Any = None) -> None:
+        self.tree_dir = tree_dir
+        self.config = json.dumps({"root": root, "judge": judge})
+        self.timeout = timeout
+        self.registry = registry
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._in = -1
+        self._out = -1
+        self._buf = bytearray()
+        self._sel: selectors.BaseSelector | None = None
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, self.config], cwd=self.tree_dir,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        if self.registry is not None:
+            self.registry.add(self.proc)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        self._buf = bytearray()
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._out, selectors.EVENT_READ)
+
+    def call(self, name: str, case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+        """Run grader ``name`` once; returns ``{"name", "raw", "error", "duration_ms"}``."""
+        started = time.monotonic()
+        raw, error = self._call(name, case, run)
+        ms = int((time.monotonic() - started) * 1000)
+        return {"name": name, "raw": raw, "error": error, "duration_ms": ms}
+
+    def _call(self, name: str, case: dict[str, Any],
+              run: dict[str, Any]) -> tuple[Any, dict[str, str] | None]:
+        if self.proc is None:
+            self._start()
+        file, fn = split_name(name)
+        frame = json.dumps({"file": file, "fn": fn, "case": case, "run": run},
+                           ensure_ascii=False).encode()
+        try:
+            _write_all(self._in, _HEADER.pack(len(frame)) + frame)
+            reply = self._read(time.monotonic() + self.timeout)
+        except TimeoutError:
+            self.stop()
+            return None, _err("grader_timeout", f"grader {name} ran past {self.timeout:g} s; "
+                                                "its worker was killed and restarted")
+        except (WorkerGone, OSError) as exc:
+            code = self.stop()
+            why = f" ({exc})" if str(exc) else ""
+            return None, _err("grader_error", f"grader {name}: worker exited"
+                                              f"{f' with code {code}' if code else ''}{why}")
+        return reply.get("raw"), reply.get("error")
+
+    def _fill(self, need: int, deadline: float) -> bytes:
+        assert self._sel is not None
+        while len(self._buf) < need:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            if not self._sel.select(remaining):
+                continue
+            chunk = os.read(self._out, max(1 << 16, need - len(self._buf)))
+            if not chunk:
+                raise WorkerGone("")
+            self._buf += chunk
+        data = bytes(self._buf[:need])
+        del self._buf[:need]
+        return data
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        (size,) = _HEADER.unpack(self._fill(_HEADER.size, deadline))
+        if size > MAX_FRAME:
+            raise WorkerGone(f"answer larger than {MAX_FRAME} bytes")
+        reply: dict[str, Any] = json.loads(self._fill(size, deadline))
+        return reply
+
+    def stop(self) -> int | None:
+        """Kill the worker (the next call starts a fresh one); its exit code if known."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, 9)
+        code = proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            with suppress(OSError):
+                assert f is not None
+                f.close()
+        if self._sel is not None:
+            self._sel.close()
+        if self.registry is not None:
+            self.registry.discard(proc)
+        return None if code == -9 else code
+
+
+class GraderPool:
+    """One warm worker per thread (= per job slot), created on first use."""
+
+    def __init__(self, tree_dir: str, root: str, judge: dict[str, Any] | None,
+                 timeout: float = GRADER_TIMEOUT, registry: Any = None) -> None:
+        self.args = (tree_dir, root, judge, timeout, registry)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._workers: list[GraderWorker] = []
+
+    def worker(self) -> GraderWorker:
+        w: GraderWorker | None = getattr(self._local, "worker", None)
+        if w is None:
+            w = GraderWorker(*self.args)
+            self._local.worker = w
+            with self._lock:
+                self._workers.append(w)
+        return w
+
+    def call(self, name: str, case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+        return self.worker().call(name, case, run)
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for w in workers:
+            w.stop()
+
+
+# --- worker side (a separate process in the materialized tree) ----------------------
+
+
+def _json_safe(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+class _Graders:
+    """Loads grader modules by path from the tree, once each."""
+
+    def __init__(self, tree_dir: str, root: str) -> None:
+        self.dir = os.path.join(tree_dir, root, "graders")
+        self.rel = f"{root}/graders"
+        self.modules: dict[str, Any] = {}
+
+    def find(self, file: str, fn: str) -> Any:
+        """The function, or a ``LookupError`` saying what is missing."""
+        if file not in self.modules:
+            self.modules[file] = self._load(file)
+        func = getattr(self.modules[file], fn, None)
+        if not callable(func):
+            raise LookupError(f"{self.rel}/{file}.py has no function {fn!r}")
+        return func
+
+    def _load(self, file: str) -> Any:
+        import importlib.util
+
+        path = os.path.join(self.dir, f"{file}.py")
+        if not file.isidentifier() or not os.path.isfile(path):
+            raise LookupError(f"no grader file {self.rel}/{file}.py in this commit")
+        spec = importlib.util.spec_from_file_location(f"gitevals_graders.{file}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+def _where(exc: BaseException, graders_dir: str, rel: str) -> str:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename.startswith(graders_dir)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" ({rel}/{os.path.relpath(f.filename, graders_dir)}:{f.lineno})"
+
+
+def _exc_kind(exc: BaseException) -> str:
+    from gitevals.judge import JudgeError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, JudgeError):
+            return "judge_error"
+        seen = seen.__cause__ or seen.__context__
+    return "grader_error"
+
+
+def _answer(graders: _Graders, t: Any, req: dict[str, Any]) -> dict[str, Any]:
+    import io
+
+    name = f"{req['file']}.{req['fn']}"
+    try:
+        func = graders.find(req["file"], req["fn"])
+    except LookupError as exc:
+        return {"raw": None, "error": _err("grader_missing", f"grader {name}: {exc}")}
+    except Exception as exc:  # importing the grader file raised
+        where = _where(exc, graders.dir, graders.rel)
+        return {"raw": None, "error": _err("grader_error", f"grader {name}: importing it "
+                                                           f"raised {type(exc).__name__}: "
+                                                           f"{exc}{where}")}
+    sys.stdout = io.StringIO()  # a grader printing is harmless and discarded
+    try:
+        raw = func(t, req["case"], req["run"])
+    except Exception as exc:
+        where = _where(exc, graders.dir, graders.rel)
+        return {"raw": None, "error": _err(_exc_kind(exc), f"grader {name} raised "
+                                                           f"{type(exc).__name__}: {exc}{where}")}
+    finally:
+        sys.stdout = sys.__stdout__
+    if _json_safe(raw):
+        return {"raw": raw, "error": None}
+    text = repr(raw)[:300]
+    return {"raw": text, "error": _err("grader_malformed", f"grader {name} returned "
+                                                           f"{text}, which is not JSON; "
+                                       'return True/False or {"pass": bool, "score": number, '
+                                       '"why": str}')}
+
+
+def _private_pipes() -> tuple[int, int]:
+    """Keep the protocol fds; point 0 and 1 at /dev/null so prints cannot reach the parent."""
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    return proto_in, proto_out
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+def worker_main(config: str) -> None:
+    """Serve grader calls until stdin closes (run by ``GraderWorker`` in its own process)."""
+    from gitevals.judge import T
+
+    proto_in, proto_out = _private_pipes()
+    cfg = json.loads(config)
+    tree_dir = os.getcwd()
+    graders = _Graders(tree_dir, cfg["root"])
+    sys.path[:0] = [graders.dir, tree_dir]
+    t = T(cfg.get("judge"))
+    while (head := _read_exact(proto_in, _HEADER.size)) is not None:
+        body = _read_exact(proto_in, _HEADER.unpack(head)[0])
+        if body is None:
+            break
+        reply = json.dumps(_answer(graders, t, json.loads(body)), ensure_ascii=False).encode()
+        _write_all(proto_out, _HEADER.pack(len(reply)) + reply)

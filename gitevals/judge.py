@@ -1,0 +1,86 @@
+"""``t.llm``: the judge model graders call, over an OpenAI-compatible HTTP API.
+
+Runs inside the grader worker, so it imports the standard library only (no new
+dependency, a fast worker start). The model is pinned in settings and sampled at
+temperature 0 so a re-run asks the same question the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+NO_JUDGE = "no judge configured: set [tool.gitevals.judge]"
+
+
+class JudgeError(Exception):
+    """``t.llm`` could not get an answer; recorded as error kind ``judge_error``."""
+
+
+def judge_config(judge: Any) -> dict[str, Any] | None:
+    """``settings.Judge`` (or None) -> the plain dict the worker receives."""
+    if judge is None:
+        return None
+    return {"base_url": judge.base_url, "model": judge.model,
+            "api_key_env": judge.api_key_env, "timeout": judge.timeout}
+
+
+def _request(config: dict[str, Any], prompt: str) -> urllib.request.Request:
+    body = {"model": config["model"], "temperature": 0,
+            "messages": [{"role": "user", "content": prompt}]}
+    headers = {"Content-Type": "application/json"}
+    env = config.get("api_key_env")
+    if env:
+        key = os.environ.get(env)
+        if not key:
+            raise JudgeError(f"the judge key variable {env} is not set: export it before the run")
+        headers["Authorization"] = f"Bearer {key}"
+    url = config["base_url"].rstrip("/") + "/chat/completions"
+    return urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+
+
+def _content(payload: Any) -> str:
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise JudgeError("judge reply has no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise JudgeError("judge reply content is not a string")
+    return content
+
+
+def llm(config: dict[str, Any] | None, prompt: str) -> str:
+    """Ask the judge ``prompt`` (one user message) and return its text answer."""
+    if config is None:
+        raise JudgeError(NO_JUDGE)
+    if not isinstance(prompt, str):
+        raise JudgeError(f"t.llm takes a str prompt, not {type(prompt).__name__}")
+    req = _request(config, prompt)
+    try:
+        with urllib.request.urlopen(req, timeout=float(config.get("timeout") or 60)) as resp:
+            data = resp.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(300).decode("utf-8", "replace").strip()
+        raise JudgeError(f"judge answered HTTP {exc.code} at {req.full_url}: {detail}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise JudgeError(f"cannot reach the judge at {req.full_url}: {reason}") from None
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        raise JudgeError("judge reply is not JSON") from None
+    return _content(payload)
+
+
+class T:
+    """The ``t`` graders receive: ``t.llm(prompt) -> str``."""
+
+    def __init__(self, config: dict[str, Any] | None) -> None:
+        self._config = config
+
+    def llm(self, prompt: str) -> str:
+        """Ask the configured judge model; raises ``JudgeError`` when it cannot."""
+        return llm(self._config, prompt)

@@ -1,0 +1,325 @@
+"""Runs pinned to commits: plan the cases of a revision, drive conversations, build the artifact.
+
+``plan`` reads everything from the commit (settings, cases, lint) and never
+executes tree code. ``Execution`` runs the plan in a materialized copy of the
+commit: one conversation per (case, trial) on a thread pool (the targets are
+processes, so threads only wait), graders in warm worker processes, scoring by
+``gitevals.scoring``. ``build_artifact`` assembles the contract's JSON.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from gitevals import __version__
+from gitevals.artifact import FORMAT, new_run_id, utc_stamp
+from gitevals.findings import Finding, has_errors
+from gitevals.grading import GRADER_TIMEOUT, GraderPool
+from gitevals.judge import judge_config
+from gitevals.model import Case, Scenario, case_name, load_case
+from gitevals.settings import Settings, load_settings
+from gitevals.targets import Conversation, ProcessRegistry, TargetError, target_argv
+from gitevals.tree import Tree
+
+Progress = Callable[[int, int, int], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will do, read from one revision before anything executes."""
+
+    settings: Settings
+    cases: tuple[Case, ...]           # cases that linted clean, sorted by name
+    blocked: tuple[str, ...]          # selected cases that did not lint
+    findings: tuple[Finding, ...]     # lint findings of the selected cases
+    files: dict[str, str]             # path -> blob sha of every case/grader/settings used
+    trials: int | None = None
+
+    def trials_of(self, scenario: Scenario) -> int:
+        return self.trials if self.trials is not None else scenario.trials
+
+    def conversations(self, case: Case) -> int:
+        """How many conversations ``case`` makes: the most any scenario asks for."""
+        return max((self.trials_of(s) for s in case.scenarios), default=0)
+
+    def total(self) -> int:
+        return sum(self.trials_of(s) for c in self.cases for s in c.scenarios)
+
+
+def case_paths(tree: Tree, root: str) -> dict[str, str]:
+    """Case name -> path, for every ``<root>/cases/<name>.yaml`` (or .yml) of ``tree``."""
+    prefix = f"{root}/cases/"
+    out: dict[str, str] = {}
+    for path in tree.files(f"{root}/cases"):
+        rest = path[len(prefix):]
+        if "/" not in rest and rest.endswith((".yaml", ".yml")):
+            out.setdefault(case_name(path), path)
+    return dict(sorted(out.items()))
+
+
+def select_cases(available: dict[str, str], names: Sequence[str]) -> dict[str, str]:
+    """The named cases (all when none named); an unknown name is a usage error."""
+    from gitevals.errors import UsageError
+
+    if not names:
+        return available
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        have = ", ".join(available) or "none"
+        raise UsageError(f"unknown case {unknown[0]!r}: available cases are {have}")
+    return {n: available[n] for n in sorted(set(names))}
+
+
+def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
+    import importlib
+
+    try:
+        lint = importlib.import_module("gitevals.lint")
+    except ImportError:  # no lint engine in this build: parse errors still block a case
+        return []
+    if not hasattr(lint, "lint_tree"):
+        return []
+    return list(lint.lint_tree(tree, paths=paths).findings)
+
+
+def _load(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
+    """Parse and model one case; a failure is a finding, never an exception."""
+    from gitevals.yamlsafe import parse
+
+    doc, findings = parse(tree.read(path) or b"", path)
+    if doc is None or has_errors(findings):
+        return None, findings
+    try:
+        return load_case(path, doc.data), findings
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return None, [*findings, Finding(path, 1, 1, "GE000",
+                                         f"cannot load the case: {exc}; run `gitevals lint`")]
+
+
+def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, str]:
+    paths = {c.path for c in cases}
+    if settings.source:
+        paths.add(settings.source)
+    for c in cases:
+        for s in c.scenarios:
+            for g in s.graders():
+                paths.add(f"{settings.root}/graders/{g.partition('.')[0]}.py")
+    out = {}
+    for p in sorted(paths):
+        e = tree.entry(p)
+        if e is not None:
+            out[p] = e.sha
+    return out
+
+
+def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
+    """Read settings and the selected cases of ``tree``; lint them; nothing runs."""
+    from gitevals.errors import UsageError
+
+    settings, bad = load_settings(tree)
+    if bad:
+        raise UsageError(f"{bad[0]}")
+    chosen = select_cases(case_paths(tree, settings.root), names)
+    findings = _lint(tree, list(chosen.values()))
+    cases, blocked = [], []
+    for name, path in chosen.items():
+        case, more = _load(tree, path)
+        findings += [f for f in more if f not in findings]
+        if case is None or any(f.path == path and f.severity == "error" for f in findings):
+            blocked.append(name)
+        else:
+            cases.append(case)
+    return Plan(settings, tuple(cases), tuple(blocked), tuple(sorted(findings)),
+                _used_files(tree, settings, cases), trials)
+
+
+# --- execution --------------------------------------------------------------------------
+
+
+def _transcript(replies: list[dict[str, Any]], ms: int) -> dict[str, Any]:
+    """One scenario's transcript: its own turns, tool calls and hooks concatenated."""
+    errors = [r["error"] for r in replies if r.get("error") is not None]
+    return {
+        "final_answer": replies[-1].get("final_answer") if replies else None,
+        "tool_calls": [c for r in replies for c in r.get("tool_calls") or []],
+        "hooks": [h for r in replies for h in r.get("hooks") or []],
+        "error": errors[0] if errors else None,
+        "turns": replies,
+        "duration_ms": ms,
+    }
+
+
+@dataclass
+class _Done:
+    """One scenario of one conversation, before grading."""
+
+    scenario: int
+    transcript: dict[str, Any]
+    error: dict[str, str] | None
+
+
+class Execution:
+    """Runs a ``Plan`` in ``tree_dir`` (a materialized commit). Thread-safe ``interrupt``."""
+
+    def __init__(self, the_plan: Plan, tree_dir: str, jobs: int,
+                 grader_timeout: float = GRADER_TIMEOUT) -> None:
+        self.plan = the_plan
+        self.tree_dir = tree_dir
+        self.jobs = max(1, jobs)
+        target = the_plan.settings.target
+        self.argv = target_argv(target.command, target.python) if target else []
+        self.python_target = bool(target and not target.command and target.python)
+        self.stop = threading.Event()
+        self.registry = ProcessRegistry()
+        self.graders = GraderPool(tree_dir, the_plan.settings.root,
+                                  judge_config(the_plan.settings.judge), grader_timeout,
+                                  self.registry)
+        # (case index, scenario index) -> {trial: result}
+        self.results: dict[tuple[int, int], dict[int, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self.done = 0
+        self.failures = 0
+
+    def interrupt(self) -> None:
+        """Start no more work and kill every running target and grader."""
+        self.stop.set()
+        self.registry.kill_all()
+
+    def _converse(self, case: Case, trial: int) -> list[_Done]:
+        scenarios = [(i, s) for i, s in enumerate(case.scenarios)
+                     if self.plan.trials_of(s) > trial]
+        done: list[_Done] = []
+        ended: tuple[str, TargetError] | None = None
+        with Conversation(self.argv, self.tree_dir, registry=self.registry,
+                          python_target=self.python_target) as conv:
+            for index, s in scenarios:
+                if self.stop.is_set():
+                    return []
+                started = time.monotonic()
+                replies, error = [], None
+                if ended is not None:
+                    error = {"kind": ended[1].kind,
+                             "message": f"not run: the conversation ended in scenario "
+                                        f"{ended[0]!r}: {ended[1].message}"}
+                deadline = started + s.timeout
+                for turn, text in enumerate(s.user if ended is None else ()):
+                    msg = {"text": text, "turn": turn, "case": case.name,
+                           "scenario": s.id, "trial": trial}
+                    try:
+                        replies.append(conv.ask(msg, deadline))
+                    except TargetError as exc:
+                        error, ended = exc.as_dict(), (s.id, exc)
+                        break
+                ms = int((time.monotonic() - started) * 1000)
+                done.append(_Done(index, _transcript(replies, ms), error))
+        return [] if self.stop.is_set() else done
+
+    def _grade(self, s: Scenario, transcript: dict[str, Any]) -> list[dict[str, Any]]:
+        case_arg = {"id": s.id, "user": list(s.user), "expect": [a.as_dict() for a in s.expect]}
+        run_arg = {k: transcript[k] for k in ("final_answer", "tool_calls", "hooks", "error",
+                                              "turns", "duration_ms")}
+        out = []
+        for index, a in enumerate(s.expect):
+            if a.kind == "grader" and isinstance(a.arg, dict):
+                rec = self.graders.call(str(a.arg.get("name")), case_arg, run_arg)
+                out.append({"index": index, **rec})
+        return out
+
+    def _trial(self, ci: int, trial: int) -> None:
+        from gitevals.scoring import score_trial
+
+        case = self.plan.cases[ci]
+        scored = []
+        for d in self._converse(case, trial):
+            s = case.scenarios[d.scenario]
+            graders = self._grade(s, d.transcript) if d.error is None else []
+            expect = [a.as_dict() for a in s.expect]
+            result = {"trial": trial, "transcript": d.transcript, "error": d.error,
+                      "graders": graders,
+                      **score_trial(expect, d.transcript, graders, d.error)}
+            scored.append((d.scenario, result))
+        if self.stop.is_set():
+            return  # abandoned: an interrupted conversation is not recorded
+        with self._lock:
+            for si, result in scored:
+                self.results.setdefault((ci, si), {})[trial] = result
+                self.done += 1
+                self.failures += 0 if result["passed"] else 1
+
+    def run(self, progress: Progress | None = None) -> None:
+        """Run every conversation; returns early (with what finished) once interrupted."""
+        counts = [self.plan.conversations(c) for c in self.plan.cases]
+        # Trial-major order: every case gets its first conversations early.
+        work = [(ci, t) for t in range(max(counts, default=0))
+                for ci, n in enumerate(counts) if t < n]
+        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
+        try:
+            pending: set[Future[None]] = {pool.submit(self._trial, ci, t) for ci, t in work}
+            total = self.plan.total()
+            while pending and not self.stop.is_set():
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    f.result()
+                if progress is not None:
+                    progress(self.done, total, self.failures)
+        finally:
+            if self.stop.is_set():
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.registry.kill_all()
+            pool.shutdown(wait=True)
+            self.graders.close()
+
+    def cases(self) -> list[dict[str, Any]]:
+        """The artifact's ``cases`` from what finished (results in trial order)."""
+        from gitevals.scoring import verdict
+
+        out = []
+        for ci, case in enumerate(self.plan.cases):
+            scenarios = []
+            for si, s in enumerate(case.scenarios):
+                by_trial = self.results.get((ci, si), {})
+                results = [by_trial[t] for t in sorted(by_trial)]
+                scenarios.append({
+                    "id": s.id, "user": list(s.user),
+                    "expect": [a.as_dict() for a in s.expect],
+                    "trials": self.plan.trials_of(s), "timeout": s.timeout,
+                    "results": results, "verdict": verdict(results)})
+            out.append({"name": case.name, "path": case.path,
+                        "blob": self.plan.files.get(case.path), "scenarios": scenarios})
+        return out
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a run came from: revision as given, commit, tree, dirty state."""
+
+    rev: str
+    commit: str
+    tree: str
+    dirty: bool = False
+    dirty_diff: str | None = None
+
+
+def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names: Sequence[str],
+                   jobs: int, started: float, finished: float) -> dict[str, Any]:
+    """The complete ``gitevals-run/1`` artifact of a finished (or interrupted) run."""
+    return {
+        "format": FORMAT,
+        "run_id": new_run_id(prov.commit, started),
+        "tool_version": __version__,
+        "rev": prov.rev, "commit": prov.commit, "tree": prov.tree,
+        "dirty": prov.dirty, "dirty_diff": prov.dirty_diff,
+        "root": the_plan.settings.root,
+        "settings": the_plan.settings.as_dict(),
+        "files": dict(sorted(the_plan.files.items())),
+        "started_at": utc_stamp(started), "finished_at": utc_stamp(finished),
+        "duration_ms": int((finished - started) * 1000),
+        "interrupted": execution.stop.is_set(),
+        "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
+        "cases": execution.cases(),
+    }

@@ -1,0 +1,384 @@
+"""Targets: the harness under test, one process per conversation.
+
+A ``command`` target is an argv started in the materialized commit; it reads one
+JSON line per user turn on stdin and answers one JSON line on stdout. A
+``python`` target (``module:function``) is driven through the same protocol by a
+small worker process (``python_worker_main`` below), so the tree's code never
+runs inside gitevals and can always be killed.
+
+Everything that can go wrong with a target is a ``TargetError`` carrying the
+error kind of the run artifact; it ends that conversation only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
+from typing import IO, Any
+
+#: A reply line longer than this is a protocol error (a runaway target must not
+#: eat the memory of the run).
+MAX_LINE = 16 * 1024 * 1024
+#: After the last turn a target gets this long to exit on its own after stdin closes.
+EXIT_GRACE = 2.0
+_STDERR_TAIL = 2048
+#: Exit status of the python worker when the module:function cannot be loaded.
+_START_FAILED = 97
+
+_PY_BOOT = (
+    "import sys; sys.path.pop(0); "
+    "from gitevals.targets import python_worker_main; python_worker_main(sys.argv[1])"
+)
+
+
+class TargetError(Exception):
+    """A conversation that could not go on: ``kind`` is the artifact error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "message": self.message}
+
+
+def target_argv(command: Sequence[str] | None, python: str | None) -> list[str]:
+    """The argv that starts one conversation with the configured target."""
+    if command:
+        return list(command)
+    if python:
+        return [sys.executable, "-c", _PY_BOOT, python]
+    raise ValueError("no target configured")
+
+
+class ProcessRegistry:
+    """Every live target/worker process group, so an interrupt can kill them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self.closed = False
+
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.add(proc)
+            closed = self.closed
+        if closed:
+            kill_group(proc)
+
+    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def kill_all(self) -> None:
+        """Kill every registered group; later ``add``s are killed on arrival."""
+        with self._lock:
+            self.closed = True
+            procs = list(self._procs)
+        for proc in procs:
+            kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group ``proc`` leads (it was started in its own session)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _short(data: bytes, limit: int = 200) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class Conversation:
+    """One target process: ``ask`` sends a turn and reads its one-line reply by a deadline."""
+
+    def __init__(self, argv: Sequence[str], cwd: str, *, env: Mapping[str, str] | None = None,
+                 registry: ProcessRegistry | None = None, python_target: bool = False) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.env = dict(env) if env is not None else None
+        self.registry = registry
+        self.python_target = python_target
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._buf = bytearray()
+        self._stderr = bytearray()
+        self._sel: selectors.BaseSelector | None = None
+
+    def start(self) -> None:
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise TargetError("target_start",
+                              f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
+        if self.registry is not None:
+            self.registry.add(self.proc)
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            os.set_blocking(f.fileno(), False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self._sel.register(self.proc.stderr, selectors.EVENT_READ)
+
+    def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+        """Send ``message`` as one JSON line; the parsed reply object, or ``TargetError``."""
+        if self.proc is None:
+            self.start()
+        line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
+        self._write(line, deadline)
+        return parse_reply(self._read_line(deadline))
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        fd = self.proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:
+                n = 0
+            except BrokenPipeError:
+                raise self._exited("exited before reading its turn") from None
+            view = view[n:]
+            if view and not _wait_writable(fd, deadline):
+                raise self._timeout()
+
+    def _read_line(self, deadline: float) -> bytes:
+        assert self.proc is not None and self.proc.stdout is not None and self._sel
+        out_fd = self.proc.stdout.fileno()
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self._buf[:nl])
+                del self._buf[: nl + 1]
+                return line
+            if len(self._buf) > MAX_LINE:
+                raise TargetError("target_protocol",
+                                  f"reply line longer than {MAX_LINE} bytes without a newline")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout()
+            for key, _ in self._sel.select(remaining):
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if key.fd != out_fd:
+                    self._stderr_chunk(key.fileobj, chunk)
+                elif chunk:
+                    self._buf += chunk
+                elif self._buf:
+                    raise TargetError("target_protocol", "exited after writing half a line: "
+                                      f"{_short(bytes(self._buf))!r}")
+                else:
+                    raise self._exited("exited before answering")
+
+    def _stderr_chunk(self, fileobj: Any, chunk: bytes) -> None:
+        if not chunk:
+            assert self._sel is not None
+            self._sel.unregister(fileobj)
+            return
+        self._stderr += chunk
+        if len(self._stderr) > _STDERR_TAIL:
+            del self._stderr[:-_STDERR_TAIL]
+
+    def _timeout(self) -> TargetError:
+        self.kill()
+        return TargetError("target_timeout",
+                           "no answer before the scenario timeout; its process group was killed")
+
+    def _exited(self, what: str) -> TargetError:
+        assert self.proc is not None
+        try:
+            code: int | None = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._drain_stderr()
+        tail = _short(bytes(self._stderr)).splitlines()
+        said = f": {tail[-1]}" if tail else ""
+        if self.python_target and code == _START_FAILED:
+            return TargetError("target_start", f"cannot load the python target{said}")
+        status = f"exited with code {code}" if code is not None else "closed its output"
+        return TargetError("target_crash", f"{what} ({status}){said}")
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        with suppress(OSError, ValueError):
+            while chunk := os.read(self.proc.stderr.fileno(), 1 << 16):
+                self._stderr_chunk(self.proc.stderr, chunk)
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            kill_group(self.proc)
+
+    def close(self) -> None:
+        """End the conversation: close stdin, give the target a moment, kill its group."""
+        proc = self.proc
+        if proc is None:
+            return
+        with suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        self._await_eof(time.monotonic() + EXIT_GRACE)
+        kill_group(proc)
+        proc.wait()
+        for f in (proc.stdout, proc.stderr):
+            with suppress(OSError):
+                assert f is not None
+                f.close()
+        if self._sel is not None:
+            self._sel.close()
+        if self.registry is not None:
+            self.registry.discard(proc)
+        self.proc = None
+
+    def _await_eof(self, deadline: float) -> None:
+        """Wait (bounded) for stdout to close, i.e. for the target to exit on its own."""
+        assert self.proc is not None and self.proc.stdout is not None and self._sel
+        out_fd = self.proc.stdout.fileno()
+        while (remaining := deadline - time.monotonic()) > 0:
+            events = self._sel.select(remaining)
+            if not events:
+                return
+            for key, _ in events:
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except OSError:
+                    return
+                if key.fd == out_fd and not chunk:
+                    return
+                if key.fd != out_fd:
+                    self._stderr_chunk(key.fileobj, chunk)
+
+    def __enter__(self) -> Conversation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wait_writable(fd: int, deadline: float) -> bool:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return False
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_WRITE)
+        return bool(sel.select(remaining))
+
+
+_LISTS = {"tool_calls": ("name",), "hooks": ("name",)}
+
+
+def parse_reply(line: bytes) -> dict[str, Any]:
+    """One reply line -> its object, or ``TargetError('target_protocol')`` saying what is wrong."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        raise TargetError("target_protocol", f"reply is not JSON: {_short(line)!r}") from None
+    problem = reply_problem(obj)
+    if problem:
+        raise TargetError("target_protocol", problem)
+    obj.setdefault("tool_calls", [])
+    obj.setdefault("hooks", [])
+    obj.setdefault("error", None)
+    return obj  # type: ignore[no-any-return]
+
+
+def reply_problem(obj: Any) -> str | None:
+    """What makes ``obj`` an invalid reply (schemas/target-reply.schema.json), or None."""
+    if not isinstance(obj, dict):
+        return f"reply is a JSON {type(obj).__name__}, not an object"
+    if "final_answer" not in obj:
+        return "reply has no 'final_answer' (use null when there is none)"
+    if obj["final_answer"] is not None and not isinstance(obj["final_answer"], str):
+        return "reply 'final_answer' must be a string or null"
+    if obj.get("error") is not None and not isinstance(obj["error"], str):
+        return "reply 'error' must be a string or null"
+    for key, required in _LISTS.items():
+        items = obj.get(key, [])
+        if not isinstance(items, list):
+            return f"reply '{key}' must be a list"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not all(isinstance(item.get(r), str)
+                                                     for r in required):
+                return f"reply '{key}'[{i}] must be an object with a string 'name'"
+    return None
+
+
+# --- the python-target worker (runs in its own process, in the materialized tree) ---
+
+
+def _load_target(spec: str) -> Any:
+    import importlib
+
+    module_name, _, func = spec.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, func)
+
+
+def _protocol_streams() -> tuple[IO[str], IO[str]]:
+    """Keep the real stdin/stdout for the protocol; anything the target prints goes to stderr."""
+    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout = sys.stderr
+    return proto_in, proto_out
+
+
+def _turns(proto_in: IO[str]) -> Iterator[dict[str, Any]]:
+    for line in proto_in:
+        yield json.loads(line)
+
+
+def python_worker_main(spec: str) -> None:
+    """Serve one conversation for ``module:function``: fn(messages) -> reply dict per turn.
+
+    ``messages`` is the conversation so far, OpenAI style: ``{"role": "user",
+    "content": text, "turn", "case", "scenario", "trial"}`` then ``{"role": "assistant",
+    "content": final_answer, "reply": <previous reply>}``, ending with the new user turn.
+    """
+    proto_in, proto_out = _protocol_streams()
+    sys.path.insert(0, os.getcwd())
+    try:
+        fn = _load_target(spec)
+    except BaseException as exc:  # the target's import may raise anything
+        print(f"{spec}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(_START_FAILED)
+    messages: list[dict[str, Any]] = []
+    for turn in _turns(proto_in):
+        messages.append({"role": "user", "content": turn.get("text"), **turn})
+        reply = _call_target(fn, messages)
+        try:
+            if not isinstance(reply, dict):
+                raise TypeError(f"{type(reply).__name__} {reply!r:.100}, not a dict")
+            line = json.dumps(reply, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            # Not JSON on purpose: the parent reports it as target_protocol.
+            line = f"gitevals: {spec} returned a reply that is not a JSON object: {exc}"
+            reply = {}
+        messages.append({"role": "assistant", "content": reply.get("final_answer"),
+                         "reply": reply})
+        proto_out.write(line + "\n")
+        proto_out.flush()
+
+
+def _call_target(fn: Any, messages: list[dict[str, Any]]) -> Any:
+    try:
+        return fn([dict(m) for m in messages])
+    except Exception as exc:  # the harness failing is its error, reported in the reply
+        return {"final_answer": None, "tool_calls": [], "hooks": [],
+                "error": f"{type(exc).__name__}: {exc}"}
