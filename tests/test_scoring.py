@@ -1,0 +1,380 @@
+"""Scoring: grader answers, trials, verdicts, whole artifacts (pure), loading artifacts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitevals.errors import ArtifactError
+from gitevals.model import load_case
+from gitevals.scoring import (
+    judge_grader,
+    load_artifact,
+    score_artifact,
+    score_trial,
+    validate_artifact,
+    verdict,
+)
+
+COMMIT = "1" * 40
+
+
+def transcript(answer: str | None = "Paris", calls: Any = (), error: Any = None) -> dict[str, Any]:
+    return {"final_answer": answer, "tool_calls": list(calls), "hooks": [], "error": error,
+            "turns": [{"final_answer": answer}], "duration_ms": 3}
+
+
+def grader_answer(raw: Any, index: int = 0, name: str = "quality.answers",
+                  error: Any = None) -> dict[str, Any]:
+    return {"index": index, "name": name, "raw": raw, "error": error, "duration_ms": 1}
+
+
+def result(trial: int, expect: list[dict[str, Any]], t: dict[str, Any],
+           graders: list[dict[str, Any]] | None = None,
+           error: dict[str, Any] | None = None) -> dict[str, Any]:
+    graders = graders or []
+    return {"trial": trial, "transcript": t, "error": error, "graders": graders,
+            **score_trial(expect, t, graders, error)}
+
+
+def scenario(sid: str, expect: list[dict[str, Any]], results: list[dict[str, Any]],
+             trials: int | None = None) -> dict[str, Any]:
+    return {"id": sid, "user": [f"question of {sid}"], "expect": expect,
+            "trials": trials or max(1, len(results)), "timeout": 300.0, "results": results,
+            "verdict": verdict(results)}
+
+
+def artifact(cases: dict[str, list[dict[str, Any]]], commit: str = COMMIT,
+             run_id: str | None = None, finished_at: str = "2026-11-29T22:01:00Z",
+             settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A contract-complete artifact from case name -> scenario dicts."""
+    return {
+        "format": "gitevals-run/1",
+        "run_id": run_id or f"20261129T220000Z-{commit[:12]}-a1b2c3",
+        "tool_version": "0.1.0", "rev": "HEAD", "commit": commit, "tree": "2" * 40,
+        "dirty": False, "dirty_diff": None, "root": "evals", "settings": settings or {},
+        "files": {f"evals/cases/{n}.yaml": "3" * 40 for n in cases},
+        "started_at": "2026-11-29T22:00:00Z", "finished_at": finished_at,
+        "duration_ms": 60000, "interrupted": False,
+        "options": {"cases": [], "trials": None, "jobs": 2},
+        "cases": [{"name": n, "path": f"evals/cases/{n}.yaml", "blob": "3" * 40,
+                   "scenarios": s} for n, s in sorted(cases.items())],
+    }
+
+
+PARIS = [{"final_answer_contains": "Paris"}]
+
+
+def sample() -> dict[str, Any]:
+    """tone: one pass, one flaky, one fail; tools: one broken."""
+    ok, bad = transcript("Paris"), transcript("Lyon")
+    crash = {"kind": "target_crash", "message": "exited with status 1"}
+    return artifact({
+        "tone": [
+            scenario("capital", PARIS, [result(0, PARIS, ok), result(1, PARIS, ok)]),
+            scenario("flaky", PARIS, [result(0, PARIS, ok), result(1, PARIS, bad)]),
+            scenario("wrong", PARIS, [result(0, PARIS, bad), result(1, PARIS, bad)]),
+        ],
+        "tools": [scenario("crashes", PARIS, [result(0, PARIS, transcript(None), error=crash)])],
+    })
+
+
+# -- judge_grader -----------------------------------------------------------------
+
+Q = "quality.answers"
+GRADER_TABLE: list[tuple[str, dict[str, Any], Any, Any, bool, str, str | None]] = [
+    # id, arg, raw, error, passed, message, error kind
+    ("true", {"name": Q}, True, None, True, f"grader {Q}: judged pass", None),
+    ("false", {"name": Q}, False, None, False, f"grader {Q}: judged fail", None),
+    ("dict-pass", {"name": Q}, {"pass": True, "score": 0.8}, None, True,
+     f"grader {Q}: judged pass (score 0.8)", None),
+    ("score-above-pass_below", {"name": Q, "pass_below": 0.7}, {"pass": True, "score": 0.8},
+     None, True, f"grader {Q}: score 0.8 >= pass_below 0.7", None),
+    ("score-equal-pass_below", {"name": Q, "pass_below": 0.8}, {"pass": True, "score": 0.8},
+     None, True, f"grader {Q}: score 0.8 >= pass_below 0.8", None),
+    ("score-below-pass_below", {"name": Q, "pass_below": 0.9},
+     {"pass": True, "score": 0.8, "why": "terse"}, None, False,
+     f"grader {Q}: score 0.8 below pass_below 0.9 (terse)", None),
+    ("own-pass-false-wins", {"name": Q, "pass_below": 0.1},
+     {"pass": False, "score": 0.95, "why": "wrong city"}, None, False,
+     f"grader {Q}: judged fail (score 0.95) (wrong city)", None),
+    ("score-missing-with-pass_below", {"name": Q, "pass_below": 0.7}, {"pass": True}, None,
+     False, f"grader {Q}: judged pass without a score, pass_below 0.7 needs one", None),
+    ("bare-true-with-pass_below", {"name": Q, "pass_below": 0.7}, True, None, False,
+     f"grader {Q}: judged pass without a score, pass_below 0.7 needs one", None),
+    ("yes", {"name": Q}, "yes", None, False,
+     f"grader {Q}: malformed answer: returned 'yes'; return True/False or "
+     '{"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("pass-string", {"name": Q}, {"pass": "true"}, None, False,
+     f"grader {Q}: malformed answer: returned {{'pass': 'true'}}, not a bool; return "
+     'True/False or {"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("none", {"name": Q}, None, None, False,
+     f"grader {Q}: malformed answer: returned None; return True/False or "
+     '{"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("score-string", {"name": Q}, {"pass": True, "score": "high"}, None, False,
+     f"grader {Q}: malformed answer: returned score 'high', not a number; return "
+     'True/False or {"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("extra-key", {"name": Q}, {"pass": True, "reason": "x"}, None, False,
+     f"grader {Q}: malformed answer: returned a dict with unexpected key 'reason'; return "
+     'True/False or {"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("one-is-not-true", {"name": Q}, 1, None, False,
+     f"grader {Q}: malformed answer: returned 1; return True/False or "
+     '{"pass": bool, "score": number, "why": str}', "grader_malformed"),
+    ("error-recorded", {"name": Q}, None,
+     {"kind": "grader_error", "message": "ZeroDivisionError: division by zero"}, False,
+     f"grader {Q}: grader_error: ZeroDivisionError: division by zero", "grader_error"),
+    ("timeout-recorded", {"name": Q, "pass_below": 0.5}, None,
+     {"kind": "grader_timeout", "message": "ran past 30 s"}, False,
+     f"grader {Q}: grader_timeout: ran past 30 s", "grader_timeout"),
+]
+
+
+@pytest.mark.parametrize(("arg", "raw", "error", "passed", "message", "kind"),
+                         [c[1:] for c in GRADER_TABLE], ids=[c[0] for c in GRADER_TABLE])
+def test_judge_grader(arg: dict[str, Any], raw: Any, error: Any, passed: bool, message: str,
+                      kind: str | None) -> None:
+    rec = judge_grader(arg, grader_answer(raw, error=error))
+    assert (rec["passed"], rec["message"]) == (passed, message)
+    assert (rec["error"] or {}).get("kind") == kind
+    assert rec["kind"] == "grader"
+
+
+def test_judge_grader_records_the_score() -> None:
+    rec = judge_grader({"name": Q, "pass_below": 0.9}, grader_answer({"pass": True,
+                                                                      "score": 0.8}))
+    assert rec["score"] == 0.8
+    assert judge_grader({"name": Q}, grader_answer(True))["score"] is None
+
+
+def test_judge_grader_without_an_answer_is_missing() -> None:
+    rec = judge_grader({"name": Q}, None)
+    assert rec["passed"] is False
+    assert rec["error"]["kind"] == "grader_missing"
+    assert rec["message"] == (f"grader {Q}: no answer recorded (the rule is newer than the "
+                              "run: score with --regrade)")
+
+
+# -- score_trial --------------------------------------------------------------------
+
+
+def test_score_trial_records_every_assertion_in_order() -> None:
+    expect = [{"final_answer_contains": "Paris"}, {"tool_called": {"name": "shell__run"}},
+              {"grader": {"name": Q, "pass_below": 0.5}}]
+    out = score_trial(expect, transcript("Paris"), [grader_answer({"pass": True, "score": 0.9},
+                                                                  index=2)], None)
+    assert [a["index"] for a in out["assertions"]] == [0, 1, 2]
+    assert [a["passed"] for a in out["assertions"]] == [True, False, True]
+    assert out["assertions"][1] == {"index": 1, "kind": "tool_called", "passed": False,
+                                    "message": "tool_called shell__run: never called",
+                                    "error": None, "score": None}
+    assert out["assertions"][2]["score"] == 0.9
+    assert out["passed"] is False
+
+
+def test_score_trial_infrastructure_error_fails_the_trial_and_no_error() -> None:
+    err = {"kind": "target_timeout", "message": "no reply within 300s"}
+    out = score_trial([{"final_answer_contains": "Paris"}, {"no_error": True}],
+                      transcript("Paris"), [], err)
+    assert out["passed"] is False
+    assert out["assertions"][0]["passed"] is True
+    assert out["assertions"][1]["message"] == "no_error: target_timeout: no reply within 300s"
+
+
+def test_score_trial_matches_grader_answers_by_name_when_indexes_moved() -> None:
+    expect = [{"no_error": True}, {"grader": {"name": Q}}, {"grader": {"name": "x.y"}}]
+    answers = [grader_answer(True, index=0, name=Q)]  # recorded when the grader was first
+    out = score_trial(expect, transcript(), answers, None)
+    assert out["assertions"][1]["passed"] is True
+    assert out["assertions"][2]["error"]["kind"] == "grader_missing"
+
+
+@pytest.mark.parametrize("item", [{}, {"a": 1, "b": 2}, "final_answer_contains", None],
+                         ids=["empty", "two-keys", "string", "none"])
+def test_score_trial_bad_expect_item_is_an_assertion_error(item: Any) -> None:
+    out = score_trial([item], transcript(), [], None)
+    assert out["passed"] is False
+    assert out["assertions"][0]["error"]["kind"] == "assertion_error"
+
+
+def test_score_trial_with_no_expectations_passes_unless_errored() -> None:
+    assert score_trial([], transcript(), [], None) == {"assertions": [], "passed": True}
+    crash = {"kind": "target_crash", "message": "x"}
+    assert score_trial([], transcript(), [], crash)["passed"] is False
+
+
+# -- verdict --------------------------------------------------------------------------
+
+OK = {"passed": True, "error": None, "assertions": []}
+FAILED = {"passed": False, "error": None,
+          "assertions": [{"passed": False, "message": "final_answer_contains 'Paris': "
+                          "not in the answer 'Lyon'", "error": None}]}
+CRASHED = {"passed": False, "error": {"kind": "target_crash", "message": "exited with 1"},
+           "assertions": []}
+GRADER_ERR = {"passed": False, "error": None,
+              "assertions": [{"passed": True, "message": "m", "error": None},
+                             {"passed": False, "message": "grader q.a: grader_error: boom",
+                              "error": {"kind": "grader_error", "message": "boom"}}]}
+VERDICTS: list[tuple[str, list[dict[str, Any]], str, int, str | None, dict[str, int]]] = [
+    ("pass", [OK, OK, OK], "pass", 3, None, {}),
+    ("flaky", [OK, FAILED, OK], "flaky", 2, FAILED["assertions"][0]["message"], {}),
+    ("fail", [FAILED, FAILED], "fail", 0, FAILED["assertions"][0]["message"], {}),
+    ("fail-some-errors", [CRASHED, FAILED], "fail", 0, "target_crash: exited with 1",
+     {"target_crash": 1}),
+    ("broken", [CRASHED, GRADER_ERR], "broken", 0, "target_crash: exited with 1",
+     {"grader_error": 1, "target_crash": 1}),
+    ("flaky-with-crash", [OK, CRASHED], "flaky", 1, "target_crash: exited with 1",
+     {"target_crash": 1}),
+    ("not_run", [], "not_run", 0, None, {}),
+    ("one-trial-pass", [OK], "pass", 1, None, {}),
+    ("one-trial-fail", [FAILED], "fail", 0, FAILED["assertions"][0]["message"], {}),
+    ("one-trial-broken", [CRASHED], "broken", 0, "target_crash: exited with 1",
+     {"target_crash": 1}),
+]
+
+
+@pytest.mark.parametrize(("results", "name", "passes", "first", "errors"),
+                         [v[1:] for v in VERDICTS], ids=[v[0] for v in VERDICTS])
+def test_verdict(results: list[dict[str, Any]], name: str, passes: int, first: str | None,
+                 errors: dict[str, int]) -> None:
+    v = verdict(results)
+    assert v == {"verdict": name, "passes": passes, "trials": len(results),
+                 "pass_at_k": passes > 0, "pass_hat_k": bool(results) and passes == len(results),
+                 "first_failure": first, "errors": errors}
+
+
+# -- score_artifact -------------------------------------------------------------------
+
+
+def test_score_artifact_is_pure_and_deterministic() -> None:
+    art = sample()
+    before = copy.deepcopy(art)
+    one, two = score_artifact(art), score_artifact(art)
+    assert art == before
+    assert one is not art
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+    assert one == art  # stored expectations give the stored outcomes back
+
+
+def test_score_artifact_recomputes_tampered_outcomes() -> None:
+    art = sample()
+    s = art["cases"][0]["scenarios"][2]
+    s["results"][0]["passed"] = True
+    s["results"][0]["assertions"][0]["passed"] = True
+    s["verdict"] = {**s["verdict"], "verdict": "pass"}
+    out = score_artifact(art)
+    assert out["cases"][0]["scenarios"][2]["verdict"]["verdict"] == "fail"
+    assert out["cases"][0]["scenarios"][2]["results"][0]["passed"] is False
+    assert s["verdict"]["verdict"] == "pass"  # the input is untouched
+
+
+def _case(name: str, scenarios: list[dict[str, Any]]) -> Any:
+    return load_case(f"evals/cases/{name}.yaml", {"defaults": {"trials": 2},
+                                                  "scenarios": scenarios})
+
+
+def test_score_artifact_with_rules_of_another_revision() -> None:
+    rules = {"tone": _case("tone", [
+        {"id": "capital", "user": "q", "expect": [{"final_answer_contains": "Lyon"}]},
+        {"id": "wrong", "user": "q", "expect": [{"final_answer_not_contains": "Paris"}]},
+        {"id": "brand-new", "user": "q", "expect": [{"no_error": True}]},
+    ])}
+    out = score_artifact(sample(), rules)
+    tone = {s["id"]: s for s in out["cases"][0]["scenarios"]}
+    assert [c["name"] for c in out["cases"]] == ["tone", "tools"]
+    assert tone["capital"]["verdict"]["verdict"] == "fail"
+    assert tone["capital"]["expect"] == [{"final_answer_contains": "Lyon"}]
+    assert tone["capital"]["rules"] == "applied"
+    assert tone["wrong"]["verdict"]["verdict"] == "pass"
+    assert tone["flaky"]["verdict"]["verdict"] == "flaky"
+    assert tone["flaky"]["rules"] == "stored"
+    assert tone["brand-new"]["verdict"]["verdict"] == "not_run"
+    assert tone["brand-new"]["rules"] == "added"
+    assert tone["brand-new"]["results"] == []
+    assert out["cases"][1]["scenarios"][0]["rules"] == "stored"  # tools: not in the rules
+    assert validate_artifact(out) is None
+
+
+def test_score_artifact_adds_cases_only_the_rules_have() -> None:
+    rules = {"new": _case("new", [{"id": "s", "user": "q", "expect": []}])}
+    out = score_artifact(sample(), rules)
+    assert [c["name"] for c in out["cases"]] == ["new", "tone", "tools"]
+    assert out["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "not_run"
+    assert validate_artifact(out) is None
+    picked = sample()
+    picked["options"]["cases"] = ["tone"]  # the run chose its cases: others were not asked
+    assert [c["name"] for c in score_artifact(picked, rules)["cases"]] == ["tone", "tools"]
+
+
+def test_score_artifact_odd_stored_transcripts_still_score() -> None:
+    art = sample()
+    art["cases"][0]["scenarios"][0]["results"][0]["transcript"] = {"final_answer": 3}
+    del art["cases"][0]["scenarios"][0]["results"][1]["transcript"]
+    out = score_artifact(art)
+    assert out["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "fail"
+
+
+# -- load_artifact ---------------------------------------------------------------------
+
+
+def test_load_artifact_reads_a_valid_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(sample(), indent=1))
+    assert load_artifact(path) == sample()
+    assert load_artifact(str(path)) == sample()
+    assert load_artifact(path.read_bytes()) == sample()
+
+
+def _broken(edit: Any) -> bytes:
+    art = sample()
+    edit(art)
+    return json.dumps(art).encode()
+
+
+BAD: list[tuple[str, bytes, str]] = [
+    ("not-json", b"{not json", "not JSON (Expecting property name enclosed in double quotes: "
+     "line 1 column 2 (char 1)); give the .json file `gitevals run` wrote"),
+    ("list", b"[]", "the top level is list, not an object"),
+    ("no-format", b"{}", "no \"format\": 'gitevals-run/1' key; give the .json file "
+     "`gitevals run` wrote"),
+    ("newer-format", b'{"format": "gitevals-run/2"}', "format 'gitevals-run/2' is not "
+     "'gitevals-run/1', the one this gitevals reads; upgrade gitevals"),
+    ("missing-commit", _broken(lambda a: a.pop("commit")),
+     "at $: 'commit' is a required property; see schemas/result.schema.json"),
+    ("bad-verdict", _broken(lambda a: a["cases"][0]["scenarios"][1]["verdict"].update(
+        verdict="meh")), "at $.cases[0].scenarios[1].verdict.verdict: 'meh' is not one of "
+     "['pass', 'flaky', 'fail', 'broken', 'not_run']; see schemas/result.schema.json"),
+    ("bad-trial-record", _broken(lambda a: a["cases"][1]["scenarios"][0]["results"][0]
+                                 ["transcript"].update(tool_calls={})),
+     "at $.cases[1].scenarios[0].results[0].transcript.tool_calls: {} is not of type 'array'; "
+     "see schemas/result.schema.json"),
+    ("bad-error-kind", _broken(lambda a: a["cases"][1]["scenarios"][0]["results"][0]
+                               ["error"].update(kind="Crash!")),
+     "at $.cases[1].scenarios[0].results[0].error.kind: 'Crash!' does not match "
+     "'^[a-z][a-z0-9_]*$'; see schemas/result.schema.json"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_load_artifact_refuses_with_one_line(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes(data)
+    with pytest.raises(ArtifactError) as exc:
+        load_artifact(path)
+    assert str(exc.value) == f"{path}: not a gitevals run artifact: {message}"
+    assert "\n" not in str(exc.value)
+
+
+def test_load_artifact_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match=r"nope\.json: cannot read: No such file"):
+        load_artifact(tmp_path / "nope.json")
+
+
+def test_sample_is_valid_and_scored_as_built() -> None:
+    art = sample()
+    assert validate_artifact(art) is None
+    verdicts = [s["verdict"]["verdict"] for c in art["cases"] for s in c["scenarios"]]
+    assert verdicts == ["pass", "flaky", "fail", "broken"]
