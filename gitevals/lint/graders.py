@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gitevals.findings import Finding
@@ -40,6 +41,16 @@ class RefLike(Protocol):
     def line(self) -> int: ...
     @property
     def col(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A grader reference rebuilt from the cache (same fields as ``cases.GraderRef``)."""
+
+    name: str
+    path: str
+    line: int
+    col: int
 
 
 def module_path(root: str, name: str) -> str:

@@ -1,0 +1,96 @@
+"""``gitevals lint``: cases, grader references and goldens, with ``path:line:col`` findings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitevals.tree import Tree
+
+NAME = "lint"
+HELP = "Check cases, grader references and goldens of the eval tree (working tree, index or REV)."
+FORMATS = ("text", "json", "github")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="only these case/goldens files or directories "
+                             "(graders still resolve against the whole tree)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--rev", metavar="REV",
+                       help="lint the tree as committed at REV (branch, tag, SHA, HEAD~2)")
+    where.add_argument("--staged", action="store_true",
+                       help="lint what is staged (the index): what a commit made now holds")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default), json, or github workflow annotations")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the lint cache")
+    parser.add_argument("--jobs", type=_positive, metavar="N",
+                        help="worker processes (default: number of CPUs)")
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of jobs")
+    return n
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitevals.lint import lint_tree
+    from gitevals.report.findings import REPORTERS, rich_text
+    from gitevals.tree import open_tree
+
+    tree = open_tree(rev=args.rev, staged=args.staged)
+    paths = repo_paths(tree, args.paths) if args.paths else None
+    result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs)
+    if args.format == "text" and sys.stdout.isatty():
+        out = rich_text(result, os.get_terminal_size(sys.stdout.fileno()).columns)
+    else:
+        out = REPORTERS[args.format](result)
+    sys.stdout.write(out)
+    return 0 if result.ok else 1
+
+
+def repo_paths(tree: Tree, given: list[str]) -> list[str]:
+    """User paths (relative to the cwd) -> repo-relative posix paths of ``tree``.
+
+    Paths outside the repository are dropped (pre-commit may pass any staged file);
+    a path inside it that names nothing in the tree is a usage error.
+    """
+    from gitevals.errors import UsageError
+
+    top = _top(tree)
+    out: list[str] = []
+    for p in given:
+        rel = os.path.relpath(os.path.abspath(p), top)
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            continue
+        rel = "" if rel == os.curdir else Path(rel).as_posix()
+        if rel and not _exists(tree, rel):
+            raise UsageError(f"{p}: not found in {tree.label}; "
+                             "name a case file, goldens.jsonl or a directory")
+        out.append(rel)
+    return out
+
+
+def _exists(tree: Tree, rel: str) -> bool:
+    from gitevals.tree import WorkingTree
+
+    if isinstance(tree, WorkingTree):  # no hashing of a whole directory just to see it exists
+        return os.path.lexists(os.path.join(tree.root, rel))
+    return tree.entry(rel) is not None or bool(tree.entries(rel))
+
+
+def _top(tree: Tree) -> str:
+    root = getattr(tree, "root", None)
+    if root is None:
+        root = tree.repo.workdir  # type: ignore[attr-defined]
+    return os.path.abspath(str(root))

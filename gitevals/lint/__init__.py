@@ -1,0 +1,304 @@
+"""Lint an eval tree: cases, grader references and goldens of one ``Tree``.
+
+``lint_tree`` is the one entry point (``gitevals lint``, the pre-commit hook, the
+publish check and ``gitevals run`` call it). It reads files only through the
+``Tree`` (working tree, index or a revision), never imports or executes code of
+that tree, and returns findings rather than printing them.
+
+Work per run: list the inputs with their blob SHAs; answer each from the cache
+when its SHA was seen before; lint the rest (in a process pool when there are
+many); resolve every grader reference against the grader modules *of the same
+tree* (each module parsed once, its index cached by blob SHA).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gitevals.findings import Finding
+
+if TYPE_CHECKING:
+    from gitevals.lint.cache import LintCache
+    from gitevals.tree import Tree
+
+CASE_SUFFIXES = (".yaml", ".yml")
+#: Below this much work (case files, or goldens rows / 200) a pool costs more than it saves.
+PARALLEL_THRESHOLD = 64
+_CHUNK = 40
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """The findings of one lint run (sorted) and how many files it checked."""
+
+    findings: tuple[Finding, ...]
+    files: int
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is an error (warnings allowed)."""
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == "error" for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.findings) - self.errors
+
+
+@dataclass(frozen=True)
+class Input:
+    """One file to lint: its path, blob SHA and (lazily read) bytes."""
+
+    path: str
+    sha: str
+    kind: str  # "case" | "goldens" | "grader"
+
+
+def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = True,
+              jobs: int | None = None) -> LintResult:
+    """Lint the eval tree of ``tree``.
+
+    ``paths`` (repo-relative files or directories) restricts which case and goldens
+    files are linted; paths outside the eval tree are ignored. Grader names always
+    resolve against the graders of ``tree`` itself. ``cache=False`` ignores and
+    does not write the lint cache; ``jobs`` caps worker processes (default: cores).
+    """
+    from gitevals.lint.cache import LintCache
+    from gitevals.settings import load_settings
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # lint allocates many small, short-lived objects and no cycles
+    try:
+        settings, found = load_settings(tree)
+        store = LintCache.open(settings.refused_keys, enabled=cache)
+        run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs)
+        return run.lint(paths, found)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Run:
+    """One lint of one tree (holds the file bytes read along the way)."""
+
+    def __init__(self, tree: Tree, root: str, refused: dict[str, str], store: LintCache,
+                 jobs: int | None) -> None:
+        self.tree, self.root, self.refused, self.store = tree, root, refused, store
+        self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+        self.data: dict[str, bytes] = {}
+
+    def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
+        from gitevals.lint.cache import key
+
+        cases, goldens, graders = self._inputs(paths)
+        checked = [*cases, *goldens]
+        everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
+                                      for i in (*checked, *graders)))
+        cached = self.store.get("run", everything)
+        if cached is not None:
+            found = [Finding(*f) for f in cached["findings"]]
+            files = int(cached["files"])
+        else:
+            found, files = self._lint_inputs(cases, goldens, graders)
+            self.store.put("run", everything, {"findings": [_row(f) for f in found],
+                                               "files": files})
+        return LintResult(tuple(sorted([*settings_findings, *found])), files)
+
+    def _lint_inputs(self, cases: list[Input], goldens: list[Input],
+                     graders: list[Input]) -> tuple[list[Finding], int]:
+        from gitevals.lint.graders import Ref, resolve_all
+
+        found: list[Finding] = []
+        refs: list[Ref] = []
+        for findings, case_refs in self._lint_files(cases, goldens):
+            found.extend(findings)
+            refs.extend(case_refs)
+        indexes = self._indexes(graders, {r.name.split(".", 1)[0] for r in refs})
+        found.extend(resolve_all(refs, self.root, indexes))
+        referenced = sum(1 for ix in indexes.values() if ix.get("referenced"))
+        return found, len(cases) + len(goldens) + referenced
+
+    # -- inputs ---------------------------------------------------------------
+
+    def _inputs(self, paths: Sequence[str] | None
+                ) -> tuple[list[Input], list[Input], list[Input]]:
+        root = f"{self.root}/" if self.root else ""
+        cases = [i for i in self._list(f"{root}cases", "case")
+                 if i.path.endswith(CASE_SUFFIXES)]
+        goldens = [i for i in self._list(f"{root}goldens.jsonl", "goldens")
+                   if i.path == f"{root}goldens.jsonl"]
+        graders = [i for i in self._list(f"{root}graders", "grader")
+                   if i.path.endswith(".py") and "/" not in i.path[len(root) + 8:]]
+        if paths is not None:
+            wanted = [p.strip("/") for p in paths]
+            cases = [i for i in cases if _selected(i.path, wanted)]
+            goldens = [i for i in goldens if _selected(i.path, wanted)]
+        return cases, goldens, graders
+
+    def _list(self, prefix: str, kind: str) -> list[Input]:
+        from gitevals.tree import WorkingTree, git_blob_sha
+
+        tree = self.tree
+        if not isinstance(tree, WorkingTree):
+            return [Input(e.path, e.sha, kind) for e in tree.entries(prefix)
+                    if not e.is_link]
+        # The working tree: read each file once, hashing the bytes we keep.
+        out = []
+        for path in _walk(str(tree.root), prefix):
+            data = _read(os.path.join(tree.root, path))
+            if data is not None:
+                self.data[path] = data
+                out.append(Input(path, git_blob_sha(data), kind))
+        return out
+
+    def bytes_of(self, i: Input) -> bytes:
+        data = self.data.get(i.path)
+        if data is None:
+            data = self.tree.read(i.path) or b""
+            self.data[i.path] = data
+        return data
+
+    # -- cases and goldens ----------------------------------------------------
+
+    def _lint_files(self, cases: list[Input], goldens: list[Input]
+                    ) -> list[tuple[list[Finding], list[Any]]]:
+        from gitevals.lint.cache import key
+        from gitevals.lint.graders import Ref
+
+        results: list[tuple[list[Finding], list[Any]]] = []
+        todo: list[Input] = []
+        for i in (*goldens, *cases):
+            entry = self.store.get(i.kind, key(i.path, i.sha))
+            if entry is None:
+                todo.append(i)
+                continue
+            results.append(([Finding(*f) for f in entry["f"]],
+                             [Ref(n, i.path, ln, c) for n, ln, c in entry["r"]]))
+        for i, (findings, refs) in zip(todo, self._work(todo), strict=True):
+            self.store.put(i.kind, key(i.path, i.sha),
+                           {"f": [_row(f) for f in findings],
+                            "r": [[r.name, r.line, r.col] for r in refs]})
+            results.append((findings, refs))
+        return results
+
+    def _work(self, todo: list[Input]) -> list[tuple[list[Finding], list[Any]]]:
+        for i in todo:
+            self.bytes_of(i)  # read in the parent: workers inherit the bytes (fork)
+        cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
+        if self.jobs < 2 or cost < PARALLEL_THRESHOLD:
+            return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
+        return _parallel(todo, self.data, self.refused, self.jobs)
+
+    # -- graders --------------------------------------------------------------
+
+    def _indexes(self, graders: list[Input], wanted: set[str]) -> dict[str, dict[str, Any]]:
+        """Index of each referenced grader module (others: present, unparsed)."""
+        from gitevals.lint.graders import index_module
+
+        out: dict[str, dict[str, Any]] = {}
+        for g in graders:
+            stem = g.path.rsplit("/", 1)[-1][:-3]
+            if stem not in wanted:
+                out[g.path] = {"error": None, "names": {}}
+                continue
+            index = self.store.get("grader", g.sha)
+            if index is None:
+                index = index_module(self.bytes_of(g))
+                self.store.put("grader", g.sha, index)
+            out[g.path] = {**index, "referenced": True}
+        return out
+
+
+def _lint_one(i: Input, data: bytes, refused: dict[str, str]
+              ) -> tuple[list[Finding], list[Any]]:
+    if i.kind == "goldens":
+        from gitevals.lint.goldens import lint_goldens
+
+        return lint_goldens(data, i.path), []
+    from gitevals.lint.cases import lint_case_bytes
+
+    findings, refs = lint_case_bytes(data, i.path, refused)
+    return findings, list(refs)
+
+
+# -- the process pool (fork: workers inherit the bytes, only findings travel back) --
+
+_SHARED: tuple[list[Input], dict[str, bytes], dict[str, str]] | None = None
+
+
+def _chunk_worker(chunk: tuple[int, ...]) -> list[tuple[list[Finding], list[tuple[Any, ...]]]]:
+    assert _SHARED is not None
+    gc.disable()
+    todo, data, refused = _SHARED
+    out = []
+    for n in chunk:
+        i = todo[n]
+        findings, refs = _lint_one(i, data[i.path], refused)
+        out.append((findings, [(r.name, r.path, r.line, r.col) for r in refs]))
+    return out
+
+
+def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str],
+              jobs: int) -> list[tuple[list[Finding], list[Any]]]:
+    import multiprocessing
+
+    from gitevals.lint.graders import Ref
+
+    global _SHARED
+    # Goldens first: the biggest single unit starts early, cases fill the other worker.
+    big = [(n,) for n, i in enumerate(todo) if i.kind == "goldens"]
+    small = [n for n, i in enumerate(todo) if i.kind != "goldens"]
+    chunks = big + [tuple(small[k:k + _CHUNK]) for k in range(0, len(small), _CHUNK)]
+    _SHARED = (todo, data, refused)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(min(jobs, len(chunks))) as pool:
+            answers = pool.map(_chunk_worker, chunks, chunksize=1)
+    finally:
+        _SHARED = None
+    results: list[tuple[list[Finding], list[Any]]] = [([], [])] * len(todo)
+    for chunk, answer in zip(chunks, answers, strict=True):
+        for n, (findings, refs) in zip(chunk, answer, strict=True):
+            results[n] = (findings, [Ref(*r) for r in refs])
+    return results
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _row(f: Finding) -> list[Any]:
+    return [f.path, f.line, f.col, f.code, f.message, f.severity]
+
+
+def _selected(path: str, wanted: Sequence[str]) -> bool:
+    return any(not w or path == w or path.startswith(w + "/") for w in wanted)
+
+
+def _walk(root: str, prefix: str) -> list[str]:
+    """Repo-relative paths of the regular files at or under ``prefix`` (sorted)."""
+    base = os.path.join(root, prefix)
+    if os.path.isfile(base):
+        return [prefix]
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        out.extend(f"{rel}/{name}" for name in filenames)
+    return sorted(out)
+
+
+def _read(path: str) -> bytes | None:
+    if os.path.islink(path):
+        return None  # git would store the link, not the file: not a case file
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None

@@ -1,0 +1,118 @@
+"""The lint cache: results keyed by content (git blob SHA), so unchanged files cost nothing.
+
+Layout: ``$XDG_CACHE_HOME/gitevals/lint/<salt>/<kind>/<key>.json`` where ``salt``
+digests everything besides a file's bytes that decides its findings: the tool
+version, the source of the lint rules, the schema files and the refused-keys
+setting. A new version or a new setting therefore starts a fresh directory and
+never reads a stale answer.
+
+Every entry is written to a temporary file and renamed into place
+(``os.replace``), so concurrent pre-commit workers never see half an entry; two
+writers of the same key write the same bytes. An unreadable or corrupt entry is a
+miss (and gets rewritten). A read-only or full disk only costs speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gitevals import __version__
+
+FORMAT = "1"
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/gitevals`` (default ``~/.cache/gitevals``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gitevals"
+
+
+def _rule_sources() -> Iterable[Path]:
+    """Files whose content decides findings: the lint package, its helpers and the schemas."""
+    yield from sorted((_PACKAGE / "lint").glob("*.py"))
+    for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py"):
+        yield _PACKAGE / name
+    yield from sorted((_PACKAGE / "schemas").glob("*.json"))
+
+
+def salt(refused_keys: Mapping[str, str]) -> str:
+    """Digest of the tool version, rule sources, schemas and the refused-keys setting."""
+    h = hashlib.sha256(f"gitevals {__version__} cache {FORMAT}\0".encode())
+    for path in _rule_sources():
+        with contextlib.suppress(OSError):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(json.dumps(dict(refused_keys), sort_keys=True).encode())
+    return h.hexdigest()[:24]
+
+
+def key(*parts: str) -> str:
+    """A cache key from parts (blob SHAs, paths...)."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
+class LintCache:
+    """JSON values by ``(kind, key)``. ``LintCache(None)`` is a cache that never hits."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.hits = 0
+        self.misses = 0
+
+    @classmethod
+    def open(cls, refused_keys: Mapping[str, str], enabled: bool = True) -> LintCache:
+        """The cache of this tool version and settings (disabled: ``enabled=False``)."""
+        return cls(cache_root() / "lint" / salt(refused_keys) if enabled else None)
+
+    def _file(self, kind: str, k: str) -> Path | None:
+        return None if self.directory is None else self.directory / kind / f"{k}.json"
+
+    def get(self, kind: str, k: str) -> Any | None:
+        """The value stored under ``(kind, k)``, or None (absent, unreadable or corrupt)."""
+        path = self._file(kind, k)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                value = json.loads(f.read())
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, kind: str, k: str, value: Any) -> None:
+        """Store ``value`` atomically; errors writing the cache are ignored."""
+        path = self._file(kind, k)
+        if path is None:
+            return
+        data = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+        with contextlib.suppress(OSError):
+            write_atomic(path, data)
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write a temp file beside ``target`` and rename it over: readers see old or new, whole."""
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        try:
+            _write(tmp, data)
+        except FileNotFoundError:  # first entry of its kind: make the directory once
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write(tmp, data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
