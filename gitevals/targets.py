@@ -28,7 +28,7 @@ from typing import IO, Any
 #: eat the memory of the run).
 MAX_LINE = 16 * 1024 * 1024
 #: After the last turn a target gets this long to exit on its own after stdin closes.
-EXIT_GRACE = 2.0
+EXIT_GRACE = 0.5
 _STDERR_TAIL = 2048
 #: Exit status of the python worker when the module:function cannot be loaded.
 _START_FAILED = 97
@@ -113,6 +113,7 @@ class Conversation:
         self._buf = bytearray()
         self._stderr = bytearray()
         self._sel: selectors.BaseSelector | None = None
+        self.failed = False
 
     def start(self) -> None:
         try:
@@ -136,8 +137,13 @@ class Conversation:
         if self.proc is None:
             self.start()
         line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
-        self._write(line, deadline)
-        return parse_reply(self._read_line(deadline))
+        try:
+            self._write(line, deadline)
+            return parse_reply(self._read_line(deadline))
+        except TargetError:
+            self.failed = True  # the conversation is over: no grace period on close
+            self.kill()
+            raise
 
     def _write(self, data: bytes, deadline: float) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -230,7 +236,8 @@ class Conversation:
         with suppress(OSError):
             assert proc.stdin is not None
             proc.stdin.close()
-        self._await_eof(time.monotonic() + EXIT_GRACE)
+        if not self.failed:
+            self._await_eof(time.monotonic() + EXIT_GRACE)
         kill_group(proc)
         proc.wait()
         for f in (proc.stdout, proc.stderr):

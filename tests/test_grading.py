@@ -1,0 +1,164 @@
+"""The grader worker: raw answers recorded, every failure an error of that call only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitevals.grading import GraderPool, GraderWorker, split_name
+
+GRADERS = '''
+import os, sys, time
+
+def ok(t, case, run):
+    print("graders may print", run["final_answer"])
+    sys.stdout.write("and write\\n")
+    os.write(1, b"even to fd 1\\n")
+    return {"pass": True, "score": 0.75, "why": "fine"}
+
+def echo(t, case, run):
+    return {"case": case, "run": run}
+
+def says_yes(t, case, run):
+    return "yes"
+
+def string_pass(t, case, run):
+    return {"pass": "true"}
+
+def raises(t, case, run):
+    helper()
+
+def helper():
+    raise ValueError("the rubric is empty")
+
+def sleeps(t, case, run):
+    time.sleep(30)
+
+def exits(t, case, run):
+    os._exit(4)
+
+def not_json(t, case, run):
+    return {1, 2}
+
+def nan_score(t, case, run):
+    return {"pass": True, "score": float("nan")}
+
+def asks_judge(t, case, run):
+    return t.llm("is it good?")
+
+def pid(t, case, run):
+    return os.getpid()
+
+NOT_A_FUNCTION = 3
+'''
+
+CASE = {"id": "s", "user": ["hi"], "expect": [{"grader": {"name": "q.ok"}}]}
+RUN = {"final_answer": "Paris", "tool_calls": [], "hooks": [], "error": None,
+       "turns": [{"final_answer": "Paris"}], "duration_ms": 5}
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[GraderWorker]:
+    graders = tmp_path / "evals" / "graders"
+    graders.mkdir(parents=True)
+    (graders / "q.py").write_text(GRADERS)
+    (graders / "broken.py").write_text("import nosuchthing_xyz\n")
+    w = GraderWorker(str(tmp_path), "evals", None, timeout=1.0)
+    yield w
+    w.stop()
+
+
+def _call(w: GraderWorker, name: str) -> dict[str, Any]:
+    return w.call(name, CASE, RUN)
+
+
+def test_a_grader_gets_case_and_run_and_its_answer_is_recorded_raw(worker: GraderWorker) -> None:
+    got = _call(worker, "q.echo")
+    assert got["error"] is None
+    assert got["raw"] == {"case": CASE, "run": RUN}
+    assert got["name"] == "q.echo" and isinstance(got["duration_ms"], int)
+
+
+def test_printing_corrupts_nothing(worker: GraderWorker) -> None:
+    assert _call(worker, "q.ok")["raw"] == {"pass": True, "score": 0.75, "why": "fine"}
+    assert _call(worker, "q.ok")["error"] is None
+
+
+ANSWERS = [
+    ("q.says_yes", "yes", None, ""),
+    ("q.string_pass", {"pass": "true"}, None, ""),
+    ("q.raises", None, "grader_error",
+     "raised ValueError: the rubric is empty (evals/graders/q.py:"),
+    ("q.not_json", "{1, 2}", "grader_malformed", "not JSON"),
+    ("q.nan_score", "{'pass': True, 'score': nan}", "grader_malformed", "not JSON"),
+    ("q.asks_judge", None, "judge_error", "no judge configured: set [tool.gitevals.judge]"),
+    ("q.nope", None, "grader_missing", "has no function 'nope'"),
+    ("q.NOT_A_FUNCTION", None, "grader_missing", "has no function"),
+    ("missing.fn", None, "grader_missing", "no grader file evals/graders/missing.py"),
+    ("broken.fn", None, "grader_error", "ModuleNotFoundError"),
+]
+
+
+@pytest.mark.parametrize(("name", "raw", "kind", "says"), ANSWERS, ids=[a[0] for a in ANSWERS])
+def test_each_answer_is_recorded_as_it_was(worker: GraderWorker, name: str, raw: Any,
+                                           kind: str | None, says: str) -> None:
+    got = _call(worker, name)
+    assert got["raw"] == raw
+    if kind is None:
+        assert got["error"] is None
+    else:
+        assert got["error"]["kind"] == kind
+        assert says in got["error"]["message"]
+
+
+def test_the_worker_is_long_lived(worker: GraderWorker) -> None:
+    pids = {_call(worker, "q.pid")["raw"] for _ in range(5)}
+    assert len(pids) == 1
+
+
+def test_a_grader_past_the_timeout_kills_the_worker_and_the_next_call_gets_a_fresh_one(
+        worker: GraderWorker) -> None:
+    before = _call(worker, "q.pid")["raw"]
+    got = _call(worker, "q.sleeps")
+    assert got["error"]["kind"] == "grader_timeout"
+    assert "ran past 1 s" in got["error"]["message"]
+    assert got["duration_ms"] < 3000
+    after = _call(worker, "q.pid")
+    assert after["error"] is None and after["raw"] != before
+
+
+def test_os_exit_in_a_grader_is_an_error_and_the_worker_restarts(worker: GraderWorker) -> None:
+    got = _call(worker, "q.exits")
+    assert got["error"] == {"kind": "grader_error",
+                            "message": "grader q.exits: worker exited with code 4"}
+    assert _call(worker, "q.ok")["error"] is None
+
+
+def test_a_pool_keeps_one_worker_per_thread(tmp_path: Path) -> None:
+    import threading
+
+    graders = tmp_path / "evals" / "graders"
+    graders.mkdir(parents=True)
+    (graders / "q.py").write_text(GRADERS)
+    pool = GraderPool(str(tmp_path), "evals", None)
+    seen: list[Any] = []
+
+    def work() -> None:
+        seen.extend(pool.call("q.pid", CASE, RUN)["raw"] for _ in range(3))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pool.close()
+    assert len(seen) == 6 and len(set(seen)) == 2
+
+
+@pytest.mark.parametrize(("name", "parts"), [("quality.answers", ("quality", "answers")),
+                                             ("a.b.c", ("a", "b.c"))], ids=["plain", "dots"])
+def test_names_are_read_to_the_first_dot(name: str, parts: tuple[str, str]) -> None:
+    assert split_name(name) == parts
