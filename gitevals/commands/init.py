@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import posixpath
 import sys
 from pathlib import Path
 
@@ -40,8 +41,8 @@ def _root(top: Path, asked: str | None) -> str:
     configured = settings.root if settings.source else None
     if asked is None:
         return configured or "evals"
-    root = Path(asked).as_posix().strip("/")
-    if not root or root.startswith("..") or Path(asked).is_absolute():
+    root = posixpath.normpath(Path(asked).as_posix())
+    if root in (".", "..") or root.startswith(("../", "/")):
         raise UsageError(f"--root {asked}: name a directory inside the repository, like evals")
     if configured and configured != root:
         raise UsageError(f"{settings.source}: settings say root = {configured!r}, not {root!r}; "
