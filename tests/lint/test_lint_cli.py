@@ -1,0 +1,165 @@
+"""``gitevals lint`` end to end: the real CLI in real git repos."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..conftest import Repo, run_cli
+
+GRADER = "def answers(t, case, run):\n    return True\n"
+
+
+def case(grader: str = "quality.answers", sid: str = "one") -> str:
+    return ("scenarios:\n"
+            f"  - id: {sid}\n"
+            "    user: hi\n"
+            "    trials: 2\n"
+            "    expect:\n"
+            f"      - grader: {{name: {grader}}}\n")
+
+
+GOOD = {
+    "evals/cases/a.yaml": case(),
+    "evals/graders/quality.py": GRADER,
+    "evals/goldens.jsonl": '{"id": 1, "input": "x"}\n{"id": 2}\n',
+}
+MISSING = "grader module evals/graders/nope.py not found; create it or fix the name"
+
+
+def test_clean_tree(repo: Repo) -> None:
+    repo.commit(GOOD)
+    r = run_cli("lint", cwd=repo.path)
+    assert (r.code, r.out, r.err) == (0, "3 files checked: no problems\n", "")
+
+
+def test_missing_grader_module_exact_text(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/cases/a.yaml": case("nope.answers")})
+    r = run_cli("lint", cwd=repo.path)
+    assert r.code == 1
+    assert r.out == (f"evals/cases/a.yaml:6:24: GE502 {MISSING}\n"
+                     "2 files checked: 1 error, 0 warnings\n")
+
+
+def test_formats_json_and_github(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/cases/a.yaml": case("nope.answers")})
+    r = run_cli("lint", "--format", "json", cwd=repo.path)
+    assert r.code == 1
+    assert json.loads(r.out) == {
+        "errors": 1, "files": 2, "warnings": 0,
+        "findings": [{"path": "evals/cases/a.yaml", "line": 6, "col": 24, "code": "GE502",
+                      "message": MISSING, "severity": "error"}]}
+    g = run_cli("lint", "--format", "github", cwd=repo.path)
+    assert g.code == 1
+    assert g.out == ("::error file=evals/cases/a.yaml,line=6,col=24,title=GE502::"
+                     f"{MISSING}\n2 files checked: 1 error, 0 warnings\n")
+
+
+def test_grader_module_is_never_imported(repo: Repo) -> None:
+    evil = ("import os\nopen('PWNED', 'w').write('x')\nos.system('touch PWNED2')\n" + GRADER)
+    repo.commit({**GOOD, "evals/graders/quality.py": evil})
+    for args in (("lint",), ("lint", "--rev", "HEAD"), ("lint", "--staged"),
+                 ("lint", "--no-cache")):
+        r = run_cli(*args, cwd=repo.path)
+        assert r.code == 0, r.out + r.err
+    found = [p for p in repo.path.parent.rglob("PWNED*")]
+    assert found == []
+
+
+def test_rev_reads_the_commit_not_the_working_tree(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/cases/a.yaml": case("nope.answers")})
+    repo.write({"evals/cases/a.yaml": case()})  # fixed on disk, not committed
+    assert run_cli("lint", cwd=repo.path).code == 0
+    r = run_cli("lint", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1 and "GE502" in r.out
+    fixed = repo.commit()
+    broken = repo.git("rev-parse", "HEAD~1")
+    assert run_cli("lint", "--rev", fixed[:8], cwd=repo.path).code == 0
+    assert run_cli("lint", "--rev", broken, cwd=repo.path).code == 1
+
+
+def test_rev_resolves_graders_of_that_revision(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/graders/quality.py": "def other(t, case, run):\n    pass\n"})
+    repo.write({"evals/graders/quality.py": GRADER})
+    assert run_cli("lint", cwd=repo.path).code == 0
+    r = run_cli("lint", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1 and "GE504 no function 'answers'" in r.out
+
+
+def test_staged_reads_the_index(repo: Repo) -> None:
+    repo.commit(GOOD)
+    repo.write({"evals/cases/a.yaml": case("nope.answers")})
+    repo.git("add", "evals/cases/a.yaml")
+    repo.write({"evals/cases/a.yaml": case()})  # working tree fixed, index still broken
+    r = run_cli("lint", "--staged", "evals/cases/a.yaml", cwd=repo.path)
+    assert r.code == 1 and f"evals/cases/a.yaml:6:24: GE502 {MISSING}" in r.out
+    assert run_cli("lint", "evals/cases/a.yaml", cwd=repo.path).code == 0
+
+
+def test_staged_resolves_against_staged_graders(repo: Repo) -> None:
+    repo.commit({"evals/cases/a.yaml": case("fresh.answers")})
+    repo.write({"evals/graders/fresh.py": GRADER})  # on disk, never staged
+    assert run_cli("lint", cwd=repo.path).code == 0
+    r = run_cli("lint", "--staged", "evals/cases/a.yaml", cwd=repo.path)
+    assert r.code == 1 and "GE502 grader module evals/graders/fresh.py not found" in r.out
+    repo.git("add", "evals/graders/fresh.py")
+    assert run_cli("lint", "--staged", "evals/cases/a.yaml", cwd=repo.path).code == 0
+
+
+def test_paths_restrict_cases_and_ignore_outside_files(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text("not: [valid\n")
+    repo.commit({**GOOD, "evals/cases/b.yaml": case("nope.answers"), "README.md": "hi\n"})
+    r = run_cli("lint", "evals/cases/a.yaml", "README.md", str(outside), cwd=repo.path)
+    assert (r.code, r.out) == (0, "2 files checked: no problems\n")
+    r = run_cli("lint", "cases/b.yaml", cwd=repo.path / "evals")
+    assert r.code == 1 and "evals/cases/b.yaml:6:24: GE502" in r.out
+
+
+def test_unknown_path_is_a_usage_error(repo: Repo) -> None:
+    repo.commit(GOOD)
+    r = run_cli("lint", "evals/cases/typo.yaml", cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    assert r.err == ("gitevals: error: evals/cases/typo.yaml: not found in working tree; "
+                     "name a case file, goldens.jsonl or a directory\n")
+
+
+def test_unknown_revision_one_line_exit_2(repo: Repo) -> None:
+    repo.commit(GOOD)
+    r = run_cli("lint", "--rev", "no-such-branch", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert r.err.count("\n") == 1 and "unknown revision 'no-such-branch'" in r.err
+
+
+@pytest.mark.parametrize("args", [("--rev", "HEAD", "--staged"), ("--jobs", "0"),
+                                  ("--format", "xml")], ids=["rev+staged", "jobs0", "format"])
+def test_usage_errors_exit_2(repo: Repo, args: tuple[str, ...]) -> None:
+    repo.commit(GOOD)
+    r = run_cli("lint", *args, cwd=repo.path)
+    assert r.code == 2 and "Traceback" not in r.err
+
+
+def test_goldens_and_grader_syntax_error_through_cli(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/goldens.jsonl": '{"id": 1}\n{"id": 1}\n',
+                 "evals/graders/quality.py": "def answers(t, case, run):\n  return (\n"})
+    r = run_cli("lint", cwd=repo.path)
+    assert r.code == 1
+    lines = r.out.splitlines()
+    assert lines[0].startswith("evals/goldens.jsonl:2:2: GE606 duplicate id 1: also on line 1")
+    assert lines[1].startswith("evals/graders/quality.py:2:10: GE503 grader module does not parse")
+    assert lines[2] == "3 files checked: 2 errors, 0 warnings"
+
+
+def test_many_files_in_a_pool_match_serial(repo: Repo) -> None:
+    files = {f"evals/cases/c{n:03d}.yaml": case("nope.answers" if n % 7 == 0 else
+                                                  "quality.answers") for n in range(90)}
+    repo.commit({**GOOD, **files})
+    serial = run_cli("lint", "--no-cache", "--jobs", "1", cwd=repo.path)
+    pooled = run_cli("lint", "--no-cache", "--jobs", "2", cwd=repo.path)
+    assert serial.code == pooled.code == 1
+    assert serial.out == pooled.out
+    assert pooled.out.count("GE502") == 13
+    rev = run_cli("lint", "--rev", "HEAD", "--jobs", "2", cwd=repo.path)
+    assert rev.out == pooled.out
