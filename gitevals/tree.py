@@ -381,3 +381,54 @@ def hooks_dir(repo: pygit2.Repository) -> Path:
     if common.is_file():
         git_dir = (git_dir / common.read_text().strip()).resolve()
     return git_dir / "hooks"
+
+
+def blob_shas(tree: Tree, prefix: str) -> dict[str, str]:
+    """``path -> blob sha`` under ``prefix`` without reading any blob.
+
+    ``RevisionTree.entries`` reads each blob for its size; a diff only needs the
+    SHAs to tell which files changed, so it walks tree objects alone.
+    """
+    if not isinstance(tree, RevisionTree):
+        return {e.path: e.sha for e in tree.entries(prefix)}
+    sub = tree._subtree(prefix)
+    if sub is None:
+        return {}
+    out: dict[str, str] = {}
+    stack = [(sub, prefix.strip("/") + "/" if prefix.strip("/") else "")]
+    while stack:
+        node, base = stack.pop()
+        for obj in node:
+            if obj.type_str == "tree":
+                stack.append((obj, f"{base}{obj.name}/"))
+            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
+                out[f"{base}{obj.name}"] = str(obj.id)
+    return dict(sorted(out.items()))
+
+
+def blob_sha_at(tree: Tree, path: str) -> str | None:
+    """The blob SHA of ``path`` in ``tree`` (None when absent), without reading the blob."""
+    if not isinstance(tree, RevisionTree):
+        e = tree.entry(path)
+        return e.sha if e else None
+    try:
+        obj = tree._tree[path]
+    except KeyError:
+        return None
+    return str(obj.id) if obj.type_str == "blob" else None
+
+
+def read_blob_unverified(repo: pygit2.Repository, sha: str) -> bytes:
+    """Blob ``sha`` without libgit2 re-hashing it on read (git itself does not).
+
+    Strict hash verification doubles the cost of reading a large blob (a 44 MB
+    goldens.jsonl); the object comes from this repository's own store.
+    """
+    import pygit2
+
+    pygit2.settings.enable_strict_hash_verification(False)
+    try:
+        data: bytes = repo.odb.read(sha)[1]
+    finally:
+        pygit2.settings.enable_strict_hash_verification(True)
+    return data

@@ -1,0 +1,273 @@
+"""``gitevals diff A [B]``: rules, graders, goldens and verdicts between two revisions.
+
+This module is the IO edge: it reads blobs of the two commits (git objects only,
+never a checkout) and the runs pinned to them, hands values to ``gitevals.diff``
+and prints a reporter's text. Only files whose blob SHA differs are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+NAME = "diff"
+HELP = "what changed between two revisions: rules, graders, goldens, and verdicts of their runs"
+
+PARTS = ("rules", "graders", "goldens", "verdicts")
+FAIL_ON = ("regressed", "any-change", "never")
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.05)")
+    return value
+
+
+def _parts(text: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise argparse.ArgumentTypeError(f"unknown part {', '.join(bad) or text!r}: "
+                                         f"use a comma list of {', '.join(PARTS)}")
+    return parts
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="the older revision (tag, branch, SHA, HEAD~3)")
+    parser.add_argument("b", metavar="B", nargs="?", default="HEAD",
+                        help="the newer revision (default HEAD)")
+    parser.add_argument("--a-run", metavar="FILE", help="run artifact to use for A")
+    parser.add_argument("--b-run", metavar="FILE", help="run artifact to use for B")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                        help="text (rich tables on a terminal, plain when piped), json, markdown")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default="regressed",
+                        help="exit 1 when a scenario regressed beyond noise (default), on any "
+                             "change, or never")
+    parser.add_argument("--alpha", type=_alpha, default=0.05,
+                        help="beyond noise when the exact test's p is below this (default 0.05)")
+    parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
+                        help="two-sided exact test on pass counts (default boschloo)")
+    parser.add_argument("--only", type=_parts, metavar="PARTS",
+                        help=f"compare only these parts (comma list of {', '.join(PARTS)})")
+    parser.add_argument("--limit", type=int, default=50, metavar="N",
+                        help="rows of goldens shown in text/markdown (0 = all; json has all)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitevals.diff import Diff
+    from gitevals.report import diff as report
+    from gitevals.tree import require_repo
+
+    repo = require_repo()
+    result: Diff = collect(repo, args.a, args.b, args.a_run, args.b_run,
+                           set(args.only or PARTS), args.test, args.alpha)
+    if args.format == "json":
+        text = report.render_json(result)
+    elif args.format == "markdown":
+        text = report.render_markdown(result, args.limit)
+    elif sys.stdout.isatty():
+        text = report.render_rich(result, args.limit)
+    else:
+        text = report.render_text(result, args.limit)
+    sys.stdout.write(text)
+    return exit_code(result, args.fail_on)
+
+
+def exit_code(result: Any, fail_on: str) -> int:
+    """0, or 1 when ``fail_on`` says this diff fails (regression beyond noise, any change)."""
+    if fail_on == "never":
+        return 0
+    if fail_on == "any-change":
+        return 1 if result.any_change() else 0
+    return 1 if result.counts()["regressed_beyond_noise"] else 0
+
+
+# ---------------------------------------------------------------- gathering
+
+
+def _case_files(tree: Any, root: str) -> dict[str, str]:
+    """``name relative to cases/ -> blob sha`` for every case file."""
+    from gitevals.tree import blob_shas
+
+    prefix = f"{root}/cases/"
+    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+            if p.endswith((".yaml", ".yml"))}
+
+
+def _grader_files(tree: Any, root: str) -> dict[str, str]:
+    from gitevals.tree import blob_shas
+
+    prefix = f"{root}/graders/"
+    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+            if p.endswith(".py") and "/" not in p[len(prefix):]}
+
+
+def _changed(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+class _Sides:
+    """Both revisions with their settings root and file listings (SHAs only)."""
+
+    def __init__(self, repo: Any, rev_a: str, rev_b: str) -> None:
+        from gitevals.settings import load_settings
+        from gitevals.tree import RevisionTree, blob_shas
+
+        self.repo = repo
+        self.revs = (rev_a, rev_b)
+        self.trees = (RevisionTree(repo, rev_a), RevisionTree(repo, rev_b))
+        self.roots = tuple(load_settings(t)[0].root for t in self.trees)
+        self.has_evals = tuple(bool(blob_shas(t, r)) for t, r in zip(self.trees, self.roots,
+                                                                      strict=True))
+
+    def blob(self, sha: str | None) -> bytes | None:
+        from gitevals.tree import blob_bytes
+
+        return None if sha is None else blob_bytes(self.repo, sha)
+
+
+def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
+    from gitevals.diff import diff_case_file
+
+    ra, rb = s.roots
+    fa, fb = _case_files(s.trees[0], ra), _case_files(s.trees[1], rb)
+    changes, b_cases = [], {}
+    for rel in _changed(fa, fb):
+        change, case_b = diff_case_file(rel, f"{ra}/cases/{rel}", s.blob(fa.get(rel)),
+                                        f"{rb}/cases/{rel}", s.blob(fb.get(rel)))
+        if change.scenarios or change.kind == "unreadable":
+            changes.append(change)
+        if case_b is not None:
+            b_cases[case_b.name] = case_b
+    return changes, b_cases
+
+
+def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+    from gitevals.diff import diff_grader_module, grader_users, read_case
+
+    ra, rb = s.roots
+    fa, fb = _grader_files(s.trees[0], ra), _grader_files(s.trees[1], rb)
+    changes = [c for rel in _changed(fa, fb)
+               for c in diff_grader_module(rel, s.blob(fa.get(rel)), s.blob(fb.get(rel)))]
+    names = {c.name for c in changes if c.kind in ("changed", "removed", "unreadable")}
+    if not names:
+        return changes, ()
+    # Which scenarios on B use them: parse only case files that mention one by name.
+    needles = [n.removesuffix("*").encode() for n in names]
+    cases = dict(b_cases)
+    for rel, sha in _case_files(s.trees[1], rb).items():
+        data = s.blob(sha) or b""
+        if any(n in data for n in needles):
+            case, _ = read_case(f"{rb}/cases/{rel}", data)
+            if case is not None and case.name not in cases:
+                cases[case.name] = case
+    wild = {n.removesuffix("*") for n in names if n.endswith("*")}
+    exact = names | {g for c in cases.values() for sc in c.scenarios for g in sc.graders()
+                     if any(g.startswith(w) for w in wild)}
+    return changes, grader_users(cases.values(), exact)
+
+
+def _goldens(s: _Sides) -> Any:
+    from gitevals.goldens_diff import GoldensDiff, diff_goldens
+    from gitevals.tree import blob_sha_at, read_blob_unverified
+
+    paths = [f"{r}/goldens.jsonl" for r in s.roots]
+    shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
+    if shas[0] == shas[1]:
+        return GoldensDiff(paths[0] if shas[0] else None, paths[1] if shas[1] else None)
+    blobs = [read_blob_unverified(s.repo, sha) if sha else None for sha in shas]
+    return diff_goldens(blobs[0], blobs[1], paths[0], paths[1])
+
+
+def _find_run(repo: Any, root: str, commit: str, given: str | None
+              ) -> tuple[dict[str, Any] | None, str | None]:
+    """(artifact, source): --x-run FILE, else results/ of the working tree, else the git note."""
+    from gitevals.artifact import artifacts_for_commit
+    from gitevals.errors import ArtifactError
+    from gitevals.scoring import load_artifact
+    from gitevals.tree import NOTES_REF, read_note, work_root
+
+    if given is not None:
+        return load_artifact(given), "file"
+    local = artifacts_for_commit(work_root(repo), root, commit)
+    if local:
+        return _checked(local[-1], f"{root}/results/{local[-1].get('run_id')}.json"), "results"
+    text = read_note(repo, commit)
+    if not text:
+        return None, None
+    try:
+        return load_artifact(text.encode()), "note"
+    except ArtifactError as exc:
+        where = f"git note {NOTES_REF} on {commit[:12]}"
+        raise ArtifactError(str(exc).replace("<bytes>", where, 1)) from None
+
+
+def _checked(doc: dict[str, Any], label: str) -> dict[str, Any]:
+    from gitevals.errors import ArtifactError
+    from gitevals.scoring import validate_artifact
+
+    problem = validate_artifact(doc)
+    if problem is not None:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
+    return doc
+
+
+def _side(s: _Sides, i: int, run: dict[str, Any] | None, source: str | None) -> Any:
+    from gitevals.diff import Side
+
+    commit = s.trees[i].commit or ""
+    hint = None if run else f"make one with `gitevals run --rev {commit}`"
+    return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
+                run.get("run_id") if run else None, source,
+                run.get("commit") if run else None, hint)
+
+
+def _run_notes(sides: tuple[Any, Any]) -> list[str]:
+    out = []
+    for label, side in zip("AB", sides, strict=True):
+        if side.run_commit and side.run_commit != side.commit:
+            out.append(f"note: the run given for {label} ran commit {side.run_commit}, "
+                       f"not {label} ({side.commit})")
+        if not side.has_evals:
+            out.append(f"note: {label} ({side.commit[:12]}) has no eval tree ({side.root}/): "
+                       f"everything on the other side shows as "
+                       f"{'added' if label == 'A' else 'removed'}")
+    return out
+
+
+def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
+            parts: set[str], test: str, alpha: float) -> Any:
+    """Read what the two revisions hold and build the ``Diff``."""
+    from gitevals.diff import Diff, compare_verdicts
+    from gitevals.errors import UsageError
+
+    s = _Sides(repo, rev_a, rev_b)
+    if not any(s.has_evals) and not (a_run or b_run):
+        a, b = (t.commit or "" for t in s.trees)
+        raise UsageError(f"neither A ({a[:12]}) nor B ({b[:12]}) has an eval tree "
+                         f"({s.roots[1]}/): nothing to compare; check the revisions")
+    cases, b_cases = _rules(s) if parts & {"rules", "graders", "verdicts"} else ([], {})
+    graders, users = _graders(s, b_cases) if "graders" in parts else ([], ())
+    goldens = _goldens(s) if "goldens" in parts else None
+    runs: list[tuple[dict[str, Any] | None, str | None]] = [(None, None), (None, None)]
+    verdicts: tuple[Any, ...] = ()
+    rescored = None
+    if "verdicts" in parts:
+        runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)
+                for i, given in enumerate((a_run, b_run))]
+        (run_a, _), (run_b, _) = runs
+        if run_a is not None and cases and b_cases:
+            from gitevals.scoring import score_artifact
+
+            rescored = score_artifact(run_a, rules=b_cases)
+        if run_a is not None and run_b is not None:
+            verdicts = compare_verdicts(run_a, run_b, rescored, test, alpha)
+    sides = (_side(s, 0, *runs[0]), _side(s, 1, *runs[1]))
+    return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
+                users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
+                tuple(_run_notes(sides)))

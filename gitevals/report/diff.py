@@ -1,0 +1,263 @@
+"""Reporters for ``gitevals diff``: plain text, rich tables, JSON and Markdown.
+
+Each takes a finished ``Diff`` and returns text; all four share ``sections`` so a
+row reads the same everywhere. ``rich`` is imported only by ``render_rich``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gitevals.diff import Change, Diff, Side, Tally
+
+SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    more: int = 0  # rows left out by --limit
+
+
+def short(value: Any, width: int = SHORT) -> str:
+    """A value as one line of at most ``width`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           sort_keys=True)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summary(diff: Diff) -> str:
+    """The first line of every output: what changed, most important first."""
+    c = diff.counts()
+    parts = []
+    if diff.verdicts:
+        parts.append(f"{c['regressed_beyond_noise']} regressed beyond noise")
+        for key, label in (("regressed_within_noise", "regressed within noise"),
+                           ("improved", "improved"), ("new", "new"), ("gone", "gone")):
+            if c[key]:
+                parts.append(f"{c[key]} {label}")
+    else:
+        parts.append("verdicts not compared")
+    for key, noun, verb in (("rules_changed", "rule", "changed"),
+                            ("graders_changed", "grader", "changed"),
+                            ("goldens_changed", "golden", "changed"),
+                            ("goldens_problems", "goldens problem", "found")):
+        if c[key]:
+            parts.append(f"{c[key]} {noun}{'' if c[key] == 1 else 's'} {verb}")
+    return ", ".join(parts)
+
+
+def _side_line(label: str, side: Side) -> str:
+    if side.run_id:
+        run = f"run {side.run_id} ({side.run_source})"
+    else:
+        run = f"no run: {side.missing_run_hint}" if side.missing_run_hint else "no run"
+    evals = "" if side.has_evals else f"  (no eval tree: {side.root}/ is absent)"
+    return f"{label}  {side.rev}  {side.commit}  {run}{evals}"
+
+
+def header(diff: Diff) -> list[str]:
+    return [summary(diff), _side_line("A", diff.a), _side_line("B", diff.b), *diff.notes]
+
+
+def _tally(t: Tally | None) -> str:
+    return str(t) if t is not None else "-"
+
+
+def _p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
+def _verdicts(diff: Diff) -> Section | None:
+    if not diff.verdicts:
+        return None
+    shown = [r for r in diff.verdicts if r.change != "unchanged"]
+    headers = ["case", "scenario", "A", "B", "change", "p", "noise"]
+    if diff.rescored:
+        headers.insert(3, "A by B's rules")
+    rows = []
+    for r in shown:
+        noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
+        row = [r.case, r.scenario, _tally(r.a), _tally(r.b), r.change, _p(r.p), noise]
+        if diff.rescored:
+            row.insert(3, _tally(r.a_rescored))
+        rows.append(tuple(row))
+    unchanged = len(diff.verdicts) - len(shown)
+    title = f"Verdicts ({diff.test} test, beyond noise when p < {diff.alpha:g}"
+    title += f"; {unchanged} unchanged not listed)" if unchanged else ")"
+    return Section(title, tuple(headers), tuple(rows))
+
+
+def _assertion(c: Change) -> str:
+    """``+ kind: arg``, ``- kind: arg``, or ``~ kind name: key before -> after``."""
+    if c.before is None:
+        return f"+ {c.what}: {short(c.after[c.what])}"
+    if c.after is None:
+        return f"- {c.what}: {short(c.before[c.what])}"
+    old, new = c.before[c.what], c.after[c.what]
+    if isinstance(old, dict) and isinstance(new, dict):
+        label = f"{c.what} {old['name']}" if old.get("name") == new.get("name") and "name" in old \
+            else c.what
+        moved = [f"{k} {short(old.get(k, '(absent)'), 25)} -> {short(new.get(k, '(absent)'), 25)}"
+                 for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        return f"~ {label}: {'; '.join(moved)}"
+    return f"~ {c.what}: {short(old, 30)} -> {short(new, 30)}"
+
+
+def _rules(diff: Diff) -> Section | None:
+    rows: list[tuple[str, ...]] = []
+    for f in diff.cases:
+        if f.kind == "unreadable":
+            rows.append((f.path, "*", "unreadable", f.problem or ""))
+        for s in f.scenarios:
+            details = [f"{c.what} {short(c.before, 30)} -> {short(c.after, 30)}"
+                       for c in s.fields] + [_assertion(c) for c in s.assertions]
+            for i, d in enumerate(details or [""]):
+                rows.append((f.path, s.id, s.kind if i == 0 else "", d))
+    return Section("Rules", ("case file", "scenario", "change", "detail"), tuple(rows)) \
+        if rows else None
+
+
+def _graders(diff: Diff) -> list[Section]:
+    out = []
+    if diff.graders:
+        rows = tuple((g.name, g.kind, g.problem or (f"via {', '.join(g.via)}" if g.via else ""))
+                     for g in diff.graders)
+        out.append(Section("Graders", ("grader", "change", "detail"), rows))
+    if diff.grader_users:
+        rows = tuple((u.case, u.scenario, u.grader) for u in diff.grader_users)
+        out.append(Section("Scenarios on B using a changed grader",
+                           ("case", "scenario", "grader"), rows))
+    return out
+
+
+def _line(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
+def _where(g: Any, side: str, lines: tuple[int, ...]) -> str:
+    path = g.path_a if side == "a" else g.path_b
+    return f"{path}:{','.join(map(str, lines))}"
+
+
+def _goldens(diff: Diff, limit: int) -> list[Section]:
+    g = diff.goldens
+    if g is None or not (g.changes or g.problems):
+        return []
+    out = [Section(f"Goldens by bucket ({g.path_b or g.path_a})",
+                   ("bucket", "added", "removed", "changed"),
+                   tuple((b.bucket or "(none)", str(b.added), str(b.removed), str(b.changed))
+                         for b in g.buckets))]
+    rows: list[tuple[str, ...]] = []
+    changes = g.changes if limit <= 0 else g.changes[:limit]
+    for c in changes:
+        details = [f"{f.field}: {'(absent)' if f.absent_before else short(f.before, 30)} -> "
+                   f"{'(absent)' if f.absent_after else short(f.after, 30)}" for f in c.fields]
+        for i, d in enumerate(details or [""]):
+            first = i == 0
+            rows.append((c.id if first else "", c.kind if first else "",
+                         _line(c.line_a) if first else "", _line(c.line_b) if first else "", d))
+    out.append(Section("Goldens", ("id", "change", "line A", "line B", "fields"), tuple(rows),
+                       len(g.changes) - len(changes)))
+    if g.problems:
+        out.append(Section("Goldens problems", ("side", "where", "problem", "what"),
+                           tuple((p.side.upper(), _where(g, p.side, p.lines), p.kind, p.message)
+                                 for p in g.problems)))
+    return out
+
+
+def sections(diff: Diff, limit: int = 50) -> list[Section]:
+    """Every table, in reading order; empty ones left out."""
+    out: list[Section] = []
+    for s in (_verdicts(diff), _rules(diff)):
+        if s is not None:
+            out.append(s)
+    return out + _graders(diff) + _goldens(diff, limit)
+
+
+# ---------------------------------------------------------------- renderers
+
+
+def _plain_table(s: Section) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in s.rows)) if s.rows else len(h)
+              for i, h in enumerate(s.headers)]
+    lines = [s.title]
+    for row in (s.headers, *s.rows):
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                     .rstrip())
+    if s.more:
+        lines.append(f"  ... {s.more} more (--limit 0 or --format json shows all)")
+    return lines
+
+
+def render_text(diff: Diff, limit: int = 50) -> str:
+    """Plain text (for pipes and files): aligned columns, no colour."""
+    lines = header(diff)
+    for s in sections(diff, limit):
+        lines += ["", *_plain_table(s)]
+    return "\n".join(lines) + "\n"
+
+
+def render_rich(diff: Diff, limit: int = 50, width: int | None = None) -> str:
+    """Rich tables with colour, for a terminal."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width, highlight=False)
+    c = diff.counts()
+    style = "bold red" if c["regressed_beyond_noise"] else "bold green"
+    head = header(diff)
+    console.print(head[0], style=style, markup=False)
+    for line in head[1:]:
+        console.print(line, markup=False)
+    colours = {"regressed": "red", "improved": "green", "removed": "red", "added": "green",
+               "gone": "yellow", "new": "cyan", "changed": "yellow", "unreadable": "red"}
+    for s in sections(diff, limit):
+        table = Table(title=s.title, title_justify="left")
+        for h in s.headers:
+            table.add_column(h, overflow="fold")
+        for row in s.rows:
+            table.add_row(*[f"[{colours[x]}]{x}[/]" if x in colours else _escape(x)
+                            for x in row])
+        console.print(table)
+        if s.more:
+            console.print(f"... {s.more} more (--limit 0 or --format json shows all)")
+    return buf.getvalue()
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def render_json(diff: Diff) -> str:
+    """The whole diff, stable: keys sorted, lists in the diff's own (sorted) order."""
+    return json.dumps(diff.as_dict(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ") or " "
+
+
+def render_markdown(diff: Diff, limit: int = 50) -> str:
+    """A PR comment: summary in bold, both commits, then one table per section."""
+    head = header(diff)
+    lines = [f"**gitevals diff: {head[0]}**", ""]
+    lines += [f"- {h}" for h in head[1:]]
+    for s in sections(diff, limit):
+        lines += ["", f"#### {s.title}", "",
+                  "| " + " | ".join(s.headers) + " |",
+                  "|" + "---|" * len(s.headers)]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+        if s.more:
+            lines += ["", f"... {s.more} more (`--format json` shows all)"]
+    return "\n".join(lines) + "\n"
