@@ -76,15 +76,9 @@ def select_cases(available: dict[str, str], names: Sequence[str]) -> dict[str, s
 
 
 def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
-    import importlib
+    from gitevals.lint import lint_tree
 
-    try:
-        lint = importlib.import_module("gitevals.lint")
-    except ImportError:  # no lint engine in this build: parse errors still block a case
-        return []
-    if not hasattr(lint, "lint_tree"):
-        return []
-    return list(lint.lint_tree(tree, paths=paths).findings)
+    return list(lint_tree(tree, paths=paths).findings)
 
 
 def _load(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:

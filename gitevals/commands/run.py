@@ -71,41 +71,11 @@ def _write_note(repo: Any, artifact: dict[str, Any]) -> None:
 
 def _render(artifact: dict[str, Any], fmt: str) -> str:
     from gitevals.artifact import dumps
+    from gitevals.report.runs import render
 
     if fmt == "json":
-        return dumps(artifact)
-    import importlib
-
-    try:
-        runs: Any = importlib.import_module("gitevals.report.runs")
-    except ImportError:  # reporters not in this build: the plain table still works
-        runs = None
-    if fmt == "junit" and runs is not None:
-        return str(runs.render(artifact, "junit"))
-    if fmt == "text" and runs is not None and hasattr(runs, "render"):
-        return str(runs.render(artifact, "text"))
-    return _plain_table(artifact)
-
-
-def _plain_table(artifact: dict[str, Any]) -> str:
-    """Fallback verdict table (case, scenario, verdict, passes/trials, first failure)."""
-    rows = []
-    for case in artifact["cases"]:
-        for s in case["scenarios"]:
-            v = s["verdict"]
-            rows.append((case["name"], s["id"], v["verdict"], f"{v['passes']}/{v['trials']}",
-                         v["first_failure"] or ""))
-    if not rows:
-        return "no cases ran\n"
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)).rstrip()
-             + (f"  {r[4]}" if r[4] else "") for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _failed(artifact: dict[str, Any]) -> bool:
-    return any(s["verdict"]["verdict"] != "pass"
-               for c in artifact["cases"] for s in c["scenarios"])
+        return dumps(artifact)  # the artifact itself, byte for byte as written
+    return render(artifact, fmt, terminal=sys.stdout.isatty())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     if args.format == "text":
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
-    return 1 if the_plan.blocked or _failed(artifact) else 0
+    from gitevals.report.runs import failed
+
+    return 1 if the_plan.blocked or failed(artifact) else 0
 
 
 def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -> dict[str, Any]:
@@ -154,7 +126,7 @@ def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -
 
     with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
         tree.materialize(Path(tmp))
-        execution = runner.Execution(the_plan, tmp, jobs)
+        execution = runner.Execution(the_plan, tmp, jobs, _grader_timeout())
         started = time.time()
 
         def stop(signum: int, frame: Any) -> None:
@@ -169,6 +141,16 @@ def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -
                 signal.signal(s, handler)
         finished = time.time()
     return runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
+
+
+def _grader_timeout() -> float:
+    """30 s; GITEVALS_GRADER_TIMEOUT (seconds) overrides it, for tests of the timeout path."""
+    from gitevals.grading import GRADER_TIMEOUT
+
+    try:
+        return float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
+    except ValueError:
+        return GRADER_TIMEOUT
 
 
 class _NoProgress:

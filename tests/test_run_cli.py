@@ -1,0 +1,333 @@
+"""``gitevals run`` end to end: real repos, the real CLI, a harness that misbehaves on request."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitevals.artifact import artifacts_for_commit, newest_for_commit
+from gitevals.scoring import load_artifact
+
+from .conftest import GIT_ENV, Repo, run_cli
+
+HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+
+TONE = """\
+defaults: {trials: 3, timeout: 5s}
+scenarios:
+  - id: ok-capital
+    user: What is the capital of France?
+    expect:
+      - final_answer_contains: Paris
+      - no_error: true
+  - id: ok-files
+    user: [List the files., Now count them.]
+    trials: 2
+    expect:
+      - tool_called: {name: shell__run}
+      - hook_called: {name: guard, decision: allow}
+"""
+
+BAD = """\
+defaults: {trials: 2, timeout: 1s}
+scenarios:
+  - id: crash
+    user: hi
+    expect: [{no_error: true}]
+  - id: after-crash
+    user: still there?
+    expect: [{no_error: true}]
+"""
+
+
+def _scenario_case(sid: str, trials: int = 2, timeout: str = "1s") -> str:
+    return (f"defaults: {{trials: {trials}, timeout: {timeout}}}\nscenarios:\n"
+            f"  - id: {sid}\n    user: What is the capital of France?\n"
+            "    expect: [{final_answer_contains: Paris}]\n")
+
+
+def _setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
+           settings: str = SETTINGS) -> str:
+    files: dict[str, str | bytes] = {"harness.py": HARNESS, "pyproject.toml": settings}
+    files.update({f"evals/cases/{n}.yaml": c for n, c in cases.items()})
+    files.update({f"evals/graders/{n}.py": g for n, g in (graders or {}).items()})
+    return repo.commit(files)
+
+
+def _artifacts(repo: Repo) -> list[dict[str, Any]]:
+    return [load_artifact(p) for p in sorted((repo.path / "evals" / "results").glob("*.json"))]
+
+
+def _only_artifact(repo: Repo) -> dict[str, Any]:
+    (artifact,) = _artifacts(repo)
+    return artifact
+
+
+def _scenarios(artifact: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{c['name']}/{s['id']}": s for c in artifact["cases"] for s in c["scenarios"]}
+
+
+def test_a_passing_run_records_everything_and_exits_0(repo: Repo) -> None:
+    commit = _setup(repo, {"tone": TONE})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert [line.split()[:4] for line in res.out.splitlines()[2:4]] == [
+        ["tone", "ok-capital", "pass", "3/3"], ["tone", "ok-files", "pass", "2/2"]]
+    art = _only_artifact(repo)
+    assert art["commit"] == commit and art["rev"] == "HEAD" and not art["interrupted"]
+    assert art["options"] == {"cases": [], "trials": None, "jobs": art["options"]["jobs"]}
+    files = _scenarios(art)["tone/ok-files"]
+    assert files["verdict"]["verdict"] == "pass" and len(files["results"]) == 2
+    transcript = files["results"][0]["transcript"]
+    assert [c["name"] for c in transcript["tool_calls"]] == ["shell__run"]  # turn 1 only
+    assert len(transcript["turns"]) == 2 and transcript["turns"][0]["tokens"] == 7
+    assert transcript["turns"][1]["echo"] == {"text": "Now count them.", "turn": 1,
+                                              "case": "tone", "scenario": "ok-files",
+                                              "trial": 0}
+
+
+def test_misbehaving_targets_break_only_their_own_trials(repo: Repo) -> None:
+    cases = {sid: _scenario_case(sid) for sid in ("crash", "hang", "garbage", "half", "silent")}
+    cases["tone"] = TONE
+    _setup(repo, cases)
+    started = time.monotonic()
+    res = run_cli("run", "--jobs", "4", cwd=repo.path)
+    assert time.monotonic() - started < 20
+    assert res.code == 1
+    by = _scenarios(_only_artifact(repo))
+    expected = {"crash": "target_crash", "hang": "target_timeout", "garbage": "target_protocol",
+                "half": "target_protocol", "silent": "target_crash"}
+    for sid, kind in expected.items():
+        v = by[f"{sid}/{sid}"]["verdict"]
+        assert v["verdict"] == "broken" and v["errors"] == {kind: 2}, (sid, v)
+        assert [r["error"]["kind"] for r in by[f"{sid}/{sid}"]["results"]] == [kind, kind]
+    assert "boom: the harness fell over" in by["crash/crash"]["verdict"]["first_failure"]
+    assert by["tone/ok-capital"]["verdict"]["verdict"] == "pass"
+    assert by["tone/ok-files"]["verdict"]["verdict"] == "pass"
+
+
+def test_a_crash_ends_the_conversation_for_the_scenarios_after_it(repo: Repo) -> None:
+    _setup(repo, {"bad": BAD})
+    assert run_cli("run", cwd=repo.path).code == 1
+    after = _scenarios(_only_artifact(repo))["bad/after-crash"]
+    assert after["results"][0]["error"]["kind"] == "target_crash"
+    assert "conversation ended in scenario 'crash'" in after["results"][0]["error"]["message"]
+
+
+def test_flaky_fail_and_pass_are_told_apart(repo: Repo) -> None:
+    flaky = _scenario_case("flaky", trials=4).replace("capital of France", "weather")
+    flaky = flaky.replace("final_answer_contains: Paris", "final_answer_contains: answer")
+    fail = _scenario_case("ok-wrong").replace("Paris", "Berlin")
+    _setup(repo, {"flaky": flaky, "fail": fail, "tone": TONE})
+    res = run_cli("run", "--format", "json", cwd=repo.path)
+    assert res.code == 1
+    by = _scenarios(json.loads(res.out))
+    assert by["flaky/flaky"]["verdict"]["verdict"] == "flaky"
+    assert by["flaky/flaky"]["verdict"]["passes"] == 2
+    assert by["fail/ok-wrong"]["verdict"]["verdict"] == "fail"
+    assert by["tone/ok-capital"]["verdict"]["verdict"] == "pass"
+    assert json.loads(res.out) == _only_artifact(repo)
+
+
+GRADERS = '''
+import os, time
+def good(t, case, run):
+    print("printing is harmless")
+    return {"pass": run["final_answer"] == "Paris", "score": 0.9, "why": case["id"]}
+def raises(t, case, run):
+    raise KeyError("rubric")
+def yes(t, case, run):
+    return "yes"
+def string_pass(t, case, run):
+    return {"pass": "true"}
+def sleeps(t, case, run):
+    time.sleep(20)
+def exits(t, case, run):
+    os._exit(1)
+def judged(t, case, run):
+    return t.llm("grade this")
+'''
+
+GRADED = """\
+defaults: {trials: 1, timeout: 5s}
+scenarios:
+  - id: ok-graded
+    user: What is the capital of France?
+    expect:
+      - grader: {name: q.good, pass_below: 0.5}
+      - grader: {name: q.raises}
+      - grader: {name: q.yes}
+      - grader: {name: q.string_pass}
+      - grader: {name: q.sleeps}
+      - grader: {name: q.exits}
+      - grader: {name: q.judged}
+      - grader: {name: q.good}
+"""
+
+
+def test_each_grader_failure_is_recorded_as_its_own_error(repo: Repo) -> None:
+    _setup(repo, {"graded": GRADED}, {"q": GRADERS})
+    res = run_cli("run", cwd=repo.path, env={"GITEVALS_GRADER_TIMEOUT": "1"})
+    assert res.code == 1, res.err
+    (result,) = _scenarios(_only_artifact(repo))["graded/ok-graded"]["results"]
+    graders = {g["index"]: g for g in result["graders"]}
+    assert graders[0]["raw"] == {"pass": True, "score": 0.9, "why": "ok-graded"}
+    assert graders[1]["error"]["kind"] == "grader_error"
+    assert "KeyError" in graders[1]["error"]["message"]
+    assert graders[2]["raw"] == "yes" and graders[3]["raw"] == {"pass": "true"}
+    assert graders[4]["error"]["kind"] == "grader_timeout"
+    assert graders[5]["error"]["message"] == "grader q.exits: worker exited with code 1"
+    assert graders[6]["error"]["kind"] == "judge_error"
+    assert "no judge configured: set [tool.gitevals.judge]" in graders[6]["error"]["message"]
+    assert graders[7]["raw"]["pass"] is True  # the restarted worker answers again
+    kinds = [a["error"]["kind"] if a["error"] else a["passed"] for a in result["assertions"]]
+    assert kinds == [True, "grader_error", "grader_malformed", "grader_malformed",
+                     "grader_timeout", "grader_error", "judge_error", True]
+
+
+def test_unknown_case_is_a_usage_error_listing_the_cases(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE, "bad": BAD})
+    res = run_cli("run", "nope", cwd=repo.path)
+    assert res.code == 2
+    assert res.err.strip().splitlines() == [
+        "gitevals: error: unknown case 'nope': available cases are bad, tone"]
+    assert not (repo.path / "evals" / "results").exists()
+
+
+def test_named_cases_only_and_trials_override(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE, "bad": BAD})
+    assert run_cli("run", "tone", "--trials", "1", "--no-note", cwd=repo.path).code == 0
+    art = _only_artifact(repo)
+    assert [c["name"] for c in art["cases"]] == ["tone"]
+    assert art["options"]["cases"] == ["tone"] and art["options"]["trials"] == 1
+    assert all(len(s["results"]) == 1 for s in art["cases"][0]["scenarios"])
+
+
+def test_a_case_that_does_not_lint_is_not_run_but_the_others_are(repo: Repo) -> None:
+    broken = "scenarios:\n  - id: x\n    user: hi\n    agent: claude\n"
+    _setup(repo, {"tone": TONE, "broken": broken})
+    res = run_cli("run", "--no-note", cwd=repo.path)
+    assert res.code == 1
+    assert "evals/cases/broken.yaml:4:5:" in res.err
+    assert "case 'broken' does not lint and was not run" in res.err
+    art = _only_artifact(repo)
+    assert [c["name"] for c in art["cases"]] == ["tone"]
+
+
+def test_no_target_configured_is_a_usage_error(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE}, settings="[tool.gitevals]\nroot = 'evals'\n")
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 2 and "no target configured" in res.err
+
+
+def test_a_python_target_runs_from_the_tree(repo: Repo) -> None:
+    agent = ("def respond(messages):\n    text = messages[-1]['content']\n"
+             "    return {'final_answer': 'Paris' if 'France' in text else text}\n")
+    repo.write({"agent.py": agent})
+    _setup(repo, {"capital": _scenario_case("ok")},
+           settings='[tool.gitevals.target]\npython = "agent:respond"\n')
+    res = run_cli("run", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert _scenarios(json.loads(res.out))["capital/ok"]["verdict"]["passes"] == 2
+
+
+def test_junit_output_loads_in_a_junit_parser(repo: Repo, tmp_path: Path) -> None:
+    from junitparser import JUnitXml
+
+    _setup(repo, {"tone": TONE, "bad": BAD})
+    res = run_cli("run", "--format", "junit", cwd=repo.path)
+    assert res.code == 1
+    (tmp_path / "junit.xml").write_text(res.out)
+    suites = {s.name: s for s in JUnitXml.fromfile(str(tmp_path / "junit.xml"))}
+    assert suites["tone"].tests == 2 and suites["tone"].failures == 0
+    assert suites["bad"].tests == 2 and suites["bad"].errors + suites["bad"].failures == 2
+
+
+def test_piped_output_has_no_progress_noise(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE})
+    res = run_cli("run", "--format", "json", cwd=repo.path)
+    assert res.err == ""
+    json.loads(res.out)
+
+
+def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) -> None:
+    commit = _setup(repo, {"tone": TONE})
+    repo.git("notes", "add", "-m", "a human note", commit)
+    before = repo.git("rev-parse", "refs/notes/commits")
+    assert run_cli("run", cwd=repo.path).code == 0
+    note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
+    assert note == _only_artifact(repo)
+    assert repo.git("rev-parse", "refs/notes/commits") == before
+    assert repo.git("notes", "show", commit) == "a human note"
+
+
+def test_no_note_writes_no_note(repo: Repo) -> None:
+    commit = _setup(repo, {"tone": TONE})
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 0
+    assert repo.git("notes", "--ref", "gitevals", "list", check=False) == ""
+    assert newest_for_commit(repo.path, "evals", commit) == _only_artifact(repo)
+
+
+def test_newest_for_commit_reads_results_then_the_note(repo: Repo) -> None:
+    import pygit2
+
+    commit = _setup(repo, {"tone": TONE})
+    for _ in range(2):
+        assert run_cli("run", "--trials", "1", cwd=repo.path).code == 0
+    runs = artifacts_for_commit(repo.path, "evals", commit)
+    assert len(runs) == 2
+    git_repo = pygit2.Repository(str(repo.path))
+    newest = newest_for_commit(git_repo, "evals", commit)
+    assert newest is not None and newest["run_id"] == runs[-1]["run_id"]
+    for p in (repo.path / "evals" / "results").glob("*.json"):
+        p.unlink()
+    from_note = newest_for_commit(git_repo, "evals", commit)
+    assert from_note is not None and from_note["run_id"] == runs[-1]["run_id"]
+    assert newest_for_commit(repo.path, "evals", commit) is None
+
+
+def _spawn(repo: Repo, *args: str) -> subprocess.Popen[str]:
+    import os
+
+    return subprocess.Popen([sys.executable, "-m", "gitevals", *args], cwd=repo.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **GIT_ENV})
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_writes_a_complete_artifact_and_exits_130(
+        repo: Repo, signum: int) -> None:
+    _setup(repo, {"tone": TONE, "hang": _scenario_case("hang", trials=4, timeout="60s")})
+    proc = _spawn(repo, "run", "--jobs", "2")
+    time.sleep(2.0)  # tone finishes; both job slots then sit in hanging targets
+    started = time.monotonic()
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 130, err
+    art = _only_artifact(repo)  # validated against the result schema
+    assert art["interrupted"] is True
+    by = _scenarios(art)
+    assert by["tone/ok-capital"]["verdict"]["verdict"] == "pass"
+    assert by["hang/hang"]["results"] == [] and by["hang/hang"]["verdict"]["verdict"] == "not_run"
+    assert "interrupted" in err
+
+
+def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE})
+    procs = [_spawn(repo, "run", "--jobs", "2") for _ in range(2)]
+    codes = [p.wait(timeout=60) for p in procs]
+    for p in procs:
+        p.communicate()
+    assert codes == [0, 0]
+    arts = _artifacts(repo)
+    assert len(arts) == 2 and arts[0]["run_id"] != arts[1]["run_id"]
+    assert not list((repo.path / "evals" / "results").glob(".*"))  # no temp files left
