@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,41 @@ def test_hook_uses_the_gitevals_variable(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ("called with: publish-check --pre-push origin /x/y.git\n"
                            "refs/heads/main a refs/heads/main b\n")
+
+
+# --- the installed pre-commit hook, driven by real `git commit` ---
+
+GOOD_CASE = "scenarios:\n  - id: greets\n    user: Hello\n    expect:\n      - no_error: true\n"
+BAD_CASE = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
+
+
+def commit(repo: Repo, *args: str) -> tuple[int, str]:
+    """A real ``git commit`` with this venv's gitevals on PATH, as an activated venv has it."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["git", "commit", "-q", *args], cwd=repo.path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_pre_commit_hook_lints_what_is_staged(repo: Repo) -> None:
+    assert run_cli("hooks", "install", "pre-commit", cwd=repo.path).code == 0
+    repo.write({"evals/cases/c.yaml": BAD_CASE})
+    repo.git("add", "-A")
+    repo.write({"evals/cases/c.yaml": GOOD_CASE})  # fixed on disk, not staged
+    code, out = commit(repo, "-m", "bad")
+    assert code == 1
+    assert "evals/cases/c.yaml:2:5: GE" in out
+    repo.git("add", "-A")
+    code, out = commit(repo, "-m", "good")
+    assert code == 0, out
+    assert repo.git("log", "--format=%s") == "good"
+
+
+@pytest.mark.xfail(strict=True, reason="IndexTree reads .git/index and ignores GIT_INDEX_FILE, "
+                   "which `git commit -a` / `git commit PATH` point at a temporary index")
+def test_pre_commit_hook_sees_the_index_of_commit_all(repo: Repo) -> None:
+    repo.commit({"evals/cases/c.yaml": GOOD_CASE}, msg="good")
+    assert run_cli("hooks", "install", "pre-commit", cwd=repo.path).code == 0
+    repo.write({"evals/cases/c.yaml": BAD_CASE})
+    code, out = commit(repo, "-a", "-m", "bad via -a")
+    assert code == 1, out
