@@ -37,7 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def hook_script(name: str) -> str:
     """The text of hook ``name`` as shipped with this gitevals."""
-    return (DATA_DIR / name).read_text(encoding="utf-8")
+    from gitevals.errors import UsageError
+
+    try:
+        return (DATA_DIR / name).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{DATA_DIR / name}: this gitevals install lacks its hook scripts; "
+                         "reinstall it (pip install --force-reinstall gitevals)") from exc
 
 
 def is_ours(text: str) -> bool:
@@ -92,12 +98,12 @@ def _read(path: Path) -> str | None:
         return ""
 
 
-def _write(step: Step) -> None:
+def _write(step: Step, script: str) -> None:
     step.path.parent.mkdir(parents=True, exist_ok=True)
     if step.backup is not None:
         os.replace(step.path, step.backup)
     tmp = step.path.with_name(f".{step.name}.gitevals-tmp")
-    tmp.write_text(hook_script(step.name), encoding="utf-8")
+    tmp.write_text(script, encoding="utf-8")
     tmp.chmod(0o755)
     os.replace(tmp, step.path)
 
@@ -118,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gitevals: {line}", file=sys.stderr)
     if refusals:
         return 1
+    scripts = {s.name: hook_script(s.name) for s in steps}  # all read before any write
     for step in steps:
-        _write(step)
+        _write(step, scripts[step.name])
         kept = f" (previous hook kept as {step.backup.name})" if step.backup else ""
         print(f"installed {step.name} hook: {_shown(step.path)}{kept}")
     return 0

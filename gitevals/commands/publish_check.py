@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pygit2
 
+    from gitevals.findings import Finding
     from gitevals.hooks import Plan, Target
     from gitevals.lint import LintResult
 
@@ -112,8 +113,10 @@ def _history(repo: pygit2.Repository, tip: str, known: list[str], remote: str | 
 
 # Reporters: finished results in, text out.
 
-def _errors(c: Checked) -> int:
-    return sum(1 for f in c.result.findings if f.severity == "error")
+def _finding_line(f: Finding) -> str:
+    """As ``gitevals lint`` prints it: ``path:line:col: CODE message``, warnings tagged."""
+    tag = " (warning)" if f.severity == "warning" else ""
+    return f"{f.path}:{f.line}:{f.col}: {f.code}{tag} {f.message}"
 
 
 def render_text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
@@ -124,10 +127,10 @@ def render_text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
         if c.ok:
             lines.append(f"ok: {refs} at {c.target.commit} ({c.result.files} eval files)")
         else:
-            n = _errors(c)
+            n = c.result.errors
             lines.append(f"refused: {refs} at {c.target.commit}: "
                          f"{n} error{'s' if n != 1 else ''}")
-        lines.extend(f"  {f}" for f in c.result.findings)
+        lines.extend(f"  {_finding_line(f)}" for f in sorted(c.result.findings))
     lines.extend(f"ok: {p}" for p in passed)
     lines.append(_summary(checked))
     return "\n".join(lines) + "\n"
