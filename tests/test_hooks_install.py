@@ -206,3 +206,22 @@ def test_pyproject_ships_the_hook_scripts() -> None:
     pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text())
     assert "hooks_data/*" in pyproject["tool"]["setuptools"]["package-data"]["gitevals"]
     assert (PROJECT / "gitevals" / "hooks_data").resolve() == (PROJECT / "hooks").resolve()
+
+
+def test_uninstall_removes_ours_restores_the_backup_and_leaves_foreign_hooks(repo: Repo) -> None:
+    hooks = repo.path / ".git" / "hooks"
+    foreign = "#!/bin/sh\necho mine\n"
+    (hooks / "pre-commit").write_text(foreign)
+    assert run_cli("hooks", "install", "--force", cwd=repo.path).code == 0
+    r = run_cli("hooks", "uninstall", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == [
+        "restored pre-commit hook: .git/hooks/pre-commit (from pre-commit.gitevals-backup)",
+        "removed pre-push hook: .git/hooks/pre-push",
+    ]
+    assert (hooks / "pre-commit").read_text() == foreign
+    assert not (hooks / "pre-push").exists()
+    assert not (hooks / "pre-commit.gitevals-backup").exists()
+    r = run_cli("hooks", "uninstall", "pre-commit", cwd=repo.path)
+    assert r.out == "left pre-commit hook: .git/hooks/pre-commit was not written by gitevals\n"
+    assert (hooks / "pre-commit").read_text() == foreign

@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="which hooks (pre-commit, pre-push; default both)")
     inst.add_argument("--force", action="store_true",
                       help=f"replace a foreign hook, keeping it as <hook>{BACKUP_SUFFIX}")
+    uninst = sub.add_parser(
+        "uninstall", help="remove gitevals' hooks, restoring a hook --force set aside",
+        description="Remove gitevals' git hooks; a hook gitevals did not write stays.",
+    )
+    uninst.add_argument("names", nargs="*", metavar="HOOK",
+                        help="which hooks (pre-commit, pre-push; default both)")
 
 
 def hook_script(name: str) -> str:
@@ -117,8 +123,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no gitevals hook named {unknown[0]!r}: choose from "
                          f"{', '.join(HOOK_NAMES)}")
     target = hooks_dir(require_repo())
-    names = tuple(args.names) or HOOK_NAMES
-    steps = plan_install(target, tuple(dict.fromkeys(names)), args.force)
+    names = tuple(dict.fromkeys(args.names)) or HOOK_NAMES
+    if args.action == "uninstall":
+        return _uninstall(target, names)
+    return _install(target, names, args.force)
+
+
+def _install(target: Path, names: tuple[str, ...], force: bool) -> int:
+    steps = plan_install(target, names, force)
     refusals = [s.refusal for s in steps if s.refusal]
     for line in refusals:
         print(f"gitevals: {line}", file=sys.stderr)
@@ -137,3 +149,21 @@ def _shown(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
+
+
+def _uninstall(target: Path, names: tuple[str, ...]) -> int:
+    """Remove each gitevals hook; put back the hook ``install --force`` set aside."""
+    for name in names:
+        path, backup = target / name, target / (name + BACKUP_SUFFIX)
+        current = _read(path)
+        if current is not None and not is_ours(current):
+            print(f"left {name} hook: {_shown(path)} was not written by gitevals")
+            continue
+        if current is not None:
+            path.unlink()
+        if backup.exists() or backup.is_symlink():
+            os.replace(backup, path)
+            print(f"restored {name} hook: {_shown(path)} (from {backup.name})")
+        elif current is not None:
+            print(f"removed {name} hook: {_shown(path)}")
+    return 0
