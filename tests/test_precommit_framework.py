@@ -86,3 +86,24 @@ def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -
     code, out = _run(repo.path, env, "git", "push", "origin", "main")
     assert code == 0, out
     assert "refs/heads/main" in repo.git("ls-remote", "origin")
+
+
+def test_manifest_is_valid_and_selects_the_eval_files() -> None:
+    import re
+
+    from pre_commit.clientlib import load_manifest
+
+    hooks = {h["id"]: h for h in load_manifest(str(PROJECT / ".pre-commit-hooks.yaml"))}
+    lint, publish = hooks["gitevals-lint"], hooks["gitevals-publish-check"]
+    assert (lint["entry"], lint["stages"], lint["pass_filenames"]) == (
+        "gitevals lint --staged", ["pre-commit"], True)
+    assert (publish["entry"], publish["stages"], publish["pass_filenames"],
+            publish["always_run"]) == ("gitevals publish-check --pre-push", ["pre-push"],
+                                       False, True)
+    selected = re.compile(lint["files"])
+    for path in ("evals/cases/a.yaml", "evals/cases/sub/b.yml", "evals/graders/q.py",
+                 "evals/goldens.jsonl"):
+        assert selected.search(path), path
+    for path in ("evals/results/r.json", "src/cases/a.yaml", "evals/case.schema.json",
+                 "evals/graders/notes.txt", "README.md"):
+        assert not selected.search(path), path
