@@ -93,6 +93,8 @@ class _Run:
         self.tree, self.root, self.refused, self.store = tree, root, refused, store
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.data: dict[str, bytes] = {}
+        self.full = True  # every case and goldens file is in this run (no PATH filter)
+        self.location = _location(tree)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -102,7 +104,7 @@ class _Run:
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
                                       for i in (*checked, *graders)))
         cached = self.store.get("run", everything)
-        if cached is not None:
+        if _valid_run(cached):
             found = [Finding(*f) for f in cached["findings"]]
             files = int(cached["files"])
         else:
@@ -117,7 +119,7 @@ class _Run:
 
         found: list[Finding] = []
         refs: list[Ref] = []
-        for findings, case_refs in self._lint_files(cases, goldens):
+        for findings, case_refs in self._lint_files(cases, goldens, self.full):
             found.extend(findings)
             refs.extend(case_refs)
         indexes = self._indexes(graders, {r.name.split(".", 1)[0] for r in refs})
@@ -137,6 +139,7 @@ class _Run:
         graders = [i for i in self._list(f"{root}graders", "grader")
                    if i.path.endswith(".py") and "/" not in i.path[len(root) + 8:]]
         if paths is not None:
+            self.full = False
             wanted = [p.strip("/") for p in paths]
             cases = [i for i in cases if _selected(i.path, wanted)]
             goldens = [i for i in goldens if _selected(i.path, wanted)]
@@ -167,25 +170,32 @@ class _Run:
 
     # -- cases and goldens ----------------------------------------------------
 
-    def _lint_files(self, cases: list[Input], goldens: list[Input]
+    def _lint_files(self, cases: list[Input], goldens: list[Input], prune: bool
                     ) -> list[tuple[list[Finding], list[Any]]]:
         from gitevals.lint.cache import key
         from gitevals.lint.graders import Ref
 
+        name = key(self.location, self.root)
+        manifest = self.store.load_manifest(name)
         results: list[tuple[list[Finding], list[Any]]] = []
         todo: list[Input] = []
+        kept: dict[str, Any] = {}
         for i in (*goldens, *cases):
-            entry = self.store.get(i.kind, key(i.path, i.sha))
-            if entry is None:
+            k = f"{i.sha}:{i.path}"
+            entry: Any = manifest.get(k)
+            if not _valid_entry(entry):
                 todo.append(i)
                 continue
+            kept[k] = entry
             results.append(([Finding(*f) for f in entry["f"]],
                              [Ref(n, i.path, ln, c) for n, ln, c in entry["r"]]))
         for i, (findings, refs) in zip(todo, self._work(todo), strict=True):
-            self.store.put(i.kind, key(i.path, i.sha),
-                           {"f": [_row(f) for f in findings],
-                            "r": [[r.name, r.line, r.col] for r in refs]})
+            kept[f"{i.sha}:{i.path}"] = {"f": [_row(f) for f in findings],
+                                         "r": [[r.name, r.line, r.col] for r in refs]}
             results.append((findings, refs))
+        if todo or (prune and len(kept) != len(manifest)):
+            # A full run keeps only what the tree holds now; a partial one adds to the rest.
+            self.store.save_manifest(name, kept if prune else {**manifest, **kept})
         return results
 
     def _work(self, todo: list[Input]) -> list[tuple[list[Finding], list[Any]]]:
@@ -209,7 +219,7 @@ class _Run:
                 out[g.path] = {"error": None, "names": {}}
                 continue
             index = self.store.get("grader", g.sha)
-            if index is None:
+            if not _valid_index(index):
                 index = index_module(self.bytes_of(g))
                 self.store.put("grader", g.sha, index)
             out[g.path] = {**index, "referenced": True}
@@ -271,6 +281,43 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
 
 
 # -- helpers --------------------------------------------------------------------------
+
+
+def _location(tree: Tree) -> str:
+    """Where ``tree`` lives (its work dir): names its manifest, shared by --rev and --staged."""
+    top = getattr(tree, "root", None)
+    if top is None:
+        repo = getattr(tree, "repo", None)
+        top = (repo.workdir or repo.path) if repo is not None else ""
+    return os.path.abspath(str(top))
+
+
+def _valid_entry(entry: Any) -> bool:
+    """A manifest entry of the expected shape (anything else counts as a miss)."""
+    return (isinstance(entry, dict) and _valid_rows(entry.get("f"), 6)
+            and _valid_rows(entry.get("r"), 3))
+
+
+def _valid_rows(rows: Any, width: int) -> bool:
+    return isinstance(rows, list) and all(isinstance(r, list) and len(r) == width
+                                          for r in rows)
+
+
+def _valid_run(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("files"), int)
+            and _valid_rows(entry.get("findings"), 6))
+
+
+def _valid_index(index: Any) -> bool:
+    """A grader-module index as ``graders.index_module`` makes it."""
+    if not isinstance(index, dict) or not isinstance(index.get("names"), dict):
+        return False
+    err = index.get("error")
+    if err is not None and not (isinstance(err, list) and len(err) == 3):
+        return False
+    return all(isinstance(v, dict) and isinstance(v.get("line"), int)
+               and v.get("kind") in ("def", "async", "method", "other")
+               for v in index["names"].values())
 
 
 def _row(f: Finding) -> list[Any]:

@@ -6,6 +6,12 @@ version, the source of the lint rules, the schema files and the refused-keys
 setting. A new version or a new setting therefore starts a fresh directory and
 never reads a stale answer.
 
+Per-file results of one repository live together in one *manifest* (kind
+``manifest``), a mapping ``"<blob sha>:<path>" -> result``: lookups stay
+content-addressed, but a cold run over 2,000 files writes one file, not 2,000
+(creating a file costs more than linting a small case). Grader-module indexes are
+stored one per blob SHA (shared by every repository).
+
 Every entry is written to a temporary file and renamed into place
 (``os.replace``), so concurrent pre-commit workers never see half an entry; two
 writers of the same key write the same bytes. An unreadable or corrupt entry is a
@@ -73,7 +79,7 @@ class LintCache:
     def _file(self, kind: str, k: str) -> Path | None:
         return None if self.directory is None else self.directory / kind / f"{k}.json"
 
-    def get(self, kind: str, k: str) -> Any | None:
+    def get(self, kind: str, k: str) -> Any:
         """The value stored under ``(kind, k)``, or None (absent, unreadable or corrupt)."""
         path = self._file(kind, k)
         if path is None:
@@ -95,6 +101,17 @@ class LintCache:
         data = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
         with contextlib.suppress(OSError):
             write_atomic(path, data)
+
+
+    def load_manifest(self, name: str) -> dict[str, Any]:
+        """The per-file results stored under ``name`` ({} when absent or corrupt)."""
+        value = self.get("manifest", name)
+        return value if isinstance(value, dict) else {}
+
+    def save_manifest(self, name: str, entries: Mapping[str, Any]) -> None:
+        """Replace the manifest ``name`` (atomically; concurrent savers: the last one wins,
+        which only costs the other one's entries a re-lint)."""
+        self.put("manifest", name, dict(entries))
 
 
 def write_atomic(target: Path, data: bytes) -> None:
