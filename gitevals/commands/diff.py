@@ -153,7 +153,8 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
     ra, rb = s.roots
     fa, fb = _grader_files(s.trees[0], ra), _grader_files(s.trees[1], rb)
     changes = [c for rel in _changed(fa, fb)
-               for c in diff_grader_module(rel, s.blob(fa.get(rel)), s.blob(fb.get(rel)))]
+               for c in diff_grader_module(f"{rb if rel in fb else ra}/graders/{rel}",
+                                           s.blob(fa.get(rel)), s.blob(fb.get(rel)))]
     names = {c.name for c in changes if c.kind in ("changed", "removed", "unreadable")}
     if not names:
         return changes, ()

@@ -109,14 +109,24 @@ def _assertion(c: Change) -> str:
     return f"~ {c.what}: {short(old, 30)} -> {short(new, 30)}"
 
 
+def _field(c: Change) -> list[str]:
+    """``trials 3 -> 5``; for user turns, only the turns that changed."""
+    old, new = c.before, c.after
+    if c.what == "user" and isinstance(old, list) and isinstance(new, list) \
+            and len(old) == len(new):
+        return [f"user turn {i}: {short(o, 30)} -> {short(n, 30)}"
+                for i, (o, n) in enumerate(zip(old, new, strict=True), 1) if o != n]
+    return [f"{c.what} {short(old, 30)} -> {short(new, 30)}"]
+
+
 def _rules(diff: Diff) -> Section | None:
     rows: list[tuple[str, ...]] = []
     for f in diff.cases:
         if f.kind == "unreadable":
             rows.append((f.path, "*", "unreadable", f.problem or ""))
         for s in f.scenarios:
-            details = [f"{c.what} {short(c.before, 30)} -> {short(c.after, 30)}"
-                       for c in s.fields] + [_assertion(c) for c in s.assertions]
+            details = [d for c in s.fields for d in _field(c)]
+            details += [_assertion(c) for c in s.assertions]
             for i, d in enumerate(details or [""]):
                 rows.append((f.path, s.id, s.kind if i == 0 else "", d))
     return Section("Rules", ("case file", "scenario", "change", "detail"), tuple(rows)) \
