@@ -17,6 +17,7 @@ from typing import Any
 FORMATS = ("text", "json", "junit", "markdown")
 ORDER = ("pass", "flaky", "fail", "broken", "not_run")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+_XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
           "not_run": "dim"}
 _MARK = {"pass": "✅", "flaky": "⚠️", "fail": "❌", "broken": "💥", "not_run": "⏭️"}
@@ -209,6 +210,8 @@ def _suite(root: Any, case: str, table: list[Row]) -> None:
         detail = f"{r.verdict}: {r.ratio} trials passed"
         if r.errors:
             detail += "; errors: " + ", ".join(f"{k} x{n}" for k, n in sorted(r.errors.items()))
+        if r.first_failure:
+            detail += f"\nfirst failure: {r.first_failure}"
         tag = {"flaky": "failure", "fail": "failure", "broken": "error",
                "not_run": "skipped"}.get(r.verdict)
         if tag is not None:
@@ -219,7 +222,7 @@ def _suite(root: Any, case: str, table: list[Row]) -> None:
 
 def _xml_safe(text: str) -> str:
     # XML 1.0 cannot hold most control characters at all, escaped or not.
-    return _CONTROL.sub(" ", text)
+    return _XML_BAD.sub(" ", text)
 
 
 # -- markdown ---------------------------------------------------------------------------
