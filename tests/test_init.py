@@ -136,3 +136,17 @@ def test_pre_commit_config_is_valid_for_the_framework(tmp_path: Path) -> None:
 def test_outside_a_repository_scaffolds_the_current_directory(tmp_path: Path) -> None:
     assert run_cli("init", cwd=tmp_path).code == 0
     assert (tmp_path / "evals/cases/example.yaml").is_file()
+
+
+@pytest.mark.parametrize("pyproject", [
+    'tool = {black = {line-length = 100}}\n',  # a [tool.gitevals] table would not parse
+    '[project\nname = "broken"\n',              # not TOML at all: left alone
+], ids=["inline-tool-table", "invalid-toml"])
+def test_settings_go_to_gitevals_toml_when_pyproject_cannot_take_them(
+        repo: Repo, pyproject: str) -> None:
+    repo.write({"pyproject.toml": pyproject})
+    r = run_cli("init", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert (repo.path / "pyproject.toml").read_text() == pyproject
+    assert tomllib.loads((repo.path / "gitevals.toml").read_text())["root"] == "evals"
+    assert_lints_clean(repo)
