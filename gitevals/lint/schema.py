@@ -39,6 +39,10 @@ _EXC_STANDIN = ("class JsonSchemaValueException(ValueError):\n"
                 "    pass\n"
                 "JsonSchemaValuesException = JsonSchemaValueException\n")
 
+#: Bump when ``_compilable`` or ``_generate`` change: part of the cache key.
+_GENERATOR = b"gitevals-schema-2"
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
 Path_ = tuple[str | int, ...]
 
 
@@ -86,8 +90,13 @@ def is_valid(schema_name: str, data: Any) -> bool:
 def explain(schema_name: str, data: Any) -> list[SchemaError]:
     """All errors of ``data`` according to jsonschema (slow path), sorted by path."""
     validator = _jsonschema_validator(schema_name)
+    errors = list(validator.iter_errors(data))
+    # A value of the wrong type also fails its const/enum/pattern: say it once.
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     out: list[SchemaError] = []
-    for err in validator.iter_errors(data):
+    for err in errors:
+        if err.validator != "type" and tuple(err.absolute_path) in mistyped:
+            continue
         out.extend(_convert(err))
     return sorted(out, key=lambda e: ([(isinstance(p, str), p) for p in e.path],
                                       e.keyword, e.message))
@@ -102,7 +111,8 @@ def _schema_bytes(name: str) -> bytes:
 
 
 @cache
-def _schema(name: str) -> dict[str, Any]:
+def load(name: str) -> dict[str, Any]:
+    """Schema ``name`` as data (parsed once per process; do not mutate)."""
     data: dict[str, Any] = json.loads(_schema_bytes(name))
     return data
 
@@ -129,7 +139,8 @@ def _fast_version() -> bytes:
 @cache
 def _compiled(name: str) -> Callable[[Any], Any]:
     """The validator for ``name``: imported from the cache, generated on a miss."""
-    key = hashlib.sha256(_schema_bytes(name) + b"\0" + _fast_version()).hexdigest()
+    key = hashlib.sha256(b"\0".join([_GENERATOR, _schema_bytes(name), _fast_version()])
+                         ).hexdigest()
     module = f"gitevals_schema_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_{key[:24]}"
     source = cache_dir() / "schemas" / f"{module}.py"
     # Bytecode is cached by hand: PYTHONDONTWRITEBYTECODE would make every
@@ -151,23 +162,32 @@ def _generate(name: str) -> str:
     import fastjsonschema
 
     code: str = fastjsonschema.compile_to_code(
-        _compilable(_schema(name)), use_default=False, detailed_exceptions=False)
+        _compilable(load(name)), use_default=False, detailed_exceptions=False)
     root = re.search(r"^def (\w+)\(", code, re.M)
     if root is None:  # pragma: no cover - fastjsonschema always defines one
         raise RuntimeError("fastjsonschema generated no function")
     return code.replace(_EXC_IMPORT, _EXC_STANDIN) + f"\nVALIDATE = {root.group(1)}\n"
 
 
-def _compilable(schema: Any, named: bool = False) -> Any:
-    """A copy for fastjsonschema with the same meaning: annotations dropped (smaller code)
-    and ``const: x`` spelled ``enum: [x]`` (its const generator fails without
-    detailed exceptions)."""
+def _compilable(schema: Any, root: Any = None, named: bool = False,
+                stack: tuple[str, ...] = ()) -> Any:
+    """A copy for fastjsonschema with the same meaning, shaped for speed.
+
+    Annotations are dropped and local ``$ref``s inlined (a call per ``$ref``, and
+    the error-path string it builds, cost more than the check itself);
+    ``const: x`` is spelled ``enum: [x]`` (fastjsonschema's const generator fails
+    without detailed exceptions).
+    """
+    root = schema if root is None else root
     if isinstance(schema, list):
-        return [_compilable(v) for v in schema]
+        return [_compilable(v, root, False, stack) for v in schema]
     if not isinstance(schema, dict):
         return schema
     if named:
-        return {k: _compilable(v) for k, v in schema.items()}
+        return {k: _compilable(v, root, False, stack) for k, v in schema.items()}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and len(schema) == 1 and ref.startswith("#/") and ref not in stack:
+        return _compilable(_pointer(root, ref), root, False, (*stack, ref))
     out: dict[str, Any] = {}
     for k, v in schema.items():
         if k in _ANNOTATIONS:
@@ -175,8 +195,17 @@ def _compilable(schema: Any, named: bool = False) -> Any:
         if k == "const":
             out["enum"] = [v]
         else:
-            out[k] = _compilable(v, named=k in _NAMED)
+            out[k] = _compilable(v, root, k in _NAMED, stack)
     return out
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """Resolve a local JSON pointer such as ``#/$defs/name``."""
+    node = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
 
 
 def _write_atomic(target: Path, data: bytes) -> None:
@@ -206,7 +235,27 @@ def _run(code: Any) -> Callable[[Any], Any]:
 def _jsonschema_validator(name: str) -> Any:
     import jsonschema
 
-    return jsonschema.Draft202012Validator(_schema(name))
+    # `pattern` as ECMA-262 reads it (and editors, and the compiled validator):
+    # `$` ends the string. Python's re.search would also let "abc\n" match "^abc$".
+    cls = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft202012Validator,
+        {"pattern": _ecma_pattern})
+    return cls(load(name))
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    import jsonschema
+
+    if not isinstance(instance, str):
+        return
+    if _ecma_regex(pattern).search(instance) is None:
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def _ecma_regex(pattern: str) -> re.Pattern[str]:
+    # The same rewrite fastjsonschema makes: every unescaped `$` becomes `\Z`.
+    return re.compile(_DOLLAR.sub(r"\\Z", pattern))
 
 
 def _convert(err: Any) -> Iterator[SchemaError]:
@@ -274,6 +323,9 @@ def _type_message(label: str, expected: Any, value: Any, schema: dict[str, Any])
     want = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
     msg = f"{label or 'the file'} must be {want}, got {_kind(value)}"
     if "string" in types and isinstance(value, int | float) and not isinstance(value, bool):
+        pattern = schema.get("pattern")
+        if pattern and not _ecma_regex(pattern).search(str(value)):
+            return msg + f"; {_how(schema)}"
         return msg + "; quote it"
     if "object" in types and "properties" in schema:
         return msg + f"; write {_shape(schema)}"
@@ -282,6 +334,15 @@ def _type_message(label: str, expected: Any, value: Any, schema: dict[str, Any])
     if "array" in types:
         return msg + "; write a list, one '- item' per line"
     return msg
+
+
+def _how(schema: dict[str, Any]) -> str:
+    """What a valid string looks like: the schema's examples, else its description."""
+    examples = schema.get("examples")
+    if examples:
+        return "write it like " + " or ".join(map(str, examples))
+    text = str(schema.get("description") or f"it must match {schema.get('pattern')}")
+    return text[:1].lower() + text[1:].rstrip(".")
 
 
 def _shape(schema: dict[str, Any]) -> str:
@@ -303,8 +364,7 @@ def _value_message(label: str, kw: str, err: Any, schema: dict[str, Any], value:
     where = label or "the file"
     bound = err.validator_value
     if kw == "pattern":
-        why = schema.get("description") or f"must match {bound}"
-        return f"{where} {_short(value)} is not valid: {why}"
+        return f"{where} {_short(value)} is not valid; {_how(schema)}"
     if kw in ("minLength", "minItems") and bound == 1:
         return f"{where} is empty; write at least one {'item' if kw == 'minItems' else 'character'}"
     if kw in ("minimum", "exclusiveMinimum"):
