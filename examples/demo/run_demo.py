@@ -34,7 +34,7 @@ STEPS_V1 = [
     (["lint"], 0, "every case, grader reference and golden of the working tree is valid"),
     (["publish-check", "v1"], 0, "the v1 tag would evaluate: it may be published"),
     (["run", "--rev", "v1"], 1, "v1 has a flaky and a failing scenario, so the run exits 1"),
-    (["show", "v1"], 0, "the verdicts pinned to v1, read back from the artifact"),
+    (["show", "v1"], 1, "the verdicts pinned to v1, read back from the artifact (1: not all pass)"),
 ]
 STEPS_V2 = [
     (["run", "--rev", "v2"], 1, "v2's wordier answers fail answers-in-one-line"),
