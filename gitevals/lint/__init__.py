@@ -99,12 +99,15 @@ class _Run:
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
 
-        cases, goldens, graders = self._inputs(paths)
-        checked = [*cases, *goldens]
+        cases, goldens = self._inputs(paths)
+        if not self.full:  # a few named files (the pre-commit hook): per-file cache only
+            found, files = self._lint_inputs(cases, goldens, None)
+            return LintResult(tuple(sorted([*settings_findings, *found])), files)
+        graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
-                                      for i in (*checked, *graders)))
+                                      for i in (*cases, *goldens, *graders)))
         cached = self.store.get("run", everything)
-        if _valid_run(cached):
+        if _valid_run(cached):  # nothing changed since a run that was cached whole
             found = [Finding(*f) for f in cached["findings"]]
             files = int(cached["files"])
         else:
@@ -114,7 +117,7 @@ class _Run:
         return LintResult(tuple(sorted([*settings_findings, *found])), files)
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
-                     graders: list[Input]) -> tuple[list[Finding], int]:
+                     graders: list[Input] | None) -> tuple[list[Finding], int]:
         from gitevals.lint.graders import Ref, resolve_all
 
         found: list[Finding] = []
@@ -122,28 +125,57 @@ class _Run:
         for findings, case_refs in self._lint_files(cases, goldens, self.full):
             found.extend(findings)
             refs.extend(case_refs)
-        indexes = self._indexes(graders, {r.name.split(".", 1)[0] for r in refs})
-        found.extend(resolve_all(refs, self.root, indexes))
-        referenced = sum(1 for ix in indexes.values() if ix.get("referenced"))
+        stems = {r.name.split(".", 1)[0] for r in refs}
+        indexes = self._indexes(self._referenced(stems) if graders is None else graders, stems)
+        if any(ix is None for ix in indexes.values()) and graders is None:
+            # A missing module: list them all, for "did you mean".
+            indexes = self._indexes(self._graders(), stems)
+        present = {p: ix for p, ix in indexes.items() if ix is not None}
+        found.extend(resolve_all(refs, self.root, present))
+        referenced = sum(1 for ix in present.values() if ix.get("referenced"))
         return found, len(cases) + len(goldens) + referenced
 
     # -- inputs ---------------------------------------------------------------
 
-    def _inputs(self, paths: Sequence[str] | None
-                ) -> tuple[list[Input], list[Input], list[Input]]:
+    def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
         root = f"{self.root}/" if self.root else ""
-        cases = [i for i in self._list(f"{root}cases", "case")
-                 if i.path.endswith(CASE_SUFFIXES)]
-        goldens = [i for i in self._list(f"{root}goldens.jsonl", "goldens")
+        cases = self._select(f"{root}cases", "case", paths)
+        cases = [i for i in cases if i.path.endswith(CASE_SUFFIXES)]
+        goldens = [i for i in self._select(f"{root}goldens.jsonl", "goldens", paths)
                    if i.path == f"{root}goldens.jsonl"]
-        graders = [i for i in self._list(f"{root}graders", "grader")
-                   if i.path.endswith(".py") and "/" not in i.path[len(root) + 8:]]
-        if paths is not None:
-            self.full = False
-            wanted = [p.strip("/") for p in paths]
-            cases = [i for i in cases if _selected(i.path, wanted)]
-            goldens = [i for i in goldens if _selected(i.path, wanted)]
-        return cases, goldens, graders
+        self.full = paths is None
+        return cases, goldens
+
+    def _grader_dir(self) -> str:
+        return f"{self.root}/graders" if self.root else "graders"
+
+    def _graders(self) -> list[Input]:
+        """Every grader module of the tree: ``<root>/graders/<name>.py``."""
+        base = self._grader_dir() + "/"
+        return [i for i in self._list(base[:-1], "grader")
+                if i.path.endswith(".py") and "/" not in i.path[len(base):]]
+
+    def _referenced(self, stems: set[str]) -> list[Input | str]:
+        """The modules named by ``stems``, looked up one by one (a missing one: its path)."""
+        out: list[Input | str] = []
+        for stem in sorted(stems):
+            path = f"{self._grader_dir()}/{stem}.py"
+            found = self._list(path, "grader")
+            out.append(found[0] if found else path)
+        return out
+
+    def _select(self, prefix: str, kind: str, paths: Sequence[str] | None) -> list[Input]:
+        """Files under ``prefix`` (all of them, or those ``paths`` name): listing only what
+        was asked keeps the one-file pre-commit run from reading every case."""
+        if paths is None:
+            return self._list(prefix, kind)
+        out: dict[str, Input] = {}
+        for w in (p.strip("/") for p in paths):
+            if not w or prefix == w or prefix.startswith(w + "/"):
+                return self._list(prefix, kind)
+            if w.startswith(prefix + "/"):
+                out.update((i.path, i) for i in self._list(w, kind))
+        return sorted(out.values(), key=lambda i: i.path)
 
     def _list(self, prefix: str, kind: str) -> list[Input]:
         from gitevals.tree import WorkingTree, git_blob_sha
@@ -162,10 +194,14 @@ class _Run:
         return out
 
     def bytes_of(self, i: Input) -> bytes:
+        from gitevals.tree import blob_bytes
+
         data = self.data.get(i.path)
         if data is None:
-            data = self.tree.read(i.path) or b""
-            self.data[i.path] = data
+            repo = getattr(self.tree, "repo", None)
+            # A git tree: the listing gave the blob SHA, no need to look the path up again.
+            data = blob_bytes(repo, i.sha) if repo is not None else self.tree.read(i.path)
+            self.data[i.path] = data = data or b""
         return data
 
     # -- cases and goldens ----------------------------------------------------
@@ -208,14 +244,18 @@ class _Run:
 
     # -- graders --------------------------------------------------------------
 
-    def _indexes(self, graders: list[Input], wanted: set[str]) -> dict[str, dict[str, Any]]:
-        """Index of each referenced grader module (others: present, unparsed)."""
+    def _indexes(self, graders: Sequence[Input | str], stems: set[str]
+                 ) -> dict[str, dict[str, Any] | None]:
+        """Index of each referenced grader module; unreferenced ones: present, not parsed;
+        a path (str) instead of an Input: referenced but absent (None)."""
         from gitevals.lint.graders import index_module
 
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, dict[str, Any] | None] = {}
         for g in graders:
-            stem = g.path.rsplit("/", 1)[-1][:-3]
-            if stem not in wanted:
+            if isinstance(g, str):
+                out[g] = None
+                continue
+            if g.path.rsplit("/", 1)[-1][:-3] not in stems:
                 out[g.path] = {"error": None, "names": {}}
                 continue
             index = self.store.get("grader", g.sha)
@@ -322,10 +362,6 @@ def _valid_index(index: Any) -> bool:
 
 def _row(f: Finding) -> list[Any]:
     return [f.path, f.line, f.col, f.code, f.message, f.severity]
-
-
-def _selected(path: str, wanted: Sequence[str]) -> bool:
-    return any(not w or path == w or path.startswith(w + "/") for w in wanted)
 
 
 def _walk(root: str, prefix: str) -> list[str]:
