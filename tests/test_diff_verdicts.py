@@ -1,0 +1,192 @@
+"""Verdicts of the runs pinned to A and B: regressed, improved, new, gone, beyond noise or not."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitevals.diff import Tally, VerdictRow, compare_verdicts
+
+from .conftest import Repo, run_cli
+
+# A deterministic harness: scenario s passes on trials below passes.json[s].
+HARNESS = """\
+import json, sys
+from pathlib import Path
+passes = json.loads((Path(__file__).parent / "passes.json").read_text())
+for line in sys.stdin:
+    msg = json.loads(line)
+    ok = msg["trial"] < passes.get(msg["scenario"], 0)
+    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+
+
+IDS = ("capital", "steady", "better", "retired")
+
+
+def case(trials: int, ids: tuple[str, ...] = IDS, **expect: str) -> str:
+    """A case file: every scenario expects Paris unless ``expect`` says otherwise."""
+    body = "".join(f"  - id: {i}\n    user: What is the capital of France?\n"
+                   f"    expect: [{{final_answer_contains: {expect.get(i, 'Paris')}}}]\n"
+                   for i in ids)
+    return f"defaults: {{trials: {trials}, timeout: 10s}}\nscenarios:\n{body}"
+
+
+def commit_and_run(repo: Repo, passes: dict[str, int], case_text: str, msg: str) -> str:
+    sha = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                       "passes.json": json.dumps(passes), "evals/cases/geo.yaml": case_text}, msg)
+    r = run_cli("run", cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return sha
+
+
+# -- pure ------------------------------------------------------------------------------
+
+
+def _artifact(**verdicts: tuple[int, int]) -> dict[str, Any]:
+    scenarios = [{"id": k, "verdict": {"verdict": "pass" if p == n else "flaky" if p else "fail",
+                                       "passes": p, "trials": n}}
+                 for k, (p, n) in verdicts.items()]
+    return {"cases": [{"name": "geo", "scenarios": scenarios}]}
+
+
+def test_compare_verdicts_rows() -> None:
+    a = _artifact(down=(10, 10), noise=(3, 5), up=(1, 10), same=(4, 5), gone=(1, 1))
+    b = _artifact(down=(2, 10), noise=(2, 5), up=(10, 10), same=(8, 10), new=(1, 1))
+    rows = {r.scenario: r for r in compare_verdicts(a, b, test="fisher")}
+    assert rows["down"] == VerdictRow("geo", "down", Tally("pass", 10, 10), Tally("flaky", 2, 10),
+                                      "regressed", pytest.approx(90 / 125970), True)
+    assert (rows["noise"].change, rows["noise"].beyond_noise) == ("regressed", False)
+    assert (rows["up"].change, rows["up"].beyond_noise) == ("improved", True)
+    assert (rows["same"].change, rows["same"].p) == ("unchanged", None)  # 4/5 == 8/10
+    assert (rows["gone"].change, rows["gone"].b) == ("gone", None)
+    assert (rows["new"].change, rows["new"].a) == ("new", None)
+    assert [r.scenario for r in compare_verdicts(a, b)] == sorted(rows)
+
+
+def test_noise_end_to_end_through_compare_verdicts() -> None:
+    """100 simulated scenarios at an unchanged true rate, 10 trials: <= 5 called regressed."""
+    rng = random.Random(42)
+    a: dict[str, tuple[int, int]] = {}
+    b: dict[str, tuple[int, int]] = {}
+    for i in range(100):
+        rate = rng.choice([0.2, 0.5, 0.7, 0.9])
+        a[f"s{i:03d}"] = (sum(rng.random() < rate for _ in range(10)), 10)
+        b[f"s{i:03d}"] = (sum(rng.random() < rate for _ in range(10)), 10)
+    rows = compare_verdicts(_artifact(**a), _artifact(**b))
+    assert sum(r.change == "regressed" for r in rows) > 20  # plenty of movement...
+    assert sum(r.change == "regressed" and r.beyond_noise for r in rows) <= 5  # ...but noise
+
+
+# -- through the CLI, real runs ----------------------------------------------------------
+
+
+@pytest.fixture
+def two_runs(repo: Repo) -> tuple[Repo, str, str]:
+    a = commit_and_run(repo, {"capital": 10, "steady": 3, "better": 1, "retired": 4},
+                       case(10), "a")
+    b = commit_and_run(repo, {"capital": 2, "steady": 2, "better": 10, "fresh": 5},
+                       case(10, ("capital", "steady", "better", "fresh")), "b")
+    return repo, a, b
+
+
+def test_cli_verdict_table_and_exit_code(two_runs: tuple[Repo, str, str]) -> None:
+    repo, a, b = two_runs
+    r = run_cli("diff", a[:10], "HEAD", cwd=repo.path)
+    assert r.code == 1, r.err
+    lines = r.out.splitlines()
+    assert lines[0] == ("1 regressed beyond noise, 1 regressed within noise, 1 improved, "
+                        "1 new, 1 gone, 2 rules changed")
+    assert lines[1].startswith(f"A  {a[:10]}  {a}  run ")
+    assert lines[2].startswith(f"B  HEAD  {b}  run ")
+    table = r.out.split("\n\n")[1]
+    assert table == """\
+Verdicts (boschloo test, beyond noise when p < 0.05)
+  case  scenario  A           A by B's rules  B           change     p        noise
+  geo   better    flaky 1/10  flaky 1/10      pass 10/10  improved   4.0e-05  beyond noise
+  geo   capital   pass 10/10  pass 10/10      flaky 2/10  regressed  0.0002   beyond noise
+  geo   fresh     -           not_run 0/0     flaky 5/10  new        -
+  geo   retired   flaky 4/10  flaky 4/10      -           gone       -
+  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise"""
+    assert run_cli("diff", a, b, "--fail-on", "never", cwd=repo.path).code == 0
+    strict = run_cli("diff", a, b, "--alpha", "0.0001", cwd=repo.path)
+    assert strict.code == 0 and strict.out.startswith("0 regressed beyond noise, 2 regressed")
+
+
+def test_cli_json_verdicts(two_runs: tuple[Repo, str, str]) -> None:
+    repo, a, b = two_runs
+    r = run_cli("diff", a, b, "--format", "json", "--test", "fisher", cwd=repo.path)
+    doc = json.loads(r.out)
+    capital = next(v for v in doc["verdicts"] if v["scenario"] == "capital")
+    assert capital["a"] == {"verdict": "pass", "passes": 10, "trials": 10}
+    assert capital["b"] == {"verdict": "flaky", "passes": 2, "trials": 10}
+    assert capital["p"] == pytest.approx(90 / 125970)
+    assert doc["a"]["commit"] == a and doc["b"]["commit"] == b
+    assert doc["a"]["run_source"] == "results" and doc["test"] == "fisher"
+    assert r.out == run_cli("diff", a, b, "--format", "json", "--test", "fisher",
+                            cwd=repo.path).out  # byte-stable
+
+
+def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> None:
+    same = {"capital": 10, "steady": 3, "better": 10, "retired": 10}
+    a = commit_and_run(repo, same, case(10), "a")
+    # Same harness; B's rules now expect "Lyon" for steady: only the rules changed.
+    b = commit_and_run(repo, same, case(10, steady="Lyon"), "b")
+    r = run_cli("diff", a, b, cwd=repo.path)
+    assert r.code == 0, r.out + r.err
+    rows = r.out.split("\n\n")[1].splitlines()
+    assert rows[1].split() == ["case", "scenario", "A", "A", "by", "B's", "rules", "B", "change",
+                               "p", "noise"]
+    # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
+    assert rows[2].split() == ["geo", "steady", "flaky", "3/10", "flaky", "7/10", "flaky",
+                               "7/10", "improved", "0.1153", "within", "noise"]
+
+
+def test_cli_explicit_run_files(two_runs: tuple[Repo, str, str], tmp_path: Path) -> None:
+    repo, a, b = two_runs
+    results = sorted((repo.path / "evals" / "results").glob("*.json"))
+    run_a, run_b = (str(p) for p in results)
+    r = run_cli("diff", a, b, "--a-run", run_b, "--b-run", run_a, "--format", "json",
+                cwd=repo.path)
+    doc = json.loads(r.out)
+    assert doc["a"]["run_source"] == "file"
+    assert f"note: the run given for A ran commit {b}, not A ({a})" in doc["notes"]
+    assert r.code == 1  # swapped: "better" went 10/10 -> 1/10
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "gitevals-run/1"}')
+    r = run_cli("diff", a, b, "--a-run", str(bad), cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    assert len(r.err.splitlines()) == 1
+    assert r.err.startswith(f"gitevals: error: {bad}: not a gitevals run artifact")
+    missing = run_cli("diff", a, b, "--b-run", str(tmp_path / "nope.json"), cwd=repo.path)
+    assert missing.code == 2 and len(missing.err.splitlines()) == 1
+    assert "nope.json: cannot read" in missing.err
+
+
+def test_cli_side_without_a_run_names_the_command(repo: Repo) -> None:
+    a = commit_and_run(repo, {"capital": 10}, case(2), "a")
+    b = repo.commit({"passes.json": json.dumps({"capital": 1})}, "b")
+    r = run_cli("diff", a, b, cwd=repo.path)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0] == "verdicts not compared"
+    assert lines[2] == f"B  {b}  {b}  no run: make one with `gitevals run --rev {b}`"
+
+
+def test_cli_corrupt_note_is_one_line(repo: Repo) -> None:
+    a = repo.commit({"evals/cases/geo.yaml": case(1)}, "a")
+    repo.git("notes", "--ref", "gitevals", "add", "-m", "{not json", a)
+    r = run_cli("diff", a, "HEAD", cwd=repo.path)
+    assert r.code == 2
+    assert r.err.strip().splitlines() == [
+        f"gitevals: error: git note refs/notes/gitevals on {a[:12]}: not a gitevals run "
+        "artifact: not JSON (Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)); give the .json file `gitevals run` wrote"]
