@@ -88,8 +88,11 @@ def test_noise_end_to_end_through_compare_verdicts() -> None:
 # -- through the CLI, real runs ----------------------------------------------------------
 
 
-@pytest.fixture
-def two_runs(repo: Repo) -> tuple[Repo, str, str]:
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, str, str]:
+    """Two commits, each run once, shared by the tests that only read them."""
+    repo = Repo(tmp_path_factory.mktemp("two-runs"))
+    repo.git("init", "-q", "-b", "main")
     a = commit_and_run(repo, {"capital": 10, "steady": 3, "better": 1, "retired": 4},
                        case(10), "a")
     b = commit_and_run(repo, {"capital": 2, "steady": 2, "better": 10, "fresh": 5},
