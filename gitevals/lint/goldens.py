@@ -44,30 +44,37 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
     check = fast_check() or _compiled_check
     out: list[Finding] = []
     seen: dict[Any, int] = {}
+    setdefault = seen.setdefault
     for n, line in enumerate(text.split("\n"), 1):
-        if not line or line.isspace():
-            continue
         try:
             row = loads(line)
         except ValueError as exc:
-            out.append(_bad_json(path, n, line, exc))
+            if line and not line.isspace():  # a blank line holds no row: allowed
+                out.append(_bad_json(path, n, line, exc))
             continue
-        if type(row) is not dict or not check(row):
-            out.extend(_explain(path, n, line, row))
+        if type(row) is dict and check(row):  # the common case, kept lean
+            id_ = row["id"]
+            if setdefault(id_ if type(id_) is str else _id_key(id_), n) != n:
+                out.append(_duplicate(path, n, line, id_, seen))
+            continue
+        out.extend(_explain(path, n, line, row))
         if type(row) is dict and "id" in row:
-            _duplicate(path, n, line, row["id"], seen, out)
+            id_ = row["id"]
+            if setdefault(id_ if type(id_) is str else _id_key(id_), n) != n:
+                out.append(_duplicate(path, n, line, id_, seen))
     return out
 
 
-def _duplicate(path: str, n: int, line: str, id_: Any, seen: dict[Any, int],
-               out: list[Finding]) -> None:
+def _id_key(id_: Any) -> str:
     # 7 and "7" are the same id to a reader of the diff: refuse both spellings.
-    key = id_ if type(id_) is str else json.dumps(id_, sort_keys=True)
-    first = seen.setdefault(key, n)
-    if first != n:
-        out.append(Finding(path, n, _key_col(line, "id"), "GE606",
-                           f"duplicate id {_show(id_)}: also on line {first} (and here, line "
-                           f"{n}); ids are never reused, give this row a new one"))
+    return json.dumps(id_, sort_keys=True)
+
+
+def _duplicate(path: str, n: int, line: str, id_: Any, seen: dict[Any, int]) -> Finding:
+    first = seen[id_ if type(id_) is str else _id_key(id_)]
+    return Finding(path, n, _key_col(line, "id"), "GE606",
+                   f"duplicate id {_show(id_)}: also on line {first} (and here, line {n}); "
+                   "ids are never reused, give this row a new one")
 
 
 def _bad_json(path: str, n: int, line: str, exc: ValueError) -> Finding:
