@@ -192,7 +192,7 @@ def parse(data: bytes, path: str) -> tuple[Document | None, list[Finding]]:
     except yaml.MarkedYAMLError as exc:
         return None, [_syntax(path, exc)]
     except yaml.YAMLError as exc:
-        return None, [Finding(path, 1, 1, "GE101", f"YAML error: {exc}")]
+        return None, [_other_error(path, text, exc)]
     if root is None:
         return None, [Finding(path, 1, 1, "GE105", "empty file; write a mapping or delete it")]
     try:
@@ -209,7 +209,7 @@ def _event_scan_safe(text: str, path: str) -> Finding | None:
     except yaml.MarkedYAMLError as exc:
         return _syntax(path, exc)
     except yaml.YAMLError as exc:
-        return Finding(path, 1, 1, "GE101", f"YAML error: {exc}")
+        return _other_error(path, text, exc)
 
 
 def _syntax(path: str, exc: yaml.MarkedYAMLError) -> Finding:
@@ -217,3 +217,18 @@ def _syntax(path: str, exc: yaml.MarkedYAMLError) -> Finding:
     problem = exc.problem or exc.context or "invalid YAML"
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     return Finding(path, line, col, "GE101", f"YAML syntax error: {problem}; fix the syntax here")
+
+
+def _other_error(path: str, text: str, exc: yaml.YAMLError) -> Finding:
+    """Unmarked errors: a control character (ReaderError) has a position; others are
+    reduced to their first line so a finding stays one line."""
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.position, int):
+        before = text[: exc.position]
+        line = before.count("\n") + 1
+        col = exc.position - (before.rfind("\n") + 1) + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        return Finding(path, line, col, "GE101",
+                       f"character {shown} is not allowed in YAML (control character); remove it")
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return Finding(path, 1, 1, "GE101", f"YAML error: {first}; fix the file")

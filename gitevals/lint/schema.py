@@ -40,7 +40,7 @@ _EXC_STANDIN = ("class JsonSchemaValueException(ValueError):\n"
                 "JsonSchemaValuesException = JsonSchemaValueException\n")
 
 #: Bump when ``_compilable`` or ``_generate`` change: part of the cache key.
-_GENERATOR = b"gitevals-schema-2"
+_GENERATOR = b"gitevals-schema-3"
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
 Path_ = tuple[str | int, ...]
@@ -192,10 +192,13 @@ def _compilable(schema: Any, root: Any = None, named: bool = False,
     for k, v in schema.items():
         if k in _ANNOTATIONS:
             continue
-        if k == "const":
-            out["enum"] = [v]
-        else:
-            out[k] = _compilable(v, root, k in _NAMED, stack)
+        out["enum" if k == "const" else k] = (
+            [v] if k == "const" else _compilable(v, root, k in _NAMED, stack))
+    if isinstance(schema.get("const"), bool | int | float):
+        # Compiled `enum` tests with Python's `in`, where True == 1: pin the JSON type.
+        const = schema["const"]
+        kind = "boolean" if isinstance(const, bool) else "number"
+        out["allOf"] = [*out.get("allOf", []), {"type": kind}]
     return out
 
 
