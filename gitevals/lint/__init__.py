@@ -307,6 +307,7 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     small = [n for n, i in enumerate(todo) if i.kind != "goldens"]
     chunks = big + [tuple(small[k:k + _CHUNK]) for k in range(0, len(small), _CHUNK)]
     _SHARED = (todo, data, refused)
+    _warm_up()
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(min(jobs, len(chunks))) as pool:
@@ -318,6 +319,17 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
         for n, (findings, refs) in zip(chunk, answer, strict=True):
             results[n] = (findings, [Ref(*r) for r in refs])
     return results
+
+
+def _warm_up() -> None:
+    """Import the rules and load the compiled validators once, before forking, so the
+    workers inherit them instead of each loading (or, on a cold cache, generating) them."""
+    from gitevals.lint import cases  # noqa: F401
+    from gitevals.lint.goldens import fast_check
+    from gitevals.lint.schema import is_valid
+
+    is_valid("case", {})
+    fast_check()
 
 
 # -- helpers --------------------------------------------------------------------------

@@ -87,3 +87,10 @@ def test_schema_file_is_valid_json_schema() -> None:
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(json.loads(schema_path("golden").read_bytes()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    for f in lint_goldens(data, P):
+        assert f.code.startswith("GE60") and f.line >= 1 and f.col >= 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitevals.lint.graders import index_module, resolve, resolve_all
 
@@ -133,3 +135,13 @@ def test_index_is_json_roundtrippable() -> None:
 
     index = index_module(MODULE)
     assert json.loads(json.dumps(index)) == index
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_arbitrary_module_bytes_never_raise(data: bytes) -> None:
+    index = index_module(data)
+    findings = resolve_all([Ref("m.f")], "evals", {"evals/graders/m.py": index})
+    assert len(findings) <= 1
+    assert all(f.code in {"GE503", "GE504", "GE505", "GE506", "GE507", "GE508"} and f.line >= 1
+               and f.col >= 1 for f in findings)
