@@ -160,8 +160,8 @@ class _Run:
         out: list[Input | str] = []
         for stem in sorted(stems):
             path = f"{self._grader_dir()}/{stem}.py"
-            found = self._list(path, "grader")
-            out.append(found[0] if found else path)
+            found = self._named(path, "grader")
+            out.append(found[0] if found and found[0].path == path else path)
         return out
 
     def _select(self, prefix: str, kind: str, paths: Sequence[str] | None) -> list[Input]:
@@ -174,8 +174,18 @@ class _Run:
             if not w or prefix == w or prefix.startswith(w + "/"):
                 return self._list(prefix, kind)
             if w.startswith(prefix + "/"):
-                out.update((i.path, i) for i in self._list(w, kind))
+                out.update((i.path, i) for i in self._named(w, kind))
         return sorted(out.values(), key=lambda i: i.path)
+
+    def _named(self, path: str, kind: str) -> list[Input]:
+        """The file ``path`` or, when it is a directory, the files under it."""
+        from gitevals.tree import WorkingTree
+
+        if not isinstance(self.tree, WorkingTree):
+            e = self.tree.entry(path)  # one lookup, not a walk of the whole index
+            if e is not None:
+                return [] if e.is_link else [Input(e.path, e.sha, kind)]
+        return self._list(path, kind)
 
     def _list(self, prefix: str, kind: str) -> list[Input]:
         from gitevals.tree import WorkingTree, git_blob_sha
