@@ -148,16 +148,20 @@ def _scalar(node: ScalarNode) -> Any:
     return fn(_CONSTRUCTOR, node)
 
 
+def _tag(node: Node) -> str:
+    return str(node.tag).replace(_T, "!!")
+
+
 def _convert(node: Node) -> Any:
     cls = node.__class__
     if cls is ScalarNode:
         return node.value if node.tag == _STR else _scalar(node)  # type: ignore[arg-type]
     if cls is SequenceNode:
         if node.tag != _SEQ:
-            raise _Refused(node, "GE107", f"tag {node.tag} refused: use a plain list")
+            raise _Refused(node, "GE107", f"tag {_tag(node)} refused: use a plain list")
         return [_convert(v) for v in node.value]
     if node.tag != _MAP:
-        raise _Refused(node, "GE107", f"tag {node.tag} refused: use a plain mapping")
+        raise _Refused(node, "GE107", f"tag {_tag(node)} refused: use a plain mapping")
     out: dict[str, Any] = {}
     for k, v in node.value:
         if k.__class__ is not ScalarNode:

@@ -76,6 +76,12 @@ def validate(schema_name: str, data: Any) -> list[SchemaError]:
     return explain(schema_name, data)
 
 
+def prepare(schema_name: str) -> None:
+    """Build (or load) the compiled validator now: call it once in a parent process
+    before starting workers, so a cold cache is filled once, not once per worker."""
+    _compiled(schema_name)
+
+
 def is_valid(schema_name: str, data: Any) -> bool:
     """Fast yes/no from the compiled validator (no jsonschema import)."""
     try:
