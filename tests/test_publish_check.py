@@ -262,3 +262,21 @@ def test_push_delete_of_a_tag_passes(pushing: Repo) -> None:
     code, out = push(pushing, "--delete", "v0")
     assert code == 0, out
     assert remote_refs(pushing) == set()
+
+
+def test_each_commit_needs_pre_push(repo: Repo) -> None:
+    commit_case(repo, GOOD, "good")
+    r = run_cli("publish-check", "--each-commit", cwd=repo.path)
+    assert r.code == 2
+    assert r.err.strip() == ("gitevals: error: --each-commit checks the commits a push adds: "
+                             "use it with --pre-push")
+
+
+def test_each_commit_skips_what_the_remote_tracking_refs_have(repo: Repo) -> None:
+    bad = commit_case(repo, BAD, "bad")
+    repo.git("update-ref", "refs/remotes/origin/main", bad)  # the remote already has it
+    tip = commit_case(repo, GOOD, "fixed")
+    r = pre_push(repo, f"refs/heads/topic {tip} refs/heads/topic {Z}\n", "--each-commit")
+    assert r.code == 0, r.out
+    assert r.out == (f"ok: refs/heads/topic at {tip} (1 eval files)\n"
+                     "publish check: 1 revision(s) ok\n")

@@ -61,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.lint import lint_tree
     from gitevals.tree import RevisionTree, require_repo
 
+    if args.each_commit and not args.pre_push:
+        from gitevals.errors import UsageError
+
+        raise UsageError("--each-commit checks the commits a push adds: use it with --pre-push")
     repo = require_repo()
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
     checked = [Checked(t, lint_tree(RevisionTree(repo, t.commit))) for t in plan.targets]
@@ -94,7 +98,8 @@ def _push_plan(args: argparse.Namespace, repo: pygit2.Repository) -> Plan:
     if len(args.revs) > 2:
         raise UsageError("with --pre-push, the arguments are git's <remote name> <url>; "
                          "name revisions to check without --pre-push")
-    remote = args.remote or (args.revs[0] if args.revs else None)
+    remote = (args.remote or (args.revs[0] if args.revs else None)
+              or os.environ.get("PRE_COMMIT_REMOTE_NAME"))
     pushed = hooks.parse_pre_push(_read_stdin()) or hooks.from_pre_commit_env(os.environ)
     plan = hooks.plan_push(pushed, lambda sha: peel_to_commit(repo, sha))
     if not args.each_commit:
