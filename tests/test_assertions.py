@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitevals.assertions import CHECKS, Outcome, check, subset_match
 from gitevals.model import ASSERTION_KINDS
@@ -211,3 +213,26 @@ def test_bad_arguments_are_errors_not_crashes(kind: str, arg: Any, message: str)
 ], ids=lambda v: repr(v)[:30])
 def test_subset_match(expected: Any, actual: Any, match: bool) -> None:
     assert subset_match(expected, actual) is match
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
+    max_leaves=12)
+transcripts = st.fixed_dictionaries({}, optional={
+    "final_answer": json_values, "error": json_values, "hooks": json_values,
+    "tool_calls": st.lists(st.fixed_dictionaries({}, optional={
+        "name": st.sampled_from(["shell__run", "a"]) | json_values,
+        "args": json_values, "result": json_values, "decision": json_values}), max_size=4)
+    | json_values}) | json_values
+
+
+@settings(max_examples=300, deadline=None)
+@given(transcripts)
+def test_any_stored_transcript_scores_without_error(transcript: Any) -> None:
+    for kind, arg in ARGS.items():
+        out = check(kind, arg, transcript)
+        assert out.error is None, out
+        assert isinstance(out.passed, bool)
+        assert out.message.startswith(kind)

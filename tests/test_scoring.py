@@ -378,3 +378,27 @@ def test_sample_is_valid_and_scored_as_built() -> None:
     assert validate_artifact(art) is None
     verdicts = [s["verdict"]["verdict"] for c in art["cases"] for s in c["scenarios"]]
     assert verdicts == ["pass", "flaky", "fail", "broken"]
+
+
+def test_grader_rule_added_later_is_broken_until_regraded() -> None:
+    rules = {"tone": _case("tone", [
+        {"id": "capital", "user": "q",
+         "expect": [{"final_answer_contains": "Paris"}, {"grader": {"name": Q}}]},
+    ])}
+    capital = score_artifact(sample(), rules)["cases"][0]["scenarios"][0]
+    assert capital["verdict"]["verdict"] == "broken"
+    assert capital["verdict"]["errors"] == {"grader_missing": 2}
+    assert capital["verdict"]["first_failure"].startswith(f"grader {Q}: no answer recorded")
+
+
+def test_stored_grader_answers_are_rejudged_against_todays_pass_below() -> None:
+    judged = [{"grader": {"name": Q, "pass_below": 0.9}}]
+    answers = [grader_answer({"pass": True, "score": 0.8})]
+    art = artifact({"tone": [scenario("judged", judged, [
+        result(0, judged, transcript(), answers)])]})
+    assert art["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "fail"
+    rules = {"tone": _case("tone", [{"id": "judged", "user": "q", "expect": [
+        {"grader": {"name": Q, "pass_below": 0.75}}]}])}
+    again = score_artifact(art, rules)["cases"][0]["scenarios"][0]
+    assert again["verdict"]["verdict"] == "pass"
+    assert again["results"][0]["assertions"][0]["score"] == 0.8
