@@ -164,3 +164,19 @@ def test_unwritable_cache_only_costs_speed(tmp_path: Path) -> None:
         assert store.get("case", "k") in (None, [1])  # root may write anyway
     finally:
         os.chmod(ro, 0o700)
+
+
+def _lint_in_child(root: str) -> list[tuple[str, int, str]]:
+    return codes(WorkingTree(Path(root)))
+
+
+def test_concurrent_lint_runs_share_one_cache(tmp_path: Path) -> None:
+    many = {f"evals/cases/c{n}.yaml": CASE % ("good" if n % 2 else "missing")
+            for n in range(20)}
+    make(tmp_path / "t", {**FILES, **many})
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(4) as pool:
+        answers = pool.map(_lint_in_child, [str(tmp_path / "t")] * 8)
+    assert all(a == answers[0] for a in answers)
+    assert len(answers[0]) == 12  # b.yaml + 10 cN.yaml missing graders, 1 duplicate golden
+    assert codes(WorkingTree(tmp_path / "t")) == answers[0]
