@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 NAME = "score"
@@ -142,10 +144,15 @@ def regrade(artifact: dict[str, Any], rules: dict[str, Any] | None, rev: str,
         tree.materialize(Path(tmp))
         pool = GraderPool(tmp, settings.root, judge_config(settings.judge))
         try:
-            with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
-                answers = list(ex.map(lambda w: _grade_trial(
-                    pool, artifact["cases"][w[0]]["scenarios"][w[1]], expects[w[0], w[1]],
-                    artifact["cases"][w[0]]["scenarios"][w[1]]["results"][w[2]]), work))
+            with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex, \
+                    _progress(len(work)) as advance:
+                def one(w: tuple[int, int, int]) -> list[dict[str, Any]]:
+                    s = artifact["cases"][w[0]]["scenarios"][w[1]]
+                    out = _grade_trial(pool, s, expects[w[0], w[1]], s["results"][w[2]])
+                    advance()
+                    return out
+
+                answers = list(ex.map(one, work))
         finally:
             pool.close()
     return _with_graders(artifact, dict(zip(work, answers, strict=True)))
@@ -162,3 +169,19 @@ def _with_graders(artifact: dict[str, Any],
             scenarios.append({**s, "results": results})
         cases.append({**case, "scenarios": scenarios})
     return {**artifact, "cases": cases}
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[], None]]:
+    """A rich progress bar on stderr while regrading, when stderr is a terminal."""
+    if not sys.stderr.isatty() or total == 0:
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("regrading"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("trials"), console=Console(stderr=True), transient=True)
+    task = bar.add_task("regrade", total=total)
+    with bar:
+        yield lambda: bar.advance(task)
