@@ -73,6 +73,10 @@ def judge_grader(arg: Any, answer: dict[str, Any] | None) -> dict[str, Any]:
     if not isinstance(name, str):
         return _record("grader", False, f"grader: bad argument {arg!r}: missing 'name'",
                        {"kind": "assertion_error", "message": "grader needs a name"})
+    pass_below = arg.get("pass_below")
+    if pass_below is not None and not _is_number(pass_below):
+        return _record("grader", False, f"{head}: bad argument pass_below {pass_below!r}",
+                       {"kind": "assertion_error", "message": "pass_below must be a number"})
     if answer is None:
         msg = "no answer recorded (the rule is newer than the run: score with --regrade)"
         return _record("grader", False, f"{head}: {msg}", {"kind": "grader_missing",
@@ -83,7 +87,7 @@ def judge_grader(arg: Any, answer: dict[str, Any] | None) -> dict[str, Any]:
         text = str(err.get("message", "")) if isinstance(err, dict) else str(err)
         return _record("grader", False, f"{head}: {kind}: {text}",
                        {"kind": kind, "message": text})
-    return _decide(head, arg.get("pass_below"), answer.get("raw"))
+    return _decide(head, pass_below, answer.get("raw"))
 
 
 def _decide(head: str, pass_below: Any, raw: Any) -> dict[str, Any]:
@@ -151,7 +155,14 @@ def _score(plan: list[tuple[int, str, Any]], transcript: dict[str, Any],
     ok = error is None
     for index, kind, arg in plan:
         if kind == "grader":
-            rec = judge_grader(arg, _answer_for(index, _get(arg, "name"), graders))
+            answer = _answer_for(index, _get(arg, "name"), graders)
+            if answer is None and error is not None:
+                # A trial lost to an infrastructure error is not graded; its own error
+                # is the one to count, not a "missing" answer on top of it.
+                rec = _record(kind, False, f"grader {_get(arg, 'name')}: not graded "
+                                           f"({_error_text(error)})")
+            else:
+                rec = judge_grader(arg, answer)
         elif kind == "no_error" and arg is True and error is not None:
             rec = _record(kind, False, f"no_error: {_error_text(error)}")
         else:

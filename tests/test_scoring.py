@@ -150,6 +150,15 @@ def test_judge_grader_records_the_score() -> None:
     assert judge_grader({"name": Q}, grader_answer(True))["score"] is None
 
 
+@pytest.mark.parametrize("arg", [{"pass_below": 0.5}, {"name": Q, "pass_below": "0.7"},
+                                 "quality.answers", None], ids=["no-name", "pass_below-string",
+                                                                "string", "none"])
+def test_judge_grader_bad_argument_is_an_assertion_error(arg: Any) -> None:
+    rec = judge_grader(arg, grader_answer({"pass": True, "score": 0.9}))
+    assert rec["passed"] is False
+    assert rec["error"]["kind"] == "assertion_error"
+
+
 def test_judge_grader_without_an_answer_is_missing() -> None:
     rec = judge_grader({"name": Q}, None)
     assert rec["passed"] is False
@@ -182,6 +191,17 @@ def test_score_trial_infrastructure_error_fails_the_trial_and_no_error() -> None
     assert out["passed"] is False
     assert out["assertions"][0]["passed"] is True
     assert out["assertions"][1]["message"] == "no_error: target_timeout: no reply within 300s"
+
+
+def test_score_trial_errored_trial_is_not_graded_and_counts_one_error() -> None:
+    err = {"kind": "target_crash", "message": "exited with status 1"}
+    expect = [{"grader": {"name": Q}}]
+    res = {"trial": 0, "transcript": transcript(None), "error": err, "graders": [],
+           **score_trial(expect, transcript(None), [], err)}
+    assert res["assertions"][0]["message"] == (f"grader {Q}: not graded (target_crash: "
+                                               "exited with status 1)")
+    assert res["assertions"][0]["error"] is None
+    assert verdict([res])["errors"] == {"target_crash": 1}
 
 
 def test_score_trial_matches_grader_answers_by_name_when_indexes_moved() -> None:
