@@ -59,18 +59,19 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def save(work_root: Path, artifact: dict[str, Any]) -> Path:
-    """Write ``artifact`` to ``<root>/results/<run_id>.json`` of the working tree."""
+def save(work_root: Path, artifact: dict[str, Any], text: str | None = None) -> Path:
+    """Write ``artifact`` (whose ``dumps`` is ``text``, when already made) to
+    ``<root>/results/<run_id>.json`` of the working tree."""
     path = results_dir(work_root, artifact["root"]) / f"{artifact['run_id']}.json"
-    write_atomic(path, dumps(artifact))
+    write_atomic(path, text if text is not None else dumps(artifact))
     return path
 
 
-def note(repo: Any, artifact: dict[str, Any]) -> None:
+def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> None:
     """Attach the artifact to its commit under refs/notes/gitevals (replacing an older one)."""
     from gitevals.tree import write_note
 
-    write_note(repo, artifact["commit"], dumps(artifact))
+    write_note(repo, artifact["commit"], text if text is not None else dumps(artifact))
 
 
 def _parse(text: str | bytes) -> dict[str, Any] | None:

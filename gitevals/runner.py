@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,21 +252,38 @@ class Execution:
         work = [(ci, t) for t in range(max(counts, default=0))
                 for ci, n in enumerate(counts) if t < n]
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
+        all_done = threading.Event()
+        left = [len(work)]
+        total = self.plan.total()
+        if not work:
+            all_done.set()
+
+        def finished(_: Future[None]) -> None:
+            with self._lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    all_done.set()
+
         try:
-            pending: set[Future[None]] = {pool.submit(self._trial, ci, t) for ci, t in work}
-            total = self.plan.total()
-            while pending and not self.stop.is_set():
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    f.result()
+            # One waiter for the whole run: waiting on every future each time one
+            # finishes would cost O(trials^2).
+            futures = [pool.submit(self._trial, ci, t) for ci, t in work]
+            for f in futures:
+                f.add_done_callback(finished)
+            while not all_done.wait(0.1 if progress else 0.5) and not self.stop.is_set():
                 if progress is not None:
                     progress(self.done, total, self.failures)
+            for f in futures:
+                if f.done() and not f.cancelled():
+                    f.result()  # a bug in a trial thread surfaces here, not silently
         finally:
             if self.stop.is_set():
                 pool.shutdown(wait=False, cancel_futures=True)
                 self.registry.kill_all()
             pool.shutdown(wait=True)
             self.graders.close()
+        if progress is not None:
+            progress(self.done, total, self.failures)
 
     def cases(self) -> list[dict[str, Any]]:
         """The artifact's ``cases`` from what finished (results in trial order)."""

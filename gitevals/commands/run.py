@@ -53,14 +53,14 @@ def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
     return True, diff_digest(repo)
 
 
-def _write_note(repo: Any, artifact: dict[str, Any]) -> None:
+def _write_note(repo: Any, artifact: dict[str, Any], text: str) -> None:
     import time
 
     from gitevals.artifact import note
 
     for attempt in range(5):
         try:
-            note(repo, artifact)
+            note(repo, artifact, text)
             return
         except Exception as exc:  # pygit2.GitError: another run moved the notes ref
             if attempt == 4:
@@ -69,12 +69,11 @@ def _write_note(repo: Any, artifact: dict[str, Any]) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
-def _render(artifact: dict[str, Any], fmt: str) -> str:
-    from gitevals.artifact import dumps
+def _render(artifact: dict[str, Any], text: str, fmt: str) -> str:
     from gitevals.report.runs import render
 
     if fmt == "json":
-        return dumps(artifact)  # the artifact itself, byte for byte as written
+        return text  # the artifact itself, byte for byte as written
     return render(artifact, fmt, terminal=sys.stdout.isatty())
 
 
@@ -98,12 +97,13 @@ def run(args: argparse.Namespace) -> int:
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     jobs = args.jobs or os.cpu_count() or 1
     artifact = _execute(tree, the_plan, prov, args.cases, jobs)
-    from gitevals.artifact import save
+    from gitevals.artifact import dumps, save
 
-    path = save(work_root(repo), artifact)
+    text = dumps(artifact)
+    path = save(work_root(repo), artifact, text)
     if not args.no_note:
-        _write_note(repo, artifact)
-    sys.stdout.write(_render(artifact, args.format))
+        _write_note(repo, artifact, text)
+    sys.stdout.write(_render(artifact, text, args.format))
     sys.stdout.flush()
     if artifact["interrupted"]:
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
