@@ -10,13 +10,12 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from gitevals.goldens_diff import GoldensDiff
-from gitevals.model import Assertion, Case, Scenario, load_case
+from gitevals.model import Assertion, Case, Scenario
 from gitevals.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
-from gitevals.yamlsafe import parse
 
 # ---------------------------------------------------------------- rules
 
@@ -54,6 +53,9 @@ class CaseFileChange:
 
 def read_case(path: str, data: bytes) -> tuple[Case | None, str | None]:
     """A case file's bytes -> Case, or the one-line reason it cannot be read."""
+    from gitevals.model import load_case
+    from gitevals.yamlsafe import parse  # imported here: a goldens-only diff never needs yaml
+
     doc, findings = parse(data, path)
     if doc is None:
         f = findings[0] if findings else None
@@ -415,9 +417,19 @@ class Diff:
         return bool(c["rules_changed"] or c["graders_changed"] or c["goldens_changed"]
                     or verdict_moves)
 
+    def to_json(self) -> str:
+        """The ``--format json`` document: every field, keys sorted, one line (C encoder)."""
+        doc = {f.name: getattr(self, f.name) for f in fields(self)}
+        doc.update(counts=self.counts(), format="gitevals-diff/1")
+        return json.dumps(doc, default=_plain, sort_keys=True, ensure_ascii=False)
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-safe, key-sorted by the reporter: the ``--format json`` document."""
-        d = asdict(self)
-        d["counts"] = self.counts()
-        d["format"] = "gitevals-diff/1"
-        return json.loads(json.dumps(d, default=str))  # type: ignore[no-any-return]
+        """The JSON document as plain Python."""
+        return json.loads(self.to_json())  # type: ignore[no-any-return]
+
+
+def _plain(obj: Any) -> Any:
+    """json.dumps fallback: dataclasses become their fields (tuples are lists already)."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in fields(obj)}
+    return str(obj)

@@ -251,7 +251,7 @@ def _escape(text: str) -> str:
 
 def render_json(diff: Diff) -> str:
     """The whole diff, stable: keys sorted, lists in the diff's own (sorted) order."""
-    return json.dumps(diff.as_dict(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return diff.to_json() + "\n"
 
 
 def _md_cell(text: str) -> str:
