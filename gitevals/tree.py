@@ -136,13 +136,24 @@ class _GitTree(Tree):
         return blob_bytes(self.repo, e.sha)
 
 
+def _index_of(repo: pygit2.Repository) -> Any:
+    """The index git is using now: ``git commit -a`` / ``git commit PATH`` run hooks
+    with GIT_INDEX_FILE pointing at a temporary index, which is what will be committed."""
+    import pygit2
+
+    override = os.environ.get("GIT_INDEX_FILE")
+    if override:
+        return pygit2.Index(str(Path(override).resolve()))
+    return repo.index
+
+
 class IndexTree(_GitTree):
     """What is staged: the content a commit made now would hold."""
 
     def __init__(self, repo: pygit2.Repository) -> None:
         super().__init__(repo)
         self.label = "index"
-        self._index = repo.index
+        self._index = _index_of(repo)
         self._index.read()
 
     def _make(self, ie: Any) -> Entry:

@@ -188,8 +188,6 @@ def test_pre_commit_hook_lints_what_is_staged(repo: Repo) -> None:
     assert repo.git("log", "--format=%s") == "good"
 
 
-@pytest.mark.xfail(strict=True, reason="IndexTree reads .git/index and ignores GIT_INDEX_FILE, "
-                   "which `git commit -a` / `git commit PATH` point at a temporary index")
 def test_pre_commit_hook_sees_the_index_of_commit_all(repo: Repo) -> None:
     repo.commit({"evals/cases/c.yaml": GOOD_CASE}, msg="good")
     assert run_cli("hooks", "install", "pre-commit", cwd=repo.path).code == 0
@@ -198,8 +196,6 @@ def test_pre_commit_hook_sees_the_index_of_commit_all(repo: Repo) -> None:
     assert code == 1, out
 
 
-@pytest.mark.xfail(strict=True, reason="pyproject.toml package-data needs 'hooks_data/*' "
-                   "(see docs/hooks.md); until then a non-editable install lacks the scripts")
 def test_pyproject_ships_the_hook_scripts() -> None:
     import tomllib
 
