@@ -69,7 +69,7 @@ def lint_case_document(doc: Document, refused: Mapping[str, str]
     sem.run()
     refused_at = set(_refused_keys(doc.data, refused))
     findings = [doc.finding(p, "GE301", f"{p[-1]!r} is refused: {refused[str(p[-1])]}; "
-                            "remove it", key=True) for p in sorted(refused_at, key=_order)]
+                            "remove it", key=True) for p in refused_at]
     findings += sem.findings
     errors = schema.validate(SCHEMA, doc.data)
     skip = _misindented(doc, errors, findings) if errors else set()
@@ -98,10 +98,6 @@ def _refused_keys(data: dict[str, Any], refused: Mapping[str, str]) -> Iterator[
                 yield from (("scenarios", i, k) for k in sc if k in refused)
 
 
-def _order(path: Path_) -> list[tuple[bool, str | int]]:
-    return [(isinstance(p, str), p) for p in path]
-
-
 # -- schema findings -----------------------------------------------------------
 
 _CODES = {"additionalProperties": "GE201", "type": "GE202", "required": "GE203",
@@ -110,7 +106,7 @@ _CODES = {"additionalProperties": "GE201", "type": "GE202", "required": "GE203",
 
 def _schema_finding(doc: Document, err: schema.SchemaError) -> Finding:
     if err.keyword == "additionalProperties" and _is_assertion_key(err.path):
-        return doc.finding(err.path, "GE205", _unknown_kind(doc, err), key=True)
+        return doc.finding(err.path, "GE205", _unknown_kind(err), key=True)
     return doc.finding(err.path, _CODES.get(err.keyword, "GE204"), err.message, key=err.key)
 
 
@@ -150,7 +146,7 @@ def _is_assertion_key(path: Path_) -> bool:
     return len(path) == 5 and path[0] == "scenarios" and path[2] == "expect"
 
 
-def _unknown_kind(doc: Document, err: schema.SchemaError) -> str:
+def _unknown_kind(err: schema.SchemaError) -> str:
     name = str(err.path[-1])
     if err.suggestion:
         return f"unknown assertion kind {name!r}; did you mean {err.suggestion}?"
