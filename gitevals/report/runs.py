@@ -133,7 +133,8 @@ def rich_text(artifact: dict[str, Any], width: int | None = None) -> str:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=_title(artifact), title_justify="left", box=None, pad_edge=False)
+    table = Table(title=Text(_title(artifact)), title_justify="left", box=None,
+                  pad_edge=False)
     for name in HEADER:
         table.add_column(name, overflow="fold", no_wrap=name != "first failure")
     data = rows(artifact)
