@@ -56,7 +56,7 @@ class LintResult:
 
 @dataclass(frozen=True)
 class Input:
-    """One file to lint: its path, blob SHA and (lazily read) bytes."""
+    """One file to lint: repo-relative path, blob SHA, kind (bytes: read once, on demand)."""
 
     path: str
     sha: str
@@ -190,12 +190,15 @@ class _Run:
         return self._list(path, kind)
 
     def _list(self, prefix: str, kind: str) -> list[Input]:
-        from gitevals.tree import WorkingTree, git_blob_sha
+        from gitevals.tree import WorkingTree, blob_sha_at, blob_shas, git_blob_sha
 
         tree = self.tree
         if not isinstance(tree, WorkingTree):
-            return [Input(e.path, e.sha, kind) for e in tree.entries(prefix)
-                    if not e.is_link]
+            # SHAs from tree objects alone: no blob is read (or sized) to list it.
+            shas = blob_shas(tree, prefix)
+            if not shas and (sha := blob_sha_at(tree, prefix)) is not None:
+                shas = {prefix: sha}
+            return [Input(path, sha, kind) for path, sha in shas.items()]
         # The working tree: read each file once, hashing the bytes we keep.
         out = []
         for path in _walk(str(tree.root), prefix):
@@ -206,13 +209,14 @@ class _Run:
         return out
 
     def bytes_of(self, i: Input) -> bytes:
-        from gitevals.tree import blob_bytes
+        from gitevals.tree import read_blob_unverified
 
         data = self.data.get(i.path)
         if data is None:
             repo = getattr(self.tree, "repo", None)
             # A git tree: the listing gave the blob SHA, no need to look the path up again.
-            data = blob_bytes(repo, i.sha) if repo is not None else self.tree.read(i.path)
+            data = (read_blob_unverified(repo, i.sha) if repo is not None
+                    else self.tree.read(i.path))
             self.data[i.path] = data = data or b""
         return data
 
