@@ -294,20 +294,25 @@ def test_newest_for_commit_reads_results_then_the_note(repo: Repo) -> None:
     assert newest_for_commit(repo.path, "evals", commit) is None
 
 
-def _spawn(repo: Repo, *args: str) -> subprocess.Popen[str]:
+def _spawn(repo: Repo, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     import os
 
     return subprocess.Popen([sys.executable, "-m", "gitevals", *args], cwd=repo.path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **GIT_ENV})
+                            env={**os.environ, **GIT_ENV, **(env or {})})
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_writes_a_complete_artifact_and_exits_130(
-        repo: Repo, signum: int) -> None:
+        repo: Repo, signum: int, tmp_path: Path) -> None:
     _setup(repo, {"tone": TONE, "hang": _scenario_case("hang", trials=4, timeout="60s")})
-    proc = _spawn(repo, "run", "--jobs", "2")
-    time.sleep(2.0)  # tone finishes; both job slots then sit in hanging targets
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = _spawn(repo, "run", "--jobs", "2", env={"RUN_HARNESS_MARKS": str(marks)})
+    # Work goes hang#0, tone#0, hang#1, ...: two hanging conversations mean tone#0 is done.
+    deadline = time.monotonic() + 60
+    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     started = time.monotonic()
     proc.send_signal(signum)
     _out, err = proc.communicate(timeout=30)
