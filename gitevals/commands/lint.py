@@ -52,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     paths = repo_paths(tree, args.paths) if args.paths else None
     result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs)
     if args.format == "text" and sys.stdout.isatty():
-        out = rich_text(result, os.get_terminal_size(sys.stdout.fileno()).columns)
+        import shutil
+
+        out = rich_text(result, shutil.get_terminal_size().columns)
     else:
         out = REPORTERS[args.format](result)
     sys.stdout.write(out)
