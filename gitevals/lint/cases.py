@@ -74,7 +74,7 @@ def lint_case_document(doc: Document, refused: Mapping[str, str]
     errors = schema.validate(SCHEMA, doc.data)
     skip = _misindented(doc, errors, findings) if errors else set()
     for err in errors:
-        if (err.key and err.path in refused_at) or (err.path, err.keyword) in sem.owned:
+        if (err.key and err.path in refused_at) or _semantic(err):
             continue  # already reported by name, with a better message
         if err.path in skip or err.path[:-1] in skip:
             continue
@@ -102,6 +102,14 @@ def _refused_keys(data: dict[str, Any], refused: Mapping[str, str]) -> Iterator[
 
 _CODES = {"additionalProperties": "GE201", "type": "GE202", "required": "GE203",
           "minProperties": "GE206", "maxProperties": "GE206"}
+
+
+def _semantic(err: schema.SchemaError) -> bool:
+    """Schema errors the semantic rules report better: a grader name's shape (GE501),
+    ``pass_below`` out of range (GE404). Editors still see them through the schema."""
+    tail = err.path[-2:]
+    return (tail == ("grader", "name") and err.keyword == "pattern") or (
+        tail == ("grader", "pass_below") and err.keyword in ("minimum", "maximum"))
 
 
 def _schema_finding(doc: Document, err: schema.SchemaError) -> Finding:
@@ -166,14 +174,11 @@ def _assertion_args(kind: str) -> dict[str, Any]:
 class _Semantics:
     """One pass over the scenarios: GE401-GE405 and GE501, plus grader references.
 
-    ``owned`` lists (path, schema keyword) pairs these rules report themselves,
-    so the schema's generic message for the same problem is dropped.
     """
 
     doc: Document
     findings: list[Finding] = field(default_factory=list)
     graders: list[GraderRef] = field(default_factory=list)
-    owned: set[tuple[Path_, str]] = field(default_factory=set)
 
     def run(self) -> None:
         data = self.doc.data
@@ -245,18 +250,16 @@ class _Semantics:
     def _grader(self, arg: dict[str, Any], p: Path_) -> None:
         name, below = arg.get("name"), arg.get("pass_below")
         if isinstance(name, str):
-            self.owned.add(((*p, "name"), "pattern"))
             problem = grader_name_problem(name)
             if problem:
                 self._add((*p, "name"), "GE501", problem)
             else:
                 line, col = self.doc.position((*p, "name"))
                 self.graders.append(GraderRef(name, self.doc.path, line, col))
-        if isinstance(below, int | float) and not isinstance(below, bool):
-            self.owned.update({((*p, "pass_below"), "minimum"), ((*p, "pass_below"), "maximum")})
-            if not 0 <= below <= 1:  # also catches .nan, which the schema lets through
-                self._add((*p, "pass_below"), "GE404", f"pass_below is {below}, outside 0..1; "
-                          "it is a score threshold, e.g. 0.7")
+        # `not 0 <= x <= 1` also catches .nan, which the schema lets through.
+        if isinstance(below, int | float) and not isinstance(below, bool) and not 0 <= below <= 1:
+            self._add((*p, "pass_below"), "GE404", f"pass_below is {below}, outside 0..1; "
+                      "it is a score threshold, e.g. 0.7")
 
     def _one_trial(self, sc: dict[str, Any], at: Path_, default_trials: Any,
                    grader: Path_) -> None:
