@@ -10,6 +10,8 @@ from gitevals.findings import Finding
 from gitevals.lint.cases import GraderRef, grader_name_problem, lint_case_bytes
 from gitevals.settings import REFUSED_KEYS
 
+from ..conftest import Repo, run_cli
+
 GOOD = """\
 # yaml-language-server: $schema=../../schemas/case.schema.json
 defaults: {trials: 3, timeout: 300s}
@@ -313,3 +315,43 @@ def test_messages_are_one_line_and_clip_long_values() -> None:
 
 def test_yaml_findings_come_through() -> None:
     assert where(lint("a: 1\na: 2\n")) == [("GE108", 2, 1)]
+
+
+# -- through the real CLI, as a user sees it ------------------------------------------
+
+BAD_CASE = """\
+suite: nightly
+scenarios:
+  - id: one
+    user: hi
+    trials: 3
+    expect:
+      - final_anwser_contains: Paris
+      - grader: {name: a.b.c}
+  - id: one
+    user: again
+"""
+
+
+def test_cli_reports_case_findings_with_positions(repo: Repo) -> None:
+    repo.commit({"evals/cases/bad.yaml": BAD_CASE, "evals/cases/good.yaml": GOOD,
+                 "evals/graders/quality.py": "def answers(t, case, run):\n    return True\n\n\n"
+                                             "def is_short(t, case, run):\n    return True\n"})
+    result = run_cli("lint", cwd=repo.path)
+    assert result.code == 1, result.err
+    lines = [line for line in result.out.splitlines() if line.startswith("evals/")]
+    assert [line.split(" ", 2)[:2] for line in lines] == [
+        ["evals/cases/bad.yaml:1:1:", "GE301"],
+        ["evals/cases/bad.yaml:7:9:", "GE205"],
+        ["evals/cases/bad.yaml:8:24:", "GE501"],
+        ["evals/cases/bad.yaml:9:9:", "GE401"],
+    ]
+    assert "did you mean final_answer_contains?" in lines[1]
+
+
+def test_cli_warning_alone_exits_zero(repo: Repo) -> None:
+    repo.commit({"evals/cases/c.yaml": S + "    expect:\n      - grader: {name: q.f}\n",
+                 "evals/graders/q.py": "def f(t, case, run):\n    return True\n"})
+    result = run_cli("lint", cwd=repo.path)
+    assert result.code == 0, result.out + result.err
+    assert "evals/cases/c.yaml:5:9: GE405 (warning)" in result.out
