@@ -180,3 +180,14 @@ def test_concurrent_lint_runs_share_one_cache(tmp_path: Path) -> None:
     assert all(a == answers[0] for a in answers)
     assert len(answers[0]) == 12  # b.yaml + 10 cN.yaml missing graders, 1 duplicate golden
     assert codes(WorkingTree(tmp_path / "t")) == answers[0]
+
+
+def test_named_files_lint_only_those(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = make(tmp_path / "t", {**FILES, **{f"evals/cases/c{n}.yaml": CASE % "missing"
+                                             for n in range(30)}})
+    counter = Counter(monkeypatch)
+    found = lint_tree(tree, ["evals/cases/a.yaml"], jobs=1)
+    assert counter.calls == ["lint_case_bytes", "index_module"]
+    assert found.findings == () and found.files == 2
+    found = lint_tree(tree, ["evals/cases/b.yaml", "README.md"], jobs=1)
+    assert [(f.path, f.code) for f in found.findings] == [("evals/cases/b.yaml", "GE504")]

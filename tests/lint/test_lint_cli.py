@@ -163,3 +163,12 @@ def test_many_files_in_a_pool_match_serial(repo: Repo) -> None:
     assert pooled.out.count("GE502") == 13
     rev = run_cli("lint", "--rev", "HEAD", "--jobs", "2", cwd=repo.path)
     assert rev.out == pooled.out
+
+
+def test_rev_accepts_annotated_tags_and_short_shas(repo: Repo) -> None:
+    bad = repo.commit({**GOOD, "evals/cases/a.yaml": case("nope.answers")})
+    repo.git("tag", "-a", "v1", "-m", "release 1")
+    repo.commit({"evals/cases/a.yaml": case()})
+    assert run_cli("lint", "--rev", "v1", cwd=repo.path).code == 1
+    assert run_cli("lint", "--rev", bad[:7], cwd=repo.path).code == 1
+    assert run_cli("lint", "--rev", "HEAD", cwd=repo.path).code == 0
