@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -159,8 +161,19 @@ def test_finding_code_line_col(text: str, expected: list[tuple[str, int, int]]) 
     assert where(lint(text)) == expected
 
 
-def test_no_two_findings_share_a_position_in_the_table() -> None:
+def test_table_ids_are_unique() -> None:
     assert len({c[0] for c in CASES}) == len(CASES)
+
+
+def test_every_documented_case_code_is_exercised() -> None:
+    from .test_malformed_corpus import CORPUS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "lint-codes.md").read_text()
+    documented = set(re.findall(r"^\| (GE[1-4]\d\d|GE501) \|", doc, re.M))
+    exercised = {code for _, _, found in CASES for code, _, _ in found}
+    exercised |= {code for _, _, code in CORPUS}
+    assert len(documented) >= 25
+    assert documented <= exercised, documented - exercised
 
 
 @pytest.mark.parametrize(("typo", "meant"), [
