@@ -147,21 +147,32 @@ def _compiled(name: str) -> Callable[[Any], Any]:
     """The validator for ``name``: imported from the cache, generated on a miss."""
     key = hashlib.sha256(b"\0".join([_GENERATOR, _schema_bytes(name), _fast_version()])
                          ).hexdigest()
-    module = f"gitevals_schema_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_{key[:24]}"
+    prefix = f"gitevals_schema_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_"
+    module = prefix + key[:24]
     source = cache_dir() / "schemas" / f"{module}.py"
     # Bytecode is cached by hand: PYTHONDONTWRITEBYTECODE would make every
     # process recompile the ~30 KB module (4 ms against 1 ms to unmarshal).
     code_file = source.with_suffix(f".{sys.implementation.cache_tag}.bin")
     try:
         return _run(marshal.loads(code_file.read_bytes()))
-    except (OSError, ValueError, EOFError, TypeError, KeyError):
-        pass  # not cached yet, or unreadable: rebuild below
+    except Exception:  # not cached yet, or damaged: rebuild below, never fail lint
+        pass
     text = _generate(name)
     code = compile(text, str(source), "exec")
     with contextlib.suppress(OSError):  # a read-only cache only costs speed
         _write_atomic(source, text.encode())
         _write_atomic(code_file, marshal.dumps(code))
+        _prune(source.parent, prefix, module)
     return _run(code)
+
+
+def _prune(folder: Path, prefix: str, keep: str) -> None:
+    """Remove validators generated for older versions of the same schema."""
+    stale = re.compile(re.escape(prefix) + r"[0-9a-f]{24}\.")
+    for old in folder.iterdir():
+        if stale.match(old.name) and not old.name.startswith(keep + "."):
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 def _generate(name: str) -> str:

@@ -317,3 +317,17 @@ def test_compiled_copy_keeps_property_names_that_look_like_keywords() -> None:
     assert set(out["properties"]) == {"description", "const", "title"}
     assert out["properties"]["const"] == {"enum": [1], "allOf": [{"type": "number"}]}
     assert out["properties"]["title"] == {"type": "string"}
+
+
+def test_validators_of_older_schema_versions_are_pruned(tmp_path: Path) -> None:
+    folder = tmp_path / "gitevals" / "schemas"
+    folder.mkdir(parents=True)
+    stale = [folder / f"gitevals_schema_case_{'0' * 24}.py",
+             folder / f"gitevals_schema_case_{'0' * 24}.cpython-311.bin"]
+    other = folder / f"gitevals_schema_golden_{'0' * 24}.py"
+    for p in [*stale, other]:
+        p.write_text("x")
+    _probe(yaml.safe_dump(VALID).encode(), tmp_path)
+    assert not any(p.exists() for p in stale)
+    assert other.exists()
+    assert len(list(folder.glob("gitevals_schema_case_*"))) == 2
