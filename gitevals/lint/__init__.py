@@ -96,13 +96,14 @@ class _Run:
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
+        self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
         self.location = _location(tree)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
 
         cases, goldens = self._inputs(paths)
-        if not self.full:  # a few named files (the pre-commit hook): per-file cache only
+        if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
             return LintResult(tuple(sorted([*settings_findings, *found])), files)
         graders = self._graders()
@@ -120,7 +121,7 @@ class _Run:
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
                      graders: list[Input] | None) -> tuple[list[Finding], int]:
-        from gitevals.lint.graders import Ref, resolve_all
+        from gitevals.lint.graders import Ref, module_finding, resolve_all
 
         found: list[Finding] = []
         refs: list[Ref] = []
@@ -128,24 +129,49 @@ class _Run:
             found.extend(findings)
             refs.extend(case_refs)
         stems = {r.name.split(".", 1)[0] for r in refs}
-        indexes = self._indexes(self._referenced(stems) if graders is None else graders, stems)
-        if any(ix is None for ix in indexes.values()) and graders is None:
-            # A missing module: list them all, for "did you mean".
-            indexes = self._indexes(self._graders(), stems)
-        present = {p: ix for p, ix in indexes.items() if ix is not None}
-        found.extend(resolve_all(refs, self.root, present))
-        referenced = sum(1 for ix in present.values() if ix.get("referenced"))
-        return found, len(cases) + len(goldens) + referenced
+        checked = self.checked_graders
+        if graders is None:  # a PATH-restricted run
+            named = self._referenced(stems) if checked == set() else []
+            if checked != set() or any(isinstance(g, str) for g in named):
+                # grader modules named, or a missing one (listed for "did you mean")
+                graders = self._graders()
+            else:
+                graders = [g for g in named if isinstance(g, Input)]
+        indexes = self._indexes(graders, stems, checked)
+        found.extend(resolve_all(refs, self.root, indexes))
+        for path, ix in indexes.items():  # broken modules no case names (those were reported)
+            mf = module_finding(path, ix) if ix.get("checked") and not ix.get("referenced") \
+                else None
+            if mf is not None:
+                found.append(mf)
+        parsed = sum(1 for ix in indexes.values() if ix.get("referenced") or ix.get("checked"))
+        return found, len(cases) + len(goldens) + parsed
 
     # -- inputs ---------------------------------------------------------------
 
     def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
+        """Case and goldens files to lint; sets which grader modules are checked on their own.
+
+        A full run checks every grader module. A PATH naming a grader module (as the
+        pre-commit hook does when one is staged) checks that module and re-lints every
+        case, since any case may name it.
+        """
         root = f"{self.root}/" if self.root else ""
+        grader_dir = self._grader_dir()
+        self.full = paths is None
+        self.checked_graders = None  # None: all of them
+        if paths is not None:
+            wanted = [p.strip("/") for p in paths]
+            self.checked_graders = {w for w in wanted
+                                    if w.startswith(grader_dir + "/") and w.endswith(".py")}
+            if any(not w or grader_dir == w or grader_dir.startswith(w + "/") for w in wanted):
+                self.checked_graders = None
+            if self.checked_graders != set():
+                paths = [*paths, f"{root}cases"]
         cases = self._select(f"{root}cases", "case", paths)
         cases = [i for i in cases if i.path.endswith(CASE_SUFFIXES)]
         goldens = [i for i in self._select(f"{root}goldens.jsonl", "goldens", paths)
                    if i.path == f"{root}goldens.jsonl"]
-        self.full = paths is None
         return cases, goldens
 
     def _grader_dir(self) -> str:
@@ -263,25 +289,26 @@ class _Run:
 
     # -- graders --------------------------------------------------------------
 
-    def _indexes(self, graders: Sequence[Input | str], stems: set[str]
-                 ) -> dict[str, dict[str, Any] | None]:
-        """Index of each referenced grader module; unreferenced ones: present, not parsed;
-        a path (str) instead of an Input: referenced but absent (None)."""
+    def _indexes(self, graders: Sequence[Input | str], stems: set[str],
+                 checked: set[str] | None) -> dict[str, dict[str, Any]]:
+        """Index of each grader module that is referenced or checked (``checked`` None:
+        all); other present modules map to an empty index (they exist, for "did you mean")."""
         from gitevals.lint.graders import index_module
 
-        out: dict[str, dict[str, Any] | None] = {}
+        out: dict[str, dict[str, Any]] = {}
         for g in graders:
             if isinstance(g, str):
-                out[g] = None
-                continue
-            if g.path.rsplit("/", 1)[-1][:-3] not in stems:
+                continue  # referenced but absent
+            referenced = g.path.rsplit("/", 1)[-1][:-3] in stems
+            check = checked is None or g.path in checked
+            if not (referenced or check):
                 out[g.path] = {"error": None, "names": {}}
                 continue
             index = self.store.get("grader", g.sha)
             if not _valid_index(index):
                 index = index_module(self.bytes_of(g))
                 self.store.put("grader", g.sha, index)
-            out[g.path] = {**index, "referenced": True}
+            out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
 
 

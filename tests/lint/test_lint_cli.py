@@ -40,7 +40,7 @@ def test_missing_grader_module_exact_text(repo: Repo) -> None:
     r = run_cli("lint", cwd=repo.path)
     assert r.code == 1
     assert r.out == (f"evals/cases/a.yaml:6:24: GE502 {MISSING}\n"
-                     "2 files checked: 1 error, 0 warnings\n")
+                     "3 files checked: 1 error, 0 warnings\n")
 
 
 def test_formats_json_and_github(repo: Repo) -> None:
@@ -48,13 +48,13 @@ def test_formats_json_and_github(repo: Repo) -> None:
     r = run_cli("lint", "--format", "json", cwd=repo.path)
     assert r.code == 1
     assert json.loads(r.out) == {
-        "errors": 1, "files": 2, "warnings": 0,
+        "errors": 1, "files": 3, "warnings": 0,
         "findings": [{"path": "evals/cases/a.yaml", "line": 6, "col": 24, "code": "GE502",
                       "message": MISSING, "severity": "error"}]}
     g = run_cli("lint", "--format", "github", cwd=repo.path)
     assert g.code == 1
     assert g.out == ("::error file=evals/cases/a.yaml,line=6,col=24,title=GE502::"
-                     f"{MISSING}\n2 files checked: 1 error, 0 warnings\n")
+                     f"{MISSING}\n3 files checked: 1 error, 0 warnings\n")
 
 
 def test_grader_module_is_never_imported(repo: Repo) -> None:
@@ -172,3 +172,25 @@ def test_rev_accepts_annotated_tags_and_short_shas(repo: Repo) -> None:
     assert run_cli("lint", "--rev", "v1", cwd=repo.path).code == 1
     assert run_cli("lint", "--rev", bad[:7], cwd=repo.path).code == 1
     assert run_cli("lint", "--rev", "HEAD", cwd=repo.path).code == 0
+
+
+def test_staged_grader_change_relints_the_cases_that_name_it(repo: Repo) -> None:
+    repo.commit(GOOD)
+    repo.write({"evals/graders/quality.py": "def renamed(t, case, run):\n    return True\n"})
+    repo.git("add", "evals/graders/quality.py")
+    r = run_cli("lint", "--staged", "evals/graders/quality.py", cwd=repo.path)
+    assert r.code == 1
+    assert r.out.startswith("evals/cases/a.yaml:6:24: GE504 no function 'answers' in "
+                            "evals/graders/quality.py")
+
+
+def test_broken_grader_module_reported_even_when_unused(repo: Repo) -> None:
+    repo.commit({**GOOD, "evals/graders/helpers.py": "def f(:\n"})
+    r = run_cli("lint", cwd=repo.path)
+    assert r.code == 1
+    assert r.out.splitlines()[0].startswith(
+        "evals/graders/helpers.py:1:7: GE503 grader module does not parse")
+    named = run_cli("lint", "--staged", "evals/graders/helpers.py", cwd=repo.path)
+    assert named.code == 1 and named.out.startswith("evals/graders/helpers.py:1:7: GE503")
+    case_only = run_cli("lint", "--staged", "evals/cases/a.yaml", cwd=repo.path)
+    assert case_only.code == 0
