@@ -99,15 +99,11 @@ def _decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
                              f"not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
 
 
-def _tab_indent(text: str, path: str) -> Finding | None:
-    if "\t" not in text:
-        return None
-    for n, line in enumerate(text.splitlines(), 1):
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        if "\t" in indent and line.strip():
-            return Finding(path, n, indent.index("\t") + 1, "GE103",
-                           "tab in indentation; YAML indents with spaces only")
-    return None
+def _tab_at(text: str, mark: Any) -> bool:
+    """Whether libyaml stopped at a tab: it refuses tabs in indentation (and only
+    there: tabs inside block scalars, quotes or flow collections are content)."""
+    index = getattr(mark, "index", None)
+    return isinstance(index, int) and 0 <= index < len(text) and text[index] == "\t"
 
 
 def _event_scan(text: str, path: str) -> Finding | None:
@@ -187,14 +183,13 @@ def parse(data: bytes, path: str) -> tuple[Document | None, list[Finding]]:
     text, bad = _decode(data, path)
     if text is None:
         return None, [bad] if bad else []
-    stop = _tab_indent(text, path) or (_event_scan_safe(text, path)
-                                       if _needs_event_scan(data) else None)
+    stop = _event_scan_safe(text, path) if _needs_event_scan(data) else None
     if stop:
         return None, [stop]
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        return None, [_syntax(path, exc)]
+        return None, [_syntax(path, text, exc)]
     except yaml.YAMLError as exc:
         return None, [_other_error(path, text, exc)]
     if root is None:
@@ -211,13 +206,15 @@ def _event_scan_safe(text: str, path: str) -> Finding | None:
     try:
         return _event_scan(text, path)
     except yaml.MarkedYAMLError as exc:
-        return _syntax(path, exc)
+        return _syntax(path, text, exc)
     except yaml.YAMLError as exc:
         return _other_error(path, text, exc)
 
 
-def _syntax(path: str, exc: yaml.MarkedYAMLError) -> Finding:
+def _syntax(path: str, text: str, exc: yaml.MarkedYAMLError) -> Finding:
     mark = exc.problem_mark or exc.context_mark
+    if mark is not None and _tab_at(text, mark):
+        return _at(path, mark, "GE103", "tab in indentation; YAML indents with spaces only")
     problem = exc.problem or exc.context or "invalid YAML"
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     return Finding(path, line, col, "GE101", f"YAML syntax error: {problem}; fix the syntax here")

@@ -41,6 +41,7 @@ CORPUS: list[tuple[str, bytes, str]] = [
     ("bell-char", b"a: ding\x07\n", "GE101"),
     ("over-1-mib", b"a: 1\n" + b"#" * (1024 * 1024), "GE104"),
     ("tab-indent", b"scenarios:\n\t- id: a\n", "GE103"),
+    ("tab-indent-nested", HEAD + b"\t  trials: 2\n", "GE103"),
     ("duplicate-top-key", HEAD + b"scenarios: []\n", "GE108"),
     ("duplicate-nested-key", HEAD + b"    user: again\n", "GE108"),
     ("alias-bomb", BOMB, "GE106"),
@@ -112,6 +113,24 @@ def test_duplicate_key_names_both_lines() -> None:
 def test_non_utf8_points_at_the_byte() -> None:
     [f] = lint(b"scenarios:\n  - id: caf\xe9\n")
     assert (f.code, f.line, f.col) == ("GE102", 2, 12)
+
+
+@pytest.mark.parametrize(("data", "pos"), [
+    (b"scenarios:\n\t- id: a\n", (2, 1)),
+    (HEAD + b"\t  trials: 2\n", (4, 1)),
+    (HEAD + b"    expect:\n   \t- no_error: true\n", (5, 4)),
+], ids=["top", "scenario-key", "after-spaces"])
+def test_tab_in_indentation_points_at_the_tab(data: bytes, pos: tuple[int, int]) -> None:
+    [f] = lint(data)
+    assert (f.code, f.line, f.col) == ("GE103", *pos)
+
+
+def test_tabs_that_are_content_are_fine() -> None:
+    # A Makefile in a literal block, a tab in quotes and in a flow list: all valid YAML.
+    data = (b"defaults: {trials: 2}\nscenarios:\n  - id: a\n    user: |\n      all:\n"
+            b"      \tmake build\n    expect:\n      - final_answer_contains: \"a\\tb\"\n"
+            b"      - final_answer_max_chars: [1,\n\t2]\n")
+    assert [f.code for f in lint(data)] == ["GE202"]  # the list, not the tab
 
 
 def test_control_character_points_at_it() -> None:
