@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gitevals.assertions import check
+from gitevals.assertions import CHECKS, Check, check
 from gitevals.errors import ArtifactError
 from gitevals.model import Case, Scenario
 
@@ -144,35 +144,53 @@ def score_trial(expect: list[dict[str, Any]], transcript: dict[str, Any],
     return _score(_plan(expect), transcript, graders, error)
 
 
-def _plan(expect: list[dict[str, Any]]) -> list[tuple[int, str, Any]]:
-    """``expect`` split once into (index, kind, arg): a scenario's trials share it."""
-    return [(i, *_split(item)) for i, item in enumerate(expect)]
+_Plan = list[tuple[int, str, Any, Check | None]]
 
 
-def _score(plan: list[tuple[int, str, Any]], transcript: dict[str, Any],
-           graders: list[dict[str, Any]], error: dict[str, Any] | None) -> dict[str, Any]:
-    records = []
-    ok = error is None
-    for index, kind, arg in plan:
-        if kind == "grader":
-            answer = _answer_for(index, _get(arg, "name"), graders)
-            if answer is None and error is not None:
-                # A trial lost to an infrastructure error is not graded; its own error
-                # is the one to count, not a "missing" answer on top of it.
-                rec = _record(kind, False, f"grader {_get(arg, 'name')}: not graded "
-                                           f"({_error_text(error)})")
-            else:
-                rec = judge_grader(arg, answer)
-        elif kind == "no_error" and arg is True and error is not None:
-            rec = _record(kind, False, f"no_error: {_error_text(error)}")
-        else:
+def _plan(expect: list[dict[str, Any]]) -> _Plan:
+    """``expect`` split once into (index, kind, arg, check): a scenario's trials share it."""
+    out: _Plan = []
+    for i, item in enumerate(expect):
+        kind, arg = _split(item)
+        out.append((i, kind, arg, CHECKS.get(kind)))
+    return out
+
+
+def _score(plan: _Plan, transcript: dict[str, Any], graders: list[dict[str, Any]],
+           error: dict[str, Any] | None) -> dict[str, Any]:
+    records = [_assess(step, transcript, graders, error) for step in plan]
+    return {"assertions": records,
+            "passed": error is None and all(r["passed"] for r in records)}
+
+
+def _assess(step: tuple[int, str, Any, Check | None], transcript: dict[str, Any],
+            graders: list[dict[str, Any]], error: dict[str, Any] | None) -> dict[str, Any]:
+    """The record of one assertion on one trial (the hot path of re-scoring)."""
+    index, kind, arg, fn = step
+    if kind == "grader":
+        rec = _grade(index, arg, graders, error)
+    elif kind == "no_error" and arg is True and error is not None:
+        rec = _record(kind, False, f"no_error: {_error_text(error)}")
+    else:
+        try:  # ``check``'s slower, exception-proof path only when the check raises
+            out = fn(arg, transcript) if fn is not None else check(kind, arg, transcript)
+        except Exception:
             out = check(kind, arg, transcript)
-            rec = {"kind": kind, "passed": out.passed, "message": out.message, "score": None,
-                   "error": {"kind": out.error, "message": out.message} if out.error else None}
-        rec["index"] = index
-        ok = ok and rec["passed"]
-        records.append(rec)
-    return {"assertions": records, "passed": ok}
+        rec = {"kind": kind, "passed": out.passed, "message": out.message, "score": None,
+               "error": {"kind": out.error, "message": out.message} if out.error else None}
+    rec["index"] = index
+    return rec
+
+
+def _grade(index: int, arg: Any, graders: list[dict[str, Any]],
+           error: dict[str, Any] | None) -> dict[str, Any]:
+    answer = _answer_for(index, _get(arg, "name"), graders)
+    if answer is None and error is not None:
+        # A trial lost to an infrastructure error is not graded; its own error is the
+        # one to count, not a "missing" answer on top of it.
+        return _record("grader", False, f"grader {_get(arg, 'name')}: not graded "
+                                        f"({_error_text(error)})")
+    return judge_grader(arg, answer)
 
 
 def _split(item: Any) -> tuple[str, Any]:
