@@ -23,7 +23,7 @@ from typing import Any
 _SNIPPET = 60
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, init=False)
 class Outcome:
     """The result of one assertion on one transcript.
 
@@ -35,6 +35,12 @@ class Outcome:
     message: str
     error: str | None = None
 
+    def __init__(self, passed: bool, message: str, error: str | None = None) -> None:
+        # Frozen like any dataclass, built without three object.__setattr__ calls:
+        # re-scoring makes a million of these.
+        d = self.__dict__
+        d["passed"], d["message"], d["error"] = passed, message, error
+
 
 Check = Callable[[Any, dict[str, Any]], Outcome]
 
@@ -42,16 +48,19 @@ Check = Callable[[Any, dict[str, Any]], Outcome]
 # -- reading a transcript defensively -------------------------------------------------
 
 
-def _calls(transcript: Any) -> list[dict[str, Any]]:
-    """The tool calls that are objects; anything else in the list is ignored."""
-    calls = transcript.get("tool_calls") if isinstance(transcript, dict) else None
-    if not isinstance(calls, list):
+def _calls_of(name: Any, transcript: Any) -> list[dict[str, Any]]:
+    """The calls of tool ``name`` (one pass: this runs for every trial of a re-score)."""
+    calls = transcript.get("tool_calls") if type(transcript) is dict else None
+    if type(calls) is not list:
         return []
-    return [c for c in calls if isinstance(c, dict)]
+    return [c for c in calls if type(c) is dict and c.get("name") == name]
 
 
 def _names(transcript: Any) -> list[Any]:
-    return [c.get("name") for c in _calls(transcript)]
+    calls = transcript.get("tool_calls") if type(transcript) is dict else None
+    if type(calls) is not list:
+        return []
+    return [c.get("name") for c in calls if type(c) is dict]
 
 
 def _answer(transcript: Any) -> str | None:
@@ -113,7 +122,7 @@ def subset_match(expected: Any, actual: Any) -> bool:
 def tool_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
     """Passes when a call of ``name`` was made (whose args contain ``args``, if given)."""
     name = arg["name"]
-    calls = [c for c in _calls(transcript) if c.get("name") == name]
+    calls = _calls_of(name, transcript)
     head = f"tool_called {name}"
     if not calls:
         return Outcome(False, f"{head}: never called")
@@ -177,7 +186,7 @@ def max_tool_calls(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
 def result_contains(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
     """Passes when some result of ``name`` holds ``substring`` (non-strings as JSON)."""
     name, sub = arg["name"], _needle(arg["substring"])
-    calls = [c for c in _calls(transcript) if c.get("name") == name]
+    calls = _calls_of(name, transcript)
     head = f"result_contains {name} {sub!r}"
     if not calls:
         return Outcome(False, f"{head}: {name} never called")
