@@ -236,3 +236,13 @@ def test_any_stored_transcript_scores_without_error(transcript: Any) -> None:
         assert out.error is None, out
         assert isinstance(out.passed, bool)
         assert out.message.startswith(kind)
+
+
+def test_outcome_is_frozen() -> None:
+    import dataclasses
+
+    out = Outcome(True, "m")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.passed = False  # type: ignore[misc]
+    assert out == Outcome(True, "m", None) != Outcome(False, "m")
+    assert dataclasses.asdict(out) == {"passed": True, "message": "m", "error": None}

@@ -189,3 +189,50 @@ def test_unknown_rules_revision(two_commits: Any) -> None:
     res = run_cli("score", str(art), "--rules", "no-such-branch", cwd=repo.path)
     assert res.code == 2
     assert "unknown revision 'no-such-branch'" in res.err
+
+
+HARNESS = '''\
+import json, sys
+for line in sys.stdin:
+    text = json.loads(line)["text"]
+    answer = "Paris" if "France" in text else "no idea"
+    calls = [{"name": "shell__run", "args": {"cmd": "ls", "cwd": "/"}, "result": {"out": "a"}}]
+    print(json.dumps({"final_answer": answer, "tool_calls": calls, "hooks": [],
+                      "error": None, "tokens": 3}), flush=True)
+'''
+REAL_CASE = """\
+defaults: {trials: 2, timeout: 30s}
+scenarios:
+  - id: capital
+    user: What is the capital of France?
+    expect:
+      - final_answer_contains: Paris
+      - tool_called: {name: shell__run, args: {cmd: ls}}
+      - result_contains: {name: shell__run, substring: '"out": "a"'}
+  - id: unknown
+    user: What is the capital of Atlantis?
+    expect:
+      - final_answer_contains: Poseidonis
+"""
+
+
+def test_a_real_run_validates_and_rescores_to_the_same_verdicts(repo: Repo) -> None:
+    import sys
+
+    repo.commit({"pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{sys.executable}", '
+                                   '"harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/geo.yaml": REAL_CASE})
+    ran = run_cli("run", "--no-note", "--jobs", "2", cwd=repo.path)
+    assert ran.code == 1, ran.err
+    [art] = (repo.path / "evals/results").glob("*.json")
+    stored = load_artifact(art)  # what `gitevals run` writes matches the schema
+    res = run_cli("score", str(art), cwd=repo.path)
+    assert res.code == 1, res.err
+    assert res.out == ran.out
+    assert res.out.splitlines()[2:4] == [
+        "geo   capital   pass     2/2",
+        "geo   unknown   fail     0/2     final_answer_contains 'Poseidonis': not in the answer "
+        "'no idea'"]
+    assert run_cli("show", cwd=repo.path).out == ran.out
+    assert stored["cases"][0]["scenarios"][0]["results"][0]["transcript"]["turns"][0][
+        "tokens"] == 3
