@@ -175,35 +175,35 @@ def test_show_all_pass_exits_zero(repo: Repo) -> None:
     assert json.loads(res.out)["summary"]["pass"] == 1
 
 
-def pinned(sha: str, verdict_answer: str, started: str, run_hex: str) -> dict[str, Any]:
-    doc = artifact({"tone": [scenario("capital", PARIS, [result(0, PARIS,
-                                                                transcript(verdict_answer))])]},
-                   commit=sha, run_id=f"{started.replace('-', '').replace(':', '')}-"
-                                      f"{sha[:12]}-{run_hex}")
-    doc["started_at"] = started[:4] + "-" + started[4:6] + "-" + started[6:11] + ":" + \
-        started[11:13] + ":" + started[13:]
+def pinned(sha: str, answer: str, started: str, finished: str, run_hex: str) -> dict[str, Any]:
+    """A run of ``sha`` started/finished at ``hh:mm`` on 2026-11-29."""
+    run_id = f"20261129T{started.replace(':', '')}00Z-{sha[:12]}-{run_hex}"
+    results = [result(0, PARIS, transcript(answer))]
+    doc = artifact({"tone": [scenario("capital", PARIS, results)]}, commit=sha, run_id=run_id,
+                   finished_at=f"2026-11-29T{finished}:00Z")
+    doc["started_at"] = f"2026-11-29T{started}:00Z"
     return doc
 
 
-def test_show_revision_picks_its_newest_run(repo: Repo) -> None:
+def test_show_revision_picks_the_run_that_finished_last(repo: Repo) -> None:
     old = repo.commit({"evals/cases/a.yaml": "scenarios: []\n"})
     head = repo.commit({"README": "x"})
     results = repo.path / "evals/results"
-    older = pinned(head, "Lyon", "20261129T210000Z", "aaaaaa")
-    newer = pinned(head, "Paris", "20261129T220000Z", "bbbbbb")
-    other = pinned(old, "Paris", "20261129T230000Z", "cccccc")
-    for doc in (older, newer, other):
+    long_run = pinned(head, "Lyon", "21:00", "23:30", "aaaaaa")
+    short_run = pinned(head, "Paris", "22:00", "22:05", "bbbbbb")
+    other = pinned(old, "Paris", "23:00", "23:59", "cccccc")
+    for doc in (long_run, short_run, other):
         write(results / f"{doc['run_id']}.json", doc)
     res = run_cli("show", cwd=repo.path)
-    assert res.code == 0, res.err
-    assert newer["run_id"] in res.out
+    assert res.code == 1, res.err
+    assert long_run["run_id"] in res.out
     res = run_cli("show", "HEAD~1", cwd=repo.path)
-    assert other["run_id"] in res.out
+    assert (res.code, other["run_id"] in res.out) == (0, True)
 
 
 def test_show_revision_reads_the_git_note(repo: Repo) -> None:
     head = repo.commit({"README": "x"})
-    doc = pinned(head, "Lyon", "20261129T210000Z", "dddddd")
+    doc = pinned(head, "Lyon", "21:00", "21:10", "dddddd")
     repo.git("notes", "--ref=refs/notes/gitevals", "add", "-F", "-", head,
              input=json.dumps(doc))
     res = run_cli("show", "main", "--format", "json", cwd=repo.path)

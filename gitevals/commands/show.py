@@ -26,7 +26,7 @@ def _is_path(what: str) -> bool:
 def newest_for_rev(rev: str) -> dict[str, Any]:
     """The newest run pinned to ``rev``'s commit: <root>/results/ of the working tree,
     else the git note on the commit. None found is a usage error naming the fix."""
-    from gitevals.artifact import newest_for_commit
+    from gitevals.artifact import artifacts_for_commit, newest_for_commit
     from gitevals.errors import ArtifactError, UsageError
     from gitevals.scoring import validate_artifact
     from gitevals.settings import load_settings
@@ -35,7 +35,10 @@ def newest_for_rev(rev: str) -> dict[str, Any]:
     repo = require_repo()
     commit = str(resolve_commit(repo, rev).id)
     settings, _ = load_settings(WorkingTree(work_root(repo)))
-    found = newest_for_commit(repo, settings.root, commit)
+    local = artifacts_for_commit(work_root(repo), settings.root, commit)
+    # Newest = finished last (a long run started earlier can finish after a short one).
+    found = max(local, key=lambda a: (str(a.get("finished_at")), str(a.get("run_id")))) \
+        if local else newest_for_commit(repo, settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
                          f"git note: make one with `gitevals run --rev {commit}`")
