@@ -59,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.report.runs import failed, render
     from gitevals.scoring import load_artifact, score_artifact
 
+    if args.jobs < 0:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"--jobs {args.jobs}: give a number of grader workers, 1 or more "
+                         "(0 = CPU count)")
     # One short-lived process over one big tree of fresh dicts, none of them cyclic:
     # the cycle collector would only rescan it again and again.
     gc.disable()
