@@ -4,11 +4,13 @@ A golden set is large (hundreds of thousands of lines) and changes little betwee
 two revisions, so parsing every line would cost far more than reading the blobs.
 ``diff_goldens`` instead:
 
-1. splits both blobs into lines and walks them in step, skipping equal runs a
-   block at a time (list slices compare in C) and re-synchronising after an edit
-   within a small window; every line it cannot pair with an identical line on the
-   other side is "differing" -- an imperfect resync only makes more lines differ,
-   never hides a change, because differing lines are paired again by id below;
+1. walks both blobs in step without splitting them, skipping equal stretches
+   with ever larger byte compares (memcmp), splitting only the chunk where they
+   part to find the line, and re-synchronising after an edit within a few lines
+   (a small window of hashed lines when that fails); every line it cannot pair
+   with an identical line on the other side is "differing" -- an imperfect resync
+   only makes more lines differ, never hides a change, because differing lines
+   are paired again by id below;
 2. parses only the differing lines (json), pairs them by id: same id on both
    sides -> changed (field by field) or unchanged (moved, reformatted), one side
    only -> removed / added;
@@ -30,9 +32,14 @@ from typing import Any
 
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
 _LINE_ID = re.compile(rb'\{\s*"id"\s*:\s*("[^"\\\n]*"|-?\d+)\s*[,}]')
-_BLOCK = 16      # first slice compared while skipping an equal run (then doubled)
+_CHUNK = 8192    # bytes first compared while skipping an equal run (then doubled)
+_EXACT = 128     # a differing chunk is bisected down to this many bytes
 _NEAR = 3        # edits this close are found by direct compares, before any hashing
 _WINDOW = 64     # lines looked ahead on each side to re-synchronise after an edit
+# (lines skipped on A, on B) to try after a differing line: fewest first, edits before moves
+_NEAR_ORDER = sorted(((da, s - da) for s in range(1, 2 * _NEAR + 1)
+                      for da in range(max(0, s - _NEAR), min(s, _NEAR) + 1)),
+                     key=lambda d: (d[0] + d[1], abs(d[0] - d[1])))
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,8 @@ class GoldensDiff:
 
 # -- 1. lines that differ ---------------------------------------------------
 
+Span = tuple[int, int]  # (start, end) byte offsets of one line, newline excluded
+
 
 def _split(blob: bytes) -> list[bytes]:
     lines = blob.split(b"\n")
@@ -100,71 +109,119 @@ def _split(blob: bytes) -> list[bytes]:
     return lines
 
 
-def _equal_run(la: list[bytes], lb: list[bytes], i: int, j: int) -> int:
-    """How many lines from (i, j) are equal on both sides (galloping slice compares)."""
-    start, step = i, _BLOCK
+def _count_lines(blob: bytes) -> int:
+    return blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
+
+
+def _lines_from(blob: bytes, p: int, n: int) -> list[Span]:
+    """Up to ``n`` lines starting at offset ``p`` (a line start)."""
+    out: list[Span] = []
+    size = len(blob)
+    while p < size and len(out) < n:
+        e = blob.find(b"\n", p)
+        e = size if e < 0 else e
+        out.append((p, e))
+        p = e + 1
+    return out
+
+
+def _equal_bytes(a: bytes, p: int, b: bytes, q: int) -> int:
+    """How many bytes from (p, q) are equal, give or take the last line (<= _EXACT bytes).
+
+    Gallops over equal stretches with ever larger slice compares (memcmp), then
+    bisects the chunk that differs. Stopping short of the exact byte is safe: the
+    caller backs up to a line start, and a line found equal there is just skipped.
+    """
+    start, step = p, _CHUNK
     while True:
-        n = min(step, len(la) - i, len(lb) - j)
-        if n <= 0:
-            break
-        if la[i:i + n] == lb[j:j + n]:
-            i, j = i + n, j + n
-            step = n * 2
-        elif n == 1:
-            break
-        else:
-            step = n // 2
-    return i - start
+        m = min(step, len(a) - p, len(b) - q)
+        if m <= 0:
+            return p - start
+        if a[p:p + m] == b[q:q + m]:
+            p, q, step = p + m, q + m, min(step * 2, 1 << 22)
+            continue
+        lo, hi = 0, m  # a[p:p+lo] == b[q:q+lo]; they part before hi
+        while hi - lo > _EXACT:
+            mid = (lo + hi) // 2
+            if a[p + lo:p + mid] == b[q + lo:q + mid]:
+                lo = mid
+            else:
+                hi = mid
+        return p + lo - start
 
 
-def _near(la: list[bytes], lb: list[bytes], i: int, j: int) -> tuple[int, int] | None:
+def _near(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, int] | None:
     """The closest equal pair within _NEAR lines (one edited, inserted or deleted line)."""
-    for s in range(1, 2 * _NEAR + 1):
-        for da in sorted(range(max(0, s - _NEAR), min(s, _NEAR) + 1), key=lambda d: abs(2 * d - s)):
-            ia, jb = i + da, j + s - da
-            if ia < len(la) and jb < len(lb) and la[ia] == lb[jb]:
-                return ia, jb
+    for da, db in _NEAR_ORDER:
+        if da < len(ra) and db < len(rb):
+            (sa, ea), (sb, eb) = ra[da], rb[db]
+            if ea - sa == eb - sb and a[sa:ea] == b[sb:eb]:
+                return da, db
     return None
 
 
-def _resync(la: list[bytes], lb: list[bytes], i: int, j: int) -> tuple[int, int]:
-    """The nearest (i', j') at or after (i, j) where both sides hold the same line."""
-    near = _near(la, lb, i, j)
-    if near is not None:
-        return near
-    wa = {line: k for k, line in reversed(list(enumerate(la[i:i + _WINDOW], i)))}
-    wb = {line: k for k, line in reversed(list(enumerate(lb[j:j + _WINDOW], j)))}
-    for d in range(_WINDOW):
-        if i + d < len(la):
-            k = wb.get(la[i + d])
-            if k is not None and k - j <= d:
-                return i + d, k
-        if j + d < len(lb):
-            k = wa.get(lb[j + d])
-            if k is not None and k - i <= d:
-                return k, j + d
-    return min(i + _WINDOW, len(la)), min(j + _WINDOW, len(lb))
+def _window(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, int]:
+    """The nearest equal pair within _WINDOW lines, by hashing; none -> skip the windows."""
+    la, lb = [a[s:e] for s, e in ra], [b[s:e] for s, e in rb]
+    wa = {line: k for k, line in reversed(list(enumerate(la)))}
+    wb = {line: k for k, line in reversed(list(enumerate(lb)))}
+    for d in range(max(len(la), len(lb))):
+        k = wb.get(la[d]) if d < len(la) else None
+        if k is not None and k <= d:
+            return d, k
+        k = wa.get(lb[d]) if d < len(lb) else None
+        if k is not None and k <= d:
+            return k, d
+    return len(la), len(lb)
 
 
-def differing_lines(
-    la: list[bytes], lb: list[bytes]
-) -> tuple[list[int], list[int]]:
-    """0-based indexes of lines of ``la`` and of ``lb`` not paired with an equal line."""
-    only_a: list[int] = []
-    only_b: list[int] = []
-    i = j = 0
-    while i < len(la) and j < len(lb):
-        run = _equal_run(la, lb, i, j)
-        i, j = i + run, j + run
-        if i >= len(la) or j >= len(lb):
+def _resync(a: bytes, p: int, b: bytes, q: int) -> tuple[list[Span], list[Span], int, int]:
+    """From two differing line starts: the lines skipped on each side and where to go on."""
+    ra, rb = _lines_from(a, p, _NEAR + 1), _lines_from(b, q, _NEAR + 1)
+    near = (0, 0) if a[ra[0][0]:ra[0][1]] == b[rb[0][0]:rb[0][1]] else _near(a, ra, b, rb)
+    if near is None:
+        ra, rb = _lines_from(a, p, _WINDOW), _lines_from(b, q, _WINDOW)
+        near = _window(a, ra, b, rb)
+    da, db = near
+    if da == db == 0:  # the same line, told apart only by a missing final newline
+        return [], [], ra[0][1] + 1, rb[0][1] + 1
+    next_p = ra[da][0] if da < len(ra) else (ra[-1][1] + 1 if ra else p)
+    next_q = rb[db][0] if db < len(rb) else (rb[-1][1] + 1 if rb else q)
+    return ra[:da], rb[:db], next_p, next_q
+
+
+def differing(a: bytes, b: bytes) -> tuple[list[tuple[int, bytes]], list[tuple[int, bytes]]]:
+    """(0-based line index, content) of the lines of ``a`` and of ``b`` left unpaired.
+
+    Line numbers are kept while walking: an equal stretch holds the same number of
+    newlines on both sides, so it is counted once (C ``bytes.count``), on A.
+    """
+    only_a: list[tuple[int, bytes]] = []
+    only_b: list[tuple[int, bytes]] = []
+    p = q = ia = ib = 0
+    while p < len(a) and q < len(b):
+        n = _equal_bytes(a, p, b, q)
+        if n:  # keep whole lines only: a partial line is not known to be equal
+            n = max(0, a.rfind(b"\n", p, p + n) + 1 - p)
+        lines = a.count(b"\n", p, p + n)
+        p, q, ia, ib = p + n, q + n, ia + lines, ib + lines
+        if p >= len(a) or q >= len(b):
             break
-        ni, nj = _resync(la, lb, i, j)
-        only_a.extend(range(i, ni))
-        only_b.extend(range(j, nj))
-        i, j = ni, nj
-    only_a.extend(range(i, len(la)))
-    only_b.extend(range(j, len(lb)))
+        skipped_a, skipped_b, p2, q2 = _resync(a, p, b, q)
+        only_a += [(ia + k, a[s:e]) for k, (s, e) in enumerate(skipped_a)]
+        only_b += [(ib + k, b[s:e]) for k, (s, e) in enumerate(skipped_b)]
+        ia += a.count(b"\n", p, p2)
+        ib += b.count(b"\n", q, q2)
+        p, q = p2, q2
+    only_a += [(ia + k, a[s:e]) for k, (s, e) in enumerate(_lines_from(a, p, len(a)))]
+    only_b += [(ib + k, b[s:e]) for k, (s, e) in enumerate(_lines_from(b, q, len(b)))]
     return only_a, only_b
+
+
+def differing_lines(a: bytes, b: bytes) -> tuple[list[int], list[int]]:
+    """0-based indexes of the lines of ``a`` and of ``b`` not paired with an equal line."""
+    da, db = differing(a, b)
+    return [i for i, _ in da], [i for i, _ in db]
 
 
 # -- 2. ids -------------------------------------------------------------------
@@ -172,10 +229,14 @@ def differing_lines(
 
 def _key(value: Any) -> bytes:
     """The id's identity: its JSON text (the same bytes the fast scan reads)."""
+    if type(value) is str and value.isprintable() and '"' not in value and "\\" not in value:
+        return b'"' + value.encode() + b'"'  # what json.dumps would say, without the call
     return json.dumps(value, ensure_ascii=False).encode()
 
 
 def _display(key: bytes) -> str:
+    if key[:1] == b'"' and b"\\" not in key:
+        return key[1:-1].decode()
     value = json.loads(key)
     return value if isinstance(value, str) else key.decode()
 
@@ -191,15 +252,18 @@ def _line_id(line: bytes) -> bytes | None:
     return _key(obj["id"]) if isinstance(obj, dict) and "id" in obj else None
 
 
-def _all_ids(blob: bytes, lines: list[bytes]) -> list[bytes | None]:
+def _all_ids(blob: bytes) -> list[bytes | None]:
     """The id of every line (None for blank or id-less lines), fast when lines lead with it."""
-    if not lines:
+    count = _count_lines(blob)
+    if not count:
         return []
-    first = _line_id(lines[0])
-    rest = _LEAD_ID.findall(blob)  # lines 2..n that start with {"id": ...
-    if first is not None and len(rest) == len(lines) - 1:
-        return [first, *rest]
-    return [_line_id(line) if line.strip() else None for line in lines]
+    end = blob.find(b"\n")
+    first = _line_id(blob[: end if end >= 0 else len(blob)])
+    rest: list[bytes | None] = _LEAD_ID.findall(blob)  # lines 2..n that start {"id": ...
+    if first is not None and len(rest) == count - 1:
+        rest.insert(0, first)
+        return rest
+    return [_line_id(line) if line.strip() else None for line in _split(blob)]
 
 
 def _duplicates(side: str, ids: list[bytes | None]) -> list[GoldensProblem]:
@@ -220,35 +284,32 @@ def _duplicates(side: str, ids: list[bytes | None]) -> list[GoldensProblem]:
     ]
 
 
-def _has_duplicates(ids: list[bytes | None]) -> bool:
-    present = [k for k in ids if k is not None] if None in ids else ids
-    return len(set(present)) != len(present)
-
-
-def _a_may_have_duplicates(ids_b: list[bytes | None], la: list[bytes], only_a: list[int],
-                           only_b: list[int]) -> bool:
+def _a_may_have_duplicates(ids_b: list[bytes | None], set_b: set[bytes | None],
+                           only_a: list[tuple[int, bytes]],
+                           only_b: list[tuple[int, bytes]]) -> bool:
     """Whether A can hold a duplicate id, knowing B holds none.
 
     A = (B minus its differing lines) + A's differing lines, and the shared lines
     are identical, so only A's differing ids need checking against the rest.
     """
-    ids_a = [_line_id(la[i]) for i in only_a]
-    if _has_duplicates(ids_a):
+    ids_a = [k for k in (_line_id(line) for _, line in only_a) if k is not None]
+    if len(set(ids_a)) != len(ids_a):
         return True
-    shared = set(ids_b) - {ids_b[i] for i in only_b}
-    return any(k is not None and k in shared for k in ids_a)
+    leaving = {ids_b[i] for i, _ in only_b}
+    return any(k in set_b and k not in leaving for k in ids_a)
 
 
-def _all_duplicates(a: bytes | None, b: bytes | None, la: list[bytes], lb: list[bytes],
-                    only_a: list[int], only_b: list[int]) -> list[GoldensProblem]:
+def _all_duplicates(a: bytes | None, b: bytes | None, only_a: list[tuple[int, bytes]],
+                    only_b: list[tuple[int, bytes]]) -> list[GoldensProblem]:
     """Duplicate ids on each side: B scanned in full, A only where it differs from B."""
-    ids_b = _all_ids(b, lb) if b else []
+    ids_b = _all_ids(b) if b else []
+    set_b = set(ids_b)
     out: list[GoldensProblem] = []
-    b_dup = _has_duplicates(ids_b)
+    b_dup = len(set_b) != len(ids_b) and len(set_b - {None}) != len(ids_b) - ids_b.count(None)
     if b_dup:
         out.extend(_duplicates("b", ids_b))
-    if a and (b_dup or not b or _a_may_have_duplicates(ids_b, la, only_a, only_b)):
-        out.extend(_duplicates("a", _all_ids(a, la)))
+    if a and (b_dup or not b or _a_may_have_duplicates(ids_b, set_b, only_a, only_b)):
+        out.extend(_duplicates("a", _all_ids(a)))
     return out
 
 
@@ -261,11 +322,10 @@ class _Parsed:
     item: dict[str, Any]
 
 
-def _parse(side: str, lines: list[bytes], indexes: list[int],
+def _parse(side: str, lines: list[tuple[int, bytes]],
            problems: list[GoldensProblem]) -> dict[bytes, list[_Parsed]]:
     out: dict[bytes, list[_Parsed]] = {}
-    for i in indexes:
-        raw = lines[i]
+    for i, raw in lines:
         if not raw.strip():
             continue
         why = None
@@ -330,15 +390,13 @@ def _buckets(changes: list[GoldenChange]) -> tuple[BucketCount, ...]:
 def diff_goldens(a: bytes | None, b: bytes | None, path_a: str | None = None,
                  path_b: str | None = None) -> GoldensDiff:
     """Compare two goldens.jsonl blobs (None = absent on that side)."""
-    la, lb = _split(a or b""), _split(b or b"")
-    only_a, only_b = differing_lines(la, lb)
+    blob_a, blob_b = a or b"", b or b""
+    only_a, only_b = differing(blob_a, blob_b)
     problems: list[GoldensProblem] = []
-    parsed_a = _parse("a", la, only_a, problems)
-    parsed_b = _parse("b", lb, only_b, problems)
-    changes = _pair(parsed_a, parsed_b)
-    problems.extend(_all_duplicates(a, b, la, lb, only_a, only_b))
+    changes = _pair(_parse("a", only_a, problems), _parse("b", only_b, problems))
+    problems.extend(_all_duplicates(a, b, only_a, only_b))
     problems.sort(key=lambda p: (p.side, p.lines, p.kind))
     return GoldensDiff(path_a if a is not None else None, path_b if b is not None else None,
                        tuple(changes), _buckets(changes), tuple(problems),
                        len(only_a) + len(only_b),
-                       {"lines_a": len(la), "lines_b": len(lb)})
+                       {"lines_a": _count_lines(blob_a), "lines_b": _count_lines(blob_b)})

@@ -152,7 +152,12 @@ def test_differing_lines_marks_only_edits() -> None:
     la = [f"{i}".encode() for i in range(1000)]
     lb = [*la[:10], b"new", *la[10:500], *la[501:], b"tail"]
     lb[700] = b"edited"
-    assert differing_lines(la, lb) == ([500, 700], [10, 700, 1000])
+    a, b = b"\n".join(la) + b"\n", b"\n".join(lb) + b"\n"
+    assert differing_lines(a, b) == ([500, 700], [10, 700, 1000])
+    assert differing_lines(a, a) == ([], [])
+    assert differing_lines(a[:-1], a) == ([], [])  # a missing final newline is no change
+    assert differing_lines(a, a + b"x") == ([], [1000])
+    assert differing_lines(b"", a) == ([], list(range(1000)))
 
 
 BAD = ("not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)); "
@@ -206,3 +211,24 @@ def test_cli_long_values_shortened_for_display_but_full_in_json(repo: Repo) -> N
     assert j["goldens"]["changes"][0]["fields"] == [
         {"absent_after": False, "absent_before": False, "after": long_b, "before": long_a,
          "field": "text"}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"b", b"c", b"", b"dd", b"{}"]), max_size=40),
+       st.lists(st.sampled_from([b"a", b"b", b"c", b"", b"dd", b"{}"]), max_size=40),
+       st.booleans(), st.booleans())
+def test_lines_left_unmarked_are_a_common_subsequence(
+        la: list[bytes], lb: list[bytes], end_a: bool, end_b: bool) -> None:
+    a = b"\n".join(la) + (b"\n" if end_a and la else b"")
+    b = b"\n".join(lb) + (b"\n" if end_b and lb else b"")
+    only_a, only_b = differing_lines(a, b)
+    lines_a, lines_b = _lines(a), _lines(b)
+    assert [x for i, x in enumerate(lines_a) if i not in only_a] == \
+        [x for i, x in enumerate(lines_b) if i not in only_b]
+    assert all(0 <= i < len(lines_a) for i in only_a)
+    assert all(0 <= i < len(lines_b) for i in only_b)
+
+
+def _lines(blob: bytes) -> list[bytes]:
+    parts = blob.split(b"\n")
+    return parts[:-1] if parts[-1] == b"" else parts
