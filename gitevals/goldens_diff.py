@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
@@ -91,7 +91,6 @@ class GoldensDiff:
     buckets: tuple[BucketCount, ...] = ()
     problems: tuple[GoldensProblem, ...] = ()
     lines_parsed: int = 0
-    stats: dict[str, int] = field(default_factory=dict)
 
     def count(self, kind: str) -> int:
         return sum(1 for c in self.changes if c.kind == kind)
@@ -398,5 +397,4 @@ def diff_goldens(a: bytes | None, b: bytes | None, path_a: str | None = None,
     problems.sort(key=lambda p: (p.side, p.lines, p.kind))
     return GoldensDiff(path_a if a is not None else None, path_b if b is not None else None,
                        tuple(changes), _buckets(changes), tuple(problems),
-                       len(only_a) + len(only_b),
-                       {"lines_a": _count_lines(blob_a), "lines_b": _count_lines(blob_b)})
+                       len(only_a) + len(only_b))

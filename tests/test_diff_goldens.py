@@ -232,3 +232,19 @@ def test_lines_left_unmarked_are_a_common_subsequence(
 def _lines(blob: bytes) -> list[bytes]:
     parts = blob.split(b"\n")
     return parts[:-1] if parts[-1] == b"" else parts
+
+
+def test_blobs_read_alike_loose_or_packed(repo: Repo) -> None:
+    import pygit2
+
+    from gitevals.tree import RevisionTree, blob_sha_at, read_blobs_unverified
+
+    a, b = A * 50, A * 49 + b'{"id": "z"}\n'
+    _goldens_repo(repo, a, b)
+    r = pygit2.Repository(str(repo.path))
+    shas = [blob_sha_at(RevisionTree(r, rev), "evals/goldens.jsonl") or ""
+            for rev in ("HEAD~1", "HEAD")]
+    assert read_blobs_unverified(r, shas) == [a, b]
+    repo.git("gc", "-q")
+    assert not any((repo.path / ".git" / "objects" / s[:2] / s[2:]).exists() for s in shas)
+    assert read_blobs_unverified(pygit2.Repository(str(repo.path)), shas) == [a, b]

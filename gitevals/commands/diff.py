@@ -175,13 +175,15 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
 
 def _goldens(s: _Sides) -> Any:
     from gitevals.goldens_diff import GoldensDiff, diff_goldens
-    from gitevals.tree import blob_sha_at, read_blob_unverified
+    from gitevals.tree import blob_sha_at, read_blobs_unverified
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
     shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
     if shas[0] == shas[1]:
         return GoldensDiff(paths[0] if shas[0] else None, paths[1] if shas[1] else None)
-    blobs = [read_blob_unverified(s.repo, sha) if sha else None for sha in shas]
+    present = [sha for sha in shas if sha]
+    read = dict(zip(present, read_blobs_unverified(s.repo, present), strict=True))
+    blobs = [read[sha] if sha else None for sha in shas]
     return diff_goldens(blobs[0], blobs[1], paths[0], paths[1])
 
 
