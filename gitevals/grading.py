@@ -89,7 +89,11 @@ class GraderWorker:
     def _call(self, name: str, case: dict[str, Any],
               run: dict[str, Any]) -> tuple[Any, dict[str, str] | None]:
         if self.proc is None:
-            self._start()
+            try:
+                self._start()
+            except OSError as exc:
+                return None, _err("grader_error", f"grader {name}: cannot start the grader "
+                                                  f"worker: {exc.strerror or exc}")
         file, fn = split_name(name)
         frame = json.dumps({"file": file, "fn": fn, "case": case, "run": run},
                            ensure_ascii=False).encode()
