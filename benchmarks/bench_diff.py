@@ -106,8 +106,9 @@ def cases_repo(dest: Path, cases: int) -> tuple[str, str]:
 # ---------------------------------------------------------------- measuring
 
 
-def measure(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one fresh process; its stdout is discarded."""
+def measure(argv: list[str], cwd: Path, env: dict[str, str] | None = None
+            ) -> tuple[float, int, float]:
+    """(wall s, peak RSS KiB, CPU s = user + sys) of one fresh process; stdout discarded."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **GIT_ENV, **(env or {})})
@@ -117,13 +118,16 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+
+
+Samples = list[tuple[float, int, float]]
 
 
 def interleaved(runs: dict[str, tuple[list[str], Path, dict[str, str] | None]],
                 repeat: int, before: dict[str, object] | None = None
-                ) -> dict[str, list[tuple[float, int]]]:
-    out: dict[str, list[tuple[float, int]]] = {k: [] for k in runs}
+                ) -> dict[str, Samples]:
+    out: dict[str, Samples] = {k: [] for k in runs}
     for _ in range(repeat):
         for name, (argv, cwd, env) in runs.items():
             hook = (before or {}).get(name)
@@ -133,20 +137,25 @@ def interleaved(runs: dict[str, tuple[list[str], Path, dict[str, str] | None]],
     return out
 
 
-def best(samples: list[tuple[float, int]]) -> float:
-    return min(w for w, _ in samples)
+def best(samples: Samples) -> float:
+    return min(w for w, _, _ in samples)
 
 
-def median(samples: list[tuple[float, int]]) -> float:
-    return statistics.median(w for w, _ in samples)
+def median(samples: Samples) -> float:
+    return statistics.median(w for w, _, _ in samples)
 
 
-def rss(samples: list[tuple[float, int]]) -> int:
-    return max(r for _, r in samples)
+def cpu(samples: Samples) -> float:
+    return min(c for _, _, c in samples)
 
 
-def row(label: str, s: list[tuple[float, int]]) -> str:
-    return f"  {label:<44} {best(s):7.3f} s  [{median(s):.3f}]  peak RSS {rss(s) / 1024:6.1f} MiB"
+def rss(samples: Samples) -> int:
+    return max(r for _, r, _ in samples)
+
+
+def row(label: str, s: Samples) -> str:
+    return (f"  {label:<44} {best(s):7.3f} s  [{median(s):.3f}]  cpu {cpu(s):.3f} s  "
+            f"peak RSS {rss(s) / 1024:6.1f} MiB")
 
 
 def main() -> None:
@@ -184,11 +193,12 @@ def main() -> None:
 
     gl = interleaved({
         "git": (["git", "diff", "--numstat", ga, gb, "--", "evals/goldens.jsonl"], g, None),
-        "diff": ([*gitevals, "diff", ga, gb, "--only", "goldens", "--format", "json"], g, None),
+        "diff": ([*gitevals, "diff", ga, gb, "--only", "goldens"], g, None),
+        "json": ([*gitevals, "diff", ga, gb, "--only", "goldens", "--format", "json"], g, None),
     }, args.repeat)
     rl = interleaved({
         "lint": ([*gitevals, "lint", "--rev", cb], c, {"XDG_CACHE_HOME": str(cache)}),
-        "diff": ([*gitevals, "diff", ca, cb, "--only", "rules", "--format", "json"], c, None),
+        "diff": ([*gitevals, "diff", ca, cb, "--only", "rules"], c, None),
         "floor": ([sys.executable, "-c", "import gitevals.cli"], c, None),
     }, args.repeat, before={"lint": cold})
 
@@ -200,13 +210,16 @@ def main() -> None:
           f"numstat {numstat.split()[:2]} (+/- lines)")
     print(row("git diff --numstat A B -- evals/goldens.jsonl", gl["git"]))
     print(row("gitevals diff A B --only goldens", gl["diff"]))
-    print(f"  ratio {g_ratio:.2f}x best [{g_ratio_med:.2f}x median] (target <= 1.5x); "
+    print(row("  the same, --format json (all 2,000 items)", gl["json"]))
+    print(f"  ratio {g_ratio:.2f}x best [{g_ratio_med:.2f}x median] (target <= 1.5x), "
+          f"cpu {cpu(gl['diff']) / cpu(gl['git']):.2f}x; "
           f"peak RSS {rss_ratio:.2f}x the two blobs (target <= 4x)")
     print(f"\nrules: {args.cases} case files, 10 changed")
     print(row("gitevals lint --rev B (cold cache)", rl["lint"]))
     print(row("gitevals diff A B --only rules", rl["diff"]))
     print(row("floor: python -c 'import gitevals.cli'", rl["floor"]))
-    print(f"  ratio {r_ratio:.2f}x a full cold lint (target <= 1x)")
+    print(f"  ratio {r_ratio:.2f}x a full cold lint (target <= 1x); cpu "
+          f"{cpu(rl['diff']) / cpu(rl['lint']):.2f}x (lint's workers not counted)")
     print(f"\nrepos in {base}; machine load {os.getloadavg()[0]:.1f} "
           f"(self rusage {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB)")
 
