@@ -189,8 +189,17 @@ def _resync(a: bytes, p: int, b: bytes, q: int) -> tuple[list[Span], list[Span],
     return ra[:da], rb[:db], next_p, next_q
 
 
-def differing(a: bytes, b: bytes) -> tuple[list[tuple[int, bytes]], list[tuple[int, bytes]]]:
-    """(0-based line index, content) of the lines of ``a`` and of ``b`` left unpaired.
+Numbered = list[tuple[int, bytes]]  # (0-based line index, content)
+
+
+def differing(a: bytes, b: bytes) -> tuple[Numbered, Numbered]:
+    """(0-based line index, content) of the lines of ``a`` and of ``b`` left unpaired."""
+    only_a, only_b, _, _ = walk(a, b)
+    return only_a, only_b
+
+
+def walk(a: bytes, b: bytes) -> tuple[Numbered, Numbered, int, int]:
+    """``differing`` plus the number of lines of ``a`` and of ``b``.
 
     Line numbers are kept while walking: an equal stretch holds the same number of
     newlines on both sides, so it is counted once (C ``bytes.count``), on A.
@@ -212,9 +221,11 @@ def differing(a: bytes, b: bytes) -> tuple[list[tuple[int, bytes]], list[tuple[i
         ia += a.count(b"\n", p, p2)
         ib += b.count(b"\n", q, q2)
         p, q = p2, q2
-    only_a += [(ia + k, a[s:e]) for k, (s, e) in enumerate(_lines_from(a, p, len(a)))]
-    only_b += [(ib + k, b[s:e]) for k, (s, e) in enumerate(_lines_from(b, q, len(b)))]
-    return only_a, only_b
+    tail_a, tail_b = _lines_from(a, p, len(a)), _lines_from(b, q, len(b))
+    only_a += [(ia + k, a[s:e]) for k, (s, e) in enumerate(tail_a)]
+    only_b += [(ib + k, b[s:e]) for k, (s, e) in enumerate(tail_b)]
+    # past the end = an unterminated last line was consumed (it holds no newline)
+    return (only_a, only_b, ia + len(tail_a) + (p > len(a)), ib + len(tail_b) + (q > len(b)))
 
 
 def differing_lines(a: bytes, b: bytes) -> tuple[list[int], list[int]]:
@@ -251,9 +262,9 @@ def _line_id(line: bytes) -> bytes | None:
     return _key(obj["id"]) if isinstance(obj, dict) and "id" in obj else None
 
 
-def _all_ids(blob: bytes) -> list[bytes | None]:
+def _all_ids(blob: bytes, count: int | None = None) -> list[bytes | None]:
     """The id of every line (None for blank or id-less lines), fast when lines lead with it."""
-    count = _count_lines(blob)
+    count = _count_lines(blob) if count is None else count
     if not count:
         return []
     end = blob.find(b"\n")
@@ -298,10 +309,10 @@ def _a_may_have_duplicates(ids_b: list[bytes | None], set_b: set[bytes | None],
     return any(k in set_b and k not in leaving for k in ids_a)
 
 
-def _all_duplicates(a: bytes | None, b: bytes | None, only_a: list[tuple[int, bytes]],
-                    only_b: list[tuple[int, bytes]]) -> list[GoldensProblem]:
+def _all_duplicates(a: bytes | None, b: bytes | None, only_a: Numbered, only_b: Numbered,
+                    lines_b: int | None = None) -> list[GoldensProblem]:
     """Duplicate ids on each side: B scanned in full, A only where it differs from B."""
-    ids_b = _all_ids(b) if b else []
+    ids_b = _all_ids(b, lines_b) if b else []
     set_b = set(ids_b)
     out: list[GoldensProblem] = []
     b_dup = len(set_b) != len(ids_b) and len(set_b - {None}) != len(ids_b) - ids_b.count(None)
@@ -390,10 +401,10 @@ def diff_goldens(a: bytes | None, b: bytes | None, path_a: str | None = None,
                  path_b: str | None = None) -> GoldensDiff:
     """Compare two goldens.jsonl blobs (None = absent on that side)."""
     blob_a, blob_b = a or b"", b or b""
-    only_a, only_b = differing(blob_a, blob_b)
+    only_a, only_b, _, lines_b = walk(blob_a, blob_b)
     problems: list[GoldensProblem] = []
     changes = _pair(_parse("a", only_a, problems), _parse("b", only_b, problems))
-    problems.extend(_all_duplicates(a, b, only_a, only_b))
+    problems.extend(_all_duplicates(a, b, only_a, only_b, lines_b))
     problems.sort(key=lambda p: (p.side, p.lines, p.kind))
     return GoldensDiff(path_a if a is not None else None, path_b if b is not None else None,
                        tuple(changes), _buckets(changes), tuple(problems),

@@ -16,6 +16,7 @@ from gitevals.goldens_diff import (
     GoldensProblem,
     diff_goldens,
     differing_lines,
+    walk,
 )
 
 from .conftest import Repo, run_cli
@@ -223,6 +224,7 @@ def test_lines_left_unmarked_are_a_common_subsequence(
     b = b"\n".join(lb) + (b"\n" if end_b and lb else b"")
     only_a, only_b = differing_lines(a, b)
     lines_a, lines_b = _lines(a), _lines(b)
+    assert walk(a, b)[2:] == (len(lines_a), len(lines_b))
     assert [x for i, x in enumerate(lines_a) if i not in only_a] == \
         [x for i, x in enumerate(lines_b) if i not in only_b]
     assert all(0 <= i < len(lines_a) for i in only_a)
