@@ -336,3 +336,46 @@ def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
     arts = _artifacts(repo)
     assert len(arts) == 2 and arts[0]["run_id"] != arts[1]["run_id"]
     assert not list((repo.path / "evals" / "results").glob(".*"))  # no temp files left
+
+
+@pytest.mark.parametrize("args", [["--trials", "0"], ["--jobs", "x"], ["--format", "xml"]],
+                         ids=["zero-trials", "jobs-not-a-number", "unknown-format"])
+def test_bad_flags_are_usage_errors(repo: Repo, args: list[str]) -> None:
+    _setup(repo, {"tone": TONE})
+    res = run_cli("run", *args, cwd=repo.path)
+    assert res.code == 2 and "usage:" in res.err
+
+
+def test_a_terminal_gets_a_progress_bar_on_stderr_and_stdout_stays_clean(repo: Repo) -> None:
+    import os
+    import pty
+
+    _setup(repo, {"tone": TONE})
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run", "--format", "json"],
+                            cwd=repo.path, stdout=subprocess.PIPE, stderr=follower,
+                            env={**os.environ, **GIT_ENV, "TERM": "xterm", "COLUMNS": "100"})
+    os.close(follower)
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while it runs: a full pty would block the run
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO once the last writer is gone
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    import threading
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    out, _ = proc.communicate(timeout=60)
+    reader.join(timeout=10)
+    os.close(leader)
+    err = b"".join(chunks)
+    assert proc.returncode == 0
+    assert b"1 case" in err and b"5/5" in err and b"0 failed" in err
+    assert json.loads(out)["format"] == "gitevals-run/1"
