@@ -129,23 +129,25 @@ class _Run:
             found.extend(findings)
             refs.extend(case_refs)
         stems = {r.name.split(".", 1)[0] for r in refs}
-        checked = self.checked_graders
-        if graders is None:  # a PATH-restricted run
-            named = self._referenced(stems) if checked == set() else []
-            if checked != set() or any(isinstance(g, str) for g in named):
-                # grader modules named, or a missing one (listed for "did you mean")
-                graders = self._graders()
-            else:
-                graders = [g for g in named if isinstance(g, Input)]
-        indexes = self._indexes(graders, stems, checked)
+        if graders is None:
+            graders = self._graders_for(stems)
+        indexes = self._indexes(graders, stems, self.checked_graders)
         found.extend(resolve_all(refs, self.root, indexes))
-        for path, ix in indexes.items():  # broken modules no case names (those were reported)
-            mf = module_finding(path, ix) if ix.get("checked") and not ix.get("referenced") \
-                else None
-            if mf is not None:
-                found.append(mf)
+        # A broken module that no case names was not reported by resolve_all.
+        found.extend(f for p, ix in indexes.items() if ix.get("checked")
+                     and not ix.get("referenced") and (f := module_finding(p, ix)))
         parsed = sum(1 for ix in indexes.values() if ix.get("referenced") or ix.get("checked"))
         return found, len(cases) + len(goldens) + parsed
+
+    def _graders_for(self, stems: set[str]) -> list[Input]:
+        """Grader modules a PATH-restricted run needs: those named by stems, looked up one
+        by one; all of them when grader modules were named or one is missing (for the
+        "did you mean" of GE502)."""
+        if self.checked_graders == set():
+            named = self._referenced(stems)
+            if all(isinstance(g, Input) for g in named):
+                return [g for g in named if isinstance(g, Input)]
+        return self._graders()
 
     # -- inputs ---------------------------------------------------------------
 
@@ -289,7 +291,7 @@ class _Run:
 
     # -- graders --------------------------------------------------------------
 
-    def _indexes(self, graders: Sequence[Input | str], stems: set[str],
+    def _indexes(self, graders: Sequence[Input], stems: set[str],
                  checked: set[str] | None) -> dict[str, dict[str, Any]]:
         """Index of each grader module that is referenced or checked (``checked`` None:
         all); other present modules map to an empty index (they exist, for "did you mean")."""
@@ -297,8 +299,6 @@ class _Run:
 
         out: dict[str, dict[str, Any]] = {}
         for g in graders:
-            if isinstance(g, str):
-                continue  # referenced but absent
             referenced = g.path.rsplit("/", 1)[-1][:-3] in stems
             check = checked is None or g.path in checked
             if not (referenced or check):
