@@ -72,6 +72,11 @@ def main() -> None:
     repo = args.repo or work / "repo"
     if not (repo / "evals").exists():
         subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(repo)], check=True)
+    # Byte-compile the package as `pip install` does (this sandbox sets
+    # PYTHONDONTWRITEBYTECODE, so an editable install would recompile every module in
+    # every process); the baselines' libraries are already compiled in site-packages.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "gitevals")],
+                   check=True)
     try:
         run(repo, work, args.repeat, not args.skip_check_jsonschema)
     finally:
