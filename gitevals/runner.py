@@ -185,33 +185,39 @@ class Execution:
         self.registry.kill_all()
 
     def _converse(self, case: Case, trial: int) -> list[_Done]:
-        scenarios = [(i, s) for i, s in enumerate(case.scenarios)
-                     if self.plan.trials_of(s) > trial]
+        """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
         done: list[_Done] = []
-        ended: tuple[str, TargetError] | None = None
+        ended: dict[str, str] | None = None  # the error every later scenario inherits
         with Conversation(self.argv, self.tree_dir, registry=self.registry,
                           python_target=self.python_target) as conv:
-            for index, s in scenarios:
+            for index, s in enumerate(case.scenarios):
+                if self.plan.trials_of(s) <= trial:
+                    continue  # this scenario sits out the later conversations
                 if self.stop.is_set():
                     return []
                 started = time.monotonic()
-                replies, error = [], None
-                if ended is not None:
-                    error = {"kind": ended[1].kind,
-                             "message": f"not run: the conversation ended in scenario "
-                                        f"{ended[0]!r}: {ended[1].message}"}
-                deadline = started + s.timeout
-                for turn, text in enumerate(s.user if ended is None else ()):
-                    msg = {"text": text, "turn": turn, "case": case.name,
-                           "scenario": s.id, "trial": trial}
-                    try:
-                        replies.append(conv.ask(msg, deadline))
-                    except TargetError as exc:
-                        error, ended = exc.as_dict(), (s.id, exc)
-                        break
+                replies, error = ([], ended) if ended else self._turns(conv, case, s, trial)
+                if error is not None and ended is None:
+                    ended = {"kind": error["kind"], "message": "not run: the conversation "
+                             f"ended in scenario {s.id!r}: {error['message']}"}
                 ms = int((time.monotonic() - started) * 1000)
                 done.append(_Done(index, _transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
+
+    @staticmethod
+    def _turns(conv: Conversation, case: Case, s: Scenario,
+               trial: int) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
+        """Send the scenario's user turns; the replies, and the error that ended it if any."""
+        deadline = time.monotonic() + s.timeout
+        replies: list[dict[str, Any]] = []
+        for turn, text in enumerate(s.user):
+            msg = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
+                   "trial": trial}
+            try:
+                replies.append(conv.ask(msg, deadline))
+            except TargetError as exc:
+                return replies, exc.as_dict()
+        return replies, None
 
     def _grade(self, s: Scenario, transcript: dict[str, Any]) -> list[dict[str, Any]]:
         case_arg = {"id": s.id, "user": list(s.user), "expect": [a.as_dict() for a in s.expect]}
