@@ -379,3 +379,37 @@ def test_a_terminal_gets_a_progress_bar_on_stderr_and_stdout_stays_clean(repo: R
     assert proc.returncode == 0
     assert b"1 case" in err and b"5/5" in err and b"0 failed" in err
     assert json.loads(out)["format"] == "gitevals-run/1"
+
+
+def test_run_ids_sort_by_time_and_are_unique_within_a_second() -> None:
+    import re
+
+    from gitevals.artifact import new_run_id
+
+    ids = {new_run_id("0123456789abcdef" * 2, 1_800_000_000) for _ in range(200)}
+    assert len(ids) == 200
+    for run_id in ids:
+        assert re.fullmatch(r"20270115T080000Z-0123456789ab-[0-9a-f]{6}", run_id)
+
+
+def test_artifact_text_is_byte_stable_and_writes_are_atomic(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gitevals.artifact import dumps, save, write_atomic
+
+    art = {"run_id": "r1", "root": "evals", "b": [1, {"z": 1, "a": "é"}], "a": None}
+    assert dumps(art) == dumps(dict(reversed(list(art.items()))))
+    assert dumps(art).endswith("}\n") and '"a": null' in dumps(art) and "é" in dumps(art)
+    path = save(tmp_path, art)
+    assert path == tmp_path / "evals" / "results" / "r1.json"
+    assert json.loads(path.read_text()) == art
+
+    def boom(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError):
+        write_atomic(path, "half")
+    assert json.loads(path.read_text()) == art  # the old file is intact
+    assert [p.name for p in path.parent.iterdir()] == ["r1.json"]  # no temp file left
