@@ -246,7 +246,7 @@ def _key(value: Any) -> bytes:
 
 def _display(key: bytes) -> str:
     if key[:1] == b'"' and b"\\" not in key:
-        return key[1:-1].decode()
+        return key[1:-1].decode("utf-8", "replace")
     value = json.loads(key)
     return value if isinstance(value, str) else key.decode()
 

@@ -193,3 +193,54 @@ def test_cli_corrupt_note_is_one_line(repo: Repo) -> None:
         f"gitevals: error: git note refs/notes/gitevals on {a[:12]}: not a gitevals run "
         "artifact: not JSON (Expecting property name enclosed in double quotes: line 1 "
         "column 2 (char 1)); give the .json file `gitevals run` wrote"]
+
+
+# A harness whose every scenario passes with probability rates.json[scenario], seeded by
+# seed.txt (different at each commit) so two commits draw independent trials.
+RANDOM_HARNESS = """\
+import json, random, sys
+from pathlib import Path
+here = Path(__file__).parent
+rates = json.loads((here / "rates.json").read_text())
+seed = (here / "seed.txt").read_text().strip()
+for line in sys.stdin:
+    msg = json.loads(line)
+    rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
+    ok = rng.random() < rates[msg["scenario"]]
+    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+
+
+def _random_commit(repo: Repo, rates: dict[str, float], trials: int, seed: str) -> str:
+    ids = tuple(sorted(rates))
+    sha = repo.commit({"harness.py": RANDOM_HARNESS, "pyproject.toml": SETTINGS,
+                       "rates.json": json.dumps(rates), "seed.txt": seed,
+                       "evals/cases/sim.yaml": case(trials, ids)}, seed)
+    r = run_cli("run", cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return sha
+
+
+def _called(repo: Repo, a: str, b: str) -> tuple[int, int]:
+    doc = json.loads(run_cli("diff", a, b, "--format", "json", cwd=repo.path).out)
+    regressed = [v for v in doc["verdicts"] if v["change"] == "regressed"]
+    return len(regressed), sum(v["beyond_noise"] for v in regressed)
+
+
+def test_noise_end_to_end_unchanged_rate(repo: Repo) -> None:
+    """A real harness, 100 scenarios x 10 trials, same true rate at both commits."""
+    rng = random.Random(11)
+    rates = {f"s{i:03d}": rng.choice([0.3, 0.5, 0.7, 0.9]) for i in range(100)}
+    a = _random_commit(repo, rates, 10, "commit-a")
+    b = _random_commit(repo, rates, 10, "commit-b")
+    regressed, beyond = _called(repo, a, b)
+    assert regressed > 20 and beyond <= 5, (regressed, beyond)
+
+
+def test_true_drop_end_to_end(repo: Repo) -> None:
+    """0.9 -> 0.3 with 20 trials a side, 20 scenarios: at least 90 % called."""
+    a = _random_commit(repo, {f"s{i:02d}": 0.9 for i in range(20)}, 20, "commit-a")
+    b = _random_commit(repo, {f"s{i:02d}": 0.3 for i in range(20)}, 20, "commit-b")
+    regressed, beyond = _called(repo, a, b)
+    assert beyond >= 18, (regressed, beyond)
