@@ -33,6 +33,7 @@ from typing import Any
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
 _LINE_ID = re.compile(rb'\{\s*"id"\s*:\s*("[^"\\\n]*"|-?\d+)\s*[,}]')
 _CHUNK = 8192    # bytes first compared while skipping an equal run (then doubled)
+_MAX_CHUNK = 1 << 16  # kept under malloc's mmap threshold: no page faults per compare
 _EXACT = 128     # a differing chunk is bisected down to this many bytes
 _NEAR = 3        # edits this close are found by direct compares, before any hashing
 _WINDOW = 64     # lines looked ahead on each side to re-synchronise after an edit
@@ -137,7 +138,7 @@ def _equal_bytes(a: bytes, p: int, b: bytes, q: int) -> int:
         if m <= 0:
             return p - start
         if a[p:p + m] == b[q:q + m]:
-            p, q, step = p + m, q + m, min(step * 2, 1 << 22)
+            p, q, step = p + m, q + m, min(step * 2, _MAX_CHUNK)
             continue
         lo, hi = 0, m  # a[p:p+lo] == b[q:q+lo]; they part before hi
         while hi - lo > _EXACT:
