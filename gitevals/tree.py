@@ -467,7 +467,7 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
             if d.decompress((objects / shas[i][:2] / shas[i][2:]).read_bytes(),
                             len(header)) != header:
                 return
-            body = d.decompress(d.unconsumed_tail)
+            body = d.flush(sizes[i])  # the rest, into one buffer of the exact size
         except (OSError, zlib.error):
             return
         if len(body) == sizes[i]:
