@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import signal
 import struct
 import subprocess
 import sys
@@ -140,7 +141,9 @@ class GraderWorker:
         if proc is None:
             return None
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
+        if self.registry is not None:
+            self.registry.discard(proc)  # before reaping, when its pid may be reused
         code = proc.wait()
         for f in (proc.stdin, proc.stdout):
             with suppress(OSError):
@@ -148,8 +151,6 @@ class GraderWorker:
                 f.close()
         if self._sel is not None:
             self._sel.close()
-        if self.registry is not None:
-            self.registry.discard(proc)
         return None if code == -9 else code
 
 

@@ -205,11 +205,7 @@ class Conversation:
                            "no answer before the scenario timeout; its process group was killed")
 
     def _exited(self, what: str) -> TargetError:
-        assert self.proc is not None
-        try:
-            code: int | None = self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self._exit_status(1.0)
         self._drain_stderr()
         tail = _short(bytes(self._stderr)).splitlines()
         said = f": {tail[-1]}" if tail else ""
@@ -217,6 +213,27 @@ class Conversation:
             return TargetError("target_start", f"cannot load the python target{said}")
         status = f"exited with code {code}" if code is not None else "closed its output"
         return TargetError("target_crash", f"{what} ({status}){said}")
+
+    def _exit_status(self, wait: float) -> int | None:
+        """The exit code once the target exits (within ``wait`` s), without reaping it.
+
+        Not reaping keeps its pid (= process group id) reserved until ``close`` has
+        killed the group, so the kill can never reach a process that reused the pid.
+        """
+        assert self.proc is not None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.proc.pid,
+                                 os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return self.proc.returncode
+            if info is not None:
+                exited = info.si_code == os.CLD_EXITED
+                return info.si_status if exited else -info.si_status
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
 
     def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -239,6 +256,9 @@ class Conversation:
         if not self.failed:
             self._await_eof(time.monotonic() + EXIT_GRACE)
         kill_group(proc)
+        if self.registry is not None:
+            # Before reaping: once reaped its pid may be reused, and kill_all must not hit it.
+            self.registry.discard(proc)
         proc.wait()
         for f in (proc.stdout, proc.stderr):
             with suppress(OSError):
@@ -246,8 +266,6 @@ class Conversation:
                 f.close()
         if self._sel is not None:
             self._sel.close()
-        if self.registry is not None:
-            self.registry.discard(proc)
         self.proc = None
 
     def _await_eof(self, deadline: float) -> None:
