@@ -118,7 +118,11 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
     settings, bad = load_settings(tree)
     if bad:
         raise UsageError(f"{bad[0]}")
-    chosen = select_cases(case_paths(tree, settings.root), names)
+    available = case_paths(tree, settings.root)
+    if not available:
+        raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: add a "
+                         f"<name>.yaml there (see `gitevals init`)")
+    chosen = select_cases(available, names)
     findings = _lint(tree, list(chosen.values()))
     cases, blocked = [], []
     for name, path in chosen.items():

@@ -413,3 +413,10 @@ def test_artifact_text_is_byte_stable_and_writes_are_atomic(
         write_atomic(path, "half")
     assert json.loads(path.read_text()) == art  # the old file is intact
     assert [p.name for p in path.parent.iterdir()] == ["r1.json"]  # no temp file left
+
+
+def test_a_commit_without_cases_is_a_usage_error(repo: Repo) -> None:
+    repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 2
+    assert "no cases in evals/cases/ of HEAD" in res.err and len(res.err.splitlines()) == 1
