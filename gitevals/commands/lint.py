@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gitevals.tree import Tree
@@ -50,7 +50,12 @@ def run(args: argparse.Namespace) -> int:
 
     tree = open_tree(rev=args.rev, staged=args.staged)
     paths = repo_paths(tree, args.paths) if args.paths else None
-    result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs)
+    bar = _LazyBar() if sys.stderr.isatty() else None
+    try:
+        result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.format == "text" and sys.stdout.isatty():
         import shutil
 
@@ -59,6 +64,31 @@ def run(args: argparse.Namespace) -> int:
         out = REPORTERS[args.format](result)
     sys.stdout.write(out)
     return 0 if result.ok else 1
+
+
+class _LazyBar:
+    """A transient progress bar on stderr, started at the first report: only large runs
+    report, so small ones never import rich."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.bar = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("files"), console=Console(stderr=True),
+                                transient=True)
+            self.task = self.bar.add_task("lint", total=total)
+            self.bar.start()
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def repo_paths(tree: Tree, given: list[str]) -> list[str]:

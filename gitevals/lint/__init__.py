@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,9 @@ from gitevals.findings import Finding
 if TYPE_CHECKING:
     from gitevals.lint.cache import LintCache
     from gitevals.tree import Tree
+
+#: ``progress(done, total)``: files linted so far, reported by large (pooled) runs only.
+Progress = Callable[[int, int], None]
 
 CASE_SUFFIXES = (".yaml", ".yml")
 #: Below this much work (case files, or goldens rows / 200) a pool costs more than it saves.
@@ -64,13 +67,14 @@ class Input:
 
 
 def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = True,
-              jobs: int | None = None) -> LintResult:
+              jobs: int | None = None, progress: Progress | None = None) -> LintResult:
     """Lint the eval tree of ``tree``.
 
     ``paths`` (repo-relative files or directories) restricts which case and goldens
     files are linted; paths outside the eval tree are ignored. Grader names always
     resolve against the graders of ``tree`` itself. ``cache=False`` ignores and
-    does not write the lint cache; ``jobs`` caps worker processes (default: cores).
+    does not write the lint cache; ``jobs`` caps worker processes (default: cores);
+    ``progress`` is told how far a large run is (it never is for small ones).
     """
     from gitevals.lint.cache import LintCache
     from gitevals.settings import load_settings
@@ -80,7 +84,7 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
     try:
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
-        run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs)
+        run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
         return run.lint(paths, found)
     finally:
         if was_enabled:
@@ -91,8 +95,9 @@ class _Run:
     """One lint of one tree (holds the file bytes read along the way)."""
 
     def __init__(self, tree: Tree, root: str, refused: dict[str, str], store: LintCache,
-                 jobs: int | None) -> None:
+                 jobs: int | None, progress: Progress | None = None) -> None:
         self.tree, self.root, self.refused, self.store = tree, root, refused, store
+        self.progress = progress
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
@@ -287,7 +292,7 @@ class _Run:
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
         if self.jobs < 2 or cost < PARALLEL_THRESHOLD:
             return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
-        return _parallel(todo, self.data, self.refused, self.jobs)
+        return _parallel(todo, self.data, self.refused, self.jobs, self.progress)
 
     # -- graders --------------------------------------------------------------
 
@@ -342,7 +347,8 @@ def _chunk_worker(chunk: tuple[int, ...]) -> list[tuple[list[Finding], list[tupl
 
 
 def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str],
-              jobs: int) -> list[tuple[list[Finding], list[Any]]]:
+              jobs: int, progress: Progress | None = None
+              ) -> list[tuple[list[Finding], list[Any]]]:
     import multiprocessing
 
     from gitevals.lint.graders import Ref
@@ -357,7 +363,11 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(min(jobs, len(chunks))) as pool:
-            answers = pool.map(_chunk_worker, chunks, chunksize=1)
+            answers = []
+            for answer in pool.imap(_chunk_worker, chunks):
+                answers.append(answer)
+                if progress is not None:
+                    progress(sum(map(len, answers)), len(todo))
     finally:
         _SHARED = None
     results: list[tuple[list[Finding], list[Any]]] = [([], [])] * len(todo)

@@ -191,3 +191,15 @@ def test_named_files_lint_only_those(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert found.findings == () and found.files == 2
     found = lint_tree(tree, ["evals/cases/b.yaml", "README.md"], jobs=1)
     assert [(f.path, f.code) for f in found.findings] == [("evals/cases/b.yaml", "GE504")]
+
+
+def test_large_runs_report_progress(tmp_path: Path) -> None:
+    many = {f"evals/cases/c{n:03d}.yaml": CASE % "good" for n in range(70)}
+    tree = make(tmp_path / "t", {**FILES, **many})
+    seen: list[tuple[int, int]] = []
+    lint_tree(tree, jobs=2, cache=False, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (73, 73)  # 72 cases + goldens
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    small: list[tuple[int, int]] = []
+    lint_tree(tree, ["evals/cases/a.yaml"], jobs=2, progress=lambda d, t: small.append((d, t)))
+    assert small == []
