@@ -36,7 +36,8 @@ _CHUNK = 8192    # bytes first compared while skipping an equal run (then double
 _MAX_CHUNK = 1 << 16  # kept under malloc's mmap threshold: no page faults per compare
 _EXACT = 128     # a differing chunk is bisected down to this many bytes
 _NEAR = 3        # edits this close are found by direct compares, before any hashing
-_WINDOW = 64     # lines looked ahead on each side to re-synchronise after an edit
+_WINDOW = 64     # lines first looked ahead on each side to re-synchronise after an edit
+_MAX_WINDOW = 1 << 16  # ...growing 4x up to this many
 # (lines skipped on A, on B) to try after a differing line: fewest first, edits before moves
 _NEAR_ORDER = sorted(((da, s - da) for s in range(1, 2 * _NEAR + 1)
                       for da in range(max(0, s - _NEAR), min(s, _NEAR) + 1)),
@@ -160,8 +161,8 @@ def _near(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, int]
     return None
 
 
-def _window(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, int]:
-    """The nearest equal pair within _WINDOW lines, by hashing; none -> skip the windows."""
+def _window(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, int] | None:
+    """The nearest equal pair within the given lines, by hashing them; None if there is none."""
     la, lb = [a[s:e] for s, e in ra], [b[s:e] for s, e in rb]
     wa = {line: k for k, line in reversed(list(enumerate(la)))}
     wb = {line: k for k, line in reversed(list(enumerate(lb)))}
@@ -172,16 +173,25 @@ def _window(a: bytes, ra: list[Span], b: bytes, rb: list[Span]) -> tuple[int, in
         k = wa.get(lb[d]) if d < len(lb) else None
         if k is not None and k <= d:
             return k, d
-    return len(la), len(lb)
+    return None
 
 
 def _resync(a: bytes, p: int, b: bytes, q: int) -> tuple[list[Span], list[Span], int, int]:
-    """From two differing line starts: the lines skipped on each side and where to go on."""
+    """From two differing line starts: the lines skipped on each side and where to go on.
+
+    Tries the next few lines directly, then windows of hashed lines that grow 4x
+    (so a block of thousands of inserted or removed lines is still found cheaply);
+    with no equal pair within the largest window, that whole window differs.
+    """
     ra, rb = _lines_from(a, p, _NEAR + 1), _lines_from(b, q, _NEAR + 1)
     near = (0, 0) if a[ra[0][0]:ra[0][1]] == b[rb[0][0]:rb[0][1]] else _near(a, ra, b, rb)
-    if near is None:
-        ra, rb = _lines_from(a, p, _WINDOW), _lines_from(b, q, _WINDOW)
+    size = _WINDOW
+    while near is None:
+        ra, rb = _lines_from(a, p, size), _lines_from(b, q, size)
         near = _window(a, ra, b, rb)
+        if near is None and (size >= _MAX_WINDOW or (len(ra) < size and len(rb) < size)):
+            near = len(ra), len(rb)
+        size *= 4
     da, db = near
     if da == db == 0:  # the same line, told apart only by a missing final newline
         return [], [], ra[0][1] + 1, rb[0][1] + 1

@@ -6,6 +6,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -250,3 +251,16 @@ def test_blobs_read_alike_loose_or_packed(repo: Repo) -> None:
     repo.git("gc", "-q")
     assert not any((repo.path / ".git" / "objects" / s[:2] / s[2:]).exists() for s in shas)
     assert read_blobs_unverified(pygit2.Repository(str(repo.path)), shas) == [a, b]
+
+
+@pytest.mark.parametrize(("where", "block"), [(2500, 1000), (10, 3000), (4000, 200)],
+                         ids=["insert-1000", "insert-3000-near-top", "insert-200"])
+def test_large_blocks_are_resynchronised_not_reparsed(where: int, block: int) -> None:
+    rows = [{"id": f"g{i}", "v": i} for i in range(5000)]
+    extra = [{"id": f"n{i}", "v": 0} for i in range(block)]
+    a, b = _jsonl(*rows), _jsonl(*rows[:where], *extra, *rows[where:])
+    d = diff_goldens(a, b)
+    assert d.count("added") == block and d.count("removed") == d.count("changed") == 0
+    assert d.lines_parsed == block
+    back = diff_goldens(b, a)  # the same block removed
+    assert back.count("removed") == block and back.lines_parsed == block
