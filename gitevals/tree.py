@@ -481,3 +481,13 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
         t.join()
     return [data if data is not None else read_blob_unverified(repo, sha)
             for data, sha in zip(out, shas, strict=True)]
+
+
+def staged_shas(tree: IndexTree) -> dict[str, str]:
+    """``path -> blob sha`` of every staged regular file, without reading any blob.
+
+    ``IndexTree.entries`` reads each blob for its size; a lint of the index only needs
+    the SHAs (the cache is keyed by them) and reads the few blobs it has to parse.
+    """
+    index = tree._index
+    return {ie.path: str(ie.id) for ie in index if ie.mode != _LINK_MODE}

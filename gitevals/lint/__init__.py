@@ -98,6 +98,7 @@ class _Run:
                  jobs: int | None, progress: Progress | None = None) -> None:
         self.tree, self.root, self.refused, self.store = tree, root, refused, store
         self.progress = progress
+        self._staged: dict[str, str] | None = None
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
@@ -223,9 +224,17 @@ class _Run:
         return self._list(path, kind)
 
     def _list(self, prefix: str, kind: str) -> list[Input]:
-        from gitevals.tree import WorkingTree, blob_sha_at, blob_shas, git_blob_sha
+        from gitevals.tree import IndexTree, WorkingTree, blob_sha_at, blob_shas, git_blob_sha
 
         tree = self.tree
+        if isinstance(tree, IndexTree):
+            if self._staged is None:  # one pass over the index serves every listing
+                from gitevals.tree import staged_shas
+
+                self._staged = staged_shas(tree)
+            under = prefix + "/"
+            return [Input(p, sha, kind) for p, sha in sorted(self._staged.items())
+                    if p == prefix or p.startswith(under)]
         if not isinstance(tree, WorkingTree):
             # SHAs from tree objects alone: no blob is read (or sized) to list it.
             shas = blob_shas(tree, prefix)
