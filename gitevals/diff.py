@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from gitevals.goldens_diff import GoldensDiff
@@ -317,6 +317,17 @@ class VerdictRow:
     p: float | None = None
     beyond_noise: bool = False
     a_rescored: Tally | None = None
+    graders_changed: tuple[str, ...] = ()  # graders it uses (on B) whose code changed
+
+
+def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]
+                      ) -> tuple[VerdictRow, ...]:
+    """``rows`` with the changed graders each scenario uses, so a move can be read against them."""
+    by_key: dict[tuple[str, str], list[str]] = {}
+    for u in users:
+        by_key.setdefault((u.case, u.scenario), []).append(u.grader)
+    return tuple(replace(r, graders_changed=tuple(sorted(by_key.get((r.case, r.scenario), []))))
+                 for r in rows)
 
 
 def tallies(artifact: Mapping[str, Any] | None) -> dict[tuple[str, str], Tally]:

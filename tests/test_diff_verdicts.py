@@ -244,3 +244,27 @@ def test_true_drop_end_to_end(repo: Repo) -> None:
     b = _random_commit(repo, {f"s{i:02d}": 0.3 for i in range(20)}, 20, "commit-b")
     regressed, beyond = _called(repo, a, b)
     assert beyond >= 18, (regressed, beyond)
+
+
+def test_cli_verdict_rows_name_the_changed_graders_they_use(repo: Repo) -> None:
+    judged = ("defaults: {trials: 6, timeout: 10s}\nscenarios:\n"
+              "  - id: judged\n    user: What is the capital of France?\n"
+              "    expect: [{grader: {name: quality.ok}}]\n"
+              "  - id: plain\n    user: What is the capital of France?\n"
+              "    expect: [{final_answer_contains: Paris}]\n")
+    files: dict[str, str | bytes] = {
+        "harness.py": HARNESS, "pyproject.toml": SETTINGS,
+        "passes.json": json.dumps({"judged": 6, "plain": 6}), "evals/cases/geo.yaml": judged,
+        "evals/graders/quality.py": "def ok(t, case, run):\n    return True\n"}
+    a = repo.commit(files, "a")
+    assert run_cli("run", cwd=repo.path).code == 0
+    b = repo.commit({"evals/graders/quality.py":
+                     "def ok(t, case, run):\n    return 'Paris' not in run['final_answer']\n"})
+    assert run_cli("run", cwd=repo.path).code == 1
+    r = run_cli("diff", a, b, cwd=repo.path)
+    assert r.code == 1, r.err
+    rows = r.out.split("\n\n")[1].splitlines()
+    assert rows[1].split()[-2:] == ["changed", "graders"]
+    assert rows[2].split() == ["geo", "judged", "pass", "6/6", "fail", "0/6", "regressed",
+                               "0.0005", "beyond", "noise", "quality.ok"]
+    assert len(rows) == 3  # "plain" did not move

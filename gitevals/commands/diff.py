@@ -246,7 +246,7 @@ def _run_notes(sides: tuple[Any, Any]) -> list[str]:
 def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
             parts: set[str], test: str, alpha: float) -> Any:
     """Read what the two revisions hold and build the ``Diff``."""
-    from gitevals.diff import Diff, compare_verdicts
+    from gitevals.diff import Diff, compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
     s = _Sides(repo, rev_a, rev_b)
@@ -269,7 +269,8 @@ def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | N
 
             rescored = score_artifact(run_a, rules=b_cases)
         if run_a is not None and run_b is not None:
-            verdicts = compare_verdicts(run_a, run_b, rescored, test, alpha)
+            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
+                                         users)
     sides = (_side(s, 0, *runs[0]), _side(s, 1, *runs[1]))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,

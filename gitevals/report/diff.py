@@ -80,12 +80,17 @@ def _verdicts(diff: Diff) -> Section | None:
     headers = ["case", "scenario", "A", "B", "change", "p", "noise"]
     if diff.rescored:
         headers.insert(3, "A by B's rules")
+    graders = any(r.graders_changed for r in shown)
+    if graders:
+        headers.append("changed graders")
     rows = []
     for r in shown:
         noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
         row = [r.case, r.scenario, _tally(r.a), _tally(r.b), r.change, _p(r.p), noise]
         if diff.rescored:
             row.insert(3, _tally(r.a_rescored))
+        if graders:
+            row.append(", ".join(r.graders_changed))
         rows.append(tuple(row))
     unchanged = len(diff.verdicts) - len(shown)
     title = f"Verdicts ({diff.test} test, beyond noise when p < {diff.alpha:g}"
