@@ -240,8 +240,10 @@ def render_rich(diff: Diff, limit: int = 50, width: int | None = None) -> str:
         for h in s.headers:
             table.add_column(h, overflow="fold")
         for row in s.rows:
-            table.add_row(*[f"[{colours[x]}]{x}[/]" if x in colours else _escape(x)
-                            for x in row])
+            # a move within noise is not painted like a regression
+            noise = "within noise" in row
+            table.add_row(*[f"[{'yellow' if noise else colours[x]}]{x}[/]"
+                            if x in colours else _escape(x) for x in row])
         console.print(table)
         if s.more:
             console.print(f"... {s.more} more (--limit 0 or --format json shows all)")
