@@ -5,18 +5,21 @@ two revisions, so parsing every line would cost far more than reading the blobs.
 ``diff_goldens`` instead:
 
 1. walks both blobs in step without splitting them, skipping equal stretches
-   with ever larger byte compares (memcmp), splitting only the chunk where they
-   part to find the line, and re-synchronising after an edit within a few lines
-   (a small window of hashed lines when that fails); every line it cannot pair
-   with an identical line on the other side is "differing" -- an imperfect resync
-   only makes more lines differ, never hides a change, because differing lines
-   are paired again by id below;
+   with ever larger byte compares (memcmp), bisecting only the chunk where they
+   part, and re-synchronising after an edit within a few lines (then within
+   windows of hashed lines that grow 4x, for blocks of inserted or removed rows);
+   every line it cannot pair with an identical line on the other side is
+   "differing" -- an imperfect resync only makes more lines differ, never hides a
+   change, because differing lines are paired again by id below; line numbers
+   are counted on the way (an equal stretch once, on A);
 2. parses only the differing lines (json), pairs them by id: same id on both
    sides -> changed (field by field) or unchanged (moved, reformatted), one side
    only -> removed / added;
-3. finds duplicate ids over *all* lines with one regex pass over each blob that
-   reads the leading ``{"id": ...`` of every line (C speed, no JSON parse); a
-   line that does not start that way has its id read by a full parse instead.
+3. finds duplicate ids over *all* lines with one regex pass over B that reads
+   the leading ``{"id": ...`` of every line (C speed, no JSON parse; a line that
+   does not start that way has its id read by a full parse instead). A needs no
+   pass of its own: it is B's shared lines plus its own differing lines, so only
+   those are checked, and A is scanned in full only when that finds a suspect.
 
 A line that is byte-identical on both sides is not a change and is not parsed:
 whether such a line is valid JSON is the linter's question, not the diff's.
