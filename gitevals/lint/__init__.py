@@ -299,7 +299,7 @@ class _Run:
         for i in todo:
             self.bytes_of(i)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
-        if self.jobs < 2 or cost < PARALLEL_THRESHOLD:
+        if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
             return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
         return _parallel(todo, self.data, self.refused, self.jobs, self.progress)
 
@@ -384,6 +384,13 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
         for n, (findings, refs) in zip(chunk, answer, strict=True):
             results[n] = (findings, [Ref(*r) for r in refs])
     return results
+
+
+def _in_daemon() -> bool:
+    """True inside a daemonic worker (e.g. of a caller's pool): it may not fork children."""
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
 
 
 def _warm_up() -> None:

@@ -203,3 +203,14 @@ def test_large_runs_report_progress(tmp_path: Path) -> None:
     small: list[tuple[int, int]] = []
     lint_tree(tree, ["evals/cases/a.yaml"], jobs=2, progress=lambda d, t: small.append((d, t)))
     assert small == []
+
+
+def _lint_many(root: str) -> int:
+    return len(lint_tree(WorkingTree(Path(root)), jobs=2, cache=False).findings)
+
+
+def test_lint_inside_a_pool_worker_stays_serial(tmp_path: Path) -> None:
+    many = {f"evals/cases/c{n:03d}.yaml": CASE % "missing" for n in range(70)}
+    make(tmp_path / "t", {**FILES, **many})
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.map(_lint_many, [str(tmp_path / "t")]) == [72]
