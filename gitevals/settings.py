@@ -10,13 +10,10 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gitevals.findings import Finding
 from gitevals.tree import Tree
-
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {
@@ -81,16 +78,16 @@ def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
 
 
 def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[Finding]:
-    import jsonschema
+    # The compiled validator of the same schema file lint uses: jsonschema is only
+    # imported to explain settings that fail, which keeps the commit hook quick.
+    from gitevals.lint.schema import validate
 
-    schema = json.loads((SCHEMA_DIR / "settings.schema.json").read_text())
-    validator = jsonschema.Draft202012Validator(schema)
     findings = []
-    for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.path))):
-        keys = [str(p) for p in err.absolute_path]
+    for err in validate("settings", raw):
+        keys = [str(p) for p in err.path]
         sub = ".".join([section, *keys[:-1]]) if len(keys) > 1 else section
-        line, col = _key_position(text, keys[-1] if keys else "", sub)
-        where = ".".join(keys) or section
+        line, col = _key_position(text, keys[-1] if keys else "", sub.strip("."))
+        where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
                                 f"bad setting {where}: {err.message}; see README 'Settings'"))
     return findings
