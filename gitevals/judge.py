@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
+    import urllib.request
 
 NO_JUDGE = "no judge configured: set [tool.gitevals.judge]"
 
@@ -29,6 +30,8 @@ def judge_config(judge: Any) -> dict[str, Any] | None:
 
 
 def _request(config: dict[str, Any], prompt: str) -> urllib.request.Request:
+    import urllib.request
+
     body = {"model": config["model"], "temperature": 0,
             "messages": [{"role": "user", "content": prompt}]}
     headers = {"Content-Type": "application/json"}
@@ -58,6 +61,9 @@ def llm(config: dict[str, Any] | None, prompt: str) -> str:
         raise JudgeError(NO_JUDGE)
     if not isinstance(prompt, str):
         raise JudgeError(f"t.llm takes a str prompt, not {type(prompt).__name__}")
+    import urllib.error
+    import urllib.request
+
     req = _request(config, prompt)
     try:
         with urllib.request.urlopen(req, timeout=float(config.get("timeout") or 60)) as resp:
