@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the python-target worker imports this module: keep its start light
+    import selectors
+    import subprocess
 
 #: A reply line longer than this is a protocol error (a runaway target must not
 #: eat the memory of the run).
@@ -64,6 +65,8 @@ class ProcessRegistry:
     """Every live target/worker process group, so an interrupt can kill them all."""
 
     def __init__(self) -> None:
+        import threading
+
         self._lock = threading.Lock()
         self._procs: set[subprocess.Popen[bytes]] = set()
         self.closed = False
@@ -116,6 +119,9 @@ class Conversation:
         self.failed = False
 
     def start(self) -> None:
+        import selectors
+        import subprocess
+
         try:
             self.proc = subprocess.Popen(
                 self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
@@ -297,6 +303,8 @@ def _wait_writable(fd: int, deadline: float) -> bool:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return False
+    import selectors
+
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_WRITE)
         return bool(sel.select(remaining))
