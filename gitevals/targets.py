@@ -313,10 +313,21 @@ def _wait_writable(fd: int, deadline: float) -> bool:
 _LISTS = {"tool_calls": ("name",), "hooks": ("name",)}
 
 
+class _Constant(Exception):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Constant(name)
+
+
 def parse_reply(line: bytes) -> dict[str, Any]:
     """One reply line -> its object, or ``TargetError('target_protocol')`` saying what is wrong."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_constant=_no_constant)
+    except _Constant as exc:
+        raise TargetError("target_protocol", f"reply holds {exc}, which JSON does not allow "
+                                             "(artifacts must stay valid JSON)") from None
     except (ValueError, UnicodeDecodeError):
         raise TargetError("target_protocol", f"reply is not JSON: {_short(line)!r}") from None
     problem = reply_problem(obj)

@@ -228,6 +228,12 @@ def test_input_lines_match_the_published_schema() -> None:
     jsonschema.Draft202012Validator(schema).validate(_msg())
 
 
+def test_nan_in_a_reply_is_a_protocol_error() -> None:
+    with pytest.raises(TargetError) as err:
+        parse_reply(b'{"final_answer": "x", "score": NaN}')
+    assert err.value.kind == "target_protocol" and "NaN" in err.value.message
+
+
 def test_parse_reply_fills_defaults() -> None:
     assert parse_reply(b'{"final_answer": "a"}') == {"final_answer": "a", "tool_calls": [],
                                                      "hooks": [], "error": None}
