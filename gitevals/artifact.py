@@ -84,26 +84,25 @@ def _parse(text: str | bytes) -> dict[str, Any] | None:
     return None
 
 
-def _order(artifact: dict[str, Any]) -> tuple[str, str]:
-    return (str(artifact.get("started_at", "")), str(artifact.get("run_id", "")))
-
-
 def artifacts_for_commit(work_root: Path, root: str, commit: str) -> list[dict[str, Any]]:
     """Artifacts in ``<root>/results/`` of the working tree pinned to ``commit``, oldest first.
 
+    Ordered by ``started_at`` (whole seconds), then by file modification time, so two
+    runs started within the same second still come in the order they were written.
     Only files whose name carries ``commit[:12]`` are opened (run ids embed it), so a
     results dir with thousands of runs stays cheap. Unreadable files are skipped.
     """
     found = []
     directory = results_dir(work_root, root)
-    for path in sorted(directory.glob(f"*-{commit[:12]}-*.json")):
+    for path in directory.glob(f"*-{commit[:12]}-*.json"):
         try:
             data = _parse(path.read_bytes())
+            mtime = path.stat().st_mtime_ns
         except OSError:
             continue
         if data is not None and data.get("commit") == commit:
-            found.append(data)
-    return sorted(found, key=_order)
+            found.append((str(data.get("started_at", "")), mtime, path.name, data))
+    return [f[3] for f in sorted(found, key=lambda f: f[:3])]
 
 
 def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[str, Any] | None:

@@ -420,3 +420,11 @@ def test_a_commit_without_cases_is_a_usage_error(repo: Repo) -> None:
     res = run_cli("run", cwd=repo.path)
     assert res.code == 2
     assert "no cases in evals/cases/ of HEAD" in res.err and len(res.err.splitlines()) == 1
+
+
+def test_piped_text_output_is_only_the_table(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 0 and res.err == ""
+    run_id = _only_artifact(repo)["run_id"]
+    assert res.out.splitlines()[0].startswith(f"run {run_id} of HEAD")

@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if artifact["interrupted"]:
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if args.format == "text":
+    if args.format == "text" and sys.stderr.isatty():  # piped: nothing but the result
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
     from gitevals.report.runs import failed
 
