@@ -213,8 +213,8 @@ class Conversation:
     def _exited(self, what: str) -> TargetError:
         code = self._exit_status(1.0)
         self._drain_stderr()
-        tail = _short(bytes(self._stderr)).splitlines()
-        said = f": {tail[-1]}" if tail else ""
+        lines = bytes(self._stderr).strip().splitlines()
+        said = f": {_short(lines[-1])}" if lines else ""  # its last words, e.g. the exception
         if self.python_target and code == _START_FAILED:
             return TargetError("target_start", f"cannot load the python target{said}")
         status = f"exited with code {code}" if code is not None else "closed its output"

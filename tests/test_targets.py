@@ -53,7 +53,8 @@ def test_the_target_runs_in_the_given_directory(tmp_path: Path) -> None:
 
 
 BAD_TARGETS = [
-    ("crash", 'sys.stdin.readline(); print("kaput", file=sys.stderr); sys.exit(3)',
+    ("crash", 'sys.stdin.readline(); print("noise " * 400, file=sys.stderr); '
+     'print("kaput", file=sys.stderr); sys.exit(3)',
      "target_crash", "exited with code 3): kaput"),
     ("silent-exit", "sys.stdin.readline()", "target_crash", "exited before answering"),
     ("garbage", 'sys.stdin.readline(); print("hello there", flush=True); time.sleep(5)',
