@@ -15,6 +15,8 @@ import pytest
 from gitevals.grading import GraderWorker
 from gitevals.judge import NO_JUDGE, JudgeError, T, llm
 
+from .conftest import Repo, run_cli
+
 
 @dataclass
 class FakeJudge:
@@ -132,3 +134,22 @@ def test_a_grader_in_the_worker_reaches_the_judge(judge: FakeJudge, tmp_path: Pa
     assert got["raw"] == {"pass": True, "why": "judged: grade: Paris"}
     assert judge.requests[0]["auth"] == "Bearer sk-worker"
     assert swallowed == {**swallowed, "raw": False, "error": None}
+
+
+def test_a_run_passes_the_configured_judge_to_its_graders(judge: FakeJudge, repo: Repo) -> None:
+    from .test_run_cli import HARNESS, SETTINGS, _only_artifact
+
+    settings = SETTINGS + (f'\n[tool.gitevals.judge]\nbase_url = "{judge.url}"\n'
+                           'model = "judge-2026-01-15"\napi_key_env = "RUN_JUDGE_KEY"\n')
+    repo.commit({
+        "harness.py": HARNESS, "pyproject.toml": settings,
+        "evals/graders/q.py": "def judged(t, case, run):\n"
+                              "    return {'pass': True, 'why': t.llm(run['final_answer'])}\n",
+        "evals/cases/capital.yaml": "scenarios:\n  - id: ok\n    user: capital of France?\n"
+                                    "    expect: [{grader: {name: q.judged}}]\n"})
+    res = run_cli("run", cwd=repo.path, env={"RUN_JUDGE_KEY": "sk-run"})
+    assert res.code == 0, res.err
+    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    assert result["graders"][0]["raw"] == {"pass": True, "why": "judged: Paris"}
+    assert judge.requests[0]["auth"] == "Bearer sk-run"
+    assert judge.requests[0]["json"]["model"] == "judge-2026-01-15"
