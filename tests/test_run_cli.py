@@ -428,3 +428,10 @@ def test_piped_text_output_is_only_the_table(repo: Repo) -> None:
     assert res.code == 0 and res.err == ""
     run_id = _only_artifact(repo)["run_id"]
     assert res.out.splitlines()[0].startswith(f"run {run_id} of HEAD")
+
+
+def test_markdown_output_for_a_pr_comment(repo: Repo) -> None:
+    _setup(repo, {"tone": TONE})
+    res = run_cli("run", "--format", "markdown", cwd=repo.path)
+    assert res.code == 0
+    assert "| tone | ok-capital | ✅ pass | 3/3 |  |" in res.out.splitlines()

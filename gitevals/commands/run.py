@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(the commit still runs; the artifact says dirty)")
     parser.add_argument("--no-note", action="store_true",
                         help="do not attach the artifact to the commit as a git note")
-    parser.add_argument("--format", choices=("text", "json", "junit"), default="text",
-                        help="what to print on stdout (default text)")
+    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
+                        default="text", help="what to print on stdout (default text)")
 
 
 def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
