@@ -435,3 +435,50 @@ def test_markdown_output_for_a_pr_comment(repo: Repo) -> None:
     res = run_cli("run", "--format", "markdown", cwd=repo.path)
     assert res.code == 0
     assert "| tone | ok-capital | ✅ pass | 3/3 |  |" in res.out.splitlines()
+
+
+CONVERSATION = """\
+defaults: {trials: 2, timeout: 5s}
+scenarios:
+  - id: first
+    user: one
+    expect: [{no_error: true}]
+  - id: only-once
+    user: [two, three]
+    trials: 1
+    expect: [{no_error: true}]
+  - id: last
+    user: four
+    expect: [{no_error: true}]
+"""
+
+
+def test_trial_i_is_one_conversation_through_the_scenarios_in_order(repo: Repo) -> None:
+    agent = ("def respond(messages):\n"
+             "    said = [m['content'] for m in messages if m['role'] == 'user']\n"
+             "    return {'final_answer': ' '.join(said)}\n")
+    repo.write({"agent.py": agent})
+    _setup(repo, {"conv": CONVERSATION},
+           settings='[tool.gitevals.target]\npython = "agent:respond"\n')
+    res = run_cli("run", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    by = _scenarios(json.loads(res.out))
+    answers = {sid: [r["transcript"]["final_answer"] for r in by[f"conv/{sid}"]["results"]]
+               for sid in ("first", "only-once", "last")}
+    assert answers == {"first": ["one", "one"], "only-once": ["one two three"],
+                       "last": ["one two three four", "one four"]}
+    assert [t["final_answer"] for t in by["conv/only-once"]["results"][0]["transcript"]["turns"]] \
+        == ["one two", "one two three"]
+
+
+def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
+    slow = "defaults: {trials: 4, timeout: 5s}\nscenarios:\n  - id: slow\n    user: hi\n" \
+           "    expect: [{no_error: true}]\n"
+    _setup(repo, {"a": slow, "b": slow})
+    res = run_cli("run", "--jobs", "4", "--format", "json", cwd=repo.path)
+    assert res.code == 0
+    art = json.loads(res.out)
+    busy = sum(r["transcript"]["duration_ms"] for c in art["cases"]
+               for s in c["scenarios"] for r in s["results"])
+    assert busy >= 8 * 300
+    assert art["duration_ms"] < 0.8 * busy  # 8 conversations of 0.3 s overlapped
