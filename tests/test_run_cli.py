@@ -37,7 +37,7 @@ scenarios:
 """
 
 BAD = """\
-defaults: {trials: 2, timeout: 1s}
+defaults: {trials: 2, timeout: 20s}
 scenarios:
   - id: crash
     user: hi
@@ -48,7 +48,7 @@ scenarios:
 """
 
 
-def _scenario_case(sid: str, trials: int = 2, timeout: str = "1s") -> str:
+def _scenario_case(sid: str, trials: int = 2, timeout: str = "20s") -> str:
     return (f"defaults: {{trials: {trials}, timeout: {timeout}}}\nscenarios:\n"
             f"  - id: {sid}\n    user: What is the capital of France?\n"
             "    expect: [{final_answer_contains: Paris}]\n")
@@ -95,7 +95,9 @@ def test_a_passing_run_records_everything_and_exits_0(repo: Repo) -> None:
 
 
 def test_misbehaving_targets_break_only_their_own_trials(repo: Repo) -> None:
-    cases = {sid: _scenario_case(sid) for sid in ("crash", "hang", "garbage", "half", "silent")}
+    # Only the hang waits for its timeout; the others get room for a slow python start.
+    cases = {sid: _scenario_case(sid, timeout="1s" if sid == "hang" else "20s")
+             for sid in ("crash", "hang", "garbage", "half", "silent")}
     cases["tone"] = TONE
     _setup(repo, cases)
     started = time.monotonic()
