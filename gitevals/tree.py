@@ -259,6 +259,10 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> Any:
         obj = repo.revparse_single(rev)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+        if repo.head_is_unborn and rev.startswith("HEAD"):
+            raise RevisionError(
+                f"{rev} names no commit: this repository has no commits yet; commit first"
+            ) from exc
         raise RevisionError(
             f"unknown revision {rev!r}: name a commit, branch or tag of this repository "
             f"(`git log --oneline` lists commits)"

@@ -19,3 +19,19 @@ def test_chdir_to_missing_dir_is_one_line(tmp_path: Path) -> None:
     r = run_cli("-C", str(tmp_path / "nope"), "lint", cwd=tmp_path)
     assert r.code == 2
     assert r.err.count("\n") == 1 and "Traceback" not in r.err
+
+
+def test_lint_of_a_dir_without_an_eval_tree_says_how_to_start(tmp_path: Path) -> None:
+    r = run_cli("lint", cwd=tmp_path)
+    assert r.code == 0
+    assert "gitevals init" in r.err
+
+
+def test_revision_in_a_repo_without_commits(tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    r = run_cli("lint", "--rev", "HEAD", cwd=tmp_path)
+    assert r.code == 2
+    assert r.err.strip() == ("gitevals: error: HEAD names no commit: this repository has no "
+                             "commits yet; commit first")

@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = REPORTERS[args.format](result)
     sys.stdout.write(out)
+    if result.files == 0 and paths is None:
+        print(f"gitevals: nothing to lint in the {tree.label}: no cases, graders or goldens "
+              "under the eval root; `gitevals init` scaffolds an eval tree", file=sys.stderr)
     return 0 if result.ok else 1
 
 
