@@ -42,9 +42,10 @@ STEPS_V2 = [
 ]
 
 
-def sh(argv: list[str], cwd: Path, env: dict[str, str]) -> int:
-    print(f"\n$ {shlex.join(argv)}", flush=True)
-    return subprocess.run(argv, cwd=cwd, env=env).returncode
+def gitevals(args: list[str], cwd: Path, env: dict[str, str]) -> int:
+    # Shown as a user types it; run with this interpreter's gitevals.
+    print(f"\n$ {shlex.join(['gitevals', *args])}", flush=True)
+    return subprocess.run([sys.executable, "-m", "gitevals", *args], cwd=cwd, env=env).returncode
 
 
 def git(repo: Path, env: dict[str, str], *args: str) -> None:
@@ -62,7 +63,7 @@ def commit_version(repo: Path, env: dict[str, str], version: str) -> None:
 def run_steps(steps: list[tuple[list[str], int, str]], repo: Path, env: dict[str, str]) -> bool:
     ok = True
     for args, expected, why in steps:
-        code = sh([sys.executable, "-m", "gitevals", *args], repo, env)
+        code = gitevals(args, repo, env)
         mark = "as expected" if code == expected else f"UNEXPECTED (wanted {expected})"
         print(f"# exit {code}: {mark} -- {why}", flush=True)
         ok = ok and code == expected
@@ -81,7 +82,7 @@ def main() -> int:
             return 2
         repo.mkdir(parents=True, exist_ok=True)
         git(repo, env, "init", "-q", "-b", "main")
-        print(f"# demo repo: {repo}")
+        print(f"# demo repo: {repo} (every command below runs there)")
         commit_version(repo, env, "v1")
         ok = run_steps(STEPS_V1, repo, env)
         commit_version(repo, env, "v2")
