@@ -154,8 +154,11 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
 
 def test_cli_explicit_run_files(two_runs: tuple[Repo, str, str], tmp_path: Path) -> None:
     repo, a, b = two_runs
-    results = sorted((repo.path / "evals" / "results").glob("*.json"))
-    run_a, run_b = (str(p) for p in results)
+    # Run ids start with the second they ran in: two runs in one second sort by commit,
+    # so tell them apart by the commit each artifact records.
+    by_commit = {json.loads(p.read_text())["commit"]: str(p)
+                 for p in (repo.path / "evals" / "results").glob("*.json")}
+    run_a, run_b = by_commit[a], by_commit[b]
     r = run_cli("diff", a, b, "--a-run", run_b, "--b-run", run_a, "--format", "json",
                 cwd=repo.path)
     doc = json.loads(r.out)
