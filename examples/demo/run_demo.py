@@ -1,8 +1,9 @@
 """The README's main job on the bundled example, end to end.
 
 Builds a throwaway git repo from ``v1/`` (a tiny deterministic agent and its eval
-tree), then: lint -> publish-check -> run pinned to the v1 commit -> show; applies
-``v2/`` (the agent gets wordier, one golden changes) -> run pinned to v2 -> diff v1 v2.
+tree), then: lint -> publish-check -> run pinned to the v1 commit -> show; then v2
+(``v2/`` changes the goldens, and the agent's VERBOSE switch is flipped: wordier
+answers) -> run pinned to v2 -> diff v1 v2.
 Every step is the real ``gitevals`` CLI; each command is printed before it runs.
 
     python examples/demo/run_demo.py [--keep DIR]
@@ -52,8 +53,19 @@ def git(repo: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
+def make_v2_harness(repo: Path) -> None:
+    """v2 of the agent is v1 with one switch flipped: wordier answers."""
+    harness = repo / "harness.py"
+    text = harness.read_text()
+    v1_line = "VERBOSE = False  # v2 of the demo flips this and regresses a scenario"
+    assert v1_line in text, "examples/demo/v1/harness.py lost its VERBOSE switch"
+    harness.write_text(text.replace(v1_line, "VERBOSE = True  # v2: longer answers"))
+
+
 def commit_version(repo: Path, env: dict[str, str], version: str) -> None:
     shutil.copytree(HERE / version, repo, dirs_exist_ok=True)
+    if version == "v2":
+        make_v2_harness(repo)
     git(repo, env, "add", "-A")
     git(repo, env, "commit", "-q", "-m", f"demo agent {version}")
     git(repo, env, "tag", version)
