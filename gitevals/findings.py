@@ -37,7 +37,8 @@ class Finding:
         return cls(d["path"], d["line"], d["col"], d["code"], d["message"], d["severity"])
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+        tag = " (warning)" if self.severity == "warning" else ""  # as lint prints it
+        return f"{self.path}:{self.line}:{self.col}: {self.code}{tag} {self.message}"
 
 
 def has_errors(findings: list[Finding]) -> bool:

@@ -89,8 +89,19 @@ def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[F
         line, col = _key_position(text, keys[-1] if keys else "", sub.strip("."))
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
-                                f"bad setting {where}: {err.message}; see README 'Settings'"))
+                                f"bad setting {where}: {_toml_hint(err.message)}; "
+                                "see README 'Settings'"))
     return findings
+
+
+# The schema explainer words its advice for YAML case files; settings are TOML.
+_YAML_LIST_HINT = "; write a list, one '- item' per line"
+
+
+def _toml_hint(message: str) -> str:
+    if message.endswith(_YAML_LIST_HINT):
+        return message[: -len(_YAML_LIST_HINT)] + '; write a TOML array: ["python3", "harness.py"]'
+    return message
 
 
 def _from_raw(raw: dict[str, Any], source: str) -> Settings:

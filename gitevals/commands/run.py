@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     assert tree.commit is not None and tree.tree_sha is not None
     the_plan = runner.plan(tree, args.cases, args.trials)
     if the_plan.settings.target is None:
-        raise UsageError(f"no target configured in {tree.label}: set [tool.gitevals.target] "
+        table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
+                 else "[tool.gitevals.target] in pyproject.toml")
+        raise UsageError(f"no target configured in {tree.label}: set {table}: "
                          "command = [...] or python = \"module:function\"")
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty)
     for f in the_plan.findings:

@@ -96,6 +96,8 @@ def _title(artifact: dict[str, Any]) -> str:
     if scored.get("rules_rev"):
         rules_commit = str(scored.get("rules_commit", ""))[:12]
         text += f", scored with the rules of {scored['rules_rev']} ({rules_commit})"
+    if artifact.get("dirty"):  # --allow-dirty: the commit ran, the working tree differed
+        text += ", dirty"
     if artifact.get("interrupted"):
         text += ", interrupted"
     return text

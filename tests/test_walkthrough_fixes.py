@@ -1,0 +1,89 @@
+"""Fixes found by following the README as a new user, each driven through the real CLI."""
+
+from __future__ import annotations
+
+from .conftest import Repo, run_cli
+
+HARNESS = """\
+import json, sys
+for line in sys.stdin:
+    print(json.dumps({"final_answer": "Paris.", "tool_calls": [], "hooks": [], "error": None}),
+          flush=True)
+"""
+
+CASE = """\
+defaults: {trials: 1, timeout: 30s}
+scenarios:
+  - id: answers
+    user: What is the capital of France?
+    expect:
+      - final_answer_contains: Paris
+"""
+
+GRADED_CASE = """\
+scenarios:
+  - id: graded
+    user: hi
+    expect:
+      - grader: {name: q.ok}
+"""
+
+GRADER = "def ok(t, case, run):\n    return True\n"
+
+
+def test_settings_list_hint_is_toml_not_yaml(repo: Repo) -> None:
+    # `command = "python3 harness.py"` is a common first mistake; the fix is TOML syntax.
+    repo.commit({"gitevals.toml": '[target]\ncommand = "python3 harness.py"\n',
+                 "evals/cases/a.yaml": CASE})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1
+    line = next(x for x in res.out.splitlines() if "GE701" in x)
+    assert line.startswith("gitevals.toml:2:1: GE701 bad setting target.command")
+    assert "'- item'" not in line
+    assert 'write a TOML array: ["python3", "harness.py"]' in line
+
+
+def test_no_target_names_the_table_of_gitevals_toml(repo: Repo) -> None:
+    repo.commit({"gitevals.toml": 'root = "evals"\n', "evals/cases/a.yaml": CASE})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 2
+    assert "set [target] in gitevals.toml" in res.err
+    assert "tool.gitevals" not in res.err
+    assert len(res.err.strip().splitlines()) == 1
+
+
+def test_no_target_names_the_table_of_pyproject(repo: Repo) -> None:
+    repo.commit({"pyproject.toml": '[tool.gitevals]\nroot = "evals"\n',
+                 "evals/cases/a.yaml": CASE})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 2
+    assert "set [tool.gitevals.target] in pyproject.toml" in res.err
+
+
+def test_run_prints_a_warning_as_lint_does(repo: Repo) -> None:
+    # GE405 (a grader with one trial) is a warning: run must not present it as an error.
+    repo.commit({"gitevals.toml": '[target]\ncommand = ["python3", "harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/g.yaml": GRADED_CASE,
+                 "evals/graders/q.py": GRADER})
+    lint = run_cli("lint", cwd=repo.path)
+    res = run_cli("run", "--no-note", cwd=repo.path)
+    assert res.code == 0, res.err
+    warned = [x for x in res.err.splitlines() if "GE405" in x]
+    assert warned and "GE405 (warning) " in warned[0]
+    assert warned[0] in lint.out.splitlines()
+
+
+def test_show_marks_a_dirty_run(repo: Repo) -> None:
+    repo.commit({"gitevals.toml": '[target]\ncommand = ["python3", "harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/a.yaml": CASE})
+    clean = run_cli("run", "--no-note", cwd=repo.path)
+    assert clean.code == 0
+    assert ", dirty" not in clean.out.splitlines()[0]
+    repo.write({"harness.py": HARNESS + "# edited\n"})
+    res = run_cli("run", "--allow-dirty", "--no-note", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert res.out.splitlines()[0].endswith(", dirty")
+    shown = run_cli("show", cwd=repo.path)
+    assert shown.out.splitlines()[0].endswith(", dirty")
+    md = run_cli("show", "--format", "markdown", cwd=repo.path)
+    assert ", dirty" in md.out.splitlines()[0]
