@@ -5,7 +5,7 @@ two revisions, so parsing every line would cost far more than reading the blobs.
 ``diff_goldens`` instead:
 
 1. walks both blobs in step without splitting them, skipping equal stretches
-   with ever larger byte compares (memcmp), bisecting only the chunk where they
+   with ever larger byte compares (memcmp in place), bisecting only the chunk where they
    part, and re-synchronising after an edit within a few lines (then within
    windows of hashed lines that grow 4x, for blocks of inserted or removed rows);
    every line it cannot pair with an identical line on the other side is
@@ -36,7 +36,7 @@ from typing import Any
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
 _LINE_ID = re.compile(rb'\{\s*"id"\s*:\s*("[^"\\\n]*"|-?\d+)\s*[,}]')
 _CHUNK = 8192    # bytes first compared while skipping an equal run (then doubled)
-_MAX_CHUNK = 1 << 16  # kept under malloc's mmap threshold: no page faults per compare
+_MAX_CHUNK = 1 << 20  # ...up to this many
 _EXACT = 128     # a differing chunk is bisected down to this many bytes
 _NEAR = 3        # edits this close are found by direct compares, before any hashing
 _WINDOW = 64     # lines first looked ahead on each side to re-synchronise after an edit
@@ -132,22 +132,23 @@ def _lines_from(blob: bytes, p: int, n: int) -> list[Span]:
 def _equal_bytes(a: bytes, p: int, b: bytes, q: int) -> int:
     """How many bytes from (p, q) are equal, give or take the last line (<= _EXACT bytes).
 
-    Gallops over equal stretches with ever larger slice compares (memcmp), then
-    bisects the chunk that differs. Stopping short of the exact byte is safe: the
+    Gallops over equal stretches with ever larger compares, then bisects the chunk
+    that differs. Each compare is ``a.startswith(view of b, p)``: a memcmp in place,
+    no slice of either blob is copied. Stopping short of the exact byte is safe: the
     caller backs up to a line start, and a line found equal there is just skipped.
     """
-    start, step = p, _CHUNK
+    start, step, vb = p, _CHUNK, memoryview(b)
     while True:
         m = min(step, len(a) - p, len(b) - q)
         if m <= 0:
             return p - start
-        if a[p:p + m] == b[q:q + m]:
+        if a.startswith(vb[q:q + m], p):
             p, q, step = p + m, q + m, min(step * 2, _MAX_CHUNK)
             continue
         lo, hi = 0, m  # a[p:p+lo] == b[q:q+lo]; they part before hi
         while hi - lo > _EXACT:
             mid = (lo + hi) // 2
-            if a[p + lo:p + mid] == b[q + lo:q + mid]:
+            if a.startswith(vb[q + lo:q + mid], p + lo):
                 lo = mid
             else:
                 hi = mid
