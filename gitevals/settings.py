@@ -89,7 +89,7 @@ def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[F
         line, col = _key_position(text, keys[-1] if keys else "", sub.strip("."))
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
-                                f"bad setting {where}: {_toml_hint(err.message)}; "
+                                f"bad setting {where}: {_toml_hint(err)}; "
                                 "see README 'Settings'"))
     return findings
 
@@ -98,9 +98,15 @@ def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[F
 _YAML_LIST_HINT = "; write a list, one '- item' per line"
 
 
-def _toml_hint(message: str) -> str:
+def _toml_hint(err: Any) -> str:
+    """The schema explainer's message, worded for a TOML settings file."""
+    message = str(err.message)
     if message.endswith(_YAML_LIST_HINT):
         return message[: -len(_YAML_LIST_HINT)] + '; write a TOML array: ["python3", "harness.py"]'
+    if err.keyword == "not" and tuple(err.path) == ("judge", "model"):
+        # jsonschema's own words ("should not be valid under {'pattern': ...}") say no fix.
+        return ("the model is not pinned ('latest' is refused: a judge that changes under "
+                "you changes every score); name a dated snapshot, e.g. judge-model-2026-01-15")
     return message
 
 

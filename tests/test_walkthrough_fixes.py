@@ -87,3 +87,15 @@ def test_show_marks_a_dirty_run(repo: Repo) -> None:
     assert shown.out.splitlines()[0].endswith(", dirty")
     md = run_cli("show", "--format", "markdown", cwd=repo.path)
     assert ", dirty" in md.out.splitlines()[0]
+
+
+def test_unpinned_judge_model_says_what_to_do(repo: Repo) -> None:
+    repo.commit({"gitevals.toml": '[judge]\nbase_url = "http://127.0.0.1:1/v1"\n'
+                                  'model = "gpt-latest"\n',
+                 "evals/cases/a.yaml": CASE})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1
+    line = next(x for x in res.out.splitlines() if "GE701" in x)
+    assert line.startswith("gitevals.toml:3:1: GE701 bad setting judge.model: ")
+    assert "should not be valid under" not in line
+    assert "name a dated snapshot" in line
