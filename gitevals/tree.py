@@ -599,11 +599,15 @@ class _Pack:
         return out
 
     def inflate(self, e: _PackEntry) -> bytes:
+        """The entry's data. One-shot ``zlib.decompress`` into a buffer of the exact size:
+        a decompressor object would grow its output in blocks and copy them at the end."""
         import zlib
 
-        data = zlib.decompressobj().decompress(memoryview(self.pack)[e[2]:], e[3])
-        if len(data) != e[3]:
-            raise ValueError("short entry")
+        _, _, start, size = e
+        most = size + (size >> 10) + 64  # deflate's worst case is far below this
+        data = zlib.decompress(memoryview(self.pack)[start:start + most], bufsize=max(size, 1))
+        if len(data) != size:
+            raise ValueError("entry size")
         return data
 
 
@@ -627,15 +631,22 @@ def _apply_delta(base: bytes, delta: bytes) -> bytes:
     while p < n:
         c = delta[p]
         p += 1
-        if c & 0x80:  # copy: offset and size bytes present per flag bit
+        if c & 0x80:  # copy: bits 0-3 say which offset bytes follow, bits 4-6 size bytes
             off = size = 0
-            for bit in range(7):
-                if c & (1 << bit):
-                    if bit < 4:
-                        off |= delta[p] << (8 * bit)
-                    else:
-                        size |= delta[p] << (8 * (bit - 4))
-                    p += 1
+            if c & 0x01:
+                off, p = delta[p], p + 1
+            if c & 0x02:
+                off, p = off | delta[p] << 8, p + 1
+            if c & 0x04:
+                off, p = off | delta[p] << 16, p + 1
+            if c & 0x08:
+                off, p = off | delta[p] << 24, p + 1
+            if c & 0x10:
+                size, p = delta[p], p + 1
+            if c & 0x20:
+                size, p = size | delta[p] << 8, p + 1
+            if c & 0x40:
+                size, p = size | delta[p] << 16, p + 1
             pieces.append(view[off:off + (size or 0x10000)])
         elif c:  # insert the next c bytes
             pieces.append(delta[p:p + c])
