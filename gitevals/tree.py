@@ -461,7 +461,9 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
     """Several blobs at once (see ``read_blob_unverified``), the loose ones inflated in threads.
 
     ``zlib`` releases the GIL while it inflates, so with two large loose objects (a
-    goldens.jsonl at two commits) both cores work; packed objects go through libgit2.
+    goldens.jsonl at two commits) both cores work. Packed ones are read from the pack
+    files by ``_read_packed`` (a delta base they share inflated once); whatever neither
+    way yields, or yields at the wrong size, is left to libgit2.
     """
     import threading
     import zlib
