@@ -99,3 +99,46 @@ def test_unpinned_judge_model_says_what_to_do(repo: Repo) -> None:
     assert line.startswith("gitevals.toml:3:1: GE701 bad setting judge.model: ")
     assert "should not be valid under" not in line
     assert "name a dated snapshot" in line
+
+
+BROKEN_CASE = "suite: x\nscenarios:\n  - id: a\n    user: hi\n    expect:\n      - no_error: true\n"
+
+
+def test_a_run_of_only_broken_cases_keeps_the_last_real_run(repo: Repo) -> None:
+    repo.commit({"gitevals.toml": '[target]\ncommand = ["python3", "harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/a.yaml": CASE,
+                 "evals/cases/broken.yaml": BROKEN_CASE})
+    good = run_cli("run", "a", cwd=repo.path)
+    assert good.code == 0, good.err
+    run_id = good.out.split()[1]
+    res = run_cli("run", "broken", cwd=repo.path)
+    assert res.code == 1
+    assert "GE301" in res.err and "nothing was run" in res.err
+    assert res.out == ""
+    assert [p.stem for p in (repo.path / "evals/results").iterdir()] == [run_id]
+    shown = run_cli("show", cwd=repo.path)
+    assert shown.code == 0 and shown.out.split()[1] == run_id
+    assert run_id in repo.git("notes", "--ref", "gitevals", "show", "HEAD")
+
+
+def test_show_picks_the_later_run_when_two_finish_in_the_same_second(repo: Repo) -> None:
+    import json
+    import os
+
+    repo.commit({"gitevals.toml": '[target]\ncommand = ["python3", "harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/a.yaml": CASE})
+    first = run_cli("run", "--no-note", cwd=repo.path)
+    assert first.code == 0, first.err
+    results = repo.path / "evals/results"
+    (old,) = results.iterdir()
+    art = json.loads(old.read_text())
+    # A second run of the same commit, finished in the same second, written later; its
+    # random run-id suffix sorts first.
+    art["run_id"] = art["run_id"].rsplit("-", 1)[0] + "-000000"
+    art["dirty"] = True
+    new = results / f"{art['run_id']}.json"
+    new.write_text(json.dumps(art, sort_keys=True))
+    st = old.stat()
+    os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    shown = run_cli("show", cwd=repo.path)
+    assert shown.out.split()[1] == art["run_id"], shown.out

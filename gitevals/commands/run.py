@@ -96,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
         print(f, file=sys.stderr)
     for name in the_plan.blocked:
         print(f"gitevals: case {name!r} does not lint and was not run", file=sys.stderr)
+    if not the_plan.cases:
+        # An empty artifact would become the commit's newest run (and replace its note),
+        # hiding the last real run from `show` and `diff`: write nothing.
+        print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
+              f"(`gitevals lint --rev {args.rev}`) and commit", file=sys.stderr)
+        return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     jobs = args.jobs or os.cpu_count() or 1
     artifact = _execute(tree, the_plan, prov, args.cases, jobs)

@@ -36,8 +36,10 @@ def newest_for_rev(rev: str) -> dict[str, Any]:
     commit = str(resolve_commit(repo, rev).id)
     settings, _ = load_settings(WorkingTree(work_root(repo)))
     local = artifacts_for_commit(work_root(repo), settings.root, commit)
-    # Newest = finished last (a long run started earlier can finish after a short one).
-    found = max(local, key=lambda a: (str(a.get("finished_at")), str(a.get("run_id")))) \
+    # Newest = finished last (a long run started earlier can finish after a short one);
+    # finished_at has whole seconds, so a tie goes to the later-written file (``local`` is
+    # in write order), never to the random hex that ends a run id.
+    found = max(enumerate(local), key=lambda ia: (str(ia[1].get("finished_at")), ia[0]))[1] \
         if local else newest_for_commit(repo, settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
