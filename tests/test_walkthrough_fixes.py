@@ -142,3 +142,16 @@ def test_show_picks_the_later_run_when_two_finish_in_the_same_second(repo: Repo)
     os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     shown = run_cli("show", cwd=repo.path)
     assert shown.out.split()[1] == art["run_id"], shown.out
+
+
+def test_pushing_the_notes_ref_is_not_checked_as_a_release(repo: Repo) -> None:
+    sha = repo.commit({"evals/cases/a.yaml": CASE})
+    repo.git("notes", "--ref", "gitevals", "add", "-m", "{}", sha)
+    notes = repo.git("rev-parse", "refs/notes/gitevals")
+    zero = "0" * 40
+    stdin = f"refs/notes/gitevals {notes} refs/notes/gitevals {zero}\n"
+    res = run_cli("publish-check", "--pre-push", "origin", "/dev/null", cwd=repo.path,
+                  input=stdin)
+    assert res.code == 0, res.err
+    assert "ok: refs/notes/gitevals: git notes, no eval tree to check" in res.out
+    assert "eval files" not in res.out
