@@ -155,3 +155,19 @@ def test_pushing_the_notes_ref_is_not_checked_as_a_release(repo: Repo) -> None:
     assert res.code == 0, res.err
     assert "ok: refs/notes/gitevals: git notes, no eval tree to check" in res.out
     assert "eval files" not in res.out
+
+
+def test_diff_only_rules_does_not_claim_runs_are_missing(repo: Repo) -> None:
+    repo.commit({"gitevals.toml": '[target]\ncommand = ["python3", "harness.py"]\n',
+                 "harness.py": HARNESS, "evals/cases/a.yaml": CASE})
+    repo.git("tag", "v1")
+    assert run_cli("run", cwd=repo.path).code == 0
+    repo.commit({"evals/cases/a.yaml": CASE.replace("trials: 1", "trials: 2")})
+    res = run_cli("diff", "v1", "HEAD", "--only", "rules", cwd=repo.path)
+    assert res.code == 0, res.err
+    a_line = next(x for x in res.out.splitlines() if x.startswith("A  v1"))
+    assert "make one with" not in a_line
+    assert a_line.endswith("runs not read (--only leaves out verdicts)")
+    full = run_cli("diff", "v1", "HEAD", cwd=repo.path)
+    b_line = next(x for x in full.out.splitlines() if x.startswith("B  HEAD"))
+    assert "no run: make one with `gitevals run --rev" in b_line

@@ -220,11 +220,13 @@ def _checked(doc: dict[str, Any], label: str) -> dict[str, Any]:
     return doc
 
 
-def _side(s: _Sides, i: int, run: dict[str, Any] | None, source: str | None) -> Any:
+def _side(s: _Sides, i: int, run: dict[str, Any] | None, source: str | None,
+          looked: bool = True) -> Any:
     from gitevals.diff import Side
 
     commit = s.trees[i].commit or ""
-    hint = None if run else f"make one with `gitevals run --rev {commit}`"
+    # No hint when runs were not looked for (--only without verdicts): a run may exist.
+    hint = None if run or not looked else f"make one with `gitevals run --rev {commit}`"
     return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
                 run.get("run_id") if run else None, source,
                 run.get("commit") if run else None, hint)
@@ -271,7 +273,8 @@ def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | N
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)
-    sides = (_side(s, 0, *runs[0]), _side(s, 1, *runs[1]))
+    looked = "verdicts" in parts
+    sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
                 tuple(_run_notes(sides)))

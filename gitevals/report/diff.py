@@ -56,7 +56,8 @@ def _side_line(label: str, side: Side) -> str:
     if side.run_id:
         run = f"run {side.run_id} ({side.run_source})"
     else:
-        run = f"no run: {side.missing_run_hint}" if side.missing_run_hint else "no run"
+        run = (f"no run: {side.missing_run_hint}" if side.missing_run_hint
+               else "runs not read (--only leaves out verdicts)")
     evals = "" if side.has_evals else f"  (no eval tree: {side.root}/ is absent)"
     return f"{label}  {side.rev}  {side.commit}  {run}{evals}"
 
