@@ -31,12 +31,13 @@ def _history(repo: Repo, versions: int = 12) -> None:
 def _check(repo: Repo) -> int:
     import pygit2
 
-    from gitevals.tree import _read_packed, read_blobs_unverified
+    from gitevals.packfile import read_packed
+    from gitevals.tree import read_blobs_unverified
 
     r = pygit2.Repository(str(repo.path))
     shas = sorted(str(o) for o in r.odb if r.odb.read_header(o)[0] == pygit2.GIT_OBJECT_BLOB)
     expected = {s: r.odb.read(s)[1] for s in shas}
-    packed = _read_packed(repo.path / ".git" / "objects", shas)
+    packed = read_packed(repo.path / ".git" / "objects", shas)
     assert packed == {s: expected[s] for s in packed}
     assert read_blobs_unverified(r, shas) == [expected[s] for s in shas]
     return len(packed)
@@ -68,16 +69,16 @@ def test_packed_blobs_equal_libgit2(repo: Repo, layout: str) -> None:
 def test_unknown_index_version_is_left_to_libgit2(repo: Repo, tmp_path: Path) -> None:
     import pygit2
 
-    from gitevals.tree import _read_packed
+    from gitevals.packfile import read_packed
 
     _history(repo, versions=3)
     repo.git("gc", "-q")
     r = pygit2.Repository(str(repo.path))
     shas = sorted(str(o) for o in r.odb if r.odb.read_header(o)[0] == pygit2.GIT_OBJECT_BLOB)
     idx = next((repo.path / ".git/objects/pack").glob("*.idx"))
-    assert len(_read_packed(repo.path / ".git/objects", shas)) == len(shas)
+    assert len(read_packed(repo.path / ".git/objects", shas)) == len(shas)
     junk = tmp_path / "junk" / "pack"
     junk.mkdir(parents=True)
     (junk / "pack-0.idx").write_bytes(b"\377tOc\0\0\0\3" + idx.read_bytes()[8:])
     (junk / "pack-0.pack").write_bytes(idx.with_suffix(".pack").read_bytes())
-    assert _read_packed(junk.parent, shas) == {}
+    assert read_packed(junk.parent, shas) == {}
