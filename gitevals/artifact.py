@@ -67,11 +67,17 @@ def save(work_root: Path, artifact: dict[str, Any], text: str | None = None) -> 
     return path
 
 
-def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> None:
-    """Attach the artifact to its commit under refs/notes/gitevals (replacing an older one)."""
-    from gitevals.tree import write_note
+def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> bool:
+    """Attach the artifact to its commit under refs/notes/gitevals, replacing an older
+    note unless that one is a complete run and this one is not. True when written."""
+    from gitevals.tree import read_note, write_note
 
+    old = read_note(repo, artifact["commit"])
+    previous = _parse(old) if old else None
+    if previous is not None and complete(previous) and not complete(artifact):
+        return False
     write_note(repo, artifact["commit"], text if text is not None else dumps(artifact))
+    return True
 
 
 def _parse(text: str | bytes) -> dict[str, Any] | None:
@@ -84,11 +90,24 @@ def _parse(text: str | bytes) -> dict[str, Any] | None:
     return None
 
 
-def artifacts_for_commit(work_root: Path, root: str, commit: str) -> list[dict[str, Any]]:
-    """Artifacts in ``<root>/results/`` of the working tree pinned to ``commit``, oldest first.
+def complete(artifact: dict[str, Any]) -> bool:
+    """A run of every case of its commit (no CASE filter) that was not interrupted."""
+    options = artifact.get("options") or {}
+    return not options.get("cases") and not artifact.get("interrupted")
 
-    Ordered by ``started_at`` (whole seconds), then by file modification time, so two
-    runs started within the same second still come in the order they were written.
+
+def _rank(artifact: dict[str, Any], written: int) -> tuple[bool, str, int]:
+    # Complete runs first: `gitevals run tone` after a full run must not hide the
+    # full run from `show` and `diff`. Then the run that finished last (a long run
+    # started earlier can finish after a short one); finished_at has whole seconds,
+    # so a tie goes to the later-written file, never to the run id's random suffix.
+    return complete(artifact), str(artifact.get("finished_at", "")), written
+
+
+def artifacts_for_commit(work_root: Path, root: str, commit: str) -> list[dict[str, Any]]:
+    """Artifacts in ``<root>/results/`` of the working tree pinned to ``commit``,
+    least preferred first (the last is what ``newest_for_commit`` returns).
+
     Only files whose name carries ``commit[:12]`` are opened (run ids embed it), so a
     results dir with thousands of runs stays cheap. Unreadable files are skipped.
     """
@@ -101,12 +120,13 @@ def artifacts_for_commit(work_root: Path, root: str, commit: str) -> list[dict[s
         except OSError:
             continue
         if data is not None and data.get("commit") == commit:
-            found.append((str(data.get("started_at", "")), mtime, path.name, data))
-    return [f[3] for f in sorted(found, key=lambda f: f[:3])]
+            found.append((_rank(data, mtime), path.name, data))
+    return [f[2] for f in sorted(found, key=lambda f: f[:2])]
 
 
 def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[str, Any] | None:
-    """The newest artifact of ``commit``: results/ of the working tree, else its git note.
+    """The run to show for ``commit``: the newest complete run in results/ of the working
+    tree (else the newest partial one), else its git note.
 
     ``repo_or_tree_root`` is a ``pygit2.Repository`` (working tree and notes are both
     read) or a path to a working tree (results/ only).

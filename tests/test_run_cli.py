@@ -484,3 +484,20 @@ def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
                for s in c["scenarios"] for r in s["results"])
     assert busy >= 8 * 300
     assert art["duration_ms"] < 0.8 * busy  # 8 conversations of 0.3 s overlapped
+
+
+def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
+    commit = _setup(repo, {"one": _scenario_case("first"), "two": _scenario_case("second")})
+    full = run_cli("run", "--jobs", "2", cwd=repo.path)
+    assert full.code == 0, full.err
+    partial = run_cli("run", "one", "--jobs", "2", cwd=repo.path)
+    assert partial.code == 0, partial.err
+    assert "the git note keeps the complete run" in partial.err
+    assert len(_artifacts(repo)) == 2
+    # show, diff and the note all still answer with the run of every case
+    chosen = newest_for_commit(repo.path, "evals", commit)
+    assert chosen is not None and chosen["options"]["cases"] == []
+    note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
+    assert note["options"]["cases"] == []
+    shown = run_cli("show", cwd=repo.path)
+    assert "one" in shown.out and "two" in shown.out

@@ -60,7 +60,9 @@ def _write_note(repo: Any, artifact: dict[str, Any], text: str) -> None:
 
     for attempt in range(5):
         try:
-            note(repo, artifact, text)
+            if not note(repo, artifact, text):
+                print("gitevals: the git note keeps the complete run of this commit; this "
+                      "partial run is in results/", file=sys.stderr)
             return
         except Exception as exc:  # pygit2.GitError: another run moved the notes ref
             if attempt == 4:

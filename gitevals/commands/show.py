@@ -26,7 +26,7 @@ def _is_path(what: str) -> bool:
 def newest_for_rev(rev: str) -> dict[str, Any]:
     """The newest run pinned to ``rev``'s commit: <root>/results/ of the working tree,
     else the git note on the commit. None found is a usage error naming the fix."""
-    from gitevals.artifact import artifacts_for_commit, newest_for_commit
+    from gitevals.artifact import newest_for_commit
     from gitevals.errors import ArtifactError, UsageError
     from gitevals.scoring import validate_artifact
     from gitevals.settings import load_settings
@@ -35,12 +35,7 @@ def newest_for_rev(rev: str) -> dict[str, Any]:
     repo = require_repo()
     commit = str(resolve_commit(repo, rev).id)
     settings, _ = load_settings(WorkingTree(work_root(repo)))
-    local = artifacts_for_commit(work_root(repo), settings.root, commit)
-    # Newest = finished last (a long run started earlier can finish after a short one);
-    # finished_at has whole seconds, so a tie goes to the later-written file (``local`` is
-    # in write order), never to the random hex that ends a run id.
-    found = max(enumerate(local), key=lambda ia: (str(ia[1].get("finished_at")), ia[0]))[1] \
-        if local else newest_for_commit(repo, settings.root, commit)
+    found = newest_for_commit(repo, settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
                          f"git note: make one with `gitevals run --rev {commit}`")
