@@ -185,6 +185,12 @@ def test_cli_side_without_a_run_names_the_command(repo: Repo) -> None:
     lines = r.out.splitlines()
     assert lines[0] == "verdicts not compared"
     assert lines[2] == f"B  {b}  {b}  no run: make one with `gitevals run --rev {b}`"
+    # a CI gate asks for both runs: a missing one is then an error, not a silent pass
+    gated = run_cli("diff", a, b, "--require-runs", cwd=repo.path)
+    assert gated.code == 2
+    assert gated.err.strip() == (f"gitevals: error: no run of {b} ({b[:12]}): make one with "
+                                 f"`gitevals run --rev {b}` (--require-runs)")
+    assert run_cli("diff", a, a, "--require-runs", cwd=repo.path).code == 0
 
 
 def test_cli_corrupt_note_is_one_line(repo: Repo) -> None:

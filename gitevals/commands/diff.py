@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"compare only these parts (comma list of {', '.join(PARTS)})")
     parser.add_argument("--limit", type=int, default=50, metavar="N",
                         help="rows of goldens shown in text/markdown (0 = all; json has all)")
+    parser.add_argument("--require-runs", action="store_true",
+                        help="fail (exit 2) when either side has no run, instead of comparing "
+                             "no verdicts: what a CI gate wants")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +78,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = report.render_text(result, args.limit)
     sys.stdout.write(text)
+    if args.require_runs and "verdicts" in set(args.only or PARTS):
+        missing = [side for side in (result.a, result.b) if side.run_id is None]
+        if missing:
+            from gitevals.errors import UsageError
+
+            raise UsageError("; ".join(
+                f"no run of {side.rev} ({side.commit[:12]}): make one with "
+                f"`gitevals run --rev {side.commit}`" for side in missing
+            ) + " (--require-runs)")
     return exit_code(result, args.fail_on)
 
 
