@@ -74,15 +74,13 @@ repos:
       - id: gitevals-lint
         name: gitevals lint (staged eval files)
         entry: gitevals lint --staged
-        language: python
-        additional_dependencies: ["gitevals=={version}"]
+        language: system
         files: '^{root_re}/(cases/.+\\.ya?ml|graders/.+\\.py|goldens\\.jsonl)$'
         stages: [pre-commit]
       - id: gitevals-publish-check
         name: gitevals publish-check (pushed revisions)
         entry: gitevals publish-check --pre-push
-        language: python
-        additional_dependencies: ["gitevals=={version}"]
+        language: system
         pass_filenames: false
         always_run: true
         stages: [pre-push]
@@ -137,6 +135,7 @@ def plan(root: str, schema: str, pyproject: str | None, settings_exist: bool) ->
         File(f"{root}/{SCHEMA_FILE}", schema),
         File(f"{root}/cases/example.yaml", CASE.format(schema=SCHEMA_FILE)),
         File(f"{root}/graders/example.py", GRADER),
+        File(f"{root}/results/.gitignore", RESULTS_IGNORE),
     ]
     if not settings_exist:
         extra = _append_to_pyproject(pyproject, root)
@@ -145,6 +144,16 @@ def plan(root: str, schema: str, pyproject: str | None, settings_exist: bool) ->
         else:
             files.append(File("gitevals.toml", settings_body(root, "")))
     return files
+
+
+#: Run artifacts stay out of commits by default: each run is pinned to a commit and
+#: shared through git notes (refs/notes/gitevals). Delete this file to commit them.
+RESULTS_IGNORE = """\
+# gitevals run artifacts: shared as git notes (refs/notes/gitevals), not committed.
+# Delete this file to commit them instead.
+*
+!.gitignore
+"""
 
 
 def pre_commit_config(root: str) -> str:

@@ -11,7 +11,8 @@ from gitevals.scaffold import pre_commit_config
 
 from .conftest import Repo, run_cli
 
-SCAFFOLD = ("evals/case.schema.json", "evals/cases/example.yaml", "evals/graders/example.py")
+SCAFFOLD = ("evals/case.schema.json", "evals/cases/example.yaml", "evals/graders/example.py",
+            "evals/results/.gitignore")
 PROJECT = Path(__file__).resolve().parent.parent
 
 
@@ -150,3 +151,31 @@ def test_settings_go_to_gitevals_toml_when_pyproject_cannot_take_them(
     assert (repo.path / "pyproject.toml").read_text() == pyproject
     assert tomllib.loads((repo.path / "gitevals.toml").read_text())["root"] == "evals"
     assert_lints_clean(repo)
+
+
+def test_results_are_ignored_and_the_written_config_runs_under_pre_commit(repo: Repo) -> None:
+    import os
+    import subprocess
+    import sys
+
+    assert run_cli("init", cwd=repo.path).code == 0
+    repo.write({"evals/results/run.json": "{}"})
+    status = repo.git("status", "--porcelain", "--untracked-files=all")
+    assert "evals/results/.gitignore" in status and "run.json" not in status
+    # The config init writes uses the gitevals of the committing environment
+    # (language: system): the real framework refuses a bad staged case.
+    repo.write({"evals/cases/bad.yaml": "suite: x\nscenarios: []\n"})
+    repo.git("add", "-A")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PRE_COMMIT_HOME": str(repo.path.parent / "pc-home")}
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--hook-stage",
+                           "pre-commit"], cwd=repo.path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "evals/cases/bad.yaml:1:1: GE301 'suite' is refused" in proc.stdout
+    repo.remove("evals/cases/bad.yaml")
+    repo.git("add", "-A")
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--hook-stage",
+                           "pre-commit"], cwd=repo.path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

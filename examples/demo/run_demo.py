@@ -87,6 +87,13 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="build the demo repo here and keep it")
     args = parser.parse_args()
     env = {**os.environ, **GIT_ENV}
+    probe = subprocess.run([sys.executable, "-c", "import gitevals"], capture_output=True,
+                           cwd=tempfile.gettempdir())  # not this clone: it is on sys.path here
+    if probe.returncode != 0:
+        print(f"demo: gitevals is not installed for {sys.executable}: run "
+              "`pip install -e .` in the gitevals clone first (README, quick start)",
+              file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="gitevals-demo-") as tmp:
         repo = (args.keep or Path(tmp) / "demo-agent").resolve()
         if repo.exists() and any(repo.iterdir()):
@@ -100,6 +107,8 @@ def main() -> int:
         commit_version(repo, env, "v2")
         ok = run_steps(STEPS_V2, repo, env) and ok
     print("\ndemo: every step behaved as expected" if ok else "\ndemo: some step surprised us")
+    if args.keep is None:
+        print("(the demo repo was temporary; pass --keep DIR to look around in it afterwards)")
     return 0 if ok else 1
 
 
