@@ -37,13 +37,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chdir(path: str) -> None:
+    from gitevals.errors import UsageError
+
+    try:
+        os.chdir(path)
+    except OSError as exc:
+        raise UsageError(f"-C {path}: {exc.strerror or exc}; name an existing directory") from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gitevals`` console script. Returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.chdir:
-            os.chdir(args.chdir)
+            _chdir(args.chdir)
         code: int = args._run(args)
         return code
     except GitevalsError as exc:

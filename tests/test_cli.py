@@ -18,7 +18,8 @@ def test_unknown_command_is_usage_error(tmp_path: Path) -> None:
 def test_chdir_to_missing_dir_is_one_line(tmp_path: Path) -> None:
     r = run_cli("-C", str(tmp_path / "nope"), "lint", cwd=tmp_path)
     assert r.code == 2
-    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert r.err == f"gitevals: error: -C {tmp_path / 'nope'}: No such file or directory; " \
+        "name an existing directory\n"
 
 
 def test_lint_of_a_dir_without_an_eval_tree_says_how_to_start(tmp_path: Path) -> None:

@@ -501,3 +501,11 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
     assert note["options"]["cases"] == []
     shown = run_cli("show", cwd=repo.path)
     assert "one" in shown.out and "two" in shown.out
+
+
+def test_a_case_can_be_named_by_its_path(repo: Repo) -> None:
+    _setup(repo, {"one": _scenario_case("first"), "two": _scenario_case("second")})
+    res = run_cli("run", "evals/cases/one.yaml", "--no-note", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert [c["name"] for c in _only_artifact(repo)["cases"]] == ["one"]
+    assert _only_artifact(repo)["options"]["cases"] == ["one"]

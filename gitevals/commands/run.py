@@ -82,11 +82,14 @@ def _render(artifact: dict[str, Any], text: str, fmt: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from gitevals import runner
     from gitevals.errors import UsageError
+    from gitevals.model import case_name
     from gitevals.tree import RevisionTree, require_repo, work_root
 
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
     assert tree.commit is not None and tree.tree_sha is not None
+    # `gitevals run evals/cases/tone.yaml` (shell completion) means the case `tone`
+    args.cases = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in args.cases]
     the_plan = runner.plan(tree, args.cases, args.trials)
     if the_plan.settings.target is None:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
