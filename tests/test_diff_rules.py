@@ -106,7 +106,7 @@ Rules
   gone.yaml     stays                removed
   sub/new.yaml  stays                added
   tone.yaml     to-be-removed        removed
-  tone.yaml     answers-in-one-line  changed  timeout 300.0 -> 60.0
+  tone.yaml     answers-in-one-line  changed  timeout 300s -> 60s
   tone.yaml     answers-in-one-line           ~ final_answer_max_chars: 120 -> 80
   tone.yaml     uses-the-shell       changed  trials 3 -> 5
   tone.yaml     uses-the-shell                user turn 2: Now count them. -> Now count them twice.

@@ -122,7 +122,16 @@ def _field(c: Change) -> list[str]:
             and len(old) == len(new):
         return [f"user turn {i}: {short(o, 30)} -> {short(n, 30)}"
                 for i, (o, n) in enumerate(zip(old, new, strict=True), 1) if o != n]
+    if c.what == "timeout":
+        return [f"timeout {_seconds(old)} -> {_seconds(new)}"]
     return [f"{c.what} {short(old, 30)} -> {short(new, 30)}"]
+
+
+def _seconds(value: Any) -> str:
+    """``300.0`` -> ``300s``, ``2.5`` -> ``2.5s``: timeouts read as a case writes them."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}s"
+    return short(value, 30)
 
 
 def _rules(diff: Diff) -> Section | None:
