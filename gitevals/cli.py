@@ -9,6 +9,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 import gitevals.commands as commands_pkg
 from gitevals import __version__
@@ -22,14 +23,22 @@ def _command_modules() -> list[ModuleType]:
     return [m for m in mods if hasattr(m, "NAME")]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with bad input as one line (what is wrong, where to look), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gitevals",
         description="Evals for LLM agent harnesses, checked like code in the harness's own repo.",
     )
     parser.add_argument("--version", action="version", version=f"gitevals {__version__}")
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_Parser)
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)

@@ -13,6 +13,7 @@ def test_version(tmp_path: Path) -> None:
 def test_unknown_command_is_usage_error(tmp_path: Path) -> None:
     r = run_cli("frobnicate", cwd=tmp_path)
     assert r.code == 2 and "invalid choice" in r.err and "Traceback" not in r.err
+    assert r.err.count("\n") == 1
 
 
 def test_chdir_to_missing_dir_is_one_line(tmp_path: Path) -> None:

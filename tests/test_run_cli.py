@@ -345,7 +345,9 @@ def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
 def test_bad_flags_are_usage_errors(repo: Repo, args: list[str]) -> None:
     _setup(repo, {"tone": TONE})
     res = run_cli("run", *args, cwd=repo.path)
-    assert res.code == 2 and "usage:" in res.err
+    assert res.code == 2
+    assert res.err.count("\n") == 1 and res.err.startswith("gitevals run: error: argument ")
+    assert res.err.endswith("; see `gitevals run --help`\n")
 
 
 def test_a_terminal_gets_a_progress_bar_on_stderr_and_stdout_stays_clean(repo: Repo) -> None:
