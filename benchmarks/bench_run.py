@@ -72,7 +72,7 @@ def bench_trials(root: Path, trials: int, rounds: int) -> float:
 
 
 def bench_graders(root: Path, calls: int) -> float:
-    from gitevals.grading import GraderWorker
+    from gitevals.run.grading import GraderWorker
 
     tree = root / "graders-tree"
     (tree / "evals" / "graders").mkdir(parents=True)

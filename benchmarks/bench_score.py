@@ -54,7 +54,7 @@ EXPECT = [
 
 
 def _result(trial: int, i: int) -> dict[str, Any]:
-    from gitevals.scoring import score_trial
+    from gitevals.run.scoring import score_trial
 
     graders = [{"index": 8, "name": "quality.answers", "duration_ms": 3, "error": None,
                 "raw": {"pass": True, "score": 0.5 + (i % 5) / 10, "why": "reads well"}}]
@@ -65,7 +65,7 @@ def _result(trial: int, i: int) -> dict[str, Any]:
 
 def make_artifact(trials: int, cases: int = 20, scenarios: int = 10) -> dict[str, Any]:
     """A valid artifact holding ``trials`` trial results spread over cases x scenarios."""
-    from gitevals.scoring import verdict
+    from gitevals.run.scoring import verdict
 
     per = max(1, trials // (cases * scenarios))
     out = []

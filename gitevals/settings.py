@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitevals.findings import Finding
-from gitevals.tree import Tree
+from gitevals.git.tree import Tree
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {

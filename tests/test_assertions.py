@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitevals.assertions import CHECKS, Outcome, check, subset_match
 from gitevals.model import ASSERTION_KINDS
+from gitevals.run.assertions import CHECKS, Outcome, check, subset_match
 
 
 def T(answer: str | None = "The capital of France is Paris.", calls: Any = (),

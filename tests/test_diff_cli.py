@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitevals.diff import Diff, Side
-from gitevals.goldens_diff import GoldenChange, GoldensDiff
+from gitevals.diff.goldens import GoldenChange, GoldensDiff
 from gitevals.report.diff import render_markdown, render_rich, render_text, summary
 
 from .conftest import Repo, run_cli

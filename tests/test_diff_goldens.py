@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitevals.goldens_diff import (
+from gitevals.diff.goldens import (
     BucketCount,
     FieldChange,
     GoldenChange,
@@ -240,7 +240,7 @@ def _lines(blob: bytes) -> list[bytes]:
 def test_blobs_read_alike_loose_or_packed(repo: Repo) -> None:
     import pygit2
 
-    from gitevals.tree import RevisionTree, blob_sha_at, read_blobs_unverified
+    from gitevals.git.tree import RevisionTree, blob_sha_at, read_blobs_unverified
 
     a, b = A * 50, A * 49 + b'{"id": "z"}\n'
     _goldens_repo(repo, a, b)

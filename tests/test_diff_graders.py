@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gitevals.diff import GraderChange, diff_grader_module
+from gitevals.diff.graders import GraderChange, diff_grader_module
 
 from .conftest import Repo, run_cli
 

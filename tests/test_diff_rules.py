@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gitevals.diff import Change, diff_assertions, read_case
+from gitevals.diff.rules import Change, diff_assertions, read_case
 from gitevals.model import Assertion
 
 from .conftest import Repo, run_cli

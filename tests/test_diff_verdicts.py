@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gitevals.diff import Tally, VerdictRow, compare_verdicts
+from gitevals.diff.verdicts import Tally, VerdictRow, compare_verdicts
 
 from .conftest import Repo, run_cli
 

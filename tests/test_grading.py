@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitevals.grading import GraderPool, GraderWorker, split_name
+from gitevals.run.grading import GraderPool, GraderWorker, split_name
 
 GRADERS = '''
 import os, sys, time

@@ -1,11 +1,11 @@
-"""gitevals.hooks: pre-push lines -> the commits a publish check covers (pure, no git)."""
+"""gitevals.git.pushes: pre-push lines -> the commits a publish check covers (pure, no git)."""
 
 from __future__ import annotations
 
 import pytest
 
 from gitevals.errors import UsageError
-from gitevals.hooks import (
+from gitevals.git.pushes import (
     Plan,
     PushedRef,
     Target,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gitevals.grading import GraderWorker
-from gitevals.judge import NO_JUDGE, JudgeError, T, llm
+from gitevals.run.grading import GraderWorker
+from gitevals.run.judge import NO_JUDGE, JudgeError, T, llm
 
 from .conftest import Repo, run_cli
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gitevals.artifact import artifacts_for_commit, newest_for_commit
-from gitevals.scoring import load_artifact
+from gitevals.run.artifact import artifacts_for_commit, newest_for_commit
+from gitevals.run.scoring import load_artifact
 
 from .conftest import GIT_ENV, Repo, run_cli
 
@@ -388,7 +388,7 @@ def test_a_terminal_gets_a_progress_bar_on_stderr_and_stdout_stays_clean(repo: R
 def test_run_ids_sort_by_time_and_are_unique_within_a_second() -> None:
     import re
 
-    from gitevals.artifact import new_run_id
+    from gitevals.run.artifact import new_run_id
 
     ids = {new_run_id("0123456789abcdef" * 2, 1_800_000_000) for _ in range(200)}
     assert len(ids) == 200
@@ -400,7 +400,7 @@ def test_artifact_text_is_byte_stable_and_writes_are_atomic(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from gitevals.artifact import dumps, save, write_atomic
+    from gitevals.run.artifact import dumps, save, write_atomic
 
     art = {"run_id": "r1", "root": "evals", "b": [1, {"z": 1, "a": "é"}], "a": None}
     assert dumps(art) == dumps(dict(reversed(list(art.items()))))

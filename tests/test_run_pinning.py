@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitevals.tree import diff_digest
+from gitevals.git.tree import diff_digest
 
 from .conftest import Repo, run_cli
 from .test_run_cli import HARNESS, SETTINGS, TONE, _only_artifact, _scenarios

@@ -11,7 +11,7 @@ import pytest
 
 from gitevals.errors import ArtifactError
 from gitevals.model import load_case
-from gitevals.scoring import (
+from gitevals.run.scoring import (
     judge_grader,
     load_artifact,
     score_artifact,

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from gitevals.git.tree import WorkingTree
 from gitevals.settings import REFUSED_KEYS, load_settings
-from gitevals.tree import WorkingTree
 
 
 def _load(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]

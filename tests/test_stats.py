@@ -7,7 +7,7 @@ from math import comb
 
 import pytest
 
-from gitevals.stats import TESTS, boschloo_exact, boschloo_less, fisher_exact, two_sided
+from gitevals.diff.stats import TESTS, boschloo_exact, boschloo_less, fisher_exact, two_sided
 
 ALPHA = 0.05
 

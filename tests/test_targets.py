@@ -12,8 +12,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gitevals import targets
-from gitevals.targets import Conversation, ProcessRegistry, TargetError, parse_reply, target_argv
+from gitevals.run import targets
+from gitevals.run.targets import (
+    Conversation,
+    ProcessRegistry,
+    TargetError,
+    parse_reply,
+    target_argv,
+)
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

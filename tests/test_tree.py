@@ -6,7 +6,7 @@ import pygit2
 import pytest
 
 from gitevals.errors import RevisionError
-from gitevals.tree import IndexTree, RevisionTree, WorkingTree, git_blob_sha, open_tree
+from gitevals.git.tree import IndexTree, RevisionTree, WorkingTree, git_blob_sha, open_tree
 
 from .conftest import Repo
 
@@ -72,7 +72,7 @@ def test_open_tree_outside_repo_is_plain_dir(tmp_path: Path) -> None:
 
 
 def test_notes_round_trip_and_leave_other_refs(repo: Repo) -> None:
-    from gitevals.tree import read_note, write_note
+    from gitevals.git.tree import read_note, write_note
 
     sha = repo.commit({"f": "1"})
     repo.git("notes", "add", "-m", "human note", sha)
@@ -85,7 +85,7 @@ def test_notes_round_trip_and_leave_other_refs(repo: Repo) -> None:
 
 
 def test_dirty_paths_ignores_untracked_and_results(repo: Repo) -> None:
-    from gitevals.tree import dirty_paths
+    from gitevals.git.tree import dirty_paths
 
     repo.commit({"evals/cases/a.yaml": "1", "evals/results/r.json": "{}"})
     r = pygit2.Repository(str(repo.path))
@@ -97,7 +97,7 @@ def test_dirty_paths_ignores_untracked_and_results(repo: Repo) -> None:
 
 
 def test_diff_digest_changes_with_the_diff(repo: Repo) -> None:
-    from gitevals.tree import diff_digest
+    from gitevals.git.tree import diff_digest
 
     repo.commit({"f": "1"})
     r = pygit2.Repository(str(repo.path))

@@ -31,8 +31,8 @@ def _history(repo: Repo, versions: int = 12) -> None:
 def _check(repo: Repo) -> int:
     import pygit2
 
-    from gitevals.packfile import read_packed
-    from gitevals.tree import read_blobs_unverified
+    from gitevals.git.packfile import read_packed
+    from gitevals.git.tree import read_blobs_unverified
 
     r = pygit2.Repository(str(repo.path))
     shas = sorted(str(o) for o in r.odb if r.odb.read_header(o)[0] == pygit2.GIT_OBJECT_BLOB)
@@ -69,7 +69,7 @@ def test_packed_blobs_equal_libgit2(repo: Repo, layout: str) -> None:
 def test_unknown_index_version_is_left_to_libgit2(repo: Repo, tmp_path: Path) -> None:
     import pygit2
 
-    from gitevals.packfile import read_packed
+    from gitevals.git.packfile import read_packed
 
     _history(repo, versions=3)
     repo.git("gc", "-q")

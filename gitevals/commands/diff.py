@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.diff import Diff
+    from gitevals.git.tree import require_repo
     from gitevals.report import diff as report
-    from gitevals.tree import require_repo
 
     repo = require_repo()
     result: Diff = collect(repo, args.a, args.b, args.a_run, args.b_run,
@@ -104,7 +104,7 @@ def exit_code(result: Any, fail_on: str) -> int:
 
 def _case_files(tree: Any, root: str) -> dict[str, str]:
     """``name relative to cases/ -> blob sha`` for every case file."""
-    from gitevals.tree import blob_shas
+    from gitevals.git.tree import blob_shas
 
     prefix = f"{root}/cases/"
     return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
@@ -112,7 +112,7 @@ def _case_files(tree: Any, root: str) -> dict[str, str]:
 
 
 def _grader_files(tree: Any, root: str) -> dict[str, str]:
-    from gitevals.tree import blob_shas
+    from gitevals.git.tree import blob_shas
 
     prefix = f"{root}/graders/"
     return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
@@ -127,8 +127,8 @@ class _Sides:
     """Both revisions with their settings root and file listings (SHAs only)."""
 
     def __init__(self, repo: Any, rev_a: str, rev_b: str) -> None:
+        from gitevals.git.tree import RevisionTree, blob_shas
         from gitevals.settings import load_settings
-        from gitevals.tree import RevisionTree, blob_shas
 
         self.repo = repo
         self.revs = (rev_a, rev_b)
@@ -138,13 +138,13 @@ class _Sides:
                                                                       strict=True))
 
     def blob(self, sha: str | None) -> bytes | None:
-        from gitevals.tree import blob_bytes
+        from gitevals.git.tree import blob_bytes
 
         return None if sha is None else blob_bytes(self.repo, sha)
 
 
 def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
-    from gitevals.diff import diff_case_file
+    from gitevals.diff.rules import diff_case_file
 
     ra, rb = s.roots
     fa, fb = _case_files(s.trees[0], ra), _case_files(s.trees[1], rb)
@@ -160,7 +160,8 @@ def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
-    from gitevals.diff import diff_grader_module, grader_users, read_case
+    from gitevals.diff.graders import diff_grader_module, grader_users
+    from gitevals.diff.rules import read_case
 
     ra, rb = s.roots
     fa, fb = _grader_files(s.trees[0], ra), _grader_files(s.trees[1], rb)
@@ -186,8 +187,8 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
 
 
 def _goldens(s: _Sides) -> Any:
-    from gitevals.goldens_diff import GoldensDiff, diff_goldens
-    from gitevals.tree import blob_sha_at, read_blobs_unverified
+    from gitevals.diff.goldens import GoldensDiff, diff_goldens
+    from gitevals.git.tree import blob_sha_at, read_blobs_unverified
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
     shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
@@ -202,10 +203,10 @@ def _goldens(s: _Sides) -> Any:
 def _find_run(repo: Any, root: str, commit: str, given: str | None
               ) -> tuple[dict[str, Any] | None, str | None]:
     """(artifact, source): --x-run FILE, else results/ of the working tree, else the git note."""
-    from gitevals.artifact import artifacts_for_commit
     from gitevals.errors import ArtifactError
-    from gitevals.scoring import load_artifact
-    from gitevals.tree import NOTES_REF, read_note, work_root
+    from gitevals.git.tree import NOTES_REF, read_note, work_root
+    from gitevals.run.artifact import artifacts_for_commit
+    from gitevals.run.scoring import load_artifact
 
     if given is not None:
         return load_artifact(given), "file"
@@ -224,7 +225,7 @@ def _find_run(repo: Any, root: str, commit: str, given: str | None
 
 def _checked(doc: dict[str, Any], label: str) -> dict[str, Any]:
     from gitevals.errors import ArtifactError
-    from gitevals.scoring import validate_artifact
+    from gitevals.run.scoring import validate_artifact
 
     problem = validate_artifact(doc)
     if problem is not None:
@@ -260,7 +261,8 @@ def _run_notes(sides: tuple[Any, Any]) -> list[str]:
 def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
             parts: set[str], test: str, alpha: float) -> Any:
     """Read what the two revisions hold and build the ``Diff``."""
-    from gitevals.diff import Diff, compare_verdicts, mark_grader_users
+    from gitevals.diff import Diff
+    from gitevals.diff.verdicts import compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
     s = _Sides(repo, rev_a, rev_b)
@@ -279,7 +281,7 @@ def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | N
                 for i, given in enumerate((a_run, b_run))]
         (run_a, _), (run_b, _) = runs
         if run_a is not None and cases and b_cases:
-            from gitevals.scoring import score_artifact
+            from gitevals.run.scoring import score_artifact
 
             rescored = score_artifact(run_a, rules=b_cases)
         if run_a is not None and run_b is not None:

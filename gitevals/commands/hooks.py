@@ -116,7 +116,7 @@ def _write(step: Step, script: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.tree import hooks_dir, require_repo
+    from gitevals.git.tree import hooks_dir, require_repo
 
     unknown = [n for n in args.names if n not in HOOK_NAMES]
     if unknown:

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _top() -> Path:
     """Where settings live: the top of the work tree, else the current directory."""
-    from gitevals.tree import open_repo, work_root
+    from gitevals.git.tree import open_repo, work_root
 
     repo = open_repo()
     return work_root(repo) if repo is not None and not repo.is_bare else Path.cwd().resolve()
@@ -34,8 +34,8 @@ def _read(path: Path) -> str | None:
 def _root(top: Path, asked: str | None) -> str:
     """The eval root: ``--root``, or the one settings already name, or ``evals``."""
     from gitevals.errors import UsageError
+    from gitevals.git.tree import WorkingTree
     from gitevals.settings import load_settings
-    from gitevals.tree import WorkingTree
 
     settings, _ = load_settings(WorkingTree(top))
     configured = settings.root if settings.source else None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gitevals.tree import Tree
+    from gitevals.git.tree import Tree
 
 NAME = "lint"
 HELP = "Check cases, grader references and goldens of the eval tree (working tree, index or REV)."
@@ -44,9 +44,9 @@ def _positive(value: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals.git.tree import open_tree
     from gitevals.lint import lint_tree
     from gitevals.report.findings import REPORTERS, rich_text
-    from gitevals.tree import open_tree
 
     tree = open_tree(rev=args.rev, staged=args.staged)
     paths = repo_paths(tree, args.paths) if args.paths else None
@@ -117,7 +117,7 @@ def repo_paths(tree: Tree, given: list[str]) -> list[str]:
 
 
 def _exists(tree: Tree, rel: str) -> bool:
-    from gitevals.tree import WorkingTree
+    from gitevals.git.tree import WorkingTree
 
     if isinstance(tree, WorkingTree):  # no hashing of a whole directory just to see it exists
         return os.path.lexists(os.path.join(tree.root, rel))

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pygit2
 
     from gitevals.findings import Finding
-    from gitevals.hooks import Plan, Target
+    from gitevals.git.pushes import Plan, Target
     from gitevals.lint import LintResult
 
 NAME = "publish-check"
@@ -58,8 +58,8 @@ class Checked:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.lint import lint_tree
-    from gitevals.tree import RevisionTree, require_repo
 
     if args.each_commit and not args.pre_push:
         from gitevals.errors import UsageError
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rev_plan(revs: Sequence[str], repo: pygit2.Repository) -> Plan:
-    from gitevals.hooks import Plan, group
-    from gitevals.tree import resolve_commit
+    from gitevals.git.pushes import Plan, group
+    from gitevals.git.tree import resolve_commit
 
     # Resolve every revision first: an unknown one is a usage error before any work.
     pairs = [(str(resolve_commit(repo, rev).id), rev) for rev in revs]
@@ -91,26 +91,26 @@ def _read_stdin() -> str:
 
 
 def _push_plan(args: argparse.Namespace, repo: pygit2.Repository) -> Plan:
-    from gitevals import hooks
     from gitevals.errors import UsageError
-    from gitevals.tree import peel_to_commit
+    from gitevals.git import pushes
+    from gitevals.git.tree import peel_to_commit
 
     if len(args.revs) > 2:
         raise UsageError("with --pre-push, the arguments are git's <remote name> <url>; "
                          "name revisions to check without --pre-push")
     remote = (args.remote or (args.revs[0] if args.revs else None)
               or os.environ.get("PRE_COMMIT_REMOTE_NAME"))
-    pushed = hooks.parse_pre_push(_read_stdin()) or hooks.from_pre_commit_env(os.environ)
-    plan = hooks.plan_push(pushed, lambda sha: peel_to_commit(repo, sha))
+    pushed = pushes.parse_pre_push(_read_stdin()) or pushes.from_pre_commit_env(os.environ)
+    plan = pushes.plan_push(pushed, lambda sha: peel_to_commit(repo, sha))
     if not args.each_commit:
         return plan
-    known = [r.remote_sha for r in pushed if r.remote_sha and not hooks.is_zero(r.remote_sha)]
-    return hooks.expand(plan, lambda t: _history(repo, t.commit, known, remote))
+    known = [r.remote_sha for r in pushed if r.remote_sha and not pushes.is_zero(r.remote_sha)]
+    return pushes.expand(plan, lambda t: _history(repo, t.commit, known, remote))
 
 
 def _history(repo: pygit2.Repository, tip: str, known: list[str], remote: str | None) -> list[str]:
     """The commits a push adds under ``tip``; the tip itself always (a tag on old work)."""
-    from gitevals.tree import new_commits, remote_refs
+    from gitevals.git.tree import new_commits, remote_refs
 
     commits = new_commits(repo, tip, known + (remote_refs(repo, remote) if remote else []))
     return commits if tip in commits else [*commits, tip]

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
     from gitevals.errors import UsageError
-    from gitevals.tree import diff_digest, dirty_paths
+    from gitevals.git.tree import diff_digest, dirty_paths
 
     dirty = dirty_paths(repo, ignore_prefix=f"{root}/results")
     if not dirty:
@@ -56,7 +56,7 @@ def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
 def _write_note(repo: Any, artifact: dict[str, Any], text: str) -> None:
     import time
 
-    from gitevals.artifact import note
+    from gitevals.run.artifact import note
 
     for attempt in range(5):
         try:
@@ -80,10 +80,10 @@ def _render(artifact: dict[str, Any], text: str, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals import runner
     from gitevals.errors import UsageError
+    from gitevals.git.tree import RevisionTree, require_repo, work_root
     from gitevals.model import case_name
-    from gitevals.tree import RevisionTree, require_repo, work_root
+    from gitevals.run import runner
 
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     jobs = args.jobs or os.cpu_count() or 1
     artifact = _execute(tree, the_plan, prov, args.cases, jobs)
-    from gitevals.artifact import dumps, save
+    from gitevals.run.artifact import dumps, save
 
     text = dumps(artifact)
     path = save(work_root(repo), artifact, text)
@@ -135,7 +135,7 @@ def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -
     import time
     from pathlib import Path
 
-    from gitevals import runner
+    from gitevals.run import runner
 
     with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
         tree.materialize(Path(tmp))
@@ -158,7 +158,7 @@ def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -
 
 def _grader_timeout() -> float:
     """30 s; GITEVALS_GRADER_TIMEOUT (seconds) overrides it, for tests of the timeout path."""
-    from gitevals.grading import GRADER_TIMEOUT
+    from gitevals.run.grading import GRADER_TIMEOUT
 
     try:
         return float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)

@@ -38,8 +38,8 @@ def rules_at(rev: str) -> tuple[dict[str, Any], str]:
     a usage error naming its first problem (rules that do not lint cannot be applied).
     """
     from gitevals.errors import UsageError
-    from gitevals.runner import plan
-    from gitevals.tree import RevisionTree, require_repo
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.run.runner import plan
 
     tree = RevisionTree(require_repo(), rev)
     the_plan = plan(tree, [])
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gitevals import __version__
     from gitevals.report.runs import failed, render
-    from gitevals.scoring import load_artifact, score_artifact
+    from gitevals.run.scoring import load_artifact, score_artifact
 
     if args.jobs < 0:
         from gitevals.errors import UsageError
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from pathlib import Path
 
-        from gitevals.artifact import dumps, write_atomic
+        from gitevals.run.artifact import dumps, write_atomic
 
         write_atomic(Path(args.out), dumps(scored))
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
@@ -132,10 +132,10 @@ def regrade(artifact: dict[str, Any], rules: dict[str, Any] | None, rev: str,
     from pathlib import Path
 
     from gitevals.errors import UsageError
-    from gitevals.grading import GraderPool
-    from gitevals.judge import judge_config
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.run.grading import GraderPool
+    from gitevals.run.judge import judge_config
     from gitevals.settings import load_settings
-    from gitevals.tree import RevisionTree, require_repo
 
     tree = RevisionTree(require_repo(), rev)
     settings, bad = load_settings(tree)

@@ -26,11 +26,11 @@ def _is_path(what: str) -> bool:
 def newest_for_rev(rev: str) -> dict[str, Any]:
     """The newest run pinned to ``rev``'s commit: <root>/results/ of the working tree,
     else the git note on the commit. None found is a usage error naming the fix."""
-    from gitevals.artifact import newest_for_commit
     from gitevals.errors import ArtifactError, UsageError
-    from gitevals.scoring import validate_artifact
+    from gitevals.git.tree import WorkingTree, require_repo, resolve_commit, work_root
+    from gitevals.run.artifact import newest_for_commit
+    from gitevals.run.scoring import validate_artifact
     from gitevals.settings import load_settings
-    from gitevals.tree import WorkingTree, require_repo, resolve_commit, work_root
 
     repo = require_repo()
     commit = str(resolve_commit(repo, rev).id)
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from gitevals.report.runs import failed, render
-    from gitevals.scoring import load_artifact
+    from gitevals.run.scoring import load_artifact
 
     gc.disable()  # a short-lived read of one big acyclic tree: see commands/score.py
     artifact = load_artifact(args.what) if _is_path(args.what) else newest_for_rev(args.what)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from gitevals.findings import Finding
 
 if TYPE_CHECKING:
+    from gitevals.git.tree import Tree
     from gitevals.lint.cache import LintCache
-    from gitevals.tree import Tree
 
 #: ``progress(done, total)``: files linted so far, reported by large (pooled) runs only.
 Progress = Callable[[int, int], None]
@@ -215,7 +215,7 @@ class _Run:
 
     def _named(self, path: str, kind: str) -> list[Input]:
         """The file ``path`` or, when it is a directory, the files under it."""
-        from gitevals.tree import WorkingTree
+        from gitevals.git.tree import WorkingTree
 
         if not isinstance(self.tree, WorkingTree):
             e = self.tree.entry(path)  # one lookup, not a walk of the whole index
@@ -224,12 +224,12 @@ class _Run:
         return self._list(path, kind)
 
     def _list(self, prefix: str, kind: str) -> list[Input]:
-        from gitevals.tree import IndexTree, WorkingTree, blob_sha_at, blob_shas, git_blob_sha
+        from gitevals.git.tree import IndexTree, WorkingTree, blob_sha_at, blob_shas, git_blob_sha
 
         tree = self.tree
         if isinstance(tree, IndexTree):
             if self._staged is None:  # one pass over the index serves every listing
-                from gitevals.tree import staged_shas
+                from gitevals.git.tree import staged_shas
 
                 self._staged = staged_shas(tree)
             under = prefix + "/"
@@ -251,7 +251,7 @@ class _Run:
         return out
 
     def bytes_of(self, i: Input) -> bytes:
-        from gitevals.tree import read_blob_unverified
+        from gitevals.git.tree import read_blob_unverified
 
         data = self.data.get(i.path)
         if data is None:

@@ -10,7 +10,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gitevals.diff import Change, Diff, Side, Tally
+from gitevals.diff import Diff, Side
+from gitevals.diff.rules import Change
+from gitevals.diff.verdicts import Tally
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from gitevals.git.tree import WorkingTree
 from gitevals.lint import cache as cache_mod
 from gitevals.lint import lint_tree
 from gitevals.lint.cache import LintCache, cache_root, salt
-from gitevals.tree import WorkingTree
 
 CASE = ("scenarios:\n  - id: one\n    user: hi\n    trials: 2\n    expect:\n"
         "      - grader: {name: q.%s}\n")

@@ -10,7 +10,7 @@ always score. A malformed *argument* is the rule's fault, not the transcript's:
 Adding an assertion = one function here, one entry in ``CHECKS``, one schema
 entry (schemas/case.schema.json), one test.
 
-Grader assertions are judged in ``gitevals.scoring`` (they need the recorded answer).
+Grader assertions are judged in ``gitevals.run.scoring`` (they need the recorded answer).
 """
 
 from __future__ import annotations

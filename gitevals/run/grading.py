@@ -37,7 +37,7 @@ MAX_FRAME = 16 * 1024 * 1024
 SPIN = 0.0003
 _HEADER = struct.Struct(">I")
 _BOOT = ("import sys; sys.path.pop(0); "
-         "from gitevals.grading import worker_main; worker_main(sys.argv[1])")
+         "from gitevals.run.grading import worker_main; worker_main(sys.argv[1])")
 
 
 class WorkerGone(Exception):
@@ -256,7 +256,7 @@ def _where(exc: BaseException, graders_dir: str, rel: str) -> str:
 
 
 def _exc_kind(exc: BaseException) -> str:
-    from gitevals.judge import JudgeError
+    from gitevals.run.judge import JudgeError
 
     seen: BaseException | None = exc
     while seen is not None:
@@ -340,7 +340,7 @@ class _Inbox:
 
 def worker_main(config: str) -> None:
     """Serve grader calls until stdin closes (run by ``GraderWorker`` in its own process)."""
-    from gitevals.judge import T
+    from gitevals.run.judge import T
 
     proto_in, proto_out = _private_pipes()
     cfg = json.loads(config)

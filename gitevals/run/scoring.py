@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gitevals.assertions import CHECKS, Check, check
 from gitevals.errors import ArtifactError
 from gitevals.model import Case, Scenario
+from gitevals.run.assertions import CHECKS, Check, check
 
 FORMAT = "gitevals-run/1"
 VERDICTS = ("pass", "flaky", "fail", "broken", "not_run")
@@ -361,7 +361,7 @@ def load_artifact(source: str | Path | bytes) -> dict[str, Any]:
     return doc  # type: ignore[no-any-return]
 
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "result.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
 _compiled: list[Callable[[Any], Any]] = []
 
 

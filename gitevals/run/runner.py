@@ -4,7 +4,7 @@
 executes tree code. ``Execution`` runs the plan in a materialized copy of the
 commit: one conversation per (case, trial) on a thread pool (the targets are
 processes, so threads only wait), graders in warm worker processes, scoring by
-``gitevals.scoring``. ``build_artifact`` assembles the contract's JSON.
+``gitevals.run.scoring``. ``build_artifact`` assembles the contract's JSON.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitevals import __version__
-from gitevals.artifact import FORMAT, new_run_id, utc_stamp
 from gitevals.findings import Finding, has_errors
-from gitevals.grading import GRADER_TIMEOUT, GraderPool
-from gitevals.judge import judge_config
+from gitevals.git.tree import Tree
 from gitevals.model import Case, Scenario, case_name, load_case
+from gitevals.run.artifact import FORMAT, new_run_id, utc_stamp
+from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
+from gitevals.run.judge import judge_config
+from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
 from gitevals.settings import Settings, load_settings
-from gitevals.targets import Conversation, ProcessRegistry, TargetError, target_argv
-from gitevals.tree import Tree
 
 Progress = Callable[[int, int, int], None]
 
@@ -235,7 +235,7 @@ class Execution:
         return out
 
     def _trial(self, ci: int, trial: int) -> None:
-        from gitevals.scoring import score_trial
+        from gitevals.run.scoring import score_trial
 
         case = self.plan.cases[ci]
         scored = []
@@ -297,7 +297,7 @@ class Execution:
 
     def cases(self) -> list[dict[str, Any]]:
         """The artifact's ``cases`` from what finished (results in trial order)."""
-        from gitevals.scoring import verdict
+        from gitevals.run.scoring import verdict
 
         out = []
         for ci, case in enumerate(self.plan.cases):

@@ -36,7 +36,7 @@ _START_FAILED = 97
 
 _PY_BOOT = (
     "import sys; sys.path.pop(0); "
-    "from gitevals.targets import python_worker_main; python_worker_main(sys.argv[1])"
+    "from gitevals.run.targets import python_worker_main; python_worker_main(sys.argv[1])"
 )
 
 

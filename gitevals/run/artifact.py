@@ -70,7 +70,7 @@ def save(work_root: Path, artifact: dict[str, Any], text: str | None = None) -> 
 def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> bool:
     """Attach the artifact to its commit under refs/notes/gitevals, replacing an older
     note unless that one is a complete run and this one is not. True when written."""
-    from gitevals.tree import read_note, write_note
+    from gitevals.git.tree import read_note, write_note
 
     old = read_note(repo, artifact["commit"])
     previous = _parse(old) if old else None
@@ -144,7 +144,7 @@ def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[st
             return local[-1]
     if repo is None:
         return None
-    from gitevals.tree import read_note
+    from gitevals.git.tree import read_note
 
     text = read_note(repo, commit)
     return _parse(text) if text else None

@@ -493,7 +493,7 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
     for t in threads:
         t.join()
     if any(data is None for data in out):
-        from gitevals.packfile import read_packed
+        from gitevals.git.packfile import read_packed
 
         packed = read_packed(objects, [sha for sha, data in zip(shas, out, strict=True)
                                        if data is None])

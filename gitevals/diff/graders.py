@@ -1,0 +1,144 @@
+"""Grader modules between two revisions: functions added, removed, changed (pure)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gitevals.model import Case
+
+
+@dataclass(frozen=True)
+class GraderChange:
+    """A grader function ``module.function`` added, removed or changed.
+
+    ``via`` names module-level helpers/constants whose change reaches an otherwise
+    identical function (kind "changed" with an empty ``via`` = its own code changed).
+    """
+
+    path: str
+    name: str
+    kind: str  # added | removed | changed | unreadable
+    via: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class GraderUse:
+    """A scenario on B that uses a grader that changed."""
+
+    case: str
+    scenario: str
+    grader: str
+
+
+_MODULE = "<module code>"
+
+
+def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0] if body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return body[1:]
+    return body
+
+
+def _normal(node: ast.AST) -> str:
+    """A node's code without positions, comments, formatting or docstrings."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        node = type(node)(**{**{f: getattr(node, f) for f in node._fields},
+                             "body": _strip_docstring(node.body)})
+    return ast.dump(node, annotate_fields=True, include_attributes=False)
+
+
+def _defines(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+@dataclass(frozen=True)
+class Module:
+    """A grader module reduced to what a diff needs: normalized code per top-level name."""
+
+    code: dict[str, str]
+    uses: dict[str, frozenset[str]]
+    functions: frozenset[str]
+
+
+def read_module(path: str, data: bytes) -> tuple[Module | None, str | None]:
+    """Parse (never import) a grader module; a syntax error is the reason, not an exception."""
+    try:
+        tree = ast.parse(data, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        return None, f"{path}:{line}:1: does not parse ({getattr(exc, 'msg', exc)})"
+    code: dict[str, list[str]] = {}
+    uses: dict[str, set[str]] = {}
+    functions = set()
+    for stmt in _strip_docstring(tree.body):
+        names = _defines(stmt) or [_MODULE]
+        refs = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        for name in names:
+            code.setdefault(name, []).append(_normal(stmt))
+            uses.setdefault(name, set()).update(refs - {name})
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.add(stmt.name)
+    return Module({k: "\n".join(v) for k, v in code.items()},
+                  {k: frozenset(v) for k, v in uses.items()}, frozenset(functions)), None
+
+
+def _reaches(mod: Module, name: str, changed: set[str]) -> tuple[str, ...]:
+    """Changed module-level names ``name`` depends on, transitively."""
+    seen, stack, hits = {name}, [name], set()
+    while stack:
+        for ref in mod.uses.get(stack.pop(), ()):
+            if ref in changed:
+                hits.add(ref)
+            if ref not in seen and ref in mod.code:
+                seen.add(ref)
+                stack.append(ref)
+    return tuple(sorted(hits))
+
+
+def diff_grader_module(rel: str, data_a: bytes | None, data_b: bytes | None) -> list[GraderChange]:
+    """Grader functions of one module whose blob differs: added, removed, changed."""
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".py")
+    empty = Module({}, {}, frozenset())
+    ma, why_a = read_module(rel, data_a) if data_a is not None else (empty, None)
+    mb, why_b = read_module(rel, data_b) if data_b is not None else (empty, None)
+    if ma is None or mb is None:
+        why = "; ".join(f"{s}: {w}" for s, w in (("A", why_a), ("B", why_b)) if w)
+        return [GraderChange(rel, f"{stem}.*", "unreadable", problem=why)]
+    changed = {n for n in set(ma.code) | set(mb.code) if ma.code.get(n) != mb.code.get(n)}
+    out = []
+    for fn in sorted(ma.functions | mb.functions):
+        name = f"{stem}.{fn}"
+        if fn not in mb.functions:
+            out.append(GraderChange(rel, name, "removed"))
+        elif fn not in ma.functions:
+            out.append(GraderChange(rel, name, "added"))
+        elif fn in changed:
+            out.append(GraderChange(rel, name, "changed"))
+        else:
+            via = _reaches(mb, fn, changed) or _reaches(ma, fn, changed)
+            if via:
+                out.append(GraderChange(rel, name, "changed", via))
+    if _MODULE in changed:
+        out.append(GraderChange(rel, f"{stem}.*", "changed", (_MODULE,)))
+    return out
+
+
+def grader_users(cases: Iterable[Case], changed: set[str]) -> tuple[GraderUse, ...]:
+    """Scenarios (on B) whose assertions name one of the ``changed`` graders."""
+    rows = {GraderUse(c.name, s.id, g) for c in cases for s in c.scenarios
+            for g in s.graders() if g in changed}
+    return tuple(sorted(rows, key=lambda u: (u.case, u.scenario, u.grader)))

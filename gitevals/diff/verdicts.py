@@ -1,0 +1,84 @@
+"""Verdicts of the runs pinned to two revisions, side by side, with the noise test (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gitevals.diff.graders import GraderUse
+from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One side's verdict of one scenario: ``passes`` of ``trials``."""
+
+    verdict: str
+    passes: int
+    trials: int
+
+    def __str__(self) -> str:
+        return f"{self.verdict} {self.passes}/{self.trials}"
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    case: str
+    scenario: str
+    a: Tally | None
+    b: Tally | None
+    change: str  # regressed | improved | unchanged | new | gone | not_run
+    p: float | None = None
+    beyond_noise: bool = False
+    a_rescored: Tally | None = None
+    graders_changed: tuple[str, ...] = ()  # graders it uses (on B) whose code changed
+
+
+def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]
+                      ) -> tuple[VerdictRow, ...]:
+    """``rows`` with the changed graders each scenario uses, so a move can be read against them."""
+    by_key: dict[tuple[str, str], list[str]] = {}
+    for u in users:
+        by_key.setdefault((u.case, u.scenario), []).append(u.grader)
+    return tuple(replace(r, graders_changed=tuple(sorted(by_key.get((r.case, r.scenario), []))))
+                 for r in rows)
+
+
+def tallies(artifact: Mapping[str, Any] | None) -> dict[tuple[str, str], Tally]:
+    """``(case, scenario) -> Tally`` from an artifact's stored verdicts."""
+    out: dict[tuple[str, str], Tally] = {}
+    for case in (artifact or {}).get("cases") or []:
+        for s in case.get("scenarios") or []:
+            v = s.get("verdict") or {}
+            out[(str(case.get("name")), str(s.get("id")))] = Tally(
+                str(v.get("verdict", "not_run")), int(v.get("passes", 0)),
+                int(v.get("trials", 0)))
+    return out
+
+
+def _direction(a: Tally, b: Tally) -> str:
+    if a.trials == 0 or b.trials == 0:
+        return "not_run"
+    ra, rb = a.passes * b.trials, b.passes * a.trials  # rates compared without floats
+    return "regressed" if rb < ra else "improved" if rb > ra else "unchanged"
+
+
+def compare_verdicts(run_a: Mapping[str, Any] | None, run_b: Mapping[str, Any] | None,
+                     rescored_a: Mapping[str, Any] | None = None, test: str = DEFAULT_TEST,
+                     alpha: float = DEFAULT_ALPHA) -> tuple[VerdictRow, ...]:
+    """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``)."""
+    ta, tb = tallies(run_a), tallies(run_b)
+    tr = tallies(rescored_a) if rescored_a is not None else {}
+    rows = []
+    for key in sorted(set(ta) | set(tb)):
+        a, b = ta.get(key), tb.get(key)
+        if a is None or b is None:
+            change, p = ("new" if a is None else "gone"), None
+        else:
+            change = _direction(a, b)
+            p = (two_sided(test, a.passes, a.trials, b.passes, b.trials)
+                 if change in ("regressed", "improved") else None)
+        beyond = p is not None and p < alpha
+        rows.append(VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key)))
+    return tuple(rows)

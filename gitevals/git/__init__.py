@@ -1,0 +1,1 @@
+"""Git: trees of a working directory, the index or a revision; packs; pushed refs."""

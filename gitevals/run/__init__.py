@@ -1,0 +1,1 @@
+"""Runs: plan, targets, graders, the judge, the artifact model and pure scoring."""
