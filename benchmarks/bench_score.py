@@ -59,8 +59,9 @@ def _result(trial: int, i: int) -> dict[str, Any]:
     graders = [{"index": 8, "name": "quality.answers", "duration_ms": 3, "error": None,
                 "raw": {"pass": True, "score": 0.5 + (i % 5) / 10, "why": "reads well"}}]
     transcript = _transcript(i)
+    assertions, passed = score_trial(EXPECT, transcript, graders, None)
     return {"trial": trial, "transcript": transcript, "error": None, "graders": graders,
-            **score_trial(EXPECT, transcript, graders, None)}
+            "assertions": assertions, "passed": passed}
 
 
 def make_artifact(trials: int, cases: int = 20, scenarios: int = 10) -> dict[str, Any]:

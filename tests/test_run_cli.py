@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gitevals.run.artifact import artifacts_for_commit, newest_for_commit
-from gitevals.run.scoring import load_artifact
+from gitevals.run.artifact import load as load_artifact
+from gitevals.run.store import local_runs, run_of_commit
 
 from .conftest import GIT_ENV, Repo, run_cli
 
@@ -275,25 +275,28 @@ def test_no_note_writes_no_note(repo: Repo) -> None:
     commit = _setup(repo, {"tone": TONE})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
     assert repo.git("notes", "--ref", "gitevals", "list", check=False) == ""
-    assert newest_for_commit(repo.path, "evals", commit) == _only_artifact(repo)
+    found = run_of_commit(None, repo.path, "evals", commit)
+    assert found is not None and found.run == _only_artifact(repo)
 
 
-def test_newest_for_commit_reads_results_then_the_note(repo: Repo) -> None:
+def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
     import pygit2
 
     commit = _setup(repo, {"tone": TONE})
     for _ in range(2):
         assert run_cli("run", "--trials", "1", cwd=repo.path).code == 0
-    runs = artifacts_for_commit(repo.path, "evals", commit)
+    runs = [run for run, _ in local_runs(repo.path, "evals", commit)]
     assert len(runs) == 2
     git_repo = pygit2.Repository(str(repo.path))
-    newest = newest_for_commit(git_repo, "evals", commit)
-    assert newest is not None and newest["run_id"] == runs[-1]["run_id"]
+    newest = run_of_commit(git_repo, repo.path, "evals", commit)
+    assert newest is not None and newest.source == "results"
+    assert newest.run["run_id"] == runs[-1]["run_id"]
     for p in (repo.path / "evals" / "results").glob("*.json"):
         p.unlink()
-    from_note = newest_for_commit(git_repo, "evals", commit)
-    assert from_note is not None and from_note["run_id"] == runs[-1]["run_id"]
-    assert newest_for_commit(repo.path, "evals", commit) is None
+    from_note = run_of_commit(git_repo, repo.path, "evals", commit)
+    assert from_note is not None and from_note.source == "note"
+    assert from_note.run["run_id"] == runs[-1]["run_id"]
+    assert run_of_commit(None, repo.path, "evals", commit) is None
 
 
 def _spawn(repo: Repo, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -400,7 +403,9 @@ def test_artifact_text_is_byte_stable_and_writes_are_atomic(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from gitevals.run.artifact import dumps, save, write_atomic
+    from gitevals.files import write_atomic
+    from gitevals.run.artifact import dumps
+    from gitevals.run.store import save
 
     art = {"run_id": "r1", "root": "evals", "b": [1, {"z": 1, "a": "é"}], "a": None}
     assert dumps(art) == dumps(dict(reversed(list(art.items()))))
@@ -497,8 +502,8 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
     assert "the git note keeps the complete run" in partial.err
     assert len(_artifacts(repo)) == 2
     # show, diff and the note all still answer with the run of every case
-    chosen = newest_for_commit(repo.path, "evals", commit)
-    assert chosen is not None and chosen["options"]["cases"] == []
+    chosen = run_of_commit(None, repo.path, "evals", commit)
+    assert chosen is not None and chosen.run["options"]["cases"] == []
     note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
     assert note["options"]["cases"] == []
     shown = run_cli("show", cwd=repo.path)

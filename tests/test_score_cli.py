@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitevals.run.scoring import load_artifact
+from gitevals.run.artifact import load as load_artifact
 
 from .conftest import Repo, run_cli
 from .test_scoring import artifact, grader_answer, result, scenario, transcript

@@ -11,14 +11,9 @@ import pytest
 
 from gitevals.errors import ArtifactError
 from gitevals.model import load_case
-from gitevals.run.scoring import (
-    judge_grader,
-    load_artifact,
-    score_artifact,
-    score_trial,
-    validate_artifact,
-    verdict,
-)
+from gitevals.run.artifact import load as load_artifact
+from gitevals.run.artifact import validate as validate_artifact
+from gitevals.run.scoring import decide_grader, score_run, score_trial, verdict
 
 COMMIT = "1" * 40
 
@@ -37,8 +32,9 @@ def result(trial: int, expect: list[dict[str, Any]], t: dict[str, Any],
            graders: list[dict[str, Any]] | None = None,
            error: dict[str, Any] | None = None) -> dict[str, Any]:
     graders = graders or []
+    assertions, passed = score_trial(expect, t, graders, error)
     return {"trial": trial, "transcript": t, "error": error, "graders": graders,
-            **score_trial(expect, t, graders, error)}
+            "assertions": assertions, "passed": passed}
 
 
 def scenario(sid: str, expect: list[dict[str, Any]], results: list[dict[str, Any]],
@@ -83,7 +79,7 @@ def sample() -> dict[str, Any]:
     })
 
 
-# -- judge_grader -----------------------------------------------------------------
+# -- decide_grader -----------------------------------------------------------------
 
 Q = "quality.answers"
 GRADER_TABLE: list[tuple[str, dict[str, Any], Any, Any, bool, str, str | None]] = [
@@ -135,32 +131,32 @@ GRADER_TABLE: list[tuple[str, dict[str, Any], Any, Any, bool, str, str | None]] 
 
 @pytest.mark.parametrize(("arg", "raw", "error", "passed", "message", "kind"),
                          [c[1:] for c in GRADER_TABLE], ids=[c[0] for c in GRADER_TABLE])
-def test_judge_grader(arg: dict[str, Any], raw: Any, error: Any, passed: bool, message: str,
+def test_decide_grader(arg: dict[str, Any], raw: Any, error: Any, passed: bool, message: str,
                       kind: str | None) -> None:
-    rec = judge_grader(arg, grader_answer(raw, error=error))
+    rec = decide_grader(arg, grader_answer(raw, error=error))
     assert (rec["passed"], rec["message"]) == (passed, message)
     assert (rec["error"] or {}).get("kind") == kind
     assert rec["kind"] == "grader"
 
 
-def test_judge_grader_records_the_score() -> None:
-    rec = judge_grader({"name": Q, "pass_below": 0.9}, grader_answer({"pass": True,
+def test_decide_grader_records_the_score() -> None:
+    rec = decide_grader({"name": Q, "pass_below": 0.9}, grader_answer({"pass": True,
                                                                       "score": 0.8}))
     assert rec["score"] == 0.8
-    assert judge_grader({"name": Q}, grader_answer(True))["score"] is None
+    assert decide_grader({"name": Q}, grader_answer(True))["score"] is None
 
 
 @pytest.mark.parametrize("arg", [{"pass_below": 0.5}, {"name": Q, "pass_below": "0.7"},
                                  "quality.answers", None], ids=["no-name", "pass_below-string",
                                                                 "string", "none"])
-def test_judge_grader_bad_argument_is_an_assertion_error(arg: Any) -> None:
-    rec = judge_grader(arg, grader_answer({"pass": True, "score": 0.9}))
+def test_decide_grader_bad_argument_is_an_assertion_error(arg: Any) -> None:
+    rec = decide_grader(arg, grader_answer({"pass": True, "score": 0.9}))
     assert rec["passed"] is False
     assert rec["error"]["kind"] == "assertion_error"
 
 
-def test_judge_grader_without_an_answer_is_missing() -> None:
-    rec = judge_grader({"name": Q}, None)
+def test_decide_grader_without_an_answer_is_missing() -> None:
+    rec = decide_grader({"name": Q}, None)
     assert rec["passed"] is False
     assert rec["error"]["kind"] == "grader_missing"
     assert rec["message"] == (f"grader {Q}: no answer recorded (the rule is newer than the "
@@ -173,31 +169,30 @@ def test_judge_grader_without_an_answer_is_missing() -> None:
 def test_score_trial_records_every_assertion_in_order() -> None:
     expect = [{"final_answer_contains": "Paris"}, {"tool_called": {"name": "shell__run"}},
               {"grader": {"name": Q, "pass_below": 0.5}}]
-    out = score_trial(expect, transcript("Paris"), [grader_answer({"pass": True, "score": 0.9},
-                                                                  index=2)], None)
-    assert [a["index"] for a in out["assertions"]] == [0, 1, 2]
-    assert [a["passed"] for a in out["assertions"]] == [True, False, True]
-    assert out["assertions"][1] == {"index": 1, "kind": "tool_called", "passed": False,
+    out, passed = score_trial(expect, transcript("Paris"),
+                              [grader_answer({"pass": True, "score": 0.9}, index=2)], None)
+    assert [a["index"] for a in out] == [0, 1, 2]
+    assert [a["passed"] for a in out] == [True, False, True]
+    assert out[1] == {"index": 1, "kind": "tool_called", "passed": False,
                                     "message": "tool_called shell__run: never called",
                                     "error": None, "score": None}
-    assert out["assertions"][2]["score"] == 0.9
-    assert out["passed"] is False
+    assert out[2]["score"] == 0.9
+    assert passed is False
 
 
 def test_score_trial_infrastructure_error_fails_the_trial_and_no_error() -> None:
     err = {"kind": "target_timeout", "message": "no reply within 300s"}
-    out = score_trial([{"final_answer_contains": "Paris"}, {"no_error": True}],
-                      transcript("Paris"), [], err)
-    assert out["passed"] is False
-    assert out["assertions"][0]["passed"] is True
-    assert out["assertions"][1]["message"] == "no_error: target_timeout: no reply within 300s"
+    out, passed = score_trial([{"final_answer_contains": "Paris"}, {"no_error": True}],
+                              transcript("Paris"), [], err)
+    assert passed is False
+    assert out[0]["passed"] is True
+    assert out[1]["message"] == "no_error: target_timeout: no reply within 300s"
 
 
 def test_score_trial_errored_trial_is_not_graded_and_counts_one_error() -> None:
     err = {"kind": "target_crash", "message": "exited with status 1"}
     expect = [{"grader": {"name": Q}}]
-    res = {"trial": 0, "transcript": transcript(None), "error": err, "graders": [],
-           **score_trial(expect, transcript(None), [], err)}
+    res = result(0, expect, transcript(None), [], err)
     assert res["assertions"][0]["message"] == (f"grader {Q}: not graded (target_crash: "
                                                "exited with status 1)")
     assert res["assertions"][0]["error"] is None
@@ -207,23 +202,23 @@ def test_score_trial_errored_trial_is_not_graded_and_counts_one_error() -> None:
 def test_score_trial_matches_grader_answers_by_name_when_indexes_moved() -> None:
     expect = [{"no_error": True}, {"grader": {"name": Q}}, {"grader": {"name": "x.y"}}]
     answers = [grader_answer(True, index=0, name=Q)]  # recorded when the grader was first
-    out = score_trial(expect, transcript(), answers, None)
-    assert out["assertions"][1]["passed"] is True
-    assert out["assertions"][2]["error"]["kind"] == "grader_missing"
+    out, _ = score_trial(expect, transcript(), answers, None)
+    assert out[1]["passed"] is True
+    assert out[2]["error"]["kind"] == "grader_missing"
 
 
 @pytest.mark.parametrize("item", [{}, {"a": 1, "b": 2}, "final_answer_contains", None],
                          ids=["empty", "two-keys", "string", "none"])
 def test_score_trial_bad_expect_item_is_an_assertion_error(item: Any) -> None:
-    out = score_trial([item], transcript(), [], None)
-    assert out["passed"] is False
-    assert out["assertions"][0]["error"]["kind"] == "assertion_error"
+    out, passed = score_trial([item], transcript(), [], None)
+    assert passed is False
+    assert out[0]["error"]["kind"] == "assertion_error"
 
 
 def test_score_trial_with_no_expectations_passes_unless_errored() -> None:
-    assert score_trial([], transcript(), [], None) == {"assertions": [], "passed": True}
+    assert score_trial([], transcript(), [], None) == ([], True)
     crash = {"kind": "target_crash", "message": "x"}
-    assert score_trial([], transcript(), [], crash)["passed"] is False
+    assert score_trial([], transcript(), [], crash)[1] is False
 
 
 # -- verdict --------------------------------------------------------------------------
@@ -266,26 +261,26 @@ def test_verdict(results: list[dict[str, Any]], name: str, passes: int, first: s
                  "first_failure": first, "errors": errors}
 
 
-# -- score_artifact -------------------------------------------------------------------
+# -- score_run -------------------------------------------------------------------
 
 
-def test_score_artifact_is_pure_and_deterministic() -> None:
+def test_score_run_is_pure_and_deterministic() -> None:
     art = sample()
     before = copy.deepcopy(art)
-    one, two = score_artifact(art), score_artifact(art)
+    one, two = score_run(art), score_run(art)
     assert art == before
     assert one is not art
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one == art  # stored expectations give the stored outcomes back
 
 
-def test_score_artifact_recomputes_tampered_outcomes() -> None:
+def test_score_run_recomputes_tampered_outcomes() -> None:
     art = sample()
     s = art["cases"][0]["scenarios"][2]
     s["results"][0]["passed"] = True
     s["results"][0]["assertions"][0]["passed"] = True
     s["verdict"] = {**s["verdict"], "verdict": "pass"}
-    out = score_artifact(art)
+    out = score_run(art)
     assert out["cases"][0]["scenarios"][2]["verdict"]["verdict"] == "fail"
     assert out["cases"][0]["scenarios"][2]["results"][0]["passed"] is False
     assert s["verdict"]["verdict"] == "pass"  # the input is untouched
@@ -296,13 +291,13 @@ def _case(name: str, scenarios: list[dict[str, Any]]) -> Any:
                                                   "scenarios": scenarios})
 
 
-def test_score_artifact_with_rules_of_another_revision() -> None:
+def test_score_run_with_rules_of_another_revision() -> None:
     rules = {"tone": _case("tone", [
         {"id": "capital", "user": "q", "expect": [{"final_answer_contains": "Lyon"}]},
         {"id": "wrong", "user": "q", "expect": [{"final_answer_not_contains": "Paris"}]},
         {"id": "brand-new", "user": "q", "expect": [{"no_error": True}]},
     ])}
-    out = score_artifact(sample(), rules)
+    out = score_run(sample(), rules)
     tone = {s["id"]: s for s in out["cases"][0]["scenarios"]}
     assert [c["name"] for c in out["cases"]] == ["tone", "tools"]
     assert tone["capital"]["verdict"]["verdict"] == "fail"
@@ -318,22 +313,22 @@ def test_score_artifact_with_rules_of_another_revision() -> None:
     assert validate_artifact(out) is None
 
 
-def test_score_artifact_adds_cases_only_the_rules_have() -> None:
+def test_score_run_adds_cases_only_the_rules_have() -> None:
     rules = {"new": _case("new", [{"id": "s", "user": "q", "expect": []}])}
-    out = score_artifact(sample(), rules)
+    out = score_run(sample(), rules)
     assert [c["name"] for c in out["cases"]] == ["new", "tone", "tools"]
     assert out["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "not_run"
     assert validate_artifact(out) is None
     picked = sample()
     picked["options"]["cases"] = ["tone"]  # the run chose its cases: others were not asked
-    assert [c["name"] for c in score_artifact(picked, rules)["cases"]] == ["tone", "tools"]
+    assert [c["name"] for c in score_run(picked, rules)["cases"]] == ["tone", "tools"]
 
 
-def test_score_artifact_odd_stored_transcripts_still_score() -> None:
+def test_score_run_odd_stored_transcripts_still_score() -> None:
     art = sample()
     art["cases"][0]["scenarios"][0]["results"][0]["transcript"] = {"final_answer": 3}
-    del art["cases"][0]["scenarios"][0]["results"][1]["transcript"]
-    out = score_artifact(art)
+    art["cases"][0]["scenarios"][0]["results"][1]["transcript"] = {}
+    out = score_run(art)
     assert out["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "fail"
 
 
@@ -405,7 +400,7 @@ def test_grader_rule_added_later_is_broken_until_regraded() -> None:
         {"id": "capital", "user": "q",
          "expect": [{"final_answer_contains": "Paris"}, {"grader": {"name": Q}}]},
     ])}
-    capital = score_artifact(sample(), rules)["cases"][0]["scenarios"][0]
+    capital = score_run(sample(), rules)["cases"][0]["scenarios"][0]
     assert capital["verdict"]["verdict"] == "broken"
     assert capital["verdict"]["errors"] == {"grader_missing": 2}
     assert capital["verdict"]["first_failure"].startswith(f"grader {Q}: no answer recorded")
@@ -419,6 +414,6 @@ def test_stored_grader_answers_are_rejudged_against_todays_pass_below() -> None:
     assert art["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "fail"
     rules = {"tone": _case("tone", [{"id": "judged", "user": "q", "expect": [
         {"grader": {"name": Q, "pass_below": 0.75}}]}])}
-    again = score_artifact(art, rules)["cases"][0]["scenarios"][0]
+    again = score_run(art, rules)["cases"][0]["scenarios"][0]
     assert again["verdict"]["verdict"] == "pass"
     assert again["results"][0]["assertions"][0]["score"] == 0.8

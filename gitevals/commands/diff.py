@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitevals.run.artifact import Run
 
 NAME = "diff"
 HELP = "what changed between two revisions: rules, graders, goldens, and verdicts of their runs"
@@ -201,39 +204,19 @@ def _goldens(s: _Sides) -> Any:
 
 
 def _find_run(repo: Any, root: str, commit: str, given: str | None
-              ) -> tuple[dict[str, Any] | None, str | None]:
-    """(artifact, source): --x-run FILE, else results/ of the working tree, else the git note."""
-    from gitevals.errors import ArtifactError
-    from gitevals.git.tree import NOTES_REF, read_note, work_root
-    from gitevals.run.artifact import artifacts_for_commit
-    from gitevals.run.scoring import load_artifact
+              ) -> tuple[Run | None, str | None]:
+    """(run, source): --x-run FILE, else the run of the commit (results/, else the note)."""
+    from gitevals.git.tree import work_root
+    from gitevals.run.artifact import load
+    from gitevals.run.store import run_of_commit
 
     if given is not None:
-        return load_artifact(given), "file"
-    local = artifacts_for_commit(work_root(repo), root, commit)
-    if local:
-        return _checked(local[-1], f"{root}/results/{local[-1].get('run_id')}.json"), "results"
-    text = read_note(repo, commit)
-    if not text:
-        return None, None
-    try:
-        return load_artifact(text.encode()), "note"
-    except ArtifactError as exc:
-        where = f"git note {NOTES_REF} on {commit[:12]}"
-        raise ArtifactError(str(exc).replace("<bytes>", where, 1)) from None
+        return load(given), "file"
+    found = run_of_commit(repo, work_root(repo), root, commit)
+    return (found.run, found.source) if found is not None else (None, None)
 
 
-def _checked(doc: dict[str, Any], label: str) -> dict[str, Any]:
-    from gitevals.errors import ArtifactError
-    from gitevals.run.scoring import validate_artifact
-
-    problem = validate_artifact(doc)
-    if problem is not None:
-        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
-    return doc
-
-
-def _side(s: _Sides, i: int, run: dict[str, Any] | None, source: str | None,
+def _side(s: _Sides, i: int, run: Run | None, source: str | None,
           looked: bool = True) -> Any:
     from gitevals.diff import Side
 
@@ -241,8 +224,8 @@ def _side(s: _Sides, i: int, run: dict[str, Any] | None, source: str | None,
     # No hint when runs were not looked for (--only without verdicts): a run may exist.
     hint = None if run or not looked else f"make one with `gitevals run --rev {commit}`"
     return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
-                run.get("run_id") if run else None, source,
-                run.get("commit") if run else None, hint)
+                run["run_id"] if run else None, source,
+                run["commit"] if run else None, hint)
 
 
 def _run_notes(sides: tuple[Any, Any]) -> list[str]:
@@ -273,7 +256,7 @@ def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | N
     cases, b_cases = _rules(s) if parts & {"rules", "graders", "verdicts"} else ([], {})
     graders, users = _graders(s, b_cases) if "graders" in parts else ([], ())
     goldens = _goldens(s) if "goldens" in parts else None
-    runs: list[tuple[dict[str, Any] | None, str | None]] = [(None, None), (None, None)]
+    runs: list[tuple[Run | None, str | None]] = [(None, None), (None, None)]
     verdicts: tuple[Any, ...] = ()
     rescored = None
     if "verdicts" in parts:
@@ -281,9 +264,9 @@ def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | N
                 for i, given in enumerate((a_run, b_run))]
         (run_a, _), (run_b, _) = runs
         if run_a is not None and cases and b_cases:
-            from gitevals.run.scoring import score_artifact
+            from gitevals.run.scoring import score_run
 
-            rescored = score_artifact(run_a, rules=b_cases)
+            rescored = score_run(run_a, rules=b_cases)
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitevals.git.tree import RevisionTree
+    from gitevals.run.artifact import Run
+    from gitevals.run.runner import Plan, Provenance
 
 NAME = "run"
 HELP = "run cases against the harness as committed at REV (default HEAD) and record verdicts"
@@ -53,10 +58,10 @@ def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
     return True, diff_digest(repo)
 
 
-def _write_note(repo: Any, artifact: dict[str, Any], text: str) -> None:
+def _write_note(repo: Any, artifact: Run, text: str) -> None:
     import time
 
-    from gitevals.run.artifact import note
+    from gitevals.run.store import note
 
     for attempt in range(5):
         try:
@@ -71,7 +76,7 @@ def _write_note(repo: Any, artifact: dict[str, Any], text: str) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
-def _render(artifact: dict[str, Any], text: str, fmt: str) -> str:
+def _render(artifact: Run, text: str, fmt: str) -> str:
     from gitevals.report.runs import render
 
     if fmt == "json":
@@ -110,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     jobs = args.jobs or os.cpu_count() or 1
     artifact = _execute(tree, the_plan, prov, args.cases, jobs)
-    from gitevals.run.artifact import dumps, save
+    from gitevals.run.artifact import dumps
+    from gitevals.run.store import save
 
     text = dumps(artifact)
     path = save(work_root(repo), artifact, text)
@@ -123,12 +129,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     if args.format == "text" and sys.stderr.isatty():  # piped: nothing but the result
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
-    from gitevals.report.runs import failed
+    from gitevals.run.artifact import failed
 
     return 1 if the_plan.blocked or failed(artifact) else 0
 
 
-def _execute(tree: Any, the_plan: Any, prov: Any, names: list[str], jobs: int) -> dict[str, Any]:
+def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
+             jobs: int) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import tempfile

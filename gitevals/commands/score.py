@@ -6,7 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
+
+from gitevals.run.artifact import grader_calls, scenarios
+
+if TYPE_CHECKING:
+    from gitevals.model import Case
+    from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
 
 NAME = "score"
 HELP = ("re-score a run artifact from its stored transcripts (optionally by the rules of "
@@ -31,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default="text", help="output format (default: text)")
 
 
-def rules_at(rev: str) -> tuple[dict[str, Any], str]:
+def rules_at(rev: str) -> tuple[dict[str, Case], str]:
     """Case name -> Case of every case file at ``rev``, and the commit it resolved to.
 
     The cases are linted first, as a run would: a case that does not lint at ``rev`` is
@@ -56,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from gitevals import __version__
-    from gitevals.report.runs import failed, render
-    from gitevals.run.scoring import load_artifact, score_artifact
+    from gitevals.report.runs import render
+    from gitevals.run.artifact import failed, load
+    from gitevals.run.scoring import apply_rules, rescore
 
     if args.jobs < 0:
         from gitevals.errors import UsageError
@@ -67,17 +74,19 @@ def run(args: argparse.Namespace) -> int:
     # One short-lived process over one big tree of fresh dicts, none of them cyclic:
     # the cycle collector would only rescan it again and again.
     gc.disable()
-    artifact = load_artifact(args.artifact)
+    stored = load(args.artifact)
     rules, rules_commit = rules_at(args.rules) if args.rules else (None, None)
+    ruled = apply_rules(stored, rules) if rules is not None else stored
     if args.regrade:
-        artifact = regrade(artifact, rules, args.rules or artifact["commit"], args.jobs)
-    scored = score_artifact(artifact, rules)
+        ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
+    scored = rescore(ruled)
     if args.rules or args.regrade:
         scored["scored_with"] = _scored_with(args, rules_commit, __version__)
     if args.out:
         from pathlib import Path
 
-        from gitevals.run.artifact import dumps, write_atomic
+        from gitevals.files import write_atomic
+        from gitevals.run.artifact import dumps
 
         write_atomic(Path(args.out), dumps(scored))
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
@@ -85,47 +94,17 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed(scored) else 0
 
 
-def _scored_with(args: argparse.Namespace, commit: str | None, version: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"tool_version": version, "regraded": bool(args.regrade)}
+def _scored_with(args: argparse.Namespace, commit: str | None, version: str) -> ScoredWith:
+    out: ScoredWith = {"tool_version": version, "regraded": bool(args.regrade)}
     if args.rules:
-        out.update(rules_rev=args.rules, rules_commit=commit)
+        out["rules_rev"], out["rules_commit"] = args.rules, commit
     return out
 
 
-def _expects(artifact: dict[str, Any], rules: dict[str, Any] | None
-             ) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    """(case index, scenario index) -> the expectations scoring will apply there."""
-    out = {}
-    for ci, case in enumerate(artifact["cases"]):
-        rule = (rules or {}).get(case["name"])
-        by_id = {s.id: s for s in rule.scenarios} if rule is not None else {}
-        for si, s in enumerate(case["scenarios"]):
-            r = by_id.get(s["id"])
-            out[ci, si] = [a.as_dict() for a in r.expect] if r is not None else s["expect"]
-    return out
-
-
-def _grade_trial(pool: Any, scenario: dict[str, Any], expect: list[dict[str, Any]],
-                 result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Fresh grader answers for one stored trial (none when the trial itself errored)."""
-    if result.get("error") is not None:
-        return []
-    t = result.get("transcript") or {}
-    run_arg = {k: t.get(k) for k in ("final_answer", "tool_calls", "hooks", "error", "turns",
-                                     "duration_ms")}
-    case_arg = {"id": scenario["id"], "user": scenario["user"], "expect": expect}
-    out = []
-    for index, item in enumerate(expect):
-        arg = item.get("grader") if len(item) == 1 else None
-        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
-            out.append({"index": index, **pool.call(arg["name"], case_arg, run_arg)})
-    return out
-
-
-def regrade(artifact: dict[str, Any], rules: dict[str, Any] | None, rev: str,
-            jobs: int) -> dict[str, Any]:
-    """A copy of ``artifact`` whose grader answers come from running the graders of ``rev``
-    again on the stored transcripts (in warm workers, ``jobs`` at a time)."""
+def regrade(run: Run, rev: str, jobs: int) -> Run:
+    """A copy of ``run`` whose grader answers come from running the graders of ``rev``
+    again on the stored transcripts, for the expectations each scenario holds (in warm
+    workers, ``jobs`` at a time). Trials that errored are not graded."""
     import os
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
@@ -135,45 +114,45 @@ def regrade(artifact: dict[str, Any], rules: dict[str, Any] | None, rev: str,
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config
+    from gitevals.run.runner import grade
     from gitevals.settings import load_settings
 
     tree = RevisionTree(require_repo(), rev)
     settings, bad = load_settings(tree)
     if bad:
         raise UsageError(f"{bad[0]} (at {tree.label})")
-    expects = _expects(artifact, rules)
-    work = [(ci, si, ri) for (ci, si), expect in expects.items()
-            if any("grader" in item for item in expect)
-            for ri in range(len(artifact["cases"][ci]["scenarios"][si]["results"]))]
+    work = [(s, t) for _, s in scenarios(run) if grader_calls(s["expect"])
+            for t in s["results"] if t["error"] is None]
     with tempfile.TemporaryDirectory(prefix="gitevals-regrade-") as tmp:
         tree.materialize(Path(tmp))
         pool = GraderPool(tmp, settings.root, judge_config(settings.judge))
         try:
             with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex, \
                     _progress(len(work)) as advance:
-                def one(w: tuple[int, int, int]) -> list[dict[str, Any]]:
-                    s = artifact["cases"][w[0]]["scenarios"][w[1]]
-                    out = _grade_trial(pool, s, expects[w[0], w[1]], s["results"][w[2]])
+                def one(w: tuple[ScenarioRun, Trial]) -> list[GraderAnswer]:
+                    s, t = w
+                    out = grade(pool.call, s["id"], s["user"], s["expect"], t["transcript"])
                     advance()
                     return out
 
                 answers = list(ex.map(one, work))
         finally:
             pool.close()
-    return _with_graders(artifact, dict(zip(work, answers, strict=True)))
+    fresh = {id(t): a for (_, t), a in zip(work, answers, strict=True)}
+    return _with_graders(run, fresh)
 
 
-def _with_graders(artifact: dict[str, Any],
-                  answers: dict[tuple[int, int, int], list[dict[str, Any]]]) -> dict[str, Any]:
-    cases = []
-    for ci, case in enumerate(artifact["cases"]):
-        scenarios = []
-        for si, s in enumerate(case["scenarios"]):
-            results = [{**r, "graders": answers.get((ci, si, ri), r["graders"])}
-                       for ri, r in enumerate(s["results"])]
-            scenarios.append({**s, "results": results})
-        cases.append({**case, "scenarios": scenarios})
-    return {**artifact, "cases": cases}
+def _with_graders(run: Run, answers: dict[int, list[GraderAnswer]]) -> Run:
+    """``run`` with the graders of each trial in ``answers`` (by ``id`` of the trial)."""
+    cases: list[CaseRun] = []
+    for case in run["cases"]:
+        scenarios_: list[ScenarioRun] = []
+        for s in case["scenarios"]:
+            results: list[Trial] = [{**t, "graders": answers.get(id(t), t["graders"])}
+                                    for t in s["results"]]
+            scenarios_.append({**s, "results": results})
+        cases.append({**case, "scenarios": scenarios_})
+    return {**run, "cases": cases}
 
 
 @contextmanager

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitevals.run.artifact import Run
 
 NAME = "show"
 HELP = "show the verdicts of a run: an artifact file, or the newest run of a revision"
@@ -23,37 +26,32 @@ def _is_path(what: str) -> bool:
     return what.endswith(".json") or os.path.isfile(what)
 
 
-def newest_for_rev(rev: str) -> dict[str, Any]:
-    """The newest run pinned to ``rev``'s commit: <root>/results/ of the working tree,
-    else the git note on the commit. None found is a usage error naming the fix."""
-    from gitevals.errors import ArtifactError, UsageError
+def run_for_rev(rev: str) -> Run:
+    """The run pinned to ``rev``'s commit: <root>/results/ of the working tree, else the
+    git note on the commit. None found is a usage error naming the fix."""
+    from gitevals.errors import UsageError
     from gitevals.git.tree import WorkingTree, require_repo, resolve_commit, work_root
-    from gitevals.run.artifact import newest_for_commit
-    from gitevals.run.scoring import validate_artifact
+    from gitevals.run.store import run_of_commit
     from gitevals.settings import load_settings
 
     repo = require_repo()
     commit = str(resolve_commit(repo, rev).id)
     settings, _ = load_settings(WorkingTree(work_root(repo)))
-    found = newest_for_commit(repo, settings.root, commit)
+    found = run_of_commit(repo, work_root(repo), settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
                          f"git note: make one with `gitevals run --rev {commit}`")
-    problem = validate_artifact(found)
-    if problem is not None:
-        raise ArtifactError(f"run {found.get('run_id')} of {rev}: not a gitevals run "
-                            f"artifact: {problem}")
-    return found
+    return found.run
 
 
 def run(args: argparse.Namespace) -> int:
     import gc
 
-    from gitevals.report.runs import failed, render
-    from gitevals.run.scoring import load_artifact
+    from gitevals.report.runs import render
+    from gitevals.run.artifact import failed, load
 
     gc.disable()  # a short-lived read of one big acyclic tree: see commands/score.py
-    artifact = load_artifact(args.what) if _is_path(args.what) else newest_for_rev(args.what)
+    artifact = load(args.what) if _is_path(args.what) else run_for_rev(args.what)
     sys.stdout.write(render(artifact, args.format, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     return 1 if failed(artifact) else 0

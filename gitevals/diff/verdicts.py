@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gitevals.diff.graders import GraderUse
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
+from gitevals.run.artifact import Run, scenarios
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,13 @@ def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]
                  for r in rows)
 
 
-def tallies(artifact: Mapping[str, Any] | None) -> dict[tuple[str, str], Tally]:
-    """``(case, scenario) -> Tally`` from an artifact's stored verdicts."""
-    out: dict[tuple[str, str], Tally] = {}
-    for case in (artifact or {}).get("cases") or []:
-        for s in case.get("scenarios") or []:
-            v = s.get("verdict") or {}
-            out[(str(case.get("name")), str(s.get("id")))] = Tally(
-                str(v.get("verdict", "not_run")), int(v.get("passes", 0)),
-                int(v.get("trials", 0)))
-    return out
+def tallies(run: Run | None) -> dict[tuple[str, str], Tally]:
+    """``(case, scenario) -> Tally`` from a run's stored verdicts."""
+    if run is None:
+        return {}
+    return {(case["name"], s["id"]): Tally(s["verdict"]["verdict"], s["verdict"]["passes"],
+                                           s["verdict"]["trials"])
+            for case, s in scenarios(run)}
 
 
 def _direction(a: Tally, b: Tally) -> str:
@@ -64,9 +61,9 @@ def _direction(a: Tally, b: Tally) -> str:
     return "regressed" if rb < ra else "improved" if rb > ra else "unchanged"
 
 
-def compare_verdicts(run_a: Mapping[str, Any] | None, run_b: Mapping[str, Any] | None,
-                     rescored_a: Mapping[str, Any] | None = None, test: str = DEFAULT_TEST,
-                     alpha: float = DEFAULT_ALPHA) -> tuple[VerdictRow, ...]:
+def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | None = None,
+                     test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
+                     ) -> tuple[VerdictRow, ...]:
     """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``)."""
     ta, tb = tallies(run_a), tallies(run_b)
     tr = tallies(rescored_a) if rescored_a is not None else {}

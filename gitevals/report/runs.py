@@ -12,10 +12,16 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from gitevals.run.artifact import VERDICTS, scenarios
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
+
+    from gitevals.run.artifact import Run, ScenarioRun
 
 FORMATS = ("text", "json", "junit", "markdown")
-ORDER = ("pass", "flaky", "fail", "broken", "not_run")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
@@ -41,42 +47,41 @@ class Row:
         return f"{self.passes}/{self.trials}"
 
 
-def _one_line(text: Any) -> str:
+def _one_line(text: object) -> str:
     """Messages may quote a harness's output: no newlines or terminal control codes."""
     return _CONTROL.sub(" ", str(text)).strip()
 
 
-def _note(scenario: dict[str, Any], v: dict[str, Any]) -> str:
-    if v.get("first_failure"):
+def _note(scenario: ScenarioRun) -> str:
+    v = scenario["verdict"]
+    if v["first_failure"]:
         return _one_line(v["first_failure"])
-    if v.get("verdict") == "not_run":
+    if v["verdict"] == "not_run":
         return "only in the rules: not run" if scenario.get("rules") == "added" else "not run"
     return ""
 
 
-def _duration(scenario: dict[str, Any]) -> int:
+def _duration(scenario: ScenarioRun) -> int:
     total = 0
-    for r in scenario.get("results") or ():
-        ms = (r.get("transcript") or {}).get("duration_ms") if isinstance(r, dict) else None
+    for r in scenario["results"]:
+        ms = r["transcript"]["duration_ms"]
         total += ms if isinstance(ms, int) and not isinstance(ms, bool) else 0
     return total
 
 
-def rows(artifact: dict[str, Any]) -> list[Row]:
-    """The verdict table: one row per scenario, cases in artifact order (sorted by name)."""
+def rows(run: Run) -> list[Row]:
+    """The verdict table: one row per scenario, cases in run order (sorted by name)."""
     out = []
-    for case in artifact.get("cases") or ():
-        for s in case.get("scenarios") or ():
-            v = s.get("verdict") or {}
-            out.append(Row(str(case.get("name")), str(s.get("id")), str(v.get("verdict")),
-                           int(v.get("passes", 0)), int(v.get("trials", 0)), _note(s, v),
-                           dict(v.get("errors") or {}), _duration(s)))
+    for case, s in scenarios(run):
+        v = s["verdict"]
+        out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
+                       _note(s), dict(v["errors"]), _duration(s)))
     return out
 
 
 def counts(table: list[Row]) -> dict[str, int]:
     """Scenarios per verdict, every verdict present."""
-    out = dict.fromkeys(ORDER, 0)
+    out: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for r in table:
         out[r.verdict] = out.get(r.verdict, 0) + 1
     return out
@@ -89,16 +94,15 @@ def summary(table: list[Row]) -> str:
     return text + (f", {c['not_run']} not run" if c["not_run"] else "")
 
 
-def _title(artifact: dict[str, Any]) -> str:
-    commit = str(artifact.get("commit", ""))[:12]
-    text = f"run {artifact.get('run_id', '?')} of {artifact.get('rev', '?')} ({commit})"
-    scored = artifact.get("scored_with") or {}
+def _title(run: Run) -> str:
+    text = f"run {run['run_id']} of {run['rev']} ({run['commit'][:12]})"
+    scored = run.get("scored_with") or {}
     if scored.get("rules_rev"):
-        rules_commit = str(scored.get("rules_commit", ""))[:12]
-        text += f", scored with the rules of {scored['rules_rev']} ({rules_commit})"
-    if artifact.get("dirty"):  # --allow-dirty: the commit ran, the working tree differed
+        rules_commit = str(scored.get("rules_commit") or "")[:12]
+        text += f", scored with the rules of {scored.get('rules_rev')} ({rules_commit})"
+    if run["dirty"]:  # --allow-dirty: the commit ran, the working tree differed
         text += ", dirty"
-    if artifact.get("interrupted"):
+    if run["interrupted"]:
         text += ", interrupted"
     return text
 
@@ -112,7 +116,7 @@ def _cells(r: Row) -> tuple[str, str, str, str, str]:
     return (r.case, r.scenario, r.verdict.replace("_", " "), r.ratio, r.first_failure)
 
 
-def plain(artifact: dict[str, Any]) -> str:
+def plain(artifact: Run) -> str:
     """Aligned columns for pipes and files: title, header, a row per scenario, summary."""
     table = rows(artifact)
     lines = [_title(artifact)]
@@ -127,7 +131,7 @@ def plain(artifact: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rich_text(artifact: dict[str, Any], width: int | None = None) -> str:
+def rich_text(artifact: Run, width: int | None = None) -> str:
     """A rich table with coloured verdicts, rendered to a string for a terminal."""
     import io
 
@@ -155,19 +159,19 @@ def rich_text(artifact: dict[str, Any], width: int | None = None) -> str:
 # -- json -----------------------------------------------------------------------------
 
 
-def as_json(artifact: dict[str, Any]) -> str:
+def as_json(artifact: Run) -> str:
     """The verdict table as sorted JSON (one object; scenarios in table order)."""
     table = rows(artifact)
-    doc = {
-        "run_id": artifact.get("run_id"), "commit": artifact.get("commit"),
-        "rev": artifact.get("rev"), "interrupted": bool(artifact.get("interrupted")),
+    doc: dict[str, object] = {
+        "run_id": artifact["run_id"], "commit": artifact["commit"],
+        "rev": artifact["rev"], "interrupted": artifact["interrupted"],
         "summary": counts(table),
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
                        "first_failure": r.first_failure or None, "errors": r.errors}
                       for r in table],
     }
-    if artifact.get("scored_with"):
+    if "scored_with" in artifact:
         doc["scored_with"] = artifact["scored_with"]
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
@@ -175,7 +179,7 @@ def as_json(artifact: dict[str, Any]) -> str:
 # -- junit ----------------------------------------------------------------------------
 
 
-def junit(artifact: dict[str, Any]) -> str:
+def junit(artifact: Run) -> str:
     """JUnit XML: a testsuite per case, a testcase per scenario.
 
     flaky and fail -> <failure>, broken -> <error>, not_run -> <skipped>; the first
@@ -199,7 +203,7 @@ def _secs(ms: int) -> str:
     return f"{ms / 1000:.3f}"
 
 
-def _suite(root: Any, case: str, table: list[Row]) -> None:
+def _suite(root: Element, case: str, table: list[Row]) -> None:
     import xml.etree.ElementTree as ET
 
     c = counts(table)
@@ -237,7 +241,7 @@ def _md(text: str) -> str:
             .replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def markdown(artifact: dict[str, Any]) -> str:
+def markdown(artifact: Run) -> str:
     """A PR-comment table: title, summary, one row per scenario."""
     table = rows(artifact)
     lines = [f"**gitevals** {_md(_title(artifact))}", "", f"**{summary(table)}**", ""]
@@ -250,7 +254,7 @@ def markdown(artifact: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-REPORTERS: dict[str, Callable[[dict[str, Any]], str]] = {
+REPORTERS: dict[str, Callable[[Run], str]] = {
     "text": plain,
     "json": as_json,
     "junit": junit,
@@ -258,14 +262,9 @@ REPORTERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def render(artifact: dict[str, Any], fmt: str, terminal: bool = False,
+def render(artifact: Run, fmt: str, terminal: bool = False,
            width: int | None = None) -> str:
     """``artifact`` in format ``fmt``; ``text`` on a ``terminal`` is a rich table."""
     if fmt == "text" and terminal:
         return rich_text(artifact, width)
     return REPORTERS[fmt](artifact)
-
-
-def failed(artifact: dict[str, Any]) -> bool:
-    """True when any scenario is flaky, fail or broken (the exit status 1 condition)."""
-    return any(r.verdict in ("flaky", "fail", "broken") for r in rows(artifact))

@@ -1,22 +1,174 @@
-"""The run artifact on disk and in git: ids, atomic writes, notes, lookup by commit.
+"""The run artifact: one typed model, one ``load``, one ``dumps``.
 
-Format and keys: /tmp contract ``gitevals-run/1`` (see docs/run.md). Artifacts are
-written with sorted keys so the same run is the same bytes.
+A run is plain JSON on disk and in git notes (``gitevals-run/1``,
+``schemas/result.schema.json``). In memory it stays the dicts ``json.loads``
+makes -- typed here as ``TypedDict``s, so mypy checks every field a module reads
+and a 100,000-trial artifact costs no conversion -- and every module reads it
+through these types: the runner builds it, scoring maps ``Run -> Run``,
+reporters and diff read fields. Decisions about a run (``complete``,
+``failed``, which of several runs of a commit to prefer) live here too.
+
+Nothing here does IO except ``load`` of a path; files and notes are ``store``'s.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import secrets
-import tempfile
 import time
-from contextlib import suppress
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypeAlias, TypedDict, cast
+
+from gitevals.errors import ArtifactError
 
 FORMAT = "gitevals-run/1"
-RESULTS_DIR = "results"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
+
+#: Any JSON value: what targets and graders send is kept as they sent it.
+JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
+JSONObject: TypeAlias = "dict[str, JSON]"
+VerdictName = Literal["pass", "flaky", "fail", "broken", "not_run"]
+VERDICTS: tuple[VerdictName, ...] = ("pass", "flaky", "fail", "broken", "not_run")
+#: The verdicts that make a run exit 1.
+FAILING: frozenset[str] = frozenset(("flaky", "fail", "broken"))
+
+
+class ErrorRecord(TypedDict):
+    """An infrastructure error: ``kind`` (``target_crash``, ``grader_timeout``...) and why."""
+
+    kind: str
+    message: str
+
+
+class Transcript(TypedDict):
+    """What the target said during one scenario's turns (all turns concatenated)."""
+
+    final_answer: str | None
+    tool_calls: list[JSONObject]
+    hooks: list[JSONObject]
+    error: JSON  # an error reported BY the target in its reply
+    turns: list[JSONObject]  # each turn's raw reply, extra fields kept
+    duration_ms: int | float
+
+
+class GraderAnswer(TypedDict):
+    """A grader's raw answer as run (deciding what it means is scoring's job)."""
+
+    index: int
+    name: str
+    raw: JSON
+    error: ErrorRecord | None
+    duration_ms: int | float
+
+
+class AssertionOutcome(TypedDict):
+    """One assertion's outcome on one trial."""
+
+    index: int
+    kind: str
+    passed: bool
+    message: str
+    error: ErrorRecord | None
+    score: float | None
+
+
+class Trial(TypedDict):
+    """One trial of one scenario: transcript, grader answers, outcomes."""
+
+    trial: int
+    transcript: Transcript
+    error: ErrorRecord | None
+    graders: list[GraderAnswer]
+    assertions: list[AssertionOutcome]
+    passed: bool
+
+
+class Verdict(TypedDict):
+    """A scenario's verdict over its trials."""
+
+    verdict: VerdictName
+    passes: int
+    trials: int
+    pass_at_k: bool
+    pass_hat_k: bool
+    first_failure: str | None
+    errors: dict[str, int]
+
+
+class _ScenarioRunKeys(TypedDict):
+
+    id: str
+    user: list[str]
+    expect: list[JSONObject]  # one single-key object per assertion
+    trials: int
+    timeout: int | float
+    results: list[Trial]
+    verdict: Verdict
+
+
+# Optional keys as a total=False subclass (not NotRequired[...]): with postponed
+# annotations only this form is seen at run time, where tests compare with the schema.
+class ScenarioRun(_ScenarioRunKeys, total=False):
+    """One scenario: the rules used and a ``Trial`` per trial that ran; ``rules`` only
+    after ``score --rules`` (applied, stored, or added)."""
+
+    rules: Literal["applied", "stored", "added"]
+
+
+class CaseRun(TypedDict):
+    name: str
+    path: str
+    blob: str | None
+    scenarios: list[ScenarioRun]
+
+
+class Options(TypedDict):
+    cases: list[str]
+    trials: int | None
+    jobs: int
+
+
+class ScoredWith(TypedDict, total=False):
+    rules_rev: str
+    rules_commit: str | None
+    tool_version: str
+    regraded: bool
+
+
+class _RunKeys(TypedDict):
+
+    format: str
+    run_id: str
+    tool_version: str
+    rev: str
+    commit: str
+    tree: str
+    dirty: bool
+    dirty_diff: str | None
+    root: str
+    settings: JSONObject
+    files: dict[str, str]
+    started_at: str
+    finished_at: str
+    duration_ms: int
+    interrupted: bool
+    options: Options
+    cases: list[CaseRun]
+
+
+class Run(_RunKeys, total=False):
+    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``."""
+
+    scored_with: ScoredWith
+
+
+#: The keys of a transcript, which are also what a grader's ``run`` argument holds.
+TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
+
+
+# -- building -------------------------------------------------------------------
 
 
 def new_run_id(commit: str, now: float | None = None) -> str:
@@ -30,121 +182,244 @@ def utc_stamp(now: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
 
-def dumps(artifact: dict[str, Any]) -> str:
-    """The canonical text of an artifact (sorted keys, one space indent, trailing newline)."""
-    return json.dumps(artifact, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+def transcript(replies: list[JSONObject], ms: int) -> Transcript:
+    """One scenario's transcript: its own turns, tool calls and hooks concatenated."""
+    errors = [r["error"] for r in replies if r.get("error") is not None]
+    answer = replies[-1].get("final_answer") if replies else None
+    return {
+        "final_answer": answer if isinstance(answer, str) else None,
+        "tool_calls": [c for r in replies for c in _objects(r.get("tool_calls"))],
+        "hooks": [h for r in replies for h in _objects(r.get("hooks"))],
+        "error": errors[0] if errors else None,
+        "turns": replies,
+        "duration_ms": ms,
+    }
 
 
-def results_dir(work_root: Path, root: str) -> Path:
-    return work_root / root / RESULTS_DIR
+def _objects(value: JSON) -> list[JSONObject]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same dir + ``os.replace``.
+def grader_calls(expect: list[JSONObject]) -> list[tuple[int, str]]:
+    """``(index, grader name)`` of every ``grader`` assertion of ``expect``."""
+    out = []
+    for index, item in enumerate(expect):
+        arg = item.get("grader") if len(item) == 1 else None
+        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
+            out.append((index, cast(str, arg["name"])))
+    return out
 
-    A reader sees the old file or the whole new one, never half; two writers to
-    different paths never touch each other's temp files.
+
+def grader_arguments(scenario_id: str, user: list[str], expect: list[JSONObject],
+                     t: Transcript) -> tuple[JSONObject, JSONObject]:
+    """The ``case`` and ``run`` a grader is called with for one trial (DESIGN §3)."""
+    case: JSONObject = {"id": scenario_id, "user": list(user), "expect": list(expect)}
+    run: JSONObject = {k: cast(JSON, t.get(k)) for k in TRANSCRIPT_KEYS}
+    return case, run
+
+
+# -- decisions ------------------------------------------------------------------
+
+
+def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
+    """Every scenario of ``run`` with its case, in artifact order."""
+    for case in run["cases"]:
+        for s in case["scenarios"]:
+            yield case, s
+
+
+def complete(run: Run) -> bool:
+    """A run of every case of its commit (no CASE filter) that was not interrupted."""
+    return not run["options"]["cases"] and not run["interrupted"]
+
+
+def failed(run: Run) -> bool:
+    """True when any scenario is flaky, fail or broken (the exit status 1 condition)."""
+    return any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
+
+
+def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
+    """Sort key of the runs of one commit: the greatest is the one to show, diff and note.
+
+    Complete runs first (`gitevals run tone` after a full run must not hide the full
+    run), then the run that finished last (a long run started earlier can finish after
+    a short one); ``finished_at`` has whole seconds, so a tie goes to the later-written
+    one (``written``: a file's mtime), never to the run id's random suffix.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    return complete(run), run["finished_at"], written
+
+
+# -- text -----------------------------------------------------------------------
+
+
+def dumps(run: Run) -> str:
+    """The canonical text of a run (sorted keys, one space indent, trailing newline)."""
+    return json.dumps(run, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def load(source: str | Path | bytes, label: str | None = None) -> Run:
+    """Read and validate a run (a path, or its bytes), once.
+
+    Raises ``ArtifactError`` with one line ``<label>: not a gitevals run artifact: <what>``.
+    """
+    label = label or ("<bytes>" if isinstance(source, bytes) else str(source))
+    if isinstance(source, bytes):
+        data = source
+    else:
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise ArtifactError(f"{label}: cannot read: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: not JSON ({exc}); "
+                            "give the .json file `gitevals run` wrote") from exc
+    return checked(doc, label)
 
 
-def save(work_root: Path, artifact: dict[str, Any], text: str | None = None) -> Path:
-    """Write ``artifact`` (whose ``dumps`` is ``text``, when already made) to
-    ``<root>/results/<run_id>.json`` of the working tree."""
-    path = results_dir(work_root, artifact["root"]) / f"{artifact['run_id']}.json"
-    write_atomic(path, text if text is not None else dumps(artifact))
-    return path
+def checked(doc: object, label: str) -> Run:
+    """``doc`` as a ``Run`` when it is one; else ``ArtifactError`` naming ``label``."""
+    problem = validate(doc)
+    if problem is not None:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
+    return cast(Run, doc)
 
 
-def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> bool:
-    """Attach the artifact to its commit under refs/notes/gitevals, replacing an older
-    note unless that one is a complete run and this one is not. True when written."""
-    from gitevals.git.tree import read_note, write_note
-
-    old = read_note(repo, artifact["commit"])
-    previous = _parse(old) if old else None
-    if previous is not None and complete(previous) and not complete(artifact):
-        return False
-    write_note(repo, artifact["commit"], text if text is not None else dumps(artifact))
-    return True
-
-
-def _parse(text: str | bytes) -> dict[str, Any] | None:
+def candidate(text: str | bytes) -> Run | None:
+    """``text`` when it is JSON claiming to be a run (format checked, nothing else): what
+    picking among many runs needs before the chosen one is validated with ``checked``."""
     try:
         data = json.loads(text)
     except ValueError:
         return None
-    if isinstance(data, dict) and data.get("format") == FORMAT:
-        return data
+    if not (isinstance(data, dict) and data.get("format") == FORMAT):
+        return None
+    ok = (isinstance(data.get("options"), dict) and isinstance(data.get("finished_at"), str)
+          and isinstance(data.get("commit"), str))
+    return cast(Run, data) if ok else None
+
+
+# -- validation: the compiled schema for the skeleton, a hand mirror for trials ----
+
+_compiled: list[Callable[[object], object]] = []
+
+
+def _schema() -> JSONObject:
+    return cast(JSONObject, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def _skeleton_schema() -> JSONObject:
+    """The schema with trial records left opaque: ``_trial_ok`` checks those."""
+    schema = _schema()
+    defs = cast(JSONObject, schema["$defs"])
+    defs["result"] = {"type": "object"}
+    return schema
+
+
+def _skeleton_validator() -> Callable[[object], object]:
+    """The skeleton schema compiled to Python, once per process."""
+    if not _compiled:
+        import fastjsonschema
+
+        _compiled.append(fastjsonschema.compile(_skeleton_schema(), use_formats=False))
+    return _compiled[0]
+
+
+def validate(doc: object) -> str | None:
+    """What is wrong with ``doc`` as a run (one phrase), or None when it is one.
+
+    Everything but the trial records is checked by the compiled schema; the (many)
+    trial records by ``_trial_ok``, a hand-written mirror of ``$defs/result`` that is
+    several times faster (``benchmarks/bench_score.py`` measures it). jsonschema only
+    explains what they rejected, so the message names the JSON path of the problem.
+    """
+    if not isinstance(doc, dict):
+        return f"the top level is {type(doc).__name__}, not an object"
+    fmt = doc.get("format")
+    if fmt != FORMAT:
+        if isinstance(fmt, str) and fmt.startswith("gitevals-run/"):
+            return (f"format {fmt!r} is not {FORMAT!r}, the one this gitevals reads; "
+                    "upgrade gitevals")
+        return f"no \"format\": {FORMAT!r} key; give the .json file `gitevals run` wrote"
+    import fastjsonschema
+
+    try:
+        _skeleton_validator()(doc)
+    except fastjsonschema.JsonSchemaValueException:
+        return _explain(doc, _skeleton_schema(), "$")
+    for ci, case in enumerate(doc["cases"]):
+        for si, scenario in enumerate(case["scenarios"]):
+            for ri, result in enumerate(scenario["results"]):
+                if not _trial_ok(result):
+                    where = f"$.cases[{ci}].scenarios[{si}].results[{ri}]"
+                    sub: JSONObject = {"$defs": _schema()["$defs"], "$ref": "#/$defs/result"}
+                    return _explain(result, sub, where)
     return None
 
 
-def complete(artifact: dict[str, Any]) -> bool:
-    """A run of every case of its commit (no CASE filter) that was not interrupted."""
-    options = artifact.get("options") or {}
-    return not options.get("cases") and not artifact.get("interrupted")
+def _explain(doc: object, schema: JSONObject, where: str) -> str:
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if err is None:  # the fast check and jsonschema disagree: still refuse, say where
+        return f"at {where}: it does not match schemas/result.schema.json"
+    where += "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+    return f"at {where}: {err.message}; see schemas/result.schema.json"
 
 
-def _rank(artifact: dict[str, Any], written: int) -> tuple[bool, str, int]:
-    # Complete runs first: `gitevals run tone` after a full run must not hide the
-    # full run from `show` and `diff`. Then the run that finished last (a long run
-    # started earlier can finish after a short one); finished_at has whole seconds,
-    # so a tie goes to the later-written file, never to the run id's random suffix.
-    return complete(artifact), str(artifact.get("finished_at", "")), written
+_TRIAL_KEYS = frozenset(Trial.__annotations__)
+_TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
+_GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
+_ASSERTION_KEYS = frozenset(AssertionOutcome.__annotations__)
+_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def artifacts_for_commit(work_root: Path, root: str, commit: str) -> list[dict[str, Any]]:
-    """Artifacts in ``<root>/results/`` of the working tree pinned to ``commit``,
-    least preferred first (the last is what ``newest_for_commit`` returns).
-
-    Only files whose name carries ``commit[:12]`` are opened (run ids embed it), so a
-    results dir with thousands of runs stays cheap. Unreadable files are skipped.
-    """
-    found = []
-    directory = results_dir(work_root, root)
-    for path in directory.glob(f"*-{commit[:12]}-*.json"):
-        try:
-            data = _parse(path.read_bytes())
-            mtime = path.stat().st_mtime_ns
-        except OSError:
-            continue
-        if data is not None and data.get("commit") == commit:
-            found.append((_rank(data, mtime), path.name, data))
-    return [f[2] for f in sorted(found, key=lambda f: f[:2])]
+def _count_ok(x: object) -> bool:
+    return type(x) is int and x >= 0
 
 
-def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[str, Any] | None:
-    """The run to show for ``commit``: the newest complete run in results/ of the working
-    tree (else the newest partial one), else its git note.
+def _ms_ok(x: object) -> bool:
+    return (type(x) is int or type(x) is float) and x >= 0
 
-    ``repo_or_tree_root`` is a ``pygit2.Repository`` (working tree and notes are both
-    read) or a path to a working tree (results/ only).
-    """
-    repo: Any = None
-    work: Path | None = None
-    if isinstance(repo_or_tree_root, (str, os.PathLike)):
-        work = Path(repo_or_tree_root)
-    else:
-        repo = repo_or_tree_root
-        work = Path(repo.workdir) if getattr(repo, "workdir", None) else None
-    if work is not None:
-        local = artifacts_for_commit(work, root, commit)
-        if local:
-            return local[-1]
-    if repo is None:
-        return None
-    from gitevals.git.tree import read_note
 
-    text = read_note(repo, commit)
-    return _parse(text) if text else None
+def _error_ok(e: object) -> bool:
+    if e is None:
+        return True
+    return (type(e) is dict and type(e.get("kind")) is str and _KIND.match(e["kind"]) is not None
+            and type(e.get("message")) is str)
+
+
+def _named_ok(items: object) -> bool:
+    """A list of objects each with a string ``name`` (tool calls, hooks)."""
+    return type(items) is list and all(type(x) is dict and type(x.get("name")) is str
+                                       for x in items)
+
+
+def _transcript_ok(t: object) -> bool:
+    return (type(t) is dict and t.keys() >= _TRANSCRIPT_KEYS
+            and (t["final_answer"] is None or type(t["final_answer"]) is str)
+            and _named_ok(t["tool_calls"]) and _named_ok(t["hooks"])
+            and type(t["turns"]) is list and _ms_ok(t["duration_ms"]))
+
+
+def _grader_ok(g: object) -> bool:
+    return (type(g) is dict and g.keys() >= _GRADER_KEYS and _count_ok(g["index"])
+            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"]))
+
+
+def _assertion_ok(a: object) -> bool:
+    return (type(a) is dict and a.keys() >= _ASSERTION_KEYS and _count_ok(a["index"])
+            and type(a["kind"]) is str and type(a["passed"]) is bool
+            and type(a["message"]) is str and _error_ok(a["error"])
+            and (a["score"] is None or type(a["score"]) in (int, float)))
+
+
+def _trial_ok(r: object) -> bool:
+    """True when trial record ``r`` keeps ``$defs/result`` (mirrors the schema by hand)."""
+    return (type(r) is dict and r.keys() >= _TRIAL_KEYS and _count_ok(r["trial"])
+            and type(r["passed"]) is bool and _error_ok(r["error"])
+            and _transcript_ok(r["transcript"])
+            and type(r["graders"]) is list and all(map(_grader_ok, r["graders"]))
+            and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"])))

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gitevals.run.artifact import Transcript
+
 _SNIPPET = 60
 
 
@@ -42,7 +44,7 @@ class Outcome:
         d["passed"], d["message"], d["error"] = passed, message, error
 
 
-Check = Callable[[Any, dict[str, Any]], Outcome]
+Check = Callable[[Any, Transcript], Outcome]
 
 
 # -- reading a transcript defensively -------------------------------------------------
@@ -119,7 +121,7 @@ def subset_match(expected: Any, actual: Any) -> bool:
 # -- the checks --------------------------------------------------------------------
 
 
-def tool_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def tool_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when a call of ``name`` was made (whose args contain ``args``, if given)."""
     name = arg["name"]
     calls = _calls_of(name, transcript)
@@ -134,7 +136,7 @@ def tool_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
     return Outcome(False, f"{head}: called {_times(len(calls))}, none with args {want!r}")
 
 
-def tool_not_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def tool_not_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when no call of ``name`` was made."""
     name = arg["name"]
     n = _names(transcript).count(name)
@@ -143,7 +145,7 @@ def tool_not_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
     return Outcome(True, f"tool_not_called {name}: never called")
 
 
-def tool_order(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def tool_order(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when the first call of ``first`` comes before some (the last) call of ``then``."""
     first, then = arg["first"], arg["then"]
     names = _names(transcript)
@@ -160,7 +162,7 @@ def tool_order(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
                           f"{first} first called at call {i + 1}")
 
 
-def _count(arg: dict[str, Any], transcript: dict[str, Any]) -> tuple[str, int, int]:
+def _count(arg: dict[str, Any], transcript: Transcript) -> tuple[str, int, int]:
     """(label, count wanted, calls made) for min/max_tool_calls; no ``name`` = any tool."""
     want = arg["count"]
     if not isinstance(want, int) or isinstance(want, bool):
@@ -171,19 +173,19 @@ def _count(arg: dict[str, Any], transcript: dict[str, Any]) -> tuple[str, int, i
     return ("any tool" if name is None else str(name)), want, made
 
 
-def min_tool_calls(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def min_tool_calls(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when ``name`` (or any tool) was called at least ``count`` times."""
     label, want, made = _count(arg, transcript)
     return Outcome(made >= want, f"min_tool_calls {label} {want}: called {_times(made)}")
 
 
-def max_tool_calls(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def max_tool_calls(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when ``name`` (or any tool) was called at most ``count`` times."""
     label, want, made = _count(arg, transcript)
     return Outcome(made <= want, f"max_tool_calls {label} {want}: called {_times(made)}")
 
 
-def result_contains(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def result_contains(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when some result of ``name`` holds ``substring`` (non-strings as JSON)."""
     name, sub = arg["name"], _needle(arg["substring"])
     calls = _calls_of(name, transcript)
@@ -203,7 +205,7 @@ def _needle(value: Any) -> str:
     return value if isinstance(value, str) else _text(value)
 
 
-def final_answer_contains(arg: Any, transcript: dict[str, Any]) -> Outcome:
+def final_answer_contains(arg: Any, transcript: Transcript) -> Outcome:
     """Passes when the final answer holds ``arg`` (case-sensitive substring)."""
     sub = _needle(arg)
     answer = _answer(transcript)
@@ -215,7 +217,7 @@ def final_answer_contains(arg: Any, transcript: dict[str, Any]) -> Outcome:
     return Outcome(False, f"{head}: not in the answer {_snippet(answer)}")
 
 
-def final_answer_not_contains(arg: Any, transcript: dict[str, Any]) -> Outcome:
+def final_answer_not_contains(arg: Any, transcript: Transcript) -> Outcome:
     """Passes when the final answer (or no answer) does not hold ``arg`` (case-sensitive)."""
     sub = _needle(arg)
     answer = _answer(transcript) or ""
@@ -225,7 +227,7 @@ def final_answer_not_contains(arg: Any, transcript: dict[str, Any]) -> Outcome:
     return Outcome(True, f"{head}: not in the answer")
 
 
-def final_answer_max_chars(arg: Any, transcript: dict[str, Any]) -> Outcome:
+def final_answer_max_chars(arg: Any, transcript: Transcript) -> Outcome:
     """Passes when the answer has at most ``arg`` characters (no answer counts as 0)."""
     if not isinstance(arg, int) or isinstance(arg, bool):
         raise TypeError(f"expected a number of characters, not {arg!r}")
@@ -233,7 +235,7 @@ def final_answer_max_chars(arg: Any, transcript: dict[str, Any]) -> Outcome:
     return Outcome(n <= arg, f"final_answer_max_chars {arg}: answer has {n} characters")
 
 
-def hook_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
+def hook_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     """Passes when hook ``name`` ran (and, with ``decision``, once decided exactly that)."""
     name = arg["name"]
     hooks = transcript.get("hooks") if isinstance(transcript, dict) else None
@@ -251,7 +253,7 @@ def hook_called(arg: dict[str, Any], transcript: dict[str, Any]) -> Outcome:
     return Outcome(False, f"{head}: ran {_times(len(runs))}, decided {said}")
 
 
-def no_error(arg: Any, transcript: dict[str, Any]) -> Outcome:
+def no_error(arg: Any, transcript: Transcript) -> Outcome:
     """Passes when the target reported no error (``no_error: false`` checks nothing).
 
     A trial's infrastructure error (crash, timeout...) fails this assertion too; the
@@ -281,7 +283,7 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def check(kind: str, arg: Any, transcript: dict[str, Any]) -> Outcome:
+def check(kind: str, arg: Any, transcript: Transcript) -> Outcome:
     """Run assertion ``kind`` on ``transcript``; never raises.
 
     An unknown kind or an argument of the wrong shape gives a failed ``Outcome`` with

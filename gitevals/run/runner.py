@@ -20,7 +20,22 @@ from gitevals import __version__
 from gitevals.findings import Finding, has_errors
 from gitevals.git.tree import Tree
 from gitevals.model import Case, Scenario, case_name, load_case
-from gitevals.run.artifact import FORMAT, new_run_id, utc_stamp
+from gitevals.run.artifact import (
+    FORMAT,
+    CaseRun,
+    ErrorRecord,
+    GraderAnswer,
+    JSONObject,
+    Run,
+    ScenarioRun,
+    Transcript,
+    Trial,
+    grader_arguments,
+    grader_calls,
+    new_run_id,
+    transcript,
+    utc_stamp,
+)
 from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
@@ -139,26 +154,13 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
 # --- execution --------------------------------------------------------------------------
 
 
-def _transcript(replies: list[dict[str, Any]], ms: int) -> dict[str, Any]:
-    """One scenario's transcript: its own turns, tool calls and hooks concatenated."""
-    errors = [r["error"] for r in replies if r.get("error") is not None]
-    return {
-        "final_answer": replies[-1].get("final_answer") if replies else None,
-        "tool_calls": [c for r in replies for c in r.get("tool_calls") or []],
-        "hooks": [h for r in replies for h in r.get("hooks") or []],
-        "error": errors[0] if errors else None,
-        "turns": replies,
-        "duration_ms": ms,
-    }
-
-
 @dataclass
 class _Done:
     """One scenario of one conversation, before grading."""
 
     scenario: int
-    transcript: dict[str, Any]
-    error: dict[str, str] | None
+    transcript: Transcript
+    error: ErrorRecord | None
 
 
 class Execution:
@@ -178,7 +180,7 @@ class Execution:
                                   judge_config(the_plan.settings.judge), grader_timeout,
                                   self.registry)
         # (case index, scenario index) -> {trial: result}
-        self.results: dict[tuple[int, int], dict[int, dict[str, Any]]] = {}
+        self.results: dict[tuple[int, int], dict[int, Trial]] = {}
         self._lock = threading.Lock()
         self.done = 0
         self.failures = 0
@@ -191,7 +193,7 @@ class Execution:
     def _converse(self, case: Case, trial: int) -> list[_Done]:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
         done: list[_Done] = []
-        ended: dict[str, str] | None = None  # the error every later scenario inherits
+        ended: ErrorRecord | None = None  # the error every later scenario inherits
         with Conversation(self.argv, self.tree_dir, registry=self.registry,
                           python_target=self.python_target) as conv:
             for index, s in enumerate(case.scenarios):
@@ -205,15 +207,15 @@ class Execution:
                     ended = {"kind": error["kind"], "message": "not run: the conversation "
                              f"ended in scenario {s.id!r}: {error['message']}"}
                 ms = int((time.monotonic() - started) * 1000)
-                done.append(_Done(index, _transcript(replies, ms), error))
+                done.append(_Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
 
     @staticmethod
     def _turns(conv: Conversation, case: Case, s: Scenario,
-               trial: int) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
+               trial: int) -> tuple[list[JSONObject], ErrorRecord | None]:
         """Send the scenario's user turns; the replies, and the error that ended it if any."""
         deadline = time.monotonic() + s.timeout
-        replies: list[dict[str, Any]] = []
+        replies: list[JSONObject] = []
         for turn, text in enumerate(s.user):
             msg = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
                    "trial": trial}
@@ -223,29 +225,19 @@ class Execution:
                 return replies, exc.as_dict()
         return replies, None
 
-    def _grade(self, s: Scenario, transcript: dict[str, Any]) -> list[dict[str, Any]]:
-        case_arg = {"id": s.id, "user": list(s.user), "expect": [a.as_dict() for a in s.expect]}
-        run_arg = {k: transcript[k] for k in ("final_answer", "tool_calls", "hooks", "error",
-                                              "turns", "duration_ms")}
-        out = []
-        for index, a in enumerate(s.expect):
-            if a.kind == "grader" and isinstance(a.arg, dict):
-                rec = self.graders.call(str(a.arg.get("name")), case_arg, run_arg)
-                out.append({"index": index, **rec})
-        return out
-
     def _trial(self, ci: int, trial: int) -> None:
-        from gitevals.run.scoring import score_trial
+        from gitevals.run.scoring import expect_of, score_trial
 
         case = self.plan.cases[ci]
         scored = []
         for d in self._converse(case, trial):
             s = case.scenarios[d.scenario]
-            graders = self._grade(s, d.transcript) if d.error is None else []
-            expect = [a.as_dict() for a in s.expect]
-            result = {"trial": trial, "transcript": d.transcript, "error": d.error,
-                      "graders": graders,
-                      **score_trial(expect, d.transcript, graders, d.error)}
+            expect = expect_of(s)
+            graders = (grade(self.graders.call, s.id, list(s.user), expect, d.transcript)
+                       if d.error is None else [])
+            assertions, passed = score_trial(expect, d.transcript, graders, d.error)
+            result: Trial = {"trial": trial, "transcript": d.transcript, "error": d.error,
+                             "graders": graders, "assertions": assertions, "passed": passed}
             scored.append((d.scenario, result))
         if self.stop.is_set():
             return  # abandoned: an interrupted conversation is not recorded
@@ -295,19 +287,18 @@ class Execution:
         if progress is not None:
             progress(self.done, total, self.failures)
 
-    def cases(self) -> list[dict[str, Any]]:
-        """The artifact's ``cases`` from what finished (results in trial order)."""
-        from gitevals.run.scoring import verdict
+    def cases(self) -> list[CaseRun]:
+        """The run's ``cases`` from what finished (results in trial order)."""
+        from gitevals.run.scoring import expect_of, verdict
 
-        out = []
+        out: list[CaseRun] = []
         for ci, case in enumerate(self.plan.cases):
-            scenarios = []
+            scenarios: list[ScenarioRun] = []
             for si, s in enumerate(case.scenarios):
                 by_trial = self.results.get((ci, si), {})
                 results = [by_trial[t] for t in sorted(by_trial)]
                 scenarios.append({
-                    "id": s.id, "user": list(s.user),
-                    "expect": [a.as_dict() for a in s.expect],
+                    "id": s.id, "user": list(s.user), "expect": expect_of(s),
                     "trials": self.plan.trials_of(s), "timeout": s.timeout,
                     "results": results, "verdict": verdict(results)})
             out.append({"name": case.name, "path": case.path,
@@ -327,7 +318,7 @@ class Provenance:
 
 
 def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names: Sequence[str],
-                   jobs: int, started: float, finished: float) -> dict[str, Any]:
+                   jobs: int, started: float, finished: float) -> Run:
     """The complete ``gitevals-run/1`` artifact of a finished (or interrupted) run."""
     return {
         "format": FORMAT,
@@ -344,3 +335,21 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
         "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
         "cases": execution.cases(),
     }
+
+
+#: ``call(grader name, case, run) -> answer without index`` (``GraderPool.call``).
+GraderCall = Callable[[str, JSONObject, JSONObject], dict[str, Any]]
+
+
+def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSONObject],
+          t: Transcript) -> list[GraderAnswer]:
+    """The answers of every grader ``expect`` names, on one trial's transcript: the one
+    place a grader call's arguments are built (a run, and ``score --regrade``)."""
+    case, run = grader_arguments(scenario_id, user, expect, t)
+    out: list[GraderAnswer] = []
+    for index, name in grader_calls(expect):
+        answer = call(name, case, run)
+        out.append({"index": index, "name": name, "raw": answer.get("raw"),
+                    "error": answer.get("error"),
+                    "duration_ms": answer.get("duration_ms", 0)})
+    return out

@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the python-target worker imports this module: keep its star
     import selectors
     import subprocess
 
+    from gitevals.run.artifact import ErrorRecord
+
 #: A reply line longer than this is a protocol error (a runaway target must not
 #: eat the memory of the run).
 MAX_LINE = 16 * 1024 * 1024
@@ -48,7 +50,7 @@ class TargetError(Exception):
         self.kind = kind
         self.message = message
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> ErrorRecord:
         return {"kind": self.kind, "message": self.message}
 
 
