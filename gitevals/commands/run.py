@@ -8,6 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from gitevals.git.tree import RevisionTree
     from gitevals.run.artifact import Run
     from gitevals.run.runner import Plan, Provenance
@@ -142,6 +144,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
     import time
     from pathlib import Path
 
+    from gitevals.report.progress import progress
     from gitevals.run import runner
 
     with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
@@ -149,13 +152,14 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         execution = runner.Execution(the_plan, tmp, jobs, _grader_timeout())
         started = time.time()
 
-        def stop(signum: int, frame: Any) -> None:
+        def stop(signum: int, frame: FrameType | None) -> None:
             execution.interrupt()
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        cases = len(the_plan.cases)
         try:
-            with _progress(the_plan) as progress:
-                execution.run(progress)
+            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total()) as update:
+                execution.run(lambda done, total, failures: update(done, failures))
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
@@ -171,39 +175,3 @@ def _grader_timeout() -> float:
         return float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
     except ValueError:
         return GRADER_TIMEOUT
-
-
-class _NoProgress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress(the_plan: Any) -> Any:
-    """A rich progress bar on stderr when it is a terminal; nothing when piped."""
-    if not sys.stderr.isatty():
-        return _NoProgress()
-    return _RichProgress(len(the_plan.cases), the_plan.total())
-
-
-class _RichProgress:
-    def __init__(self, cases: int, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.bar = Progress(TextColumn(f"{cases} case{'s' * (cases != 1)}"), BarColumn(),
-                            MofNCompleteColumn(), TextColumn("trials  {task.fields[failed]}"),
-                            console=Console(stderr=True), transient=True)
-        self.task = self.bar.add_task("run", total=total, failed="0 failed")
-
-    def __enter__(self) -> Any:
-        self.bar.start()
-        return self.update
-
-    def update(self, done: int, total: int, failures: int) -> None:
-        self.bar.update(self.task, completed=done, failed=f"{failures} failed")
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()

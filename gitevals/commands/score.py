@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from gitevals.run.artifact import grader_calls, scenarios
@@ -112,6 +110,7 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 
     from gitevals.errors import UsageError
     from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.report.progress import progress
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config
     from gitevals.run.runner import grade
@@ -128,14 +127,15 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
         pool = GraderPool(tmp, settings.root, judge_config(settings.judge))
         try:
             with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex, \
-                    _progress(len(work)) as advance:
+                    progress("regrading", len(work)) as update:
                 def one(w: tuple[ScenarioRun, Trial]) -> list[GraderAnswer]:
                     s, t = w
-                    out = grade(pool.call, s["id"], s["user"], s["expect"], t["transcript"])
-                    advance()
-                    return out
+                    return grade(pool.call, s["id"], s["user"], s["expect"], t["transcript"])
 
-                answers = list(ex.map(one, work))
+                answers = []
+                for answer in ex.map(one, work):
+                    answers.append(answer)
+                    update(len(answers), 0)
         finally:
             pool.close()
     fresh = {id(t): a for (_, t), a in zip(work, answers, strict=True)}
@@ -153,19 +153,3 @@ def _with_graders(run: Run, answers: dict[int, list[GraderAnswer]]) -> Run:
             scenarios_.append({**s, "results": results})
         cases.append({**case, "scenarios": scenarios_})
     return {**run, "cases": cases}
-
-
-@contextmanager
-def _progress(total: int) -> Iterator[Callable[[], None]]:
-    """A rich progress bar on stderr while regrading, when stderr is a terminal."""
-    if not sys.stderr.isatty() or total == 0:
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(TextColumn("regrading"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("trials"), console=Console(stderr=True), transient=True)
-    task = bar.add_task("regrade", total=total)
-    with bar:
-        yield lambda: bar.advance(task)

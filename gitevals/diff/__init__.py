@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import cast
 
 from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.graders import GraderChange, GraderUse
 from gitevals.diff.rules import CaseFileChange, ScenarioChange
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow
+from gitevals.run.artifact import JSONObject
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,12 @@ class Diff:
         doc.update(counts=self.counts(), format="gitevals-diff/1")
         return json.dumps(doc, default=_plain, sort_keys=True, ensure_ascii=False)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """The JSON document as plain Python."""
-        return json.loads(self.to_json())  # type: ignore[no-any-return]
+        return cast(JSONObject, json.loads(self.to_json()))
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: object) -> object:
     """json.dumps fallback: dataclasses become their fields (tuples are lists already)."""
     if is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in fields(obj)}

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from gitevals import __version__
 from gitevals.findings import Finding, has_errors
@@ -337,8 +337,8 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
     }
 
 
-#: ``call(grader name, case, run) -> answer without index`` (``GraderPool.call``).
-GraderCall = Callable[[str, JSONObject, JSONObject], dict[str, Any]]
+#: ``call(grader name, case, run) -> {"raw", "error", "duration_ms"}`` (``GraderPool.call``).
+GraderCall = Callable[[str, JSONObject, JSONObject], JSONObject]
 
 
 def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSONObject],
@@ -349,7 +349,8 @@ def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSON
     out: list[GraderAnswer] = []
     for index, name in grader_calls(expect):
         answer = call(name, case, run)
+        # The worker's frames are JSON it built itself: error is {kind, message} or None.
         out.append({"index": index, "name": name, "raw": answer.get("raw"),
-                    "error": answer.get("error"),
-                    "duration_ms": answer.get("duration_ms", 0)})
+                    "error": cast("ErrorRecord | None", answer.get("error")),
+                    "duration_ms": cast(int, answer.get("duration_ms", 0))})
     return out
