@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -78,6 +79,28 @@ def _write_note(repo: Any, artifact: Run, text: str) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
+def _keep(work: Path, artifact: Run, text: str) -> Path:
+    """Write the run to ``<root>/results/``; when that cannot be written (read-only, full,
+    a symlink or FIFO in its place), to a temp file instead, and say so: a finished run
+    is never thrown away."""
+    import tempfile
+
+    from gitevals.files import write_atomic
+    from gitevals.run.store import save
+
+    try:
+        return save(work, artifact, text)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        fd, name = tempfile.mkstemp(prefix=f"gitevals-{artifact['run_id']}-", suffix=".json")
+        os.close(fd)
+        fallback = Path(name)
+        write_atomic(fallback, text)
+        print(f"gitevals: warning: cannot write {artifact['root']}/results/ ({why}); the run "
+              f"is in {fallback} instead", file=sys.stderr)
+        return fallback
+
+
 def _render(artifact: Run, text: str, fmt: str) -> str:
     from gitevals.report.runs import render
 
@@ -118,10 +141,9 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     artifact = _execute(tree, the_plan, prov, args.cases, jobs)
     from gitevals.run.artifact import dumps
-    from gitevals.run.store import save
 
     text = dumps(artifact)
-    path = save(work_root(repo), artifact, text)
+    path = _keep(work_root(repo), artifact, text)
     if not args.no_note:
         _write_note(repo, artifact, text)
     sys.stdout.write(_render(artifact, text, args.format))
@@ -140,16 +162,15 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              jobs: int) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
-    import tempfile
     import time
-    from pathlib import Path
 
     from gitevals.report.progress import progress
     from gitevals.run import runner
+    from gitevals.run.workdir import workdir
 
-    with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
-        tree.materialize(Path(tmp))
-        execution = runner.Execution(the_plan, tmp, jobs, _grader_timeout())
+    with workdir("run") as tmp:
+        tree.materialize(tmp)
+        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:

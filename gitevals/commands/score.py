@@ -104,9 +104,7 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     again on the stored transcripts, for the expectations each scenario holds (in warm
     workers, ``jobs`` at a time). Trials that errored are not graded."""
     import os
-    import tempfile
     from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
 
     from gitevals.errors import UsageError
     from gitevals.git.tree import RevisionTree, require_repo
@@ -114,6 +112,7 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config
     from gitevals.run.runner import grade
+    from gitevals.run.workdir import workdir
     from gitevals.settings import load_settings
 
     tree = RevisionTree(require_repo(), rev)
@@ -122,9 +121,9 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
         raise UsageError(f"{bad[0]} (at {tree.label})")
     work = [(s, t) for _, s in scenarios(run) if grader_calls(s["expect"])
             for t in s["results"] if t["error"] is None]
-    with tempfile.TemporaryDirectory(prefix="gitevals-regrade-") as tmp:
-        tree.materialize(Path(tmp))
-        pool = GraderPool(tmp, settings.root, judge_config(settings.judge))
+    with workdir("regrade") as tmp:
+        tree.materialize(tmp)
+        pool = GraderPool(str(tmp), settings.root, judge_config(settings.judge))
         try:
             with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex, \
                     progress("regrading", len(work)) as update:

@@ -164,6 +164,35 @@ class Run(_RunKeys, total=False):
     scored_with: ScoredWith
 
 
+#: Deepest nesting a value from a target or a grader may have. A run stores replies
+#: nested about ten levels down; this keeps the whole artifact far inside what
+#: ``json.dumps``/``json.loads`` can recurse through, so a kept run can always be read.
+MAX_DEPTH = 200
+
+
+def unkeepable(value: object) -> str | None:
+    """Why ``value`` (parsed JSON from a target or grader) cannot be kept faithfully in a
+    run, or None: nested deeper than ``MAX_DEPTH``, or a string holding a lone UTF-16
+    surrogate (valid JSON escapes, but no UTF-8 file can hold it). Iterative: a value
+    nested 100,000 deep costs a walk, never a ``RecursionError``."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return "it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot"
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                return f"it is nested more than {MAX_DEPTH} levels deep"
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in children:
+                stack.append((key, depth))
+                stack.append((child, depth + 1))
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 #: The keys of a transcript, which are also what a grader's ``run`` argument holds.
 TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
 
@@ -263,19 +292,29 @@ def load(source: str | Path | bytes, label: str | None = None) -> Run:
     Raises ``ArtifactError`` with one line ``<label>: not a gitevals run artifact: <what>``.
     """
     label = label or ("<bytes>" if isinstance(source, bytes) else str(source))
-    if isinstance(source, bytes):
-        data = source
-    else:
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise ArtifactError(f"{label}: cannot read: {exc.strerror or exc}") from exc
+    data = source if isinstance(source, bytes) else _read_regular(Path(source), label)
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{label}: not a gitevals run artifact: not JSON ({exc}); "
                             "give the .json file `gitevals run` wrote") from exc
+    except RecursionError:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: nested too deep to read "
+                            "(gitevals writes runs at most a few hundred levels deep)") from None
     return checked(doc, label)
+
+
+def _read_regular(path: Path, label: str) -> bytes:
+    """The bytes of ``path`` when it is a regular file (a FIFO would block a read forever)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ArtifactError(f"{label}: cannot read: not a regular file; give the .json "
+                                "file `gitevals run` wrote")
+        return path.read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{label}: cannot read: {exc.strerror or exc}") from exc
 
 
 def checked(doc: object, label: str) -> Run:
@@ -291,7 +330,7 @@ def candidate(text: str | bytes) -> Run | None:
     picking among many runs needs before the chosen one is validated with ``checked``."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not (isinstance(data, dict) and data.get("format") == FORMAT):
         return None

@@ -34,6 +34,7 @@ from gitevals.run.artifact import (
     grader_calls,
     new_run_id,
     transcript,
+    unkeepable,
     utc_stamp,
 )
 from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
@@ -350,7 +351,11 @@ def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSON
     for index, name in grader_calls(expect):
         answer = call(name, case, run)
         # The worker's frames are JSON it built itself: error is {kind, message} or None.
-        out.append({"index": index, "name": name, "raw": answer.get("raw"),
-                    "error": cast("ErrorRecord | None", answer.get("error")),
+        raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
+        why = unkeepable(raw)
+        if why is not None:  # kept as an error, so the run can always be written and read
+            raw, error = None, {"kind": "grader_malformed",
+                                "message": f"grader {name}: its answer cannot be kept: {why}"}
+        out.append({"index": index, "name": name, "raw": raw, "error": error,
                     "duration_ms": cast(int, answer.get("duration_ms", 0))})
     return out

@@ -6,7 +6,9 @@ One rule (``artifact.preference``) picks "the run of a commit" for ``show``,
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +39,12 @@ def save(work_root: Path, run: Run, text: str | None = None) -> Path:
     ``<root>/results/<run_id>.json`` of the working tree, atomically."""
     from gitevals.files import write_atomic
 
-    path = results_dir(work_root, run["root"]) / f"{run['run_id']}.json"
+    directory = results_dir(work_root, run["root"])
+    real, top = directory.resolve(), work_root.resolve()
+    if real != top and top not in real.parents:
+        # A committed symlink must not send the run (or anything) outside the repository.
+        raise OSError(errno.EXDEV, f"{directory} leads outside the repository (to {real})")
+    path = directory / f"{run['run_id']}.json"
     write_atomic(path, text if text is not None else dumps(run))
     return path
 
@@ -66,6 +73,8 @@ def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]
     found = []
     for path in results_dir(work_root, root).glob(f"*-{commit[:12]}-*.json"):
         try:
+            if not stat.S_ISREG(path.lstat().st_mode):
+                continue  # a FIFO or a link named like a run: never opened (it could hang)
             run = candidate(path.read_bytes())
             mtime = path.stat().st_mtime_ns
         except OSError:

@@ -332,13 +332,24 @@ def parse_reply(line: bytes) -> dict[str, Any]:
                                              "(artifacts must stay valid JSON)") from None
     except (ValueError, UnicodeDecodeError):
         raise TargetError("target_protocol", f"reply is not JSON: {_short(line)!r}") from None
-    problem = reply_problem(obj)
+    except RecursionError:
+        raise TargetError("target_protocol", "reply cannot be kept in the run: it is nested "
+                                             "too deep to parse") from None
+    problem = reply_problem(obj) or _unkept(obj)
     if problem:
         raise TargetError("target_protocol", problem)
     obj.setdefault("tool_calls", [])
     obj.setdefault("hooks", [])
     obj.setdefault("error", None)
     return obj  # type: ignore[no-any-return]
+
+
+def _unkept(obj: Any) -> str | None:
+    """A reply gitevals could not store faithfully is a protocol error of its trial."""
+    from gitevals.run.artifact import unkeepable
+
+    why = unkeepable(obj)
+    return f"reply cannot be kept in the run: {why}" if why else None
 
 
 def reply_problem(obj: Any) -> str | None:

@@ -1,0 +1,168 @@
+"""Issue 8, class 1: a finished run is never lost, whatever the target sends or the disk says.
+
+Each input is made in a real repository under ``tmp_path``; the real CLI runs it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitevals.run.artifact import load, validate
+
+from .conftest import Repo, run_cli
+
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+CASE = """\
+defaults: {trials: 1, timeout: 20s}
+scenarios:
+  - id: one
+    user: hello
+    expect: [{no_error: true}]
+"""
+
+#: A target that sends one fixed reply line per turn (``REPLY`` is a Python expression
+#: that builds the text of the line).
+TARGET = """\
+import sys
+for line in sys.stdin:
+    sys.stdout.write({reply} + "\\n")
+    sys.stdout.flush()
+"""
+
+GOOD = '\'{"final_answer": "hi"}\''
+REPLIES = [
+    ("deep-100000", '\'{"final_answer": "x", "deep": \' + "[" * 100000 + "]" * 100000 + "}"',
+     "reply cannot be kept in the run: it is nested too deep to parse"),
+    ("deep-500", '\'{"final_answer": "x", "deep": \' + "[" * 500 + "]" * 500 + "}"',
+     "reply cannot be kept in the run: it is nested more than 200 levels deep"),
+    ("lone-surrogate", '\'{"final_answer": "\\\\ud800"}\'',
+     "reply cannot be kept in the run: it holds a lone UTF-16 surrogate"),
+    ("surrogate-in-a-key", '\'{"final_answer": "ok", "\\\\udfff": 1}\'',
+     "reply cannot be kept in the run: it holds a lone UTF-16 surrogate"),
+]
+
+
+def _setup(repo: Repo, reply: str = GOOD) -> str:
+    return repo.commit({"harness.py": TARGET.format(reply=reply), "pyproject.toml": SETTINGS,
+                        "evals/cases/c.yaml": CASE})
+
+
+def _trial(run: dict[str, object]) -> dict[str, object]:
+    return run["cases"][0]["scenarios"][0]["results"][0]  # type: ignore[index, no-any-return]
+
+
+@pytest.mark.parametrize(("reply", "message"), [r[1:] for r in REPLIES],
+                         ids=[r[0] for r in REPLIES])
+def test_a_reply_that_cannot_be_kept_is_a_protocol_error_of_its_trial(
+        repo: Repo, reply: str, message: str) -> None:
+    commit = _setup(repo, reply)
+    res = run_cli("run", "--format", "json", cwd=repo.path)
+    assert res.code == 1, res.err
+    run = json.loads(res.out)
+    assert validate(run) is None
+    error = _trial(run)["error"]
+    assert error["kind"] == "target_protocol"  # type: ignore[index]
+    assert error["message"].startswith(message)  # type: ignore[index]
+    note = repo.git("notes", "--ref", "gitevals", "show", commit)
+    assert validate(json.loads(note)) is None
+    assert run_cli("show", cwd=repo.path).code == 1
+
+
+def _fifo(p: Path) -> None:
+    os.mkfifo(p)
+
+
+def _dangling(p: Path) -> None:
+    p.symlink_to(p.parent / "nowhere" / "at-all")
+
+
+def _file(p: Path) -> None:
+    p.write_text("not a directory")
+
+
+def _outside(p: Path) -> None:
+    p.symlink_to(p.parents[2] / "outside")
+
+
+PLACES: list[tuple[str, Callable[[Path], None], str]] = [
+    ("fifo", _fifo, "File exists"),
+    ("dangling-symlink", _dangling, "File exists"),
+    ("regular-file", _file, "File exists"),
+    ("symlink-outside-the-repository", _outside, "leads outside the repository"),
+]
+
+
+@pytest.mark.parametrize(("make", "why"), [p[1:] for p in PLACES], ids=[p[0] for p in PLACES])
+def test_results_that_cannot_be_written_go_to_a_printed_fallback(
+        repo: Repo, tmp_path: Path, make: Callable[[Path], None], why: str) -> None:
+    commit = _setup(repo)
+    (repo.path / "evals").mkdir(exist_ok=True)
+    make(repo.path / "evals" / "results")
+    outside = tmp_path / "outside"
+    (tmp_path / "tmp").mkdir()
+    before = sorted(tmp_path.iterdir())
+    res = run_cli("run", cwd=repo.path, env={"TMPDIR": str(tmp_path / "tmp")})
+    assert res.code == 0, res.err
+    line = next(x for x in res.err.splitlines() if "cannot write evals/results/" in x)
+    assert why in line
+    fallback = Path(line.rsplit("the run is in ", 1)[1].removesuffix(" instead"))
+    assert fallback.parent == tmp_path / "tmp"
+    run = load(fallback)
+    assert run["commit"] == commit and run["cases"][0]["scenarios"][0]["verdict"]["verdict"] \
+        == "pass"
+    assert json.loads(repo.git("notes", "--ref", "gitevals", "show", commit)) == run
+    assert not outside.exists()  # nothing was written through the symlink
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_work_directory_left_by_a_killed_run_is_removed_by_the_next(
+        repo: Repo, tmp_path: Path) -> None:
+    _setup(repo)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    stale, live, foreign = tmp / "gitevals-run-stale1", tmp / "gitevals-run-live01", tmp / "x"
+    for d in (stale, live, foreign):
+        (d / "tree").mkdir(parents=True)
+        (d / "owner.lock").touch()
+    held = os.open(live / "owner.lock", os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a run still going: its lock is held
+    try:
+        res = run_cli("run", cwd=repo.path, env={"TMPDIR": str(tmp)})
+        assert res.code == 0, res.err
+    finally:
+        os.close(held)
+    assert not stale.exists()
+    assert live.exists() and foreign.exists()
+    assert sorted(p.name for p in tmp.iterdir()) == ["gitevals-run-live01", "x"]
+
+
+def test_an_artifact_nested_too_deep_is_one_line(repo: Repo, tmp_path: Path) -> None:
+    _setup(repo)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": "gitevals-run/1", "x": ' + "[" * 100000 + "]" * 100000 + "}")
+    res = run_cli("show", str(deep), cwd=repo.path)
+    assert res.code == 2
+    assert res.err == (f"gitevals: error: {deep}: not a gitevals run artifact: nested too deep "
+                       "to read (gitevals writes runs at most a few hundred levels deep)\n")
+
+
+def test_a_fifo_named_like_a_run_never_hangs_show_or_diff(repo: Repo) -> None:
+    commit = _setup(repo)
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 0
+    results = repo.path / "evals" / "results"
+    (real,) = results.iterdir()
+    os.mkfifo(results / f"20991231T000000Z-{commit[:12]}-ffffff.json")
+    shown = run_cli("show", cwd=repo.path, timeout=20)
+    assert shown.code == 0 and real.stem in shown.out
+    fifo = run_cli("show", str(results / f"20991231T000000Z-{commit[:12]}-ffffff.json"),
+                   cwd=repo.path, timeout=20)
+    assert fifo.code == 2 and "cannot read: not a regular file" in fifo.err
+    diffed = run_cli("diff", "HEAD", "HEAD", cwd=repo.path, timeout=20)
+    assert diffed.code == 0, diffed.err
