@@ -166,3 +166,14 @@ def test_a_fifo_named_like_a_run_never_hangs_show_or_diff(repo: Repo) -> None:
     assert fifo.code == 2 and "cannot read: not a regular file" in fifo.err
     diffed = run_cli("diff", "HEAD", "HEAD", cwd=repo.path, timeout=20)
     assert diffed.code == 0, diffed.err
+
+
+def test_names_from_the_tree_cannot_drive_the_terminal(repo: Repo) -> None:
+    name = "evil\x1b]0;owned\x07\x1b[2J"
+    repo.commit({"harness.py": TARGET.format(reply=GOOD), "pyproject.toml": SETTINGS,
+                 f"evals/cases/{name}.yaml": CASE})
+    for args in (("run",), ("show",)):
+        res = run_cli(*args, cwd=repo.path)
+        assert res.code == 0, res.err
+        assert "\x1b" not in res.out and "\x07" not in res.out
+        assert "evil\\x1b]0;owned\\x07\\x1b[2J" in res.out

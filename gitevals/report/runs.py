@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitevals.report.text import one_line, visible
 from gitevals.run.artifact import VERDICTS, scenarios
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from gitevals.run.artifact import Run, ScenarioRun
 
 FORMATS = ("text", "json", "junit", "markdown")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
           "not_run": "dim"}
@@ -47,15 +47,12 @@ class Row:
         return f"{self.passes}/{self.trials}"
 
 
-def _one_line(text: object) -> str:
-    """Messages may quote a harness's output: no newlines or terminal control codes."""
-    return _CONTROL.sub(" ", str(text)).strip()
 
 
 def _note(scenario: ScenarioRun) -> str:
     v = scenario["verdict"]
     if v["first_failure"]:
-        return _one_line(v["first_failure"])
+        return one_line(v["first_failure"])
     if v["verdict"] == "not_run":
         return "only in the rules: not run" if scenario.get("rules") == "added" else "not run"
     return ""
@@ -95,11 +92,12 @@ def summary(table: list[Row]) -> str:
 
 
 def _title(run: Run) -> str:
-    text = f"run {run['run_id']} of {run['rev']} ({run['commit'][:12]})"
+    text = f"run {visible(run['run_id'])} of {visible(run['rev'])} ({run['commit'][:12]})"
     scored = run.get("scored_with") or {}
     if scored.get("rules_rev"):
         rules_commit = str(scored.get("rules_commit") or "")[:12]
-        text += f", scored with the rules of {scored.get('rules_rev')} ({rules_commit})"
+        text += (f", scored with the rules of {visible(scored.get('rules_rev'))} "
+                 f"({visible(rules_commit)})")
     if run["dirty"]:  # --allow-dirty: the commit ran, the working tree differed
         text += ", dirty"
     if run["interrupted"]:
@@ -113,7 +111,8 @@ HEADER = ("case", "scenario", "verdict", "passes", "first failure")
 
 
 def _cells(r: Row) -> tuple[str, str, str, str, str]:
-    return (r.case, r.scenario, r.verdict.replace("_", " "), r.ratio, r.first_failure)
+    return (visible(r.case), visible(r.scenario), r.verdict.replace("_", " "), r.ratio,
+            r.first_failure)
 
 
 def plain(artifact: Run) -> str:
@@ -237,7 +236,7 @@ def _xml_safe(text: str) -> str:
 
 def _md(text: str) -> str:
     """A table cell: pipes escaped, HTML neutralised, one line."""
-    return (_one_line(text).replace("\\", "\\\\").replace("|", "\\|")
+    return (one_line(text).replace("\\", "\\\\").replace("|", "\\|")
             .replace("<", "&lt;").replace(">", "&gt;"))
 
 
