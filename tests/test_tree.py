@@ -2,11 +2,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from gitevals.errors import RevisionError
-from gitevals.git.tree import IndexTree, RevisionTree, WorkingTree, git_blob_sha, open_tree
+from gitevals.git.tree import (
+    IndexTree,
+    RevisionTree,
+    WorkingTree,
+    git_blob_sha,
+    open_tree,
+    require_repo,
+)
 
 from .conftest import Repo
 
@@ -22,7 +28,7 @@ def test_three_trees_differ_as_git_says(repo: Repo) -> None:
     repo.write({"evals/cases/a.yaml": "staged\n"})
     repo.git("add", "evals/cases/a.yaml")
     repo.write({"evals/cases/a.yaml": "working\n", "evals/cases/new.yaml": "n"})
-    r = pygit2.Repository(str(repo.path))
+    r = require_repo(repo.path)
     assert WorkingTree(repo.path).read("evals/cases/a.yaml") == b"working\n"
     assert IndexTree(r).read("evals/cases/a.yaml") == b"staged\n"
     assert RevisionTree(r, "HEAD").read("evals/cases/a.yaml") == b"v2\n"
@@ -42,7 +48,7 @@ def test_annotated_tag_and_branch_resolve(repo: Repo) -> None:
     sha = repo.commit({"f": "1"})
     repo.git("tag", "-a", "v1.0", "-m", "release")
     repo.git("branch", "feature")
-    r = pygit2.Repository(str(repo.path))
+    r = require_repo(repo.path)
     assert RevisionTree(r, "v1.0").commit == sha
     assert RevisionTree(r, "feature").commit == sha
 
@@ -51,7 +57,7 @@ def test_annotated_tag_and_branch_resolve(repo: Repo) -> None:
 def test_unknown_revision_is_one_clear_error(repo: Repo, rev: str) -> None:
     repo.commit({"f": "1"})
     with pytest.raises(RevisionError, match="unknown revision"):
-        RevisionTree(pygit2.Repository(str(repo.path)), rev)
+        RevisionTree(require_repo(repo.path), rev)
 
 
 def test_materialize_writes_commit_not_worktree(repo: Repo, tmp_path: Path) -> None:
@@ -60,7 +66,7 @@ def test_materialize_writes_commit_not_worktree(repo: Repo, tmp_path: Path) -> N
     repo.commit(msg="exec")
     repo.write({"d/x.txt": "dirty"})
     dest = tmp_path / "out"
-    RevisionTree(pygit2.Repository(str(repo.path)), "HEAD").materialize(dest)
+    RevisionTree(require_repo(repo.path), "HEAD").materialize(dest)
     assert (dest / "d/x.txt").read_text() == "x"
     assert (dest / "run.sh").stat().st_mode & 0o111
 
@@ -72,37 +78,32 @@ def test_open_tree_outside_repo_is_plain_dir(tmp_path: Path) -> None:
 
 
 def test_notes_round_trip_and_leave_other_refs(repo: Repo) -> None:
-    from gitevals.git.tree import read_note, write_note
-
     sha = repo.commit({"f": "1"})
     repo.git("notes", "add", "-m", "human note", sha)
-    r = pygit2.Repository(str(repo.path))
-    write_note(r, sha, '{"a": 1}')
-    write_note(r, sha, '{"a": 2}')
-    assert read_note(r, sha) == '{"a": 2}'
+    r = require_repo(repo.path)
+    r.write_note(sha, '{"a": 1}')
+    r.write_note(sha, '{"a": 2}')
+    assert r.read_note(sha) == '{"a": 2}'
     assert repo.git("notes", "show", sha) == "human note"
     assert repo.git("notes", "--ref", "gitevals", "show", sha) == '{"a": 2}'
 
 
 def test_dirty_paths_ignores_untracked_and_results(repo: Repo) -> None:
-    from gitevals.git.tree import dirty_paths
-
     repo.commit({"evals/cases/a.yaml": "1", "evals/results/r.json": "{}"})
-    r = pygit2.Repository(str(repo.path))
-    assert dirty_paths(r) == []
+    r = require_repo(repo.path)
+    assert r.dirty_paths() == []
     repo.write({"new.txt": "u", "evals/results/r.json": "{1}"})
-    assert dirty_paths(r, "evals/results") == []
+    assert r.dirty_paths("evals/results") == []
     repo.write({"evals/cases/a.yaml": "2"})
-    assert dirty_paths(r, "evals/results") == ["evals/cases/a.yaml"]
+    assert r.dirty_paths("evals/results") == ["evals/cases/a.yaml"]
 
 
 def test_diff_digest_changes_with_the_diff(repo: Repo) -> None:
-    from gitevals.git.tree import diff_digest
-
     repo.commit({"f": "1"})
-    r = pygit2.Repository(str(repo.path))
-    clean = diff_digest(r)
+    r = require_repo(repo.path)
+    clean = r.diff_digest()
     repo.write({"f": "2"})
-    one = diff_digest(r)
+    one = r.diff_digest()
     repo.write({"f": "3"})
-    assert len({clean, one, diff_digest(r)}) == 3
+    assert len({clean, one, r.diff_digest()}) == 3
+

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitevals.git.tree import Repo, Tree
 
 NAME = "diff"
 HELP = "what changed between two revisions: rules, graders, goldens, and verdicts of their runs"
@@ -102,7 +105,7 @@ def exit_code(result: Any, fail_on: str) -> int:
 # ---------------------------------------------------------------- gathering
 
 
-def _case_files(tree: Any, root: str) -> dict[str, str]:
+def _case_files(tree: Tree, root: str) -> dict[str, str]:
     """``name relative to cases/ -> blob sha`` for every case file."""
     from gitevals.git.tree import blob_shas
 
@@ -111,7 +114,7 @@ def _case_files(tree: Any, root: str) -> dict[str, str]:
             if p.endswith((".yaml", ".yml"))}
 
 
-def _grader_files(tree: Any, root: str) -> dict[str, str]:
+def _grader_files(tree: Tree, root: str) -> dict[str, str]:
     from gitevals.git.tree import blob_shas
 
     prefix = f"{root}/graders/"
@@ -126,7 +129,7 @@ def _changed(a: dict[str, str], b: dict[str, str]) -> list[str]:
 class _Sides:
     """Both revisions with their settings root and file listings (SHAs only)."""
 
-    def __init__(self, repo: Any, rev_a: str, rev_b: str) -> None:
+    def __init__(self, repo: Repo, rev_a: str, rev_b: str) -> None:
         from gitevals.git.tree import RevisionTree, blob_shas
         from gitevals.settings import load_settings
 
@@ -138,9 +141,7 @@ class _Sides:
                                                                       strict=True))
 
     def blob(self, sha: str | None) -> bytes | None:
-        from gitevals.git.tree import blob_bytes
-
-        return None if sha is None else blob_bytes(self.repo, sha)
+        return None if sha is None else self.repo.read_blobs([sha])[0]
 
 
 def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
@@ -188,32 +189,32 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
 
 def _goldens(s: _Sides) -> Any:
     from gitevals.diff.goldens import GoldensDiff, diff_goldens
-    from gitevals.git.tree import blob_sha_at, read_blobs_unverified
+    from gitevals.git.tree import blob_sha_at
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
     shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
     if shas[0] == shas[1]:
         return GoldensDiff(paths[0] if shas[0] else None, paths[1] if shas[1] else None)
     present = [sha for sha in shas if sha]
-    read = dict(zip(present, read_blobs_unverified(s.repo, present), strict=True))
+    read = dict(zip(present, s.repo.read_blobs(present), strict=True))
     blobs = [read[sha] if sha else None for sha in shas]
     return diff_goldens(blobs[0], blobs[1], paths[0], paths[1])
 
 
-def _find_run(repo: Any, root: str, commit: str, given: str | None
+def _find_run(repo: Repo, root: str, commit: str, given: str | None
               ) -> tuple[dict[str, Any] | None, str | None]:
     """(artifact, source): --x-run FILE, else results/ of the working tree, else the git note."""
     from gitevals.errors import ArtifactError
-    from gitevals.git.tree import NOTES_REF, read_note, work_root
+    from gitevals.git.tree import NOTES_REF
     from gitevals.run.artifact import artifacts_for_commit
     from gitevals.run.scoring import load_artifact
 
     if given is not None:
         return load_artifact(given), "file"
-    local = artifacts_for_commit(work_root(repo), root, commit)
+    local = artifacts_for_commit(repo.work_root, root, commit)
     if local:
         return _checked(local[-1], f"{root}/results/{local[-1].get('run_id')}.json"), "results"
-    text = read_note(repo, commit)
+    text = repo.read_note(commit)
     if not text:
         return None, None
     try:
@@ -258,7 +259,7 @@ def _run_notes(sides: tuple[Any, Any]) -> list[str]:
     return out
 
 
-def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
+def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
             parts: set[str], test: str, alpha: float) -> Any:
     """Read what the two revisions hold and build the ``Diff``."""
     from gitevals.diff import Diff

@@ -127,5 +127,5 @@ def _exists(tree: Tree, rel: str) -> bool:
 def _top(tree: Tree) -> str:
     root = getattr(tree, "root", None)
     if root is None:
-        root = tree.repo.workdir  # type: ignore[attr-defined]
+        root = tree.repo.location  # type: ignore[attr-defined]
     return os.path.abspath(str(root))

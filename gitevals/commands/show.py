@@ -27,14 +27,14 @@ def newest_for_rev(rev: str) -> dict[str, Any]:
     """The newest run pinned to ``rev``'s commit: <root>/results/ of the working tree,
     else the git note on the commit. None found is a usage error naming the fix."""
     from gitevals.errors import ArtifactError, UsageError
-    from gitevals.git.tree import WorkingTree, require_repo, resolve_commit, work_root
+    from gitevals.git.tree import WorkingTree, require_repo
     from gitevals.run.artifact import newest_for_commit
     from gitevals.run.scoring import validate_artifact
     from gitevals.settings import load_settings
 
     repo = require_repo()
-    commit = str(resolve_commit(repo, rev).id)
-    settings, _ = load_settings(WorkingTree(work_root(repo)))
+    commit = repo.resolve(rev)
+    settings, _ = load_settings(WorkingTree(repo.work_root))
     found = newest_for_commit(repo, settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "

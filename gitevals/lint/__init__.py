@@ -257,7 +257,7 @@ class _Run:
         if data is None:
             repo = getattr(self.tree, "repo", None)
             # A git tree: the listing gave the blob SHA, no need to look the path up again.
-            data = (read_blob_unverified(repo, i.sha) if repo is not None
+            data = (read_blob_unverified(repo.raw, i.sha) if repo is not None
                     else self.tree.read(i.path))
             self.data[i.path] = data = data or b""
         return data
@@ -412,7 +412,7 @@ def _location(tree: Tree) -> str:
     top = getattr(tree, "root", None)
     if top is None:
         repo = getattr(tree, "repo", None)
-        top = (repo.workdir or repo.path) if repo is not None else ""
+        top = repo.location if repo is not None else ""
     return os.path.abspath(str(top))
 
 

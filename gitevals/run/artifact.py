@@ -70,13 +70,11 @@ def save(work_root: Path, artifact: dict[str, Any], text: str | None = None) -> 
 def note(repo: Any, artifact: dict[str, Any], text: str | None = None) -> bool:
     """Attach the artifact to its commit under refs/notes/gitevals, replacing an older
     note unless that one is a complete run and this one is not. True when written."""
-    from gitevals.git.tree import read_note, write_note
-
-    old = read_note(repo, artifact["commit"])
+    old = repo.read_note(artifact["commit"])
     previous = _parse(old) if old else None
     if previous is not None and complete(previous) and not complete(artifact):
         return False
-    write_note(repo, artifact["commit"], text if text is not None else dumps(artifact))
+    repo.write_note(artifact["commit"], text if text is not None else dumps(artifact))
     return True
 
 
@@ -128,7 +126,7 @@ def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[st
     """The run to show for ``commit``: the newest complete run in results/ of the working
     tree (else the newest partial one), else its git note.
 
-    ``repo_or_tree_root`` is a ``pygit2.Repository`` (working tree and notes are both
+    ``repo_or_tree_root`` is a ``git.tree.Repo`` (working tree and notes are both
     read) or a path to a working tree (results/ only).
     """
     repo: Any = None
@@ -137,14 +135,12 @@ def newest_for_commit(repo_or_tree_root: Any, root: str, commit: str) -> dict[st
         work = Path(repo_or_tree_root)
     else:
         repo = repo_or_tree_root
-        work = Path(repo.workdir) if getattr(repo, "workdir", None) else None
+        work = repo.work_root
     if work is not None:
         local = artifacts_for_commit(work, root, commit)
         if local:
             return local[-1]
     if repo is None:
         return None
-    from gitevals.git.tree import read_note
-
-    text = read_note(repo, commit)
+    text = repo.read_note(commit)
     return _parse(text) if text else None
