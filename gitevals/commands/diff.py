@@ -107,18 +107,14 @@ def exit_code(result: Any, fail_on: str) -> int:
 
 def _case_files(tree: Tree, root: str) -> dict[str, str]:
     """``name relative to cases/ -> blob sha`` for every case file."""
-    from gitevals.git.tree import blob_shas
-
     prefix = f"{root}/cases/"
-    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+    return {p[len(prefix):]: sha for p, sha in tree.blob_shas(prefix).items()
             if p.endswith((".yaml", ".yml"))}
 
 
 def _grader_files(tree: Tree, root: str) -> dict[str, str]:
-    from gitevals.git.tree import blob_shas
-
     prefix = f"{root}/graders/"
-    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+    return {p[len(prefix):]: sha for p, sha in tree.blob_shas(prefix).items()
             if p.endswith(".py") and "/" not in p[len(prefix):]}
 
 
@@ -130,15 +126,16 @@ class _Sides:
     """Both revisions with their settings root and file listings (SHAs only)."""
 
     def __init__(self, repo: Repo, rev_a: str, rev_b: str) -> None:
-        from gitevals.git.tree import RevisionTree, blob_shas
+        from gitevals.git.tree import RevisionTree
         from gitevals.settings import load_settings
 
         self.repo = repo
         self.revs = (rev_a, rev_b)
         self.trees = (RevisionTree(repo, rev_a), RevisionTree(repo, rev_b))
         self.roots = tuple(load_settings(t)[0].root for t in self.trees)
-        self.has_evals = tuple(bool(blob_shas(t, r)) for t, r in zip(self.trees, self.roots,
-                                                                      strict=True))
+        # "root/": a directory; a file named like the eval root is no eval tree.
+        self.has_evals = tuple(bool(t.blob_shas(f"{r}/")) for t, r in zip(self.trees, self.roots,
+                                                                          strict=True))
 
     def blob(self, sha: str | None) -> bytes | None:
         return None if sha is None else self.repo.read_blobs([sha])[0]
@@ -189,10 +186,9 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
 
 def _goldens(s: _Sides) -> Any:
     from gitevals.diff.goldens import GoldensDiff, diff_goldens
-    from gitevals.git.tree import blob_sha_at
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
-    shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
+    shas = [t.blob_sha(p) for t, p in zip(s.trees, paths, strict=True)]
     if shas[0] == shas[1]:
         return GoldensDiff(paths[0] if shas[0] else None, paths[1] if shas[1] else None)
     present = [sha for sha in shas if sha]

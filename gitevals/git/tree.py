@@ -52,16 +52,26 @@ class Entry:
 
 
 def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.strip("/")
-    return not prefix or path == prefix or path.startswith(prefix + "/")
+    """``path`` is ``prefix`` or below it; a ``prefix`` ending in "/" names a directory only."""
+    top = prefix.strip("/")
+    if not top:
+        return True
+    return path.startswith(top + "/") or (path == top and not prefix.endswith("/"))
 
 
 class Tree:
-    """Base of the three readers. ``label`` names the source in messages."""
+    """What every reader answers, whatever it reads. ``label`` names the source in
+    messages; ``commit`` and ``tree_sha`` are set for a revision only."""
 
     label: str = ""
     commit: str | None = None
     tree_sha: str | None = None
+
+    @property
+    def location(self) -> str:
+        """The absolute work dir this tree belongs to: it names the lint cache's manifest,
+        so the working tree, the index and the revisions of one checkout share it."""
+        raise NotImplementedError
 
     def entries(self, prefix: str = "") -> list[Entry]:
         """Every file under directory ``prefix`` ('' = all), sorted by path."""
@@ -75,6 +85,27 @@ class Tree:
         """The bytes of ``path``, or None when there is no such file."""
         raise NotImplementedError
 
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        """``path -> blob sha`` of the regular files at or under ``prefix``, sorted by path.
+
+        Nothing is sized: a lint or a diff needs only the SHAs to tell what changed. A
+        ``prefix`` ending in "/" names a directory only. Symlinks are left out: their
+        blob is a target path, never a case, grader or goldens file.
+        """
+        raise NotImplementedError
+
+    def blob_sha(self, path: str) -> str | None:
+        """The blob SHA of the file or symlink at ``path`` (None when absent), unsized."""
+        raise NotImplementedError
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The content of blobs this tree answered SHAs for, in the order asked."""
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` is a file or symlink, or a directory that holds one."""
+        return self.entry(path) is not None or bool(self.entries(path))
+
     def files(self, prefix: str = "") -> list[str]:
         """The paths of ``entries(prefix)``."""
         return [e.path for e in self.entries(prefix)]
@@ -84,11 +115,26 @@ class Tree:
 
 
 class WorkingTree(Tree):
-    """Files on disk below ``root`` (a repo's work dir, or any directory)."""
+    """Files on disk below ``root`` (a repo's work dir, or any directory).
+
+    A file's SHA costs reading it, so the tree keeps the bytes of every file it hashed
+    (by SHA): ``read_blobs`` after ``blob_shas`` reads no file twice. That one read per
+    file is what keeps a working-tree lint as fast as ``--rev`` (benchmarks/bench_lint.py).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.label = "working tree"
+        self._kept: dict[str, bytes] = {}
+
+    @property
+    def location(self) -> str:
+        return os.path.abspath(str(self.root))
+
+    def _keep(self, data: bytes) -> str:
+        sha = git_blob_sha(data)
+        self._kept[sha] = data
+        return sha
 
     def _stat(self, path: str) -> os.stat_result | None:
         try:
@@ -107,11 +153,11 @@ class WorkingTree(Tree):
             return None
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(self.root / path).encode()
-            return Entry(path, git_blob_sha(target), len(target), is_link=True)
+            return Entry(path, self._keep(target), len(target), is_link=True)
         if not stat.S_ISREG(st.st_mode):
             return None
         data = self.read(path) or b""
-        return Entry(path, git_blob_sha(data), st.st_size, executable=bool(st.st_mode & 0o111))
+        return Entry(path, self._keep(data), st.st_size, executable=bool(st.st_mode & 0o111))
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -120,6 +166,27 @@ class WorkingTree(Tree):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        out: dict[str, str] = {}
+        for path in _walk(str(self.root), prefix):
+            data = _read_regular(os.path.join(self.root, path))
+            if data is not None:
+                out[path] = self._keep(data)
+        return out
+
+    def blob_sha(self, path: str) -> str | None:
+        e = self.entry(path)
+        return e.sha if e else None
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The kept bytes (KeyError for a SHA this tree never answered): a directory has
+        no object store to look a SHA up in."""
+        return [self._kept[sha] for sha in shas]
+
+    def exists(self, path: str) -> bool:
+        # A look at the directory entry: no hashing of a whole directory to see it exists.
+        return os.path.lexists(self.root / path)
+
 
 def _walk_all(root: Path, prefix: str) -> Iterator[str]:
     """Repo-relative paths of every directory entry below ``prefix`` (``.git`` left out)."""
@@ -127,6 +194,29 @@ def _walk_all(root: Path, prefix: str) -> Iterator[str]:
         dirnames[:] = sorted(d for d in dirnames if d != ".git")
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         yield from (name if rel_dir == "." else f"{rel_dir}/{name}" for name in filenames)
+
+
+def _walk(root: str, prefix: str) -> list[str]:
+    """Repo-relative paths of the files at or under ``prefix`` (sorted)."""
+    base = os.path.join(root, prefix)
+    if os.path.isfile(base):
+        return [prefix]
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        out.extend(name if rel == "." else f"{rel}/{name}" for name in filenames)
+    return sorted(out)
+
+
+def _read_regular(path: str) -> bytes | None:
+    if os.path.islink(path):
+        return None  # git would store the link, not the file it points to
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 # -- git errors and blobs -----------------------------------------------------------
@@ -416,11 +506,16 @@ class _GitTree(Tree):
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
 
+    @property
+    def location(self) -> str:
+        return self.repo.location
+
     def read(self, path: str) -> bytes | None:
-        e = self.entry(path)
-        if e is None:
-            return None
-        return blob_bytes(self.repo.raw, e.sha)
+        sha = self.blob_sha(path)
+        return None if sha is None else self.repo.read_blobs([sha])[0]
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        return self.repo.read_blobs(shas)
 
 
 def _index_of(raw: pygit2.Repository) -> Any:
@@ -442,6 +537,7 @@ class IndexTree(_GitTree):
         super().__init__(repo)
         self.label = "index"
         self._index = _index_of(repo.raw)
+        self._regular: dict[str, str] | None = None
 
     def _make(self, ie: Any) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
@@ -461,6 +557,22 @@ class IndexTree(_GitTree):
     def entry(self, path: str) -> Entry | None:
         ie = self._lookup(path)
         return None if ie is None else self._make(ie)
+
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        path = prefix.strip("/")
+        ie = self._lookup(path) if path and not prefix.endswith("/") else None
+        if ie is not None:  # one lookup: the commit hook names single files
+            return {} if ie.mode == _LINK_MODE else {path: str(ie.id)}
+        # SHAs from the index alone: reading blob headers for sizes is a measurable
+        # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
+        if self._regular is None:  # one pass over the index serves every listing
+            self._regular = dict(sorted((ie.path, str(ie.id)) for ie in self._index
+                                        if ie.mode != _LINK_MODE))
+        return {p: sha for p, sha in self._regular.items() if _under(p, prefix)}
+
+    def blob_sha(self, path: str) -> str | None:
+        ie = self._lookup(path)
+        return None if ie is None else str(ie.id)
 
 
 class RevisionTree(_GitTree):
@@ -495,10 +607,6 @@ class RevisionTree(_GitTree):
         except KeyError:
             return None
 
-    def _subtree(self, prefix: str) -> Any:
-        sub = self._lookup(prefix.strip("/"))
-        return sub if sub is not None and sub.type_str == "tree" else None
-
     def entries(self, prefix: str = "") -> list[Entry]:
         top = prefix.strip("/")
         sub = self._lookup(top)
@@ -510,6 +618,20 @@ class RevisionTree(_GitTree):
     def entry(self, path: str) -> Entry | None:
         obj = self._lookup(path)
         return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
+
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        top = prefix.strip("/")
+        node = self._lookup(top)
+        if node is None or node.type_str not in ("tree", "blob"):
+            return {}
+        if node.type_str == "blob":
+            regular = node.filemode != _LINK_MODE and not prefix.endswith("/")
+            return {top: str(node.id)} if regular else {}
+        return _tree_shas(node, top + "/" if top else "")
+
+    def blob_sha(self, path: str) -> str | None:
+        obj = self._lookup(path)
+        return str(obj.id) if obj is not None and obj.type_str == "blob" else None
 
     def materialize(self, dest: Path) -> None:
         """Write every file of the commit below ``dest`` (for runs, never for lint)."""
@@ -525,6 +647,20 @@ class RevisionTree(_GitTree):
                 target.chmod(0o755)
 
 
+def _tree_shas(tree: Any, base: str) -> dict[str, str]:
+    """``path -> sha`` of the regular blobs below ``tree``, from tree objects alone."""
+    out: dict[str, str] = {}
+    stack = [(tree, base)]
+    while stack:
+        node, where = stack.pop()
+        for obj in node:
+            if obj.type_str == "tree":
+                stack.append((obj, f"{where}{obj.name}/"))
+            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
+                out[f"{where}{obj.name}"] = str(obj.id)
+    return dict(sorted(out.items()))
+
+
 def open_tree(rev: str | None = None, staged: bool = False, start: Path | None = None) -> Tree:
     """The tree a command reads: a revision, the index, or the working tree."""
     if rev is not None and staged:
@@ -534,49 +670,3 @@ def open_tree(rev: str | None = None, staged: bool = False, start: Path | None =
         return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
     found = open_repo(start)
     return WorkingTree(found.work_root if found else (start or Path.cwd()).resolve())
-
-
-def blob_shas(tree: Tree, prefix: str) -> dict[str, str]:
-    """``path -> blob sha`` under ``prefix`` without reading any blob.
-
-    ``RevisionTree.entries`` reads each blob's header for its size; a diff only needs
-    the SHAs to tell which files changed, so it walks tree objects alone.
-    """
-    if not isinstance(tree, RevisionTree):
-        return {e.path: e.sha for e in tree.entries(prefix)}
-    sub = tree._subtree(prefix)
-    if sub is None:
-        return {}
-    out: dict[str, str] = {}
-    stack = [(sub, prefix.strip("/") + "/" if prefix.strip("/") else "")]
-    while stack:
-        node, base = stack.pop()
-        for obj in node:
-            if obj.type_str == "tree":
-                stack.append((obj, f"{base}{obj.name}/"))
-            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
-                out[f"{base}{obj.name}"] = str(obj.id)
-    return dict(sorted(out.items()))
-
-
-def blob_sha_at(tree: Tree, path: str) -> str | None:
-    """The blob SHA of ``path`` in ``tree`` (None when absent), without reading the blob."""
-    if not isinstance(tree, RevisionTree):
-        e = tree.entry(path)
-        return e.sha if e else None
-    try:
-        obj = tree._tree[path]
-    except KeyError:
-        return None
-    return str(obj.id) if obj.type_str == "blob" else None
-
-
-def staged_shas(tree: IndexTree) -> dict[str, str]:
-    """``path -> blob sha`` of every staged regular file, without reading any blob.
-
-    ``IndexTree.entries`` reads each blob's header for its size; a lint of the index
-    only needs the SHAs (the cache is keyed by them) and reads the few blobs it parses:
-    on the commit hook's path those header reads are a measurable share of the budget.
-    """
-    index = tree._index
-    return {ie.path: str(ie.id) for ie in index if ie.mode != _LINK_MODE}
