@@ -19,3 +19,8 @@ class RevisionError(GitevalsError):
 
 class ArtifactError(GitevalsError):
     """A run artifact that cannot be read or does not match its schema."""
+
+
+class GitError(GitevalsError):
+    """git could not do what was asked (a locked ref, a damaged object): the message
+    names the action and git's reason."""

@@ -240,12 +240,12 @@ def _lines(blob: bytes) -> list[bytes]:
 def test_blobs_read_alike_loose_or_packed(repo: Repo) -> None:
     import pygit2
 
-    from gitevals.git.tree import RevisionTree, blob_sha_at, read_blobs_unverified
+    from gitevals.git.tree import RevisionTree, read_blobs_unverified, require_repo
 
     a, b = A * 50, A * 49 + b'{"id": "z"}\n'
     _goldens_repo(repo, a, b)
     r = pygit2.Repository(str(repo.path))
-    shas = [blob_sha_at(RevisionTree(r, rev), "evals/goldens.jsonl") or ""
+    shas = [RevisionTree(require_repo(repo.path), rev).blob_sha("evals/goldens.jsonl") or ""
             for rev in ("HEAD~1", "HEAD")]
     assert read_blobs_unverified(r, shas) == [a, b]
     repo.git("gc", "-q")

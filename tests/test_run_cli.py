@@ -280,14 +280,14 @@ def test_no_note_writes_no_note(repo: Repo) -> None:
 
 
 def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
-    import pygit2
+    from gitevals.git.tree import require_repo
 
     commit = _setup(repo, {"tone": TONE})
     for _ in range(2):
         assert run_cli("run", "--trials", "1", cwd=repo.path).code == 0
     runs = [run for run, _ in local_runs(repo.path, "evals", commit)]
     assert len(runs) == 2
-    git_repo = pygit2.Repository(str(repo.path))
+    git_repo = require_repo(repo.path)
     newest = run_of_commit(git_repo, repo.path, "evals", commit)
     assert newest is not None and newest.source == "results"
     assert newest.run["run_id"] == runs[-1]["run_id"]

@@ -6,9 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-import pygit2
-
-from gitevals.git.tree import diff_digest
+from gitevals.git.tree import require_repo
 
 from .conftest import Repo, run_cli
 from .test_run_cli import HARNESS, SETTINGS, TONE, _only_artifact, _scenarios
@@ -42,7 +40,7 @@ def test_an_edited_case_in_the_working_tree_does_not_change_what_runs(repo: Repo
     assert s["expect"][0] == {"final_answer_contains": "Paris"}
     assert s["verdict"]["verdict"] == "pass"
     assert art["commit"] == commit and art["dirty"] is True
-    assert art["dirty_diff"] == diff_digest(pygit2.Repository(str(repo.path)))
+    assert art["dirty_diff"] == require_repo(repo.path).diff_digest()
     repo.write({"evals/cases/capital.yaml": CASE.replace("contains: Paris", "contains: Oslo")})
     again = run_cli("run", "capital", "--allow-dirty", "--format", "json", cwd=repo.path)
     assert json.loads(again.out)["dirty_diff"] not in (None, art["dirty_diff"])

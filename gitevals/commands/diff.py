@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gitevals.git.tree import Repo, Tree
     from gitevals.run.artifact import Run
 
 NAME = "diff"
@@ -105,20 +106,16 @@ def exit_code(result: Any, fail_on: str) -> int:
 # ---------------------------------------------------------------- gathering
 
 
-def _case_files(tree: Any, root: str) -> dict[str, str]:
+def _case_files(tree: Tree, root: str) -> dict[str, str]:
     """``name relative to cases/ -> blob sha`` for every case file."""
-    from gitevals.git.tree import blob_shas
-
     prefix = f"{root}/cases/"
-    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+    return {p[len(prefix):]: sha for p, sha in tree.blob_shas(prefix).items()
             if p.endswith((".yaml", ".yml"))}
 
 
-def _grader_files(tree: Any, root: str) -> dict[str, str]:
-    from gitevals.git.tree import blob_shas
-
+def _grader_files(tree: Tree, root: str) -> dict[str, str]:
     prefix = f"{root}/graders/"
-    return {p[len(prefix):]: sha for p, sha in blob_shas(tree, prefix).items()
+    return {p[len(prefix):]: sha for p, sha in tree.blob_shas(prefix).items()
             if p.endswith(".py") and "/" not in p[len(prefix):]}
 
 
@@ -129,21 +126,20 @@ def _changed(a: dict[str, str], b: dict[str, str]) -> list[str]:
 class _Sides:
     """Both revisions with their settings root and file listings (SHAs only)."""
 
-    def __init__(self, repo: Any, rev_a: str, rev_b: str) -> None:
-        from gitevals.git.tree import RevisionTree, blob_shas
+    def __init__(self, repo: Repo, rev_a: str, rev_b: str) -> None:
+        from gitevals.git.tree import RevisionTree
         from gitevals.settings import load_settings
 
         self.repo = repo
         self.revs = (rev_a, rev_b)
         self.trees = (RevisionTree(repo, rev_a), RevisionTree(repo, rev_b))
         self.roots = tuple(load_settings(t)[0].root for t in self.trees)
-        self.has_evals = tuple(bool(blob_shas(t, r)) for t, r in zip(self.trees, self.roots,
-                                                                      strict=True))
+        # "root/": a directory; a file named like the eval root is no eval tree.
+        self.has_evals = tuple(bool(t.blob_shas(f"{r}/")) for t, r in zip(self.trees, self.roots,
+                                                                          strict=True))
 
     def blob(self, sha: str | None) -> bytes | None:
-        from gitevals.git.tree import blob_bytes
-
-        return None if sha is None else blob_bytes(self.repo, sha)
+        return None if sha is None else self.repo.read_blobs([sha])[0]
 
 
 def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
@@ -191,28 +187,26 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
 
 def _goldens(s: _Sides) -> Any:
     from gitevals.diff.goldens import GoldensDiff, diff_goldens
-    from gitevals.git.tree import blob_sha_at, read_blobs_unverified
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
-    shas = [blob_sha_at(t, p) for t, p in zip(s.trees, paths, strict=True)]
+    shas = [t.blob_sha(p) for t, p in zip(s.trees, paths, strict=True)]
     if shas[0] == shas[1]:
         return GoldensDiff(paths[0] if shas[0] else None, paths[1] if shas[1] else None)
     present = [sha for sha in shas if sha]
-    read = dict(zip(present, read_blobs_unverified(s.repo, present), strict=True))
+    read = dict(zip(present, s.repo.read_blobs(present), strict=True))
     blobs = [read[sha] if sha else None for sha in shas]
     return diff_goldens(blobs[0], blobs[1], paths[0], paths[1])
 
 
-def _find_run(repo: Any, root: str, commit: str, given: str | None
+def _find_run(repo: Repo, root: str, commit: str, given: str | None
               ) -> tuple[Run | None, str | None]:
     """(run, source): --x-run FILE, else the run of the commit (results/, else the note)."""
-    from gitevals.git.tree import work_root
     from gitevals.run.artifact import load
     from gitevals.run.store import run_of_commit
 
     if given is not None:
         return load(given), "file"
-    found = run_of_commit(repo, work_root(repo), root, commit)
+    found = run_of_commit(repo, repo.work_root, root, commit)
     return (found.run, found.source) if found is not None else (None, None)
 
 
@@ -241,7 +235,7 @@ def _run_notes(sides: tuple[Any, Any]) -> list[str]:
     return out
 
 
-def collect(repo: Any, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
+def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
             parts: set[str], test: str, alpha: float) -> Any:
     """Read what the two revisions hold and build the ``Diff``."""
     from gitevals.diff import Diff

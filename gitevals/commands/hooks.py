@@ -116,13 +116,13 @@ def _write(step: Step, script: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import hooks_dir, require_repo
+    from gitevals.git.tree import require_repo
 
     unknown = [n for n in args.names if n not in HOOK_NAMES]
     if unknown:
         raise UsageError(f"no gitevals hook named {unknown[0]!r}: choose from "
                          f"{', '.join(HOOK_NAMES)}")
-    target = hooks_dir(require_repo())
+    target = require_repo().hooks_dir()
     names = tuple(dict.fromkeys(args.names)) or HOOK_NAMES
     if args.action == "uninstall":
         return _uninstall(target, names)

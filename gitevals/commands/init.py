@@ -21,10 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _top() -> Path:
     """Where settings live: the top of the work tree, else the current directory."""
-    from gitevals.git.tree import open_repo, work_root
+    from gitevals.git.tree import open_repo
 
     repo = open_repo()
-    return work_root(repo) if repo is not None and not repo.is_bare else Path.cwd().resolve()
+    return repo.work_root if repo is not None else Path.cwd().resolve()
 
 
 def _read(path: Path) -> str | None:

@@ -102,30 +102,15 @@ def repo_paths(tree: Tree, given: list[str]) -> list[str]:
     """
     from gitevals.errors import UsageError
 
-    top = _top(tree)
+    top = tree.location
     out: list[str] = []
     for p in given:
         rel = os.path.relpath(os.path.abspath(p), top)
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
             continue
         rel = "" if rel == os.curdir else Path(rel).as_posix()
-        if rel and not _exists(tree, rel):
+        if rel and not tree.exists(rel):
             raise UsageError(f"{p}: not found in {tree.label}; "
                              "name a case file, goldens.jsonl or a directory")
         out.append(rel)
     return out
-
-
-def _exists(tree: Tree, rel: str) -> bool:
-    from gitevals.git.tree import WorkingTree
-
-    if isinstance(tree, WorkingTree):  # no hashing of a whole directory just to see it exists
-        return os.path.lexists(os.path.join(tree.root, rel))
-    return tree.entry(rel) is not None or bool(tree.entries(rel))
-
-
-def _top(tree: Tree) -> str:
-    root = getattr(tree, "root", None)
-    if root is None:
-        root = tree.repo.workdir  # type: ignore[attr-defined]
-    return os.path.abspath(str(root))

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pygit2
-
     from gitevals.findings import Finding
     from gitevals.git.pushes import Plan, Target
+    from gitevals.git.tree import Repo
     from gitevals.lint import LintResult
 
 NAME = "publish-check"
@@ -73,12 +72,11 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(c.ok for c in checked) else 1
 
 
-def _rev_plan(revs: Sequence[str], repo: pygit2.Repository) -> Plan:
+def _rev_plan(revs: Sequence[str], repo: Repo) -> Plan:
     from gitevals.git.pushes import Plan, group
-    from gitevals.git.tree import resolve_commit
 
     # Resolve every revision first: an unknown one is a usage error before any work.
-    pairs = [(str(resolve_commit(repo, rev).id), rev) for rev in revs]
+    pairs = [(repo.resolve(rev), rev) for rev in revs]
     return Plan(group(pairs), ())
 
 
@@ -90,10 +88,9 @@ def _read_stdin() -> str:
     return stream.buffer.read().decode("utf-8", "surrogateescape")
 
 
-def _push_plan(args: argparse.Namespace, repo: pygit2.Repository) -> Plan:
+def _push_plan(args: argparse.Namespace, repo: Repo) -> Plan:
     from gitevals.errors import UsageError
     from gitevals.git import pushes
-    from gitevals.git.tree import peel_to_commit
 
     if len(args.revs) > 2:
         raise UsageError("with --pre-push, the arguments are git's <remote name> <url>; "
@@ -101,18 +98,16 @@ def _push_plan(args: argparse.Namespace, repo: pygit2.Repository) -> Plan:
     remote = (args.remote or (args.revs[0] if args.revs else None)
               or os.environ.get("PRE_COMMIT_REMOTE_NAME"))
     pushed = pushes.parse_pre_push(_read_stdin()) or pushes.from_pre_commit_env(os.environ)
-    plan = pushes.plan_push(pushed, lambda sha: peel_to_commit(repo, sha))
+    plan = pushes.plan_push(pushed, repo.peel_to_commit)
     if not args.each_commit:
         return plan
     known = [r.remote_sha for r in pushed if r.remote_sha and not pushes.is_zero(r.remote_sha)]
     return pushes.expand(plan, lambda t: _history(repo, t.commit, known, remote))
 
 
-def _history(repo: pygit2.Repository, tip: str, known: list[str], remote: str | None) -> list[str]:
+def _history(repo: Repo, tip: str, known: list[str], remote: str | None) -> list[str]:
     """The commits a push adds under ``tip``; the tip itself always (a tag on old work)."""
-    from gitevals.git.tree import new_commits, remote_refs
-
-    commits = new_commits(repo, tip, known + (remote_refs(repo, remote) if remote else []))
+    commits = repo.new_commits(tip, known + (repo.remote_refs(remote) if remote else []))
     return commits if tip in commits else [*commits, tip]
 
 

@@ -6,12 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from types import FrameType
 
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.tree import Repo, RevisionTree
     from gitevals.run.artifact import Run
     from gitevals.run.runner import Plan, Provenance
 
@@ -48,22 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default="text", help="what to print on stdout (default text)")
 
 
-def _refuse_dirty(repo: Any, root: str, allow: bool) -> tuple[bool, str | None]:
+def _refuse_dirty(repo: Repo, root: str, allow: bool) -> tuple[bool, str | None]:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import diff_digest, dirty_paths
 
-    dirty = dirty_paths(repo, ignore_prefix=f"{root}/results")
+    dirty = repo.dirty_paths(ignore_prefix=f"{root}/results")
     if not dirty:
         return False, None
     if not allow:
         raise UsageError(f"uncommitted changes to {', '.join(dirty)}: commit them, or pass "
                          "--allow-dirty to run the commit anyway (recorded as dirty)")
-    return True, diff_digest(repo)
+    return True, repo.diff_digest()
 
 
-def _write_note(repo: Any, artifact: Run, text: str) -> None:
+def _write_note(repo: Repo, artifact: Run, text: str) -> None:
     import time
 
+    from gitevals.errors import GitError
     from gitevals.run.store import note
 
     for attempt in range(5):
@@ -72,10 +72,9 @@ def _write_note(repo: Any, artifact: Run, text: str) -> None:
                 print("gitevals: the git note keeps the complete run of this commit; this "
                       "partial run is in results/", file=sys.stderr)
             return
-        except Exception as exc:  # pygit2.GitError: another run moved the notes ref
+        except GitError as exc:  # another run moved the notes ref: try again
             if attempt == 4:
-                print(f"gitevals: warning: could not write the git note ({exc}); the artifact "
-                      "is in results/", file=sys.stderr)
+                print(f"gitevals: warning: {exc}; the artifact is in results/", file=sys.stderr)
             time.sleep(0.05 * (attempt + 1))
 
 
@@ -111,7 +110,7 @@ def _render(artifact: Run, text: str, fmt: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo, work_root
+    from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.model import case_name
     from gitevals.run import runner
 
@@ -143,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.run.artifact import dumps
 
     text = dumps(artifact)
-    path = _keep(work_root(repo), artifact, text)
+    path = _keep(repo.work_root, artifact, text)
     if not args.no_note:
         _write_note(repo, artifact, text)
     sys.stdout.write(_render(artifact, text, args.format))

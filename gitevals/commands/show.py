@@ -30,14 +30,14 @@ def run_for_rev(rev: str) -> Run:
     """The run pinned to ``rev``'s commit: <root>/results/ of the working tree, else the
     git note on the commit. None found is a usage error naming the fix."""
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree, require_repo, resolve_commit, work_root
+    from gitevals.git.tree import WorkingTree, require_repo
     from gitevals.run.store import run_of_commit
     from gitevals.settings import load_settings
 
     repo = require_repo()
-    commit = str(resolve_commit(repo, rev).id)
-    settings, _ = load_settings(WorkingTree(work_root(repo)))
-    found = run_of_commit(repo, work_root(repo), settings.root, commit)
+    commit = repo.resolve(rev)
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    found = run_of_commit(repo, repo.work_root, settings.root, commit)
     if found is None:
         raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
                          f"git note: make one with `gitevals run --rev {commit}`")

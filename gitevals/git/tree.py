@@ -1,9 +1,11 @@
-"""``Tree``: the files of a working tree, the index, or a revision.
+"""``Tree``: the files of a working tree, the index, or a revision; ``Repo``: the repository.
 
-This is the one module that touches pygit2. Everything downstream reads files
-through a ``Tree`` and never cares whether they came from disk or git objects:
-a publish check of a commit reads exactly what the commit holds, however the
-working tree looks.
+This is the one module that touches pygit2: its types and its errors stop here (a
+failing libgit2 call raises ``GitError``). Everything downstream reads files through
+a ``Tree`` and never cares whether they came from disk or git objects: a publish
+check of a commit reads exactly what the commit holds, however the working tree
+looks. Commands ask the repository for notes, status, refs and hooks through a
+``Repo``, in SHAs, paths and text.
 """
 
 from __future__ import annotations
@@ -11,18 +13,24 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.errors import RevisionError, UsageError
+from gitevals.errors import GitError, RevisionError, UsageError
 
 if TYPE_CHECKING:
     import pygit2
 
 _LINK_MODE = 0o120000
 _EXEC_MODE = 0o100755
+#: Blobs at least this large are read by ``read_blobs_unverified`` (threads, the pack
+#: reader); below it a thread costs more than libgit2's plain read (benchmarks/bench_diff.py).
+_LARGE = 1 << 20
+
+NOTES_REF = "refs/notes/gitevals"
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -43,26 +51,27 @@ class Entry:
     executable: bool = False
 
 
-def blob_bytes(repo: pygit2.Repository, sha: str) -> bytes:
-    """The content of blob ``sha``."""
-    obj: Any = repo[sha]
-    data: bytes = obj.data
-    return data
-
-
-def blob_size(repo: pygit2.Repository, oid: Any) -> int:
-    """The size of a blob from its object header alone: listing a tree never inflates
-    the blobs in it (a 44 MB goldens.jsonl costs nothing until it is read)."""
-    size: int = repo.odb.read_header(oid)[1]
-    return size
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or below it; a ``prefix`` ending in "/" names a directory only."""
+    top = prefix.strip("/")
+    if not top:
+        return True
+    return path.startswith(top + "/") or (path == top and not prefix.endswith("/"))
 
 
 class Tree:
-    """Base of the three readers. ``label`` names the source in messages."""
+    """What every reader answers, whatever it reads. ``label`` names the source in
+    messages; ``commit`` and ``tree_sha`` are set for a revision only."""
 
     label: str = ""
     commit: str | None = None
     tree_sha: str | None = None
+
+    @property
+    def location(self) -> str:
+        """The absolute work dir this tree belongs to: it names the lint cache's manifest,
+        so the working tree, the index and the revisions of one checkout share it."""
+        raise NotImplementedError
 
     def entries(self, prefix: str = "") -> list[Entry]:
         """Every file under directory ``prefix`` ('' = all), sorted by path."""
@@ -76,21 +85,56 @@ class Tree:
         """The bytes of ``path``, or None when there is no such file."""
         raise NotImplementedError
 
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        """``path -> blob sha`` of the regular files at or under ``prefix``, sorted by path.
+
+        Nothing is sized: a lint or a diff needs only the SHAs to tell what changed. A
+        ``prefix`` ending in "/" names a directory only. Symlinks are left out: their
+        blob is a target path, never a case, grader or goldens file.
+        """
+        raise NotImplementedError
+
+    def blob_sha(self, path: str) -> str | None:
+        """The blob SHA of the file or symlink at ``path`` (None when absent), unsized."""
+        raise NotImplementedError
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The content of blobs this tree answered SHAs for, in the order asked."""
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` is a file or symlink, or a directory that holds one."""
+        return self.entry(path) is not None or bool(self.entries(path))
+
     def files(self, prefix: str = "") -> list[str]:
+        """The paths of ``entries(prefix)``."""
         return [e.path for e in self.entries(prefix)]
 
 
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.strip("/")
-    return not prefix or path == prefix or path.startswith(prefix + "/")
+# -- the working tree ---------------------------------------------------------------
 
 
 class WorkingTree(Tree):
-    """Files on disk below ``root`` (a repo's work dir, or any directory)."""
+    """Files on disk below ``root`` (a repo's work dir, or any directory).
+
+    A file's SHA costs reading it, so the tree keeps the bytes of every file it hashed
+    (by SHA): ``read_blobs`` after ``blob_shas`` reads no file twice. That one read per
+    file is what keeps a working-tree lint as fast as ``--rev`` (benchmarks/bench_lint.py).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.label = "working tree"
+        self._kept: dict[str, bytes] = {}
+
+    @property
+    def location(self) -> str:
+        return os.path.abspath(str(self.root))
+
+    def _keep(self, data: bytes) -> str:
+        sha = git_blob_sha(data)
+        self._kept[sha] = data
+        return sha
 
     def _stat(self, path: str) -> os.stat_result | None:
         try:
@@ -99,16 +143,7 @@ class WorkingTree(Tree):
             return None
 
     def entries(self, prefix: str = "") -> list[Entry]:
-        base = self.root / prefix if prefix else self.root
-        out: list[Entry] = []
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d != ".git")
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            for name in filenames:
-                path = name if rel_dir == "." else f"{rel_dir}/{name}"
-                e = self.entry(path)
-                if e is not None:
-                    out.append(e)
+        out = [e for path in _walk_all(self.root, prefix) if (e := self.entry(path))]
         out.sort(key=lambda e: e.path)
         return out
 
@@ -118,11 +153,11 @@ class WorkingTree(Tree):
             return None
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(self.root / path).encode()
-            return Entry(path, git_blob_sha(target), len(target), is_link=True)
+            return Entry(path, self._keep(target), len(target), is_link=True)
         if not stat.S_ISREG(st.st_mode):
             return None
         data = self.read(path) or b""
-        return Entry(path, git_blob_sha(data), st.st_size, executable=bool(st.st_mode & 0o111))
+        return Entry(path, self._keep(data), st.st_size, executable=bool(st.st_mode & 0o111))
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -131,332 +166,112 @@ class WorkingTree(Tree):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
-
-class _GitTree(Tree):
-    def __init__(self, repo: pygit2.Repository) -> None:
-        self.repo = repo
-
-    def read(self, path: str) -> bytes | None:
-        e = self.entry(path)
-        if e is None:
-            return None
-        return blob_bytes(self.repo, e.sha)
-
-
-def _index_of(repo: pygit2.Repository) -> Any:
-    """The index git is using now: ``git commit -a`` / ``git commit PATH`` run hooks
-    with GIT_INDEX_FILE pointing at a temporary index, which is what will be committed."""
-    import pygit2
-
-    override = os.environ.get("GIT_INDEX_FILE")
-    if override:
-        return pygit2.Index(str(Path(override).resolve()))
-    return repo.index
-
-
-class IndexTree(_GitTree):
-    """What is staged: the content a commit made now would hold."""
-
-    def __init__(self, repo: pygit2.Repository) -> None:
-        super().__init__(repo)
-        self.label = "index"
-        self._index = _index_of(repo)
-        self._index.read()
-
-    def _make(self, ie: Any) -> Entry:
-        size = blob_size(self.repo, ie.id)
-        return Entry(ie.path, str(ie.id), size, ie.mode == _LINK_MODE, ie.mode == _EXEC_MODE)
-
-    def entries(self, prefix: str = "") -> list[Entry]:
-        out = [self._make(ie) for ie in self._index if _under(ie.path, prefix)]
-        out.sort(key=lambda e: e.path)
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        out: dict[str, str] = {}
+        for path in _walk(str(self.root), prefix):
+            data = _read_regular(os.path.join(self.root, path))
+            if data is not None:
+                out[path] = self._keep(data)
         return out
 
-    def entry(self, path: str) -> Entry | None:
-        try:
-            ie = self._index[path]
-        except KeyError:
-            return None
-        return self._make(ie)
+    def blob_sha(self, path: str) -> str | None:
+        e = self.entry(path)
+        return e.sha if e else None
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The kept bytes (KeyError for a SHA this tree never answered): a directory has
+        no object store to look a SHA up in."""
+        return [self._kept[sha] for sha in shas]
+
+    def exists(self, path: str) -> bool:
+        # A look at the directory entry: no hashing of a whole directory to see it exists.
+        return os.path.lexists(self.root / path)
 
 
-class RevisionTree(_GitTree):
-    """The tree of one commit, read from git objects alone (no checkout)."""
-
-    def __init__(self, repo: pygit2.Repository, rev: str) -> None:
-        super().__init__(repo)
-        commit = resolve_commit(repo, rev)
-        self.commit = str(commit.id)
-        self.tree_sha = str(commit.tree.id)
-        self.label = f"{rev} ({self.commit[:12]})" if rev != self.commit else self.commit[:12]
-        self._tree = commit.tree
-
-    def _walk(self, tree: Any, base: str) -> Iterator[Entry]:
-        for obj in tree:
-            path = f"{base}{obj.name}"
-            if obj.type_str == "tree":
-                yield from self._walk(obj, path + "/")
-            elif obj.type_str == "blob":
-                yield Entry(path, str(obj.id), blob_size(self.repo, obj.id),
-                            obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
-
-    def _subtree(self, prefix: str) -> Any:
-        prefix = prefix.strip("/")
-        if not prefix:
-            return self._tree
-        try:
-            obj = self._tree[prefix]
-        except KeyError:
-            return None
-        return obj if obj.type_str == "tree" else None
-
-    def entries(self, prefix: str = "") -> list[Entry]:
-        sub = self._subtree(prefix)
-        if sub is None:
-            e = self.entry(prefix)
-            return [e] if e else []
-        base = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        return sorted(self._walk(sub, base), key=lambda e: e.path)
-
-    def entry(self, path: str) -> Entry | None:
-        try:
-            obj = self._tree[path]
-        except KeyError:
-            return None
-        if obj.type_str != "blob":
-            return None
-        return Entry(path, str(obj.id), blob_size(self.repo, obj.id),
-                     obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
-
-    def materialize(self, dest: Path) -> None:
-        """Write every file of the commit below ``dest`` (for runs, never for lint)."""
-        for e in self.entries():
-            target = dest / e.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = blob_bytes(self.repo, e.sha)
-            if e.is_link:
-                os.symlink(data.decode("utf-8", "surrogateescape"), target)
-                continue
-            target.write_bytes(data)
-            if e.executable:
-                target.chmod(0o755)
+def _walk_all(root: Path, prefix: str) -> Iterator[str]:
+    """Repo-relative paths of every directory entry below ``prefix`` (``.git`` left out)."""
+    for dirpath, dirnames, filenames in os.walk(root / prefix if prefix else root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        yield from (name if rel_dir == "." else f"{rel_dir}/{name}" for name in filenames)
 
 
-def open_repo(start: Path | None = None) -> pygit2.Repository | None:
-    """The repository containing ``start`` (default: cwd), or None outside one."""
-    import pygit2
-
-    found = pygit2.discover_repository(str(start or Path.cwd()))
-    return pygit2.Repository(found) if found else None
-
-
-def require_repo(start: Path | None = None) -> pygit2.Repository:
-    repo = open_repo(start)
-    if repo is None or repo.is_bare:
-        where = start or Path.cwd()
-        raise UsageError(f"{where} is not inside a git work tree: run `git init` first")
-    return repo
-
-
-def resolve_commit(repo: pygit2.Repository, rev: str) -> Any:
-    """``rev`` (branch, tag incl. annotated, short SHA, ``HEAD~2``) peeled to a commit."""
-    import pygit2
-
-    try:
-        obj = repo.revparse_single(rev)
-        return obj.peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
-        if repo.head_is_unborn and rev.startswith("HEAD"):
-            raise RevisionError(
-                f"{rev} names no commit: this repository has no commits yet; commit first"
-            ) from exc
-        raise RevisionError(
-            f"unknown revision {rev!r}: name a commit, branch or tag of this repository "
-            f"(`git log --oneline` lists commits)"
-        ) from exc
-
-
-def work_root(repo: pygit2.Repository) -> Path:
-    return Path(repo.workdir).resolve()
-
-
-def open_tree(rev: str | None = None, staged: bool = False, start: Path | None = None) -> Tree:
-    """The tree a command reads: a revision, the index, or the working tree."""
-    if rev is not None and staged:
-        raise UsageError("--rev and --staged name two different trees: give one")
-    if rev is not None or staged:
-        repo = require_repo(start)
-        return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
-    found = open_repo(start)
-    if found is not None and not found.is_bare:
-        return WorkingTree(work_root(found))
-    return WorkingTree((start or Path.cwd()).resolve())
-
-
-NOTES_REF = "refs/notes/gitevals"
-
-
-def _signature(repo: pygit2.Repository) -> Any:
-    import pygit2
-
-    try:
-        return repo.default_signature
-    except (KeyError, pygit2.GitError):
-        return pygit2.Signature("gitevals", "gitevals@localhost")
-
-
-def write_note(repo: pygit2.Repository, commit: str, text: str, ref: str = NOTES_REF) -> None:
-    """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there.
-
-    Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
-    """
-    sig = _signature(repo)
-    repo.create_note(text, sig, sig, commit, ref, True)
-
-
-def read_note(repo: pygit2.Repository, commit: str, ref: str = NOTES_REF) -> str | None:
-    """The note on ``commit`` under ``ref``, or None."""
-    try:
-        note = repo.lookup_note(commit, ref)
-    except KeyError:
-        return None
-    message: str = note.message
-    return message
-
-
-def dirty_paths(repo: pygit2.Repository, ignore_prefix: str | None = None) -> list[str]:
-    """Tracked files whose working or staged content differs from HEAD (untracked left out)."""
-    import pygit2
-
-    clean = pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED | pygit2.GIT_STATUS_WT_NEW
-    out = []
-    for path, flags in repo.status().items():
-        if flags & ~clean == 0:
-            continue
-        if ignore_prefix and _under(path, ignore_prefix):
-            continue
-        out.append(path)
+def _walk(root: str, prefix: str) -> list[str]:
+    """Repo-relative paths of the files at or under ``prefix`` (sorted)."""
+    base = os.path.join(root, prefix)
+    if os.path.isfile(base):
+        return [prefix]
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        out.extend(name if rel == "." else f"{rel}/{name}" for name in filenames)
     return sorted(out)
 
 
-def diff_digest(repo: pygit2.Repository) -> str:
-    """A hash of the uncommitted change to tracked files (HEAD tree vs working tree)."""
-    if repo.head_is_unborn:
-        return hashlib.sha256(b"").hexdigest()
-    tree = resolve_commit(repo, "HEAD").tree
-    patch = tree.diff_to_workdir().patch or ""
-    return hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def peel_to_commit(repo: pygit2.Repository, sha: str) -> str | None:
-    """The commit object ``sha`` (or a ref name) names, annotated tags peeled; else None.
-
-    None when ``sha`` is not in this repository or names no commit (a tag on a tree
-    or blob): there is then no revision to check.
-    """
-    import pygit2
-
+def _read_regular(path: str) -> bytes | None:
+    if os.path.islink(path):
+        return None  # git would store the link, not the file it points to
     try:
-        obj = repo.revparse_single(sha)
-        return str(obj.peel(pygit2.Commit).id)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
         return None
 
 
-def new_commits(repo: pygit2.Repository, tip: str, known: list[str]) -> list[str]:
-    """Commits reachable from ``tip`` but from none of ``known`` (oldest first).
+# -- git errors and blobs -----------------------------------------------------------
 
-    ``known`` are SHAs or ref names the remote already has; unknown ones are skipped.
-    """
+
+@contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """pygit2's errors as gitevals' own: no pygit2 exception leaves this module (libgit2
+    reports some failures, a locked ref among them, as OSError)."""
     import pygit2
 
-    walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    for name in known:
-        sha = peel_to_commit(repo, name)
-        if sha is not None:
-            walker.hide(sha)
-    return [str(c.id) for c in walker]
-
-
-def remote_refs(repo: pygit2.Repository, remote: str) -> list[str]:
-    """Names of the remote-tracking refs of ``remote`` (``refs/remotes/<remote>/...``)."""
-    prefix = f"refs/remotes/{remote}/"
-    return sorted(n for n in repo.references if n.startswith(prefix))
-
-
-def hooks_dir(repo: pygit2.Repository) -> Path:
-    """Where git looks for this repository's hooks.
-
-    ``core.hooksPath`` wins (``~`` expanded; a relative one is relative to the top of
-    the work tree, where git runs hooks); else ``hooks/`` of the common git dir, so a
-    linked worktree shares its main repository's hooks, as git does.
-    """
     try:
-        configured: str | None = repo.config["core.hooksPath"]
-    except KeyError:
-        configured = None
-    if configured:
-        path = Path(os.path.expanduser(configured))
-        return path if path.is_absolute() else work_root(repo) / path
-    git_dir = Path(repo.path)
-    common = git_dir / "commondir"
-    if common.is_file():
-        git_dir = (git_dir / common.read_text().strip()).resolve()
-    return git_dir / "hooks"
+        yield
+    except (pygit2.GitError, OSError) as exc:
+        reason = str(exc).rstrip(": ")  # libgit2 ends some messages with ": "
+        raise GitError(f"git could not {action}: {reason}; check the repository "
+                       "(`git status`, `git fsck`) and try again") from exc
 
 
-def blob_shas(tree: Tree, prefix: str) -> dict[str, str]:
-    """``path -> blob sha`` under ``prefix`` without reading any blob.
-
-    ``RevisionTree.entries`` reads each blob's header for its size; a diff only needs
-    the SHAs to tell which files changed, so it walks tree objects alone.
-    """
-    if not isinstance(tree, RevisionTree):
-        return {e.path: e.sha for e in tree.entries(prefix)}
-    sub = tree._subtree(prefix)
-    if sub is None:
-        return {}
-    out: dict[str, str] = {}
-    stack = [(sub, prefix.strip("/") + "/" if prefix.strip("/") else "")]
-    while stack:
-        node, base = stack.pop()
-        for obj in node:
-            if obj.type_str == "tree":
-                stack.append((obj, f"{base}{obj.name}/"))
-            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
-                out[f"{base}{obj.name}"] = str(obj.id)
-    return dict(sorted(out.items()))
-
-
-def blob_sha_at(tree: Tree, path: str) -> str | None:
-    """The blob SHA of ``path`` in ``tree`` (None when absent), without reading the blob."""
-    if not isinstance(tree, RevisionTree):
-        e = tree.entry(path)
-        return e.sha if e else None
-    try:
-        obj = tree._tree[path]
-    except KeyError:
-        return None
-    return str(obj.id) if obj.type_str == "blob" else None
-
-
-def read_blob_unverified(repo: pygit2.Repository, sha: str) -> bytes:
-    """Blob ``sha`` without libgit2 re-hashing it on read (git itself does not).
-
-    Strict hash verification doubles the cost of reading a large blob (a 44 MB
-    goldens.jsonl); the object comes from this repository's own store.
-    """
+@contextmanager
+def _unverified() -> Iterator[None]:
+    """libgit2 without re-hashing objects on read (git itself does not): strict hash
+    verification doubles the cost of reading a large blob (a 44 MB goldens.jsonl); the
+    objects come from this repository's own store."""
     import pygit2
 
     pygit2.settings.enable_strict_hash_verification(False)
     try:
-        data: bytes = repo.odb.read(sha)[1]
+        yield
     finally:
         pygit2.settings.enable_strict_hash_verification(True)
+
+
+def blob_bytes(raw: pygit2.Repository, sha: str) -> bytes:
+    """The content of blob ``sha``, verified."""
+    obj: Any = raw[sha]
+    data: bytes = obj.data
     return data
 
 
-def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[bytes]:
+def blob_size(raw: pygit2.Repository, oid: Any) -> int:
+    """The size of a blob from its object header alone: listing a tree never inflates
+    the blobs in it (a 44 MB goldens.jsonl costs nothing until it is read)."""
+    size: int = raw.odb.read_header(oid)[1]
+    return size
+
+
+def read_blob_unverified(raw: pygit2.Repository, sha: str) -> bytes:
+    """Blob ``sha`` without libgit2 re-hashing it on read (see ``_unverified``)."""
+    with _unverified():
+        data: bytes = raw.odb.read(sha)[1]
+    return data
+
+
+def read_blobs_unverified(raw: pygit2.Repository, shas: list[str]) -> list[bytes]:
     """Several blobs at once (see ``read_blob_unverified``), the loose ones inflated in threads.
 
     ``zlib`` releases the GIL while it inflates, so with two large loose objects (a
@@ -467,9 +282,9 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
     import threading
     import zlib
 
-    objects = Path(repo.path) / "objects"
+    objects = Path(raw.path) / "objects"
     out: list[bytes | None] = [None] * len(shas)
-    sizes = [repo.odb.read_header(sha)[1] for sha in shas]
+    sizes = [raw.odb.read_header(sha)[1] for sha in shas]
 
     def inflate(i: int) -> None:
         # Inflate the "blob <size>\0" header on its own, then the body straight into
@@ -500,16 +315,358 @@ def read_blobs_unverified(repo: pygit2.Repository, shas: list[str]) -> list[byte
         out = [data if data is not None else packed.get(sha) for data, sha in
                zip(out, shas, strict=True)]
     return [data if data is not None and len(data) == size
-            else read_blob_unverified(repo, sha)
+            else read_blob_unverified(raw, sha)
             for data, sha, size in zip(out, shas, sizes, strict=True)]
 
 
-def staged_shas(tree: IndexTree) -> dict[str, str]:
-    """``path -> blob sha`` of every staged regular file, without reading any blob.
+# -- the repository -----------------------------------------------------------------
 
-    ``IndexTree.entries`` reads each blob's header for its size; a lint of the index
-    only needs the SHAs (the cache is keyed by them) and reads the few blobs it parses:
-    on the commit hook's path those header reads are a measurable share of the budget.
+
+def _commit(raw: pygit2.Repository, rev: str) -> Any:
+    """``rev`` (branch, tag incl. annotated, short SHA, ``HEAD~2``) peeled to a commit."""
+    import pygit2
+
+    try:
+        return raw.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        if raw.head_is_unborn and rev.startswith("HEAD"):
+            raise RevisionError(
+                f"{rev} names no commit: this repository has no commits yet; commit first"
+            ) from exc
+        raise RevisionError(
+            f"unknown revision {rev!r}: name a commit, branch or tag of this repository "
+            f"(`git log --oneline` lists commits)"
+        ) from exc
+
+
+def _signature(raw: pygit2.Repository) -> Any:
+    import pygit2
+
+    try:
+        return raw.default_signature
+    except (KeyError, pygit2.GitError):
+        return pygit2.Signature("gitevals", "gitevals@localhost")
+
+
+class Repo:
+    """A git repository with a work tree, answering in SHAs, paths and text.
+
+    ``raw`` is the pygit2 repository, for the trees of this module only; every method
+    raises gitevals' own errors (``GitError``, ``RevisionError``), never pygit2's.
     """
-    index = tree._index
-    return {ie.path: str(ie.id) for ie in index if ie.mode != _LINK_MODE}
+
+    def __init__(self, raw: pygit2.Repository) -> None:
+        self.raw = raw
+
+    @property
+    def work_root(self) -> Path:
+        """The top of the work tree, symlinks resolved."""
+        return Path(self.raw.workdir).resolve()
+
+    @property
+    def location(self) -> str:
+        """The work dir as ``Tree.location`` gives it (absolute, symlinks kept)."""
+        return os.path.abspath(self.raw.workdir)
+
+    def resolve(self, rev: str) -> str:
+        """The SHA of the commit ``rev`` names (annotated tags peeled); else RevisionError."""
+        return str(_commit(self.raw, rev).id)
+
+    def peel_to_commit(self, sha: str) -> str | None:
+        """The commit object ``sha`` (or a ref name) names, annotated tags peeled; else None.
+
+        None when ``sha`` is not in this repository or names no commit (a tag on a tree
+        or blob): there is then no revision to check.
+        """
+        try:
+            return self.resolve(sha)
+        except RevisionError:
+            return None
+
+    def read_note(self, commit: str, ref: str = NOTES_REF) -> str | None:
+        """The note on ``commit`` under ``ref``, or None."""
+        with _translated(f"read the note on {commit[:12]} under {ref}"):
+            try:
+                note = self.raw.lookup_note(commit, ref)
+            except KeyError:
+                return None
+            message: str = note.message
+        return message
+
+    def write_note(self, commit: str, text: str, ref: str = NOTES_REF) -> None:
+        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there.
+
+        Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
+        """
+        with _translated(f"write the note on {commit[:12]} under {ref}"):
+            sig = _signature(self.raw)
+            self.raw.create_note(text, sig, sig, commit, ref, True)
+
+    def dirty_paths(self, ignore_prefix: str | None = None) -> list[str]:
+        """Tracked files whose working or staged content differs from HEAD (untracked left out)."""
+        import pygit2
+
+        clean = pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED | pygit2.GIT_STATUS_WT_NEW
+        with _translated("read the status of the work tree"):
+            status = self.raw.status()
+        return sorted(path for path, flags in status.items() if flags & ~clean != 0
+                      and not (ignore_prefix and _under(path, ignore_prefix)))
+
+    def diff_digest(self) -> str:
+        """A hash of the uncommitted change to tracked files (HEAD tree vs working tree)."""
+        if self.raw.head_is_unborn:
+            return hashlib.sha256(b"").hexdigest()
+        tree = _commit(self.raw, "HEAD").tree
+        with _translated("diff HEAD against the work tree"):
+            patch = tree.diff_to_workdir().patch or ""
+        return hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
+
+    def new_commits(self, tip: str, known: list[str]) -> list[str]:
+        """Commits reachable from ``tip`` but from none of ``known`` (oldest first).
+
+        ``known`` are SHAs or ref names the remote already has; unknown ones are skipped.
+        """
+        import pygit2
+
+        order = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE
+        with _translated(f"walk the history of {tip[:12]}"):
+            walker = self.raw.walk(tip, order)
+            for sha in filter(None, map(self.peel_to_commit, known)):
+                walker.hide(sha)
+            return [str(c.id) for c in walker]
+
+    def remote_refs(self, remote: str) -> list[str]:
+        """Names of the remote-tracking refs of ``remote`` (``refs/remotes/<remote>/...``)."""
+        prefix = f"refs/remotes/{remote}/"
+        return sorted(n for n in self.raw.references if n.startswith(prefix))
+
+    def hooks_dir(self) -> Path:
+        """Where git looks for this repository's hooks.
+
+        ``core.hooksPath`` wins (``~`` expanded; a relative one is relative to the top of
+        the work tree, where git runs hooks); else ``hooks/`` of the common git dir, so a
+        linked worktree shares its main repository's hooks, as git does.
+        """
+        with _translated("read the configuration"):
+            try:
+                configured: str | None = self.raw.config["core.hooksPath"]
+            except KeyError:
+                configured = None
+        if configured:
+            path = Path(os.path.expanduser(configured))
+            return path if path.is_absolute() else self.work_root / path
+        git_dir = Path(self.raw.path)
+        common = git_dir / "commondir"
+        if common.is_file():
+            git_dir = (git_dir / common.read_text().strip()).resolve()
+        return git_dir / "hooks"
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """Blobs by SHA, in order, unverified (see ``_unverified``).
+
+        Large ones go through ``read_blobs_unverified`` (threads, the pack reader);
+        small ones (cases, graders) through libgit2 alone, cheaper than a thread each.
+        """
+        with _translated("read blobs"):
+            sizes = [self.raw.odb.read_header(sha)[1] for sha in shas]
+            large = [sha for sha, size in zip(shas, sizes, strict=True) if size >= _LARGE]
+            read = dict(zip(large, read_blobs_unverified(self.raw, large), strict=True)
+                        ) if large else {}
+            with _unverified():
+                return [read[sha] if sha in read else self.raw.odb.read(sha)[1]
+                        for sha in shas]
+
+
+def open_repo(start: Path | None = None) -> Repo | None:
+    """The repository whose work tree holds ``start`` (default: cwd); None outside one
+    (a bare repository has no work tree)."""
+    import pygit2
+
+    with _translated(f"open the repository at {start or Path.cwd()}"):
+        found = pygit2.discover_repository(str(start or Path.cwd()))
+        raw = pygit2.Repository(found) if found else None
+    return Repo(raw) if raw is not None and not raw.is_bare else None
+
+
+def require_repo(start: Path | None = None) -> Repo:
+    """``open_repo``, or a UsageError naming the fix."""
+    repo = open_repo(start)
+    if repo is None:
+        where = start or Path.cwd()
+        raise UsageError(f"{where} is not inside a git work tree: run `git init` first")
+    return repo
+
+
+# -- the trees of git objects -------------------------------------------------------
+
+
+class _GitTree(Tree):
+    """A tree of git objects of ``repo``: blobs are read by SHA from its object store."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    @property
+    def location(self) -> str:
+        return self.repo.location
+
+    def read(self, path: str) -> bytes | None:
+        sha = self.blob_sha(path)
+        return None if sha is None else self.repo.read_blobs([sha])[0]
+
+    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
+        return self.repo.read_blobs(shas)
+
+
+def _index_of(raw: pygit2.Repository) -> Any:
+    """The index git is using now: ``git commit -a`` / ``git commit PATH`` run hooks
+    with GIT_INDEX_FILE pointing at a temporary index, which is what will be committed."""
+    import pygit2
+
+    override = os.environ.get("GIT_INDEX_FILE")
+    with _translated("read the index"):
+        index = pygit2.Index(str(Path(override).resolve())) if override else raw.index
+        index.read()
+    return index
+
+
+class IndexTree(_GitTree):
+    """What is staged: the content a commit made now would hold (read once, at creation)."""
+
+    def __init__(self, repo: Repo) -> None:
+        super().__init__(repo)
+        self.label = "index"
+        self._index = _index_of(repo.raw)
+        self._regular: dict[str, str] | None = None
+
+    def _make(self, ie: Any) -> Entry:
+        size = blob_size(self.repo.raw, ie.id)
+        return Entry(ie.path, str(ie.id), size, ie.mode == _LINK_MODE, ie.mode == _EXEC_MODE)
+
+    def _lookup(self, path: str) -> Any:
+        try:
+            return self._index[path]
+        except KeyError:
+            return None
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        out = [self._make(ie) for ie in self._index if _under(ie.path, prefix)]
+        out.sort(key=lambda e: e.path)
+        return out
+
+    def entry(self, path: str) -> Entry | None:
+        ie = self._lookup(path)
+        return None if ie is None else self._make(ie)
+
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        path = prefix.strip("/")
+        ie = self._lookup(path) if path and not prefix.endswith("/") else None
+        if ie is not None:  # one lookup: the commit hook names single files
+            return {} if ie.mode == _LINK_MODE else {path: str(ie.id)}
+        # SHAs from the index alone: reading blob headers for sizes is a measurable
+        # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
+        if self._regular is None:  # one pass over the index serves every listing
+            self._regular = dict(sorted((ie.path, str(ie.id)) for ie in self._index
+                                        if ie.mode != _LINK_MODE))
+        return {p: sha for p, sha in self._regular.items() if _under(p, prefix)}
+
+    def blob_sha(self, path: str) -> str | None:
+        ie = self._lookup(path)
+        return None if ie is None else str(ie.id)
+
+
+class RevisionTree(_GitTree):
+    """The tree of one commit, read from git objects alone (no checkout)."""
+
+    def __init__(self, repo: Repo, rev: str) -> None:
+        super().__init__(repo)
+        commit = _commit(repo.raw, rev)
+        self.commit = str(commit.id)
+        self.tree_sha = str(commit.tree.id)
+        self.label = f"{rev} ({self.commit[:12]})" if rev != self.commit else self.commit[:12]
+        self._tree = commit.tree
+
+    def _entry(self, obj: Any, path: str) -> Entry:
+        return Entry(path, str(obj.id), blob_size(self.repo.raw, obj.id),
+                     obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
+
+    def _walk(self, tree: Any, base: str) -> Iterator[Entry]:
+        for obj in tree:
+            path = f"{base}{obj.name}"
+            if obj.type_str == "tree":
+                yield from self._walk(obj, path + "/")
+            elif obj.type_str == "blob":
+                yield self._entry(obj, path)
+
+    def _lookup(self, path: str) -> Any:
+        """The object at ``path`` ('' = the root tree), or None."""
+        if not path:
+            return self._tree
+        try:
+            return self._tree[path]
+        except KeyError:
+            return None
+
+    def entries(self, prefix: str = "") -> list[Entry]:
+        top = prefix.strip("/")
+        sub = self._lookup(top)
+        if sub is None or sub.type_str != "tree":
+            e = self.entry(prefix)
+            return [e] if e else []
+        return sorted(self._walk(sub, top + "/" if top else ""), key=lambda e: e.path)
+
+    def entry(self, path: str) -> Entry | None:
+        obj = self._lookup(path)
+        return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
+
+    def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        top = prefix.strip("/")
+        node = self._lookup(top)
+        if node is None or node.type_str not in ("tree", "blob"):
+            return {}
+        if node.type_str == "blob":
+            regular = node.filemode != _LINK_MODE and not prefix.endswith("/")
+            return {top: str(node.id)} if regular else {}
+        return _tree_shas(node, top + "/" if top else "")
+
+    def blob_sha(self, path: str) -> str | None:
+        obj = self._lookup(path)
+        return str(obj.id) if obj is not None and obj.type_str == "blob" else None
+
+    def materialize(self, dest: Path) -> None:
+        """Write every file of the commit below ``dest`` (for runs, never for lint)."""
+        for e in self.entries():
+            target = dest / e.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = blob_bytes(self.repo.raw, e.sha)
+            if e.is_link:
+                os.symlink(data.decode("utf-8", "surrogateescape"), target)
+                continue
+            target.write_bytes(data)
+            if e.executable:
+                target.chmod(0o755)
+
+
+def _tree_shas(tree: Any, base: str) -> dict[str, str]:
+    """``path -> sha`` of the regular blobs below ``tree``, from tree objects alone."""
+    out: dict[str, str] = {}
+    stack = [(tree, base)]
+    while stack:
+        node, where = stack.pop()
+        for obj in node:
+            if obj.type_str == "tree":
+                stack.append((obj, f"{where}{obj.name}/"))
+            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
+                out[f"{where}{obj.name}"] = str(obj.id)
+    return dict(sorted(out.items()))
+
+
+def open_tree(rev: str | None = None, staged: bool = False, start: Path | None = None) -> Tree:
+    """The tree a command reads: a revision, the index, or the working tree."""
+    if rev is not None and staged:
+        raise UsageError("--rev and --staged name two different trees: give one")
+    if rev is not None or staged:
+        repo = require_repo(start)
+        return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
+    found = open_repo(start)
+    return WorkingTree(found.work_root if found else (start or Path.cwd()).resolve())

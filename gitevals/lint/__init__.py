@@ -98,12 +98,10 @@ class _Run:
                  jobs: int | None, progress: Progress | None = None) -> None:
         self.tree, self.root, self.refused, self.store = tree, root, refused, store
         self.progress = progress
-        self._staged: dict[str, str] | None = None
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
-        self.location = _location(tree)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -196,7 +194,7 @@ class _Run:
         out: list[Input | str] = []
         for stem in sorted(stems):
             path = f"{self._grader_dir()}/{stem}.py"
-            found = self._named(path, "grader")
+            found = self._list(path, "grader")
             out.append(found[0] if found and found[0].path == path else path)
         return out
 
@@ -210,57 +208,24 @@ class _Run:
             if not w or prefix == w or prefix.startswith(w + "/"):
                 return self._list(prefix, kind)
             if w.startswith(prefix + "/"):
-                out.update((i.path, i) for i in self._named(w, kind))
+                out.update((i.path, i) for i in self._list(w, kind))
         return sorted(out.values(), key=lambda i: i.path)
 
-    def _named(self, path: str, kind: str) -> list[Input]:
-        """The file ``path`` or, when it is a directory, the files under it."""
-        from gitevals.git.tree import WorkingTree
-
-        if not isinstance(self.tree, WorkingTree):
-            e = self.tree.entry(path)  # one lookup, not a walk of the whole index
-            if e is not None:
-                return [] if e.is_link else [Input(e.path, e.sha, kind)]
-        return self._list(path, kind)
-
     def _list(self, prefix: str, kind: str) -> list[Input]:
-        from gitevals.git.tree import IndexTree, WorkingTree, blob_sha_at, blob_shas, git_blob_sha
+        """The files at or under ``prefix``, with SHAs from the tree's listing (no blob
+        of a git tree is read to list it; the working tree keeps what it read)."""
+        return [Input(path, sha, kind) for path, sha in self.tree.blob_shas(prefix).items()]
 
-        tree = self.tree
-        if isinstance(tree, IndexTree):
-            if self._staged is None:  # one pass over the index serves every listing
-                from gitevals.git.tree import staged_shas
-
-                self._staged = staged_shas(tree)
-            under = prefix + "/"
-            return [Input(p, sha, kind) for p, sha in sorted(self._staged.items())
-                    if p == prefix or p.startswith(under)]
-        if not isinstance(tree, WorkingTree):
-            # SHAs from tree objects alone: no blob is read (or sized) to list it.
-            shas = blob_shas(tree, prefix)
-            if not shas and (sha := blob_sha_at(tree, prefix)) is not None:
-                shas = {prefix: sha}
-            return [Input(path, sha, kind) for path, sha in shas.items()]
-        # The working tree: read each file once, hashing the bytes we keep.
-        out = []
-        for path in _walk(str(tree.root), prefix):
-            data = _read(os.path.join(tree.root, path))
-            if data is not None:
-                self.data[path] = data
-                out.append(Input(path, git_blob_sha(data), kind))
-        return out
+    def _load(self, inputs: Sequence[Input]) -> None:
+        """Read the bytes of ``inputs`` not read yet, in one call to the tree."""
+        missing = [i for i in inputs if i.path not in self.data]
+        blobs = self.tree.read_blobs([i.sha for i in missing])
+        self.data.update((i.path, data) for i, data in zip(missing, blobs, strict=True))
 
     def bytes_of(self, i: Input) -> bytes:
-        from gitevals.git.tree import read_blob_unverified
-
-        data = self.data.get(i.path)
-        if data is None:
-            repo = getattr(self.tree, "repo", None)
-            # A git tree: the listing gave the blob SHA, no need to look the path up again.
-            data = (read_blob_unverified(repo, i.sha) if repo is not None
-                    else self.tree.read(i.path))
-            self.data[i.path] = data = data or b""
-        return data
+        """The bytes of one input, read once."""
+        self._load([i])
+        return self.data[i.path]
 
     # -- cases and goldens ----------------------------------------------------
 
@@ -272,7 +237,7 @@ class _Run:
         if not prune and len(cases) < FEW and not goldens:
             # Linting a few small files costs less than loading the repo's manifest.
             return self._work(cases)
-        name = key(self.location, self.root)
+        name = key(self.tree.location, self.root)
         manifest = self.store.load_manifest(name)
         results: list[tuple[list[Finding], list[Any]]] = []
         todo: list[Input] = []
@@ -296,8 +261,7 @@ class _Run:
         return results
 
     def _work(self, todo: list[Input]) -> list[tuple[list[Finding], list[Any]]]:
-        for i in todo:
-            self.bytes_of(i)  # read in the parent: workers inherit the bytes (fork)
+        self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
         if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
             return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
@@ -407,15 +371,6 @@ def _warm_up() -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _location(tree: Tree) -> str:
-    """Where ``tree`` lives (its work dir): names its manifest, shared by --rev and --staged."""
-    top = getattr(tree, "root", None)
-    if top is None:
-        repo = getattr(tree, "repo", None)
-        top = (repo.workdir or repo.path) if repo is not None else ""
-    return os.path.abspath(str(top))
-
-
 def _valid_entry(entry: Any) -> bool:
     """A manifest entry of the expected shape (anything else counts as a miss)."""
     return (isinstance(entry, dict) and _valid_rows(entry.get("f"), 6)
@@ -446,26 +401,3 @@ def _valid_index(index: Any) -> bool:
 
 def _row(f: Finding) -> list[Any]:
     return [f.path, f.line, f.col, f.code, f.message, f.severity]
-
-
-def _walk(root: str, prefix: str) -> list[str]:
-    """Repo-relative paths of the regular files at or under ``prefix`` (sorted)."""
-    base = os.path.join(root, prefix)
-    if os.path.isfile(base):
-        return [prefix]
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        out.extend(f"{rel}/{name}" for name in filenames)
-    return sorted(out)
-
-
-def _read(path: str) -> bytes | None:
-    if os.path.islink(path):
-        return None  # git would store the link, not the file: not a case file
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None

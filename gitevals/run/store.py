@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gitevals.run.artifact import Run, candidate, checked, dumps, load, preference
 
 if TYPE_CHECKING:
-    import pygit2
+    from gitevals.git.tree import Repo
 
 RESULTS_DIR = "results"
 
@@ -49,17 +49,15 @@ def save(work_root: Path, run: Run, text: str | None = None) -> Path:
     return path
 
 
-def note(repo: pygit2.Repository, run: Run, text: str | None = None) -> bool:
+def note(repo: Repo, run: Run, text: str | None = None) -> bool:
     """Attach ``run`` to its commit under refs/notes/gitevals unless the note there holds
     a run ``preference`` ranks higher (a complete run over a partial one). True when
     written."""
-    from gitevals.git.tree import read_note, write_note
-
-    old = read_note(repo, run["commit"])
+    old = repo.read_note(run["commit"])
     previous = candidate(old) if old else None
     if previous is not None and preference(previous) > preference(run, 1):
         return False
-    write_note(repo, run["commit"], text if text is not None else dumps(run))
+    repo.write_note(run["commit"], text if text is not None else dumps(run))
     return True
 
 
@@ -84,7 +82,7 @@ def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]
     return [(f[2], f[3]) for f in sorted(found, key=lambda f: f[:2])]
 
 
-def run_of_commit(repo: pygit2.Repository | None, work_root: Path | None, root: str,
+def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
                   commit: str) -> Found | None:
     """The run to show for ``commit``: the preferred run in results/ of the working tree,
     else its git note (when ``repo`` is given); validated, or ``ArtifactError``."""
@@ -96,9 +94,9 @@ def run_of_commit(repo: pygit2.Repository | None, work_root: Path | None, root: 
             return Found(checked(run, label), "results", label)
     if repo is None:
         return None
-    from gitevals.git.tree import NOTES_REF, read_note
+    from gitevals.git.tree import NOTES_REF
 
-    text = read_note(repo, commit)
+    text = repo.read_note(commit)
     if not text:
         return None
     label = f"git note {NOTES_REF} on {commit[:12]}"
