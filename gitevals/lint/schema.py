@@ -16,7 +16,6 @@ import hashlib
 import importlib.util
 import json
 import marshal
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from gitevals.files import cache_dir, write_atomic
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -123,12 +124,6 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/gitevals`` (default ``~/.cache/gitevals``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gitevals"
-
-
 def _fast_version() -> bytes:
     """The installed fastjsonschema's version file, read without importing it
     (``importlib.metadata`` alone costs ~20 ms of start-up)."""
@@ -149,7 +144,7 @@ def _compiled(name: str) -> Callable[[Any], Any]:
                          ).hexdigest()
     prefix = f"gitevals_schema_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_"
     module = prefix + key[:24]
-    source = cache_dir() / "schemas" / f"{module}.py"
+    source = cache_dir("schemas", f"{module}.py")
     # Bytecode is cached by hand: PYTHONDONTWRITEBYTECODE would make every
     # process recompile the ~30 KB module (4 ms against 1 ms to unmarshal).
     code_file = source.with_suffix(f".{sys.implementation.cache_tag}.bin")
@@ -160,8 +155,8 @@ def _compiled(name: str) -> Callable[[Any], Any]:
     text = _generate(name)
     code = compile(text, str(source), "exec")
     with contextlib.suppress(OSError):  # a read-only cache only costs speed
-        _write_atomic(source, text.encode())
-        _write_atomic(code_file, marshal.dumps(code))
+        write_atomic(source, text, fsync=False)  # a lost file is regenerated
+        write_atomic(code_file, marshal.dumps(code), fsync=False)
         _prune(source.parent, prefix, module)
     return _run(code)
 
@@ -226,19 +221,6 @@ def _pointer(root: Any, ref: str) -> Any:
         part = part.replace("~1", "/").replace("~0", "~")
         node = node[int(part)] if isinstance(node, list) else node[part]
     return node
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write-then-rename, so concurrent processes never read a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _run(code: Any) -> Callable[[Any], Any]:
