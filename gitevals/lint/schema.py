@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitevals import validation
+
+# `x as x` re-exports: lint/cases.py, lint/__init__.py and commands/init.py import
+# these from here.
 from gitevals.validation import SCHEMA_DIR as SCHEMA_DIR
+from gitevals.validation import JsonPath as Path_
 from gitevals.validation import ecma_regex
 from gitevals.validation import is_valid as is_valid
 from gitevals.validation import load as load
 from gitevals.validation import prepare as prepare
 from gitevals.validation import schema_path as schema_path
-
-Path_ = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
