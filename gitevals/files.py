@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -43,4 +42,7 @@ def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
 def _temp_beside(path: Path) -> tuple[int, str]:
     # A hidden name ending in .tmp: no glob of ours matches it (results/*.json, the
     # schema cache's pruning), and mkstemp never reuses a name a concurrent writer holds.
+    # Imported here: tempfile (and random) would cost the commit hook's start-up ~1 ms.
+    import tempfile
+
     return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
