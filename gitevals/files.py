@@ -1,28 +1,48 @@
-"""Files gitevals writes: atomically, so a reader sees the old file or the whole new one."""
+"""Files gitevals writes: atomic replacement and the user's cache directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
-from contextlib import suppress
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same dir, fsync, ``os.replace``.
+def cache_dir(*parts: str) -> Path:
+    """``$XDG_CACHE_HOME/gitevals/<parts...>`` (default ``~/.cache/gitevals``); not created."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "gitevals", *parts)
 
-    Two writers to different paths never touch each other's temp files; on any failure
-    the temp file is removed and the old file is left as it was.
+
+def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` (``str`` as UTF-8) to ``path`` through a temp file in the same
+    directory and ``os.replace``: a reader sees the old file or the whole new one.
+
+    The directory is made when missing; the temp file is removed when anything fails.
+    ``fsync=False`` skips flushing to disk, for caches (a lost entry is only a miss).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, tmp = _temp_beside(path)
+    except FileNotFoundError:  # first file in its directory: make it only then
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
+            f.write(raw)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with suppress(OSError):
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    # A hidden name ending in .tmp: no glob of ours matches it (results/*.json, the
+    # schema cache's pruning), and mkstemp never reuses a name a concurrent writer holds.
+    # Imported here: tempfile (and random) would cost the commit hook's start-up ~1 ms.
+    import tempfile
+
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -36,9 +36,17 @@ class Finding:
     def from_dict(cls, d: dict[str, Any]) -> Finding:
         return cls(d["path"], d["line"], d["col"], d["code"], d["message"], d["severity"])
 
+    def location(self) -> str:
+        """``path:line:col``."""
+        return f"{self.path}:{self.line}:{self.col}"
+
+    def label(self) -> str:
+        """The code, with ``(warning)`` after it for a warning."""
+        return f"{self.code} (warning)" if self.severity == "warning" else self.code
+
     def __str__(self) -> str:
-        tag = " (warning)" if self.severity == "warning" else ""  # as lint prints it
-        return f"{self.path}:{self.line}:{self.col}: {self.code}{tag} {self.message}"
+        """``path:line:col: CODE message``: the one line every text reporter prints."""
+        return f"{self.location()}: {self.label()} {self.message}"
 
 
 def has_errors(findings: list[Finding]) -> bool:

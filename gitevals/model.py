@@ -11,26 +11,23 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gitevals.validation import load
+
 DEFAULT_TRIALS = 1
 DEFAULT_TIMEOUT = 300.0
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-#: The twelve assertion kinds of DESIGN §2, in the order the README lists them.
-ASSERTION_KINDS = (
-    "tool_called",
-    "tool_not_called",
-    "tool_order",
-    "min_tool_calls",
-    "max_tool_calls",
-    "result_contains",
-    "final_answer_contains",
-    "final_answer_not_contains",
-    "final_answer_max_chars",
-    "hook_called",
-    "no_error",
-    "grader",
-)
+
+def _assertion_kinds() -> tuple[str, ...]:
+    # The case schema is the source of truth (editors read it too); reading it here
+    # costs one small JSON parse, shared with lint through validation.load's cache.
+    return tuple(load("case")["$defs"]["assertion"]["properties"])
+
+
+#: The assertion kinds, in the schema's order (the order the README lists them):
+#: ``grader`` is judged by scoring, every other kind by ``run.assertions.CHECKS``.
+ASSERTION_KINDS: tuple[str, ...] = _assertion_kinds()
 
 
 def parse_duration(value: str | int | float) -> float:

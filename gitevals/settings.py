@@ -78,8 +78,9 @@ def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
 
 
 def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[Finding]:
-    # The compiled validator of the same schema file lint uses: jsonschema is only
-    # imported to explain settings that fail, which keeps the commit hook quick.
+    # gitevals.validation's compiled check of schemas/settings.schema.json, worded as
+    # lint words schema errors: jsonschema is only imported to explain settings that
+    # fail, which keeps the commit hook quick.
     from gitevals.lint.schema import validate
 
     findings = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,6 +129,14 @@ CASES: list[tuple[str, str, Any, dict[str, Any], bool, str]] = [
 def test_check(kind: str, arg: Any, transcript: dict[str, Any], passed: bool,
                message: str) -> None:
     assert check(kind, arg, transcript) == Outcome(passed, message)
+
+
+def test_kinds_are_the_schemas_the_registrys_and_grader() -> None:
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "case.schema.json")
+                        .read_bytes())
+    kinds = tuple(schema["$defs"]["assertion"]["properties"])
+    assert kinds == ASSERTION_KINDS  # the model reads the schema, in its order
+    assert sorted([*CHECKS, "grader"]) == sorted(kinds)  # grader: judged by scoring
 
 
 def test_every_non_grader_kind_is_registered_and_tested() -> None:

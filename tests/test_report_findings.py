@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gitevals.findings import Finding
 from gitevals.lint import LintResult
-from gitevals.report.findings import REPORTERS, rich_text, summary
+from gitevals.report.findings import (
+    REPORTERS,
+    annotation,
+    escape_data,
+    escape_property,
+    render,
+    rich_text,
+    summary,
+)
 
 ERR = Finding("evals/cases/a.yaml", 6, 24, "GE502",
               "grader module evals/graders/nope.py not found; create it or fix the name")
@@ -71,3 +81,31 @@ def test_ok_and_counts() -> None:
     assert not RESULT.ok
     assert LintResult((WARN,), 1).ok
     assert CLEAN.ok
+
+
+def test_render_picks_rich_text_only_for_a_terminal() -> None:
+    assert render(RESULT, "text") == REPORTERS["text"](RESULT)
+    assert render(RESULT, "github", 80) == REPORTERS["github"](RESULT)
+    assert render(RESULT, "text", 80) == rich_text(RESULT, 80)
+
+
+@pytest.mark.parametrize(("finding", "line"), [
+    (ERR, "evals/cases/a.yaml:6:24: GE502 grader module evals/graders/nope.py not found; "
+          "create it or fix the name"),
+    (Finding("a b.yaml", 1, 2, "GE405", "m", "warning"), "a b.yaml:1:2: GE405 (warning) m"),
+], ids=["error", "warning"])
+def test_a_finding_prints_as_one_line(finding: Finding, line: str) -> None:
+    assert str(finding) == line
+
+
+@pytest.mark.parametrize(("raw", "data", "prop"), [
+    ("50% a,b:c", "50%25 a,b:c", "50%25 a%2Cb%3Ac"),
+    ("x\r\ny", "x%0D%0Ay", "x%0D%0Ay"),
+], ids=["percent-comma-colon", "newlines"])
+def test_github_escapes(raw: str, data: str, prop: str) -> None:
+    assert (escape_data(raw), escape_property(raw)) == (data, prop)
+
+
+def test_annotation_may_carry_another_message() -> None:
+    assert annotation(WARN, "m, (at x)") == (
+        "::warning file=evals/cases/b.yaml,line=3,col=5,title=GE405::m, (at x)")

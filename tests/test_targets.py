@@ -237,6 +237,36 @@ def test_reply_validation_matches_the_published_schema(reply: Any, valid: bool) 
     assert (targets.reply_problem(reply) is None) is valid
 
 
+#: id, reply, the problem reported: of several, the first in reading order.
+REPLY_PROBLEMS = [
+    ("not-an-object", ["final_answer"], "reply is a JSON list, not an object"),
+    ("null", None, "reply is a JSON NoneType, not an object"),
+    ("no-final-answer", {}, "reply has no 'final_answer' (use null when there is none)"),
+    ("final-answer-number", {"final_answer": 3}, "reply 'final_answer' must be a string or null"),
+    ("error-number", {"final_answer": "x", "error": 1}, "reply 'error' must be a string or null"),
+    ("tool-calls-not-list", {"final_answer": "x", "tool_calls": {}},
+     "reply 'tool_calls' must be a list"),
+    ("tool-call-name", {"final_answer": "x", "tool_calls": [{"name": "a"}, {"name": 1}]},
+     "reply 'tool_calls'[1] must be an object with a string 'name'"),
+    ("hook-not-object", {"final_answer": "x", "hooks": ["h"]},
+     "reply 'hooks'[0] must be an object with a string 'name'"),
+    ("missing-before-bad-error", {"error": 1, "hooks": 2},
+     "reply has no 'final_answer' (use null when there is none)"),
+    ("final-answer-before-error", {"final_answer": 1, "error": 2},
+     "reply 'final_answer' must be a string or null"),
+    ("error-before-lists", {"final_answer": None, "hooks": 1, "tool_calls": 1, "error": 2},
+     "reply 'error' must be a string or null"),
+    ("tool-calls-before-hooks", {"final_answer": None, "hooks": 1, "tool_calls": [3, {}]},
+     "reply 'tool_calls'[0] must be an object with a string 'name'"),
+]
+
+
+@pytest.mark.parametrize(("reply", "problem"), [r[1:] for r in REPLY_PROBLEMS],
+                         ids=[r[0] for r in REPLY_PROBLEMS])
+def test_reply_problem_names_the_first_problem(reply: Any, problem: str) -> None:
+    assert targets.reply_problem(reply) == problem
+
+
 def test_input_lines_match_the_published_schema() -> None:
     schema = json.loads((SCHEMAS / "target-input.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(_msg())

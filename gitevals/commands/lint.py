@@ -46,7 +46,7 @@ def _positive(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from gitevals.git.tree import open_tree
     from gitevals.lint import lint_tree
-    from gitevals.report.findings import REPORTERS, rich_text
+    from gitevals.report.findings import nothing_to_lint, render
 
     tree = open_tree(rev=args.rev, staged=args.staged)
     paths = repo_paths(tree, args.paths) if args.paths else None
@@ -56,17 +56,19 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    if args.format == "text" and sys.stdout.isatty():
-        import shutil
-
-        out = rich_text(result, shutil.get_terminal_size().columns)
-    else:
-        out = REPORTERS[args.format](result)
-    sys.stdout.write(out)
+    sys.stdout.write(render(result, args.format, _terminal_width()))
     if result.files == 0 and paths is None:
-        print(f"gitevals: nothing to lint in the {tree.label}: no cases, graders or goldens "
-              "under the eval root; `gitevals init` scaffolds an eval tree", file=sys.stderr)
+        sys.stderr.write(nothing_to_lint(tree.label))
     return 0 if result.ok else 1
+
+
+def _terminal_width() -> int | None:
+    """stdout's width when it is a terminal (colours), else None (plain text for pipes)."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 class _LazyBar:

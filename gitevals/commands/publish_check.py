@@ -8,15 +8,13 @@ from the checked tree is imported or executed (lint is static).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.findings import Finding
     from gitevals.git.pushes import Plan, Target
     from gitevals.git.tree import Repo
     from gitevals.lint import LintResult
@@ -59,6 +57,7 @@ class Checked:
 def run(args: argparse.Namespace) -> int:
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.lint import lint_tree
+    from gitevals.report.publish import REPORTERS
 
     if args.each_commit and not args.pre_push:
         from gitevals.errors import UsageError
@@ -67,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
     repo = require_repo()
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
     checked = [Checked(t, lint_tree(RevisionTree(repo, t.commit))) for t in plan.targets]
-    render = {"text": render_text, "json": render_json, "github": render_github}[args.format]
-    sys.stdout.write(render(checked, plan.passed))
+    sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
     return 0 if all(c.ok for c in checked) else 1
 
 
@@ -109,72 +107,3 @@ def _history(repo: Repo, tip: str, known: list[str], remote: str | None) -> list
     """The commits a push adds under ``tip``; the tip itself always (a tag on old work)."""
     commits = repo.new_commits(tip, known + (repo.remote_refs(remote) if remote else []))
     return commits if tip in commits else [*commits, tip]
-
-
-# Reporters: finished results in, text out.
-
-def _finding_line(f: Finding) -> str:
-    """As ``gitevals lint`` prints it: ``path:line:col: CODE message``, warnings tagged."""
-    tag = " (warning)" if f.severity == "warning" else ""
-    return f"{f.path}:{f.line}:{f.col}: {f.code}{tag} {f.message}"
-
-
-def render_text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
-    """``refused``/``ok`` per commit with its refs, each finding as ``path:line:col: CODE msg``."""
-    lines = []
-    for c in checked:
-        refs = ", ".join(c.target.refs)
-        if c.ok:
-            lines.append(f"ok: {refs} at {c.target.commit} ({c.result.files} eval files)")
-        else:
-            n = c.result.errors
-            lines.append(f"refused: {refs} at {c.target.commit}: "
-                         f"{n} error{'s' if n != 1 else ''}")
-        lines.extend(f"  {_finding_line(f)}" for f in sorted(c.result.findings))
-    lines.extend(f"ok: {p}" for p in passed)
-    lines.append(_summary(checked))
-    return "\n".join(lines) + "\n"
-
-
-def _summary(checked: Sequence[Checked]) -> str:
-    refused = sum(1 for c in checked if not c.ok)
-    if not checked:
-        return "publish check: nothing to check"
-    if not refused:
-        return f"publish check: {len(checked)} revision(s) ok"
-    return (f"publish check: {refused} of {len(checked)} revision(s) refused; fix the "
-            "findings and commit: the commit is what is published, not the working tree")
-
-
-def render_json(checked: Sequence[Checked], passed: Sequence[str]) -> str:
-    """A stable document: revisions in check order, findings sorted, keys sorted."""
-    doc: dict[str, Any] = {
-        "ok": all(c.ok for c in checked),
-        "revisions": [
-            {"commit": c.target.commit, "refs": list(c.target.refs), "ok": c.ok,
-             "files": c.result.files,
-             "findings": [f.as_dict() for f in sorted(c.result.findings)]}
-            for c in checked
-        ],
-        "passed": list(passed),
-    }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
-
-
-def _escape(text: str, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
-
-
-def render_github(checked: Sequence[Checked], passed: Sequence[str]) -> str:
-    """GitHub workflow annotations, one per finding, naming the commit and its refs."""
-    lines = []
-    for c in checked:
-        where = f"{', '.join(c.target.refs)} at {c.target.commit[:12]}"
-        for f in sorted(c.result.findings):
-            lines.append(
-                f"::{f.severity} file={_escape(f.path, True)},line={f.line},col={f.col},"
-                f"title={_escape(f.code, True)}::{_escape(f'{f.message} ({where})')}"
-            )
-    lines.append(_summary(checked))
-    return "\n".join(lines) + "\n"

@@ -23,27 +23,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gitevals import __version__
+from gitevals.files import cache_dir, write_atomic
 
 FORMAT = "1"
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/gitevals`` (default ``~/.cache/gitevals``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gitevals"
-
-
 def _rule_sources() -> Iterable[Path]:
     """Files whose content decides findings: the lint package, its helpers and the schemas."""
     yield from sorted((_PACKAGE / "lint").glob("*.py"))
-    for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py"):
+    for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py", "validation.py"):
         yield _PACKAGE / name
     yield from sorted((_PACKAGE / "schemas").glob("*.json"))
 
@@ -74,7 +68,7 @@ class LintCache:
     @classmethod
     def open(cls, refused_keys: Mapping[str, str], enabled: bool = True) -> LintCache:
         """The cache of this tool version and settings (disabled: ``enabled=False``)."""
-        return cls(cache_root() / "lint" / salt(refused_keys) if enabled else None)
+        return cls(cache_dir("lint", salt(refused_keys)) if enabled else None)
 
     def _file(self, kind: str, k: str) -> Path | None:
         return None if self.directory is None else self.directory / kind / f"{k}.json"
@@ -100,8 +94,7 @@ class LintCache:
             return
         data = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
         with contextlib.suppress(OSError):
-            write_atomic(path, data)
-
+            write_atomic(path, data, fsync=False)  # a lost entry is a miss, not damage
 
     def load_manifest(self, name: str) -> dict[str, Any]:
         """The per-file results stored under ``name`` ({} when absent or corrupt)."""
@@ -112,24 +105,3 @@ class LintCache:
         """Replace the manifest ``name`` (atomically; concurrent savers: the last one wins,
         which only costs the other one's entries a re-lint)."""
         self.put("manifest", name, dict(entries))
-
-
-def write_atomic(target: Path, data: bytes) -> None:
-    """Write a temp file beside ``target`` and rename it over: readers see old or new, whole."""
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:
-        try:
-            _write(tmp, data)
-        except FileNotFoundError:  # first entry of its kind: make the directory once
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write(tmp, data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)

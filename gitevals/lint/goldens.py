@@ -8,26 +8,19 @@ Blank (whitespace-only) lines hold no row and are allowed. Codes:
 - GE603 a line that is not an object     - GE606 an ``id`` already used on an earlier line
 
 Speed matters (200,000 rows must lint in well under a second): each line goes
-through ``json.loads`` and a cheap check compiled from the schema itself
-(:func:`fast_check`); only rows that check rejects ask the full validator why.
+through ``json.loads`` and the schema's quick check (:func:`fast_check`); only rows
+that check rejects ask the full validator why.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from functools import cache
+from collections.abc import Callable
 from typing import Any
 
 from gitevals.findings import Finding
 
 SCHEMA = "golden"
-_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples",
-                          "default"})
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "null": (type(None),), "object": (dict,), "array": (list,),
-}
 
 
 def lint_goldens(data: bytes, path: str) -> list[Finding]:
@@ -41,7 +34,7 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
         return [Finding(path, lineno, col, "GE601", f"not UTF-8 (byte 0x{data[exc.start]:02x}); "
                         "save goldens.jsonl as UTF-8")]
     loads = _strict_loads if ("NaN" in text or "Infinity" in text) else json.loads
-    check = fast_check() or _compiled_check
+    check = fast_check()
     out: list[Finding] = []
     seen: dict[Any, int] = {}
     setdefault = seen.setdefault
@@ -142,73 +135,9 @@ def _strict_loads(line: str) -> Any:
     return _STRICT.decode(line)
 
 
-def _compiled_check(row: Any) -> bool:
-    from gitevals.lint.schema import is_valid
+def fast_check() -> Callable[[dict[str, Any]], bool]:
+    """The golden schema's quick check: accepts a row only if the schema does (a row
+    it refuses may still be valid: the full validator decides)."""
+    from gitevals.validation import quick_check
 
-    return is_valid(SCHEMA, row)
-
-
-@cache
-def fast_check() -> Callable[[dict[str, Any]], bool] | None:
-    """A check built from the golden schema that accepts a row only if the schema does.
-
-    Built only when the schema has the simple shape this function understands (an
-    object with ``required``, ``properties`` typed by ``type``/``minLength``, extra
-    keys allowed); otherwise None and every row goes through the compiled validator.
-    A row this check rejects is not necessarily invalid: the full validator decides.
-    """
-    from gitevals.lint.schema import schema_path
-
-    schema = json.loads(schema_path(SCHEMA).read_bytes())
-    return compile_simple(schema)
-
-
-def compile_simple(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
-    """The sound fast check for ``schema``, or None when its shape is not understood."""
-    top = set(schema) - _ANNOTATIONS
-    if (schema.get("type") != "object" or top - {"type", "required", "properties",
-                                                 "additionalProperties"}
-            or schema.get("additionalProperties", True) is not True):
-        return None
-    required = tuple(schema.get("required", ()))
-    props: list[tuple[str, tuple[type, ...] | None, int]] = []
-    for name, sub in schema.get("properties", {}).items():
-        rule = _simple_property(sub)
-        if rule is None:
-            return None
-        props.append((name, *rule))
-    return _make_check(required, props)
-
-
-def _simple_property(sub: Any) -> tuple[tuple[type, ...] | None, int] | None:
-    if not isinstance(sub, dict) or set(sub) - _ANNOTATIONS - {"type", "minLength"}:
-        return None
-    names = sub.get("type")
-    if names is None:
-        return None, int(sub.get("minLength", 0))
-    names = [names] if isinstance(names, str) else names
-    if any(t not in _TYPES for t in names):
-        return None
-    return tuple(c for t in names for c in _TYPES[t]), int(sub.get("minLength", 0))
-
-
-def _make_check(required: tuple[str, ...],
-                props: list[tuple[str, tuple[type, ...] | None, int]]
-                ) -> Callable[[dict[str, Any]], bool]:
-    def check(row: dict[str, Any]) -> bool:
-        for name in required:
-            if name not in row:
-                return False
-        for name, types, min_len in props:
-            if name not in row:
-                continue
-            value = row[name]
-            cls = type(value)
-            # bool is an int subclass: only an exact type match counts.
-            if types is not None and cls not in types:
-                return False
-            if min_len and cls is str and len(value) < min_len:
-                return False
-        return True
-
-    return check
+    return quick_check(SCHEMA)

@@ -1,49 +1,30 @@
-"""JSON Schema validation of plain data, fast when valid, precise when not.
+"""Schema findings worded for the people who write case files.
 
-The schema files in ``schemas/`` are the one source of truth (editors use the
-same files). A document is first checked by code that fastjsonschema generated
-from the schema: that code is written once to the user's cache directory, keyed
-by the schema's bytes and the fastjsonschema version, so later processes only
-import it and never import fastjsonschema nor jsonschema. Only when it rejects a
-document does ``jsonschema`` explain why, reporting *every* error, each as a
-``SchemaError`` with the path to point at and a one-line message.
+Validation itself is :mod:`gitevals.validation` (compiled check, jsonschema to
+explain); this module turns each jsonschema error of a rejected document into
+``SchemaError``s with the path to point at and a one-line message that says what
+to write instead.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import importlib.util
 import json
-import marshal
-import os
 import re
-import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+from gitevals import validation
 
-#: Keywords that only annotate: dropped from the copy fastjsonschema compiles.
-_ANNOTATIONS = frozenset({"description", "title", "$comment", "examples", "default"})
-#: Keywords whose value maps *names* to subschemas (names must survive the copy).
-_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions",
-                    "dependentSchemas"})
-# The generated module imports only these; a two-line stand-in avoids importing
-# fastjsonschema (and its code generators) in every process that validates.
-_EXC_IMPORT = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
-_EXC_STANDIN = ("class JsonSchemaValueException(ValueError):\n"
-                "    pass\n"
-                "JsonSchemaValuesException = JsonSchemaValueException\n")
-
-#: Bump when ``_compilable`` or ``_generate`` change: part of the cache key.
-_GENERATOR = b"gitevals-schema-3"
-_DOLLAR = re.compile(r"(?<!\\)\$")
-
-Path_ = tuple[str | int, ...]
+# `x as x` re-exports: lint/cases.py, lint/__init__.py and commands/init.py import
+# these from here.
+from gitevals.validation import SCHEMA_DIR as SCHEMA_DIR
+from gitevals.validation import JsonPath as Path_
+from gitevals.validation import ecma_regex
+from gitevals.validation import is_valid as is_valid
+from gitevals.validation import load as load
+from gitevals.validation import prepare as prepare
+from gitevals.validation import schema_path as schema_path
 
 
 @dataclass(frozen=True)
@@ -64,39 +45,16 @@ class SchemaError:
     suggestion: str | None = None
 
 
-def schema_path(name: str) -> Path:
-    """The file of schema ``name`` (``"case"`` -> ``schemas/case.schema.json``)."""
-    return SCHEMA_DIR / f"{name}.schema.json"
-
-
 def validate(schema_name: str, data: Any) -> list[SchemaError]:
     """Every way ``data`` violates schema ``schema_name``; ``[]`` when valid."""
-    if is_valid(schema_name, data):
+    if validation.is_valid(schema_name, data):
         return []
     return explain(schema_name, data)
 
 
-def prepare(schema_name: str) -> None:
-    """Build (or load) the compiled validator now: call it once in a parent process
-    before starting workers, so a cold cache is filled once, not once per worker."""
-    _compiled(schema_name)
-
-
-def is_valid(schema_name: str, data: Any) -> bool:
-    """Fast yes/no from the compiled validator (no jsonschema import)."""
-    try:
-        _compiled(schema_name)(data)
-    except ValueError:
-        return False
-    except (TypeError, RecursionError):  # exotic data: let jsonschema decide
-        return not explain(schema_name, data)
-    return True
-
-
 def explain(schema_name: str, data: Any) -> list[SchemaError]:
     """All errors of ``data`` according to jsonschema (slow path), sorted by path."""
-    validator = _jsonschema_validator(schema_name)
-    errors = list(validator.iter_errors(data))
+    errors = validation.errors(schema_name, data)
     # A value of the wrong type also fails its const/enum/pattern: say it once.
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     out: list[SchemaError] = []
@@ -106,176 +64,6 @@ def explain(schema_name: str, data: Any) -> list[SchemaError]:
         out.extend(_convert(err))
     return sorted(out, key=lambda e: ([(isinstance(p, str), p) for p in e.path],
                                       e.keyword, e.message))
-
-
-# -- the compiled validator ------------------------------------------------
-
-
-@cache
-def _schema_bytes(name: str) -> bytes:
-    return schema_path(name).read_bytes()
-
-
-@cache
-def load(name: str) -> dict[str, Any]:
-    """Schema ``name`` as data (parsed once per process; do not mutate)."""
-    data: dict[str, Any] = json.loads(_schema_bytes(name))
-    return data
-
-
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/gitevals`` (default ``~/.cache/gitevals``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gitevals"
-
-
-def _fast_version() -> bytes:
-    """The installed fastjsonschema's version file, read without importing it
-    (``importlib.metadata`` alone costs ~20 ms of start-up)."""
-    spec = importlib.util.find_spec("fastjsonschema")
-    if spec is None or not spec.submodule_search_locations:
-        return b"missing"
-    version = Path(next(iter(spec.submodule_search_locations))) / "version.py"
-    try:
-        return version.read_bytes()
-    except OSError:
-        return b"unknown"
-
-
-@cache
-def _compiled(name: str) -> Callable[[Any], Any]:
-    """The validator for ``name``: imported from the cache, generated on a miss."""
-    key = hashlib.sha256(b"\0".join([_GENERATOR, _schema_bytes(name), _fast_version()])
-                         ).hexdigest()
-    prefix = f"gitevals_schema_{re.sub(r'[^0-9A-Za-z_]', '_', name)}_"
-    module = prefix + key[:24]
-    source = cache_dir() / "schemas" / f"{module}.py"
-    # Bytecode is cached by hand: PYTHONDONTWRITEBYTECODE would make every
-    # process recompile the ~30 KB module (4 ms against 1 ms to unmarshal).
-    code_file = source.with_suffix(f".{sys.implementation.cache_tag}.bin")
-    try:
-        return _run(marshal.loads(code_file.read_bytes()))
-    except Exception:  # not cached yet, or damaged: rebuild below, never fail lint
-        pass
-    text = _generate(name)
-    code = compile(text, str(source), "exec")
-    with contextlib.suppress(OSError):  # a read-only cache only costs speed
-        _write_atomic(source, text.encode())
-        _write_atomic(code_file, marshal.dumps(code))
-        _prune(source.parent, prefix, module)
-    return _run(code)
-
-
-def _prune(folder: Path, prefix: str, keep: str) -> None:
-    """Remove validators generated for older versions of the same schema."""
-    stale = re.compile(re.escape(prefix) + r"[0-9a-f]{24}\.")
-    for old in folder.iterdir():
-        if stale.match(old.name) and not old.name.startswith(keep + "."):
-            with contextlib.suppress(OSError):
-                old.unlink()
-
-
-def _generate(name: str) -> str:
-    import fastjsonschema
-
-    code: str = fastjsonschema.compile_to_code(
-        _compilable(load(name)), use_default=False, detailed_exceptions=False)
-    root = re.search(r"^def (\w+)\(", code, re.M)
-    if root is None:  # pragma: no cover - fastjsonschema always defines one
-        raise RuntimeError("fastjsonschema generated no function")
-    return code.replace(_EXC_IMPORT, _EXC_STANDIN) + f"\nVALIDATE = {root.group(1)}\n"
-
-
-def _compilable(schema: Any, root: Any = None, named: bool = False,
-                stack: tuple[str, ...] = ()) -> Any:
-    """A copy for fastjsonschema with the same meaning, shaped for speed.
-
-    Annotations are dropped and local ``$ref``s inlined (a call per ``$ref``, and
-    the error-path string it builds, cost more than the check itself);
-    ``const: x`` is spelled ``enum: [x]`` (fastjsonschema's const generator fails
-    without detailed exceptions).
-    """
-    root = schema if root is None else root
-    if isinstance(schema, list):
-        return [_compilable(v, root, False, stack) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if named:
-        return {k: _compilable(v, root, False, stack) for k, v in schema.items()}
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and len(schema) == 1 and ref.startswith("#/") and ref not in stack:
-        return _compilable(_pointer(root, ref), root, False, (*stack, ref))
-    out: dict[str, Any] = {}
-    for k, v in schema.items():
-        if k in _ANNOTATIONS:
-            continue
-        out["enum" if k == "const" else k] = (
-            [v] if k == "const" else _compilable(v, root, k in _NAMED, stack))
-    if isinstance(schema.get("const"), bool | int | float):
-        # Compiled `enum` tests with Python's `in`, where True == 1: pin the JSON type.
-        const = schema["const"]
-        kind = "boolean" if isinstance(const, bool) else "number"
-        out["allOf"] = [*out.get("allOf", []), {"type": kind}]
-    return out
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    """Resolve a local JSON pointer such as ``#/$defs/name``."""
-    node = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    return node
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write-then-rename, so concurrent processes never read a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _run(code: Any) -> Callable[[Any], Any]:
-    namespace: dict[str, Any] = {"__name__": "gitevals_schema"}
-    exec(code, namespace)  # our own generated code, from our own schema file
-    fn: Callable[[Any], Any] = namespace["VALIDATE"]
-    return fn
-
-
-# -- explaining errors -------------------------------------------------------
-
-
-@cache
-def _jsonschema_validator(name: str) -> Any:
-    import jsonschema
-
-    # `pattern` as ECMA-262 reads it (and editors, and the compiled validator):
-    # `$` ends the string. Python's re.search would also let "abc\n" match "^abc$".
-    cls = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-        jsonschema.Draft202012Validator,
-        {"pattern": _ecma_pattern})
-    return cls(load(name))
-
-
-def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
-    import jsonschema
-
-    if not isinstance(instance, str):
-        return
-    if _ecma_regex(pattern).search(instance) is None:
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-@cache
-def _ecma_regex(pattern: str) -> re.Pattern[str]:
-    # The same rewrite fastjsonschema makes: every unescaped `$` becomes `\Z`.
-    return re.compile(_DOLLAR.sub(r"\\Z", pattern))
 
 
 def _convert(err: Any) -> Iterator[SchemaError]:
@@ -344,7 +132,7 @@ def _type_message(label: str, expected: Any, value: Any, schema: dict[str, Any])
     msg = f"{label or 'the file'} must be {want}, got {_kind(value)}"
     if "string" in types and isinstance(value, int | float) and not isinstance(value, bool):
         pattern = schema.get("pattern")
-        if pattern and not _ecma_regex(pattern).search(str(value)):
+        if pattern and not ecma_regex(pattern).search(str(value)):
             return msg + f"; {_how(schema)}"
         return msg + "; quote it"
     if "object" in types and "properties" in schema:

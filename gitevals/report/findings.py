@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitevals.findings import Finding
     from gitevals.lint import LintResult
 
 
@@ -26,14 +27,7 @@ def summary(result: LintResult) -> str:
 
 def text(result: LintResult) -> str:
     """One ``path:line:col: CODE message`` line per finding (warnings say so), then a summary."""
-    lines = [_line(f.path, f.line, f.col, f.code, f.message, f.severity)
-             for f in result.findings]
-    return "\n".join([*lines, summary(result)]) + "\n"
-
-
-def _line(path: str, line: int, col: int, code: str, message: str, severity: str) -> str:
-    tag = " (warning)" if severity == "warning" else ""
-    return f"{path}:{line}:{col}: {code}{tag} {message}"
+    return "\n".join([*map(str, result.findings), summary(result)]) + "\n"
 
 
 def as_json(result: LintResult) -> str:
@@ -43,22 +37,27 @@ def as_json(result: LintResult) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _escape_data(s: str) -> str:
+def escape_data(s: str) -> str:
+    """A workflow command's message, escaped as GitHub reads it (``%``, CR, LF)."""
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(s: str) -> str:
-    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+def escape_property(s: str) -> str:
+    """A workflow command's property value: also ``:`` and ``,``, which end one."""
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(f: Finding, message: str | None = None) -> str:
+    """``::error file=...,line=...,col=...,title=CODE::message`` (``message`` defaults to
+    the finding's)."""
+    props = ",".join([f"file={escape_property(f.path)}", f"line={f.line}",
+                      f"col={f.col}", f"title={escape_property(f.code)}"])
+    return f"::{f.severity} {props}::{escape_data(f.message if message is None else message)}"
 
 
 def github(result: LintResult) -> str:
     """GitHub Actions workflow commands (``::error file=...,line=...::message``) + summary."""
-    out = []
-    for f in result.findings:
-        props = ",".join([f"file={_escape_property(f.path)}", f"line={f.line}",
-                          f"col={f.col}", f"title={_escape_property(f.code)}"])
-        out.append(f"::{f.severity} {props}::{_escape_data(f.message)}")
-    return "\n".join([*out, summary(result)]) + "\n"
+    return "\n".join([*map(annotation, result.findings), summary(result)]) + "\n"
 
 
 def rich_text(result: LintResult, width: int | None = None) -> str:
@@ -73,9 +72,8 @@ def rich_text(result: LintResult, width: int | None = None) -> str:
                       soft_wrap=True)
     for f in result.findings:
         colour = "red" if f.severity == "error" else "yellow"
-        tag = " (warning)" if f.severity == "warning" else ""
-        console.print(f"[bold]{escape(f.path)}:{f.line}:{f.col}:[/] "
-                      f"[{colour}]{f.code}{tag}[/] {escape(f.message)}")
+        console.print(f"[bold]{escape(f.location())}:[/] "
+                      f"[{colour}]{f.label()}[/] {escape(f.message)}")
     style = "green" if not result.findings else ("red" if result.errors else "yellow")
     console.print(f"[{style}]{escape(summary(result))}[/]")
     return buf.getvalue()
@@ -86,3 +84,16 @@ REPORTERS: dict[str, Callable[[LintResult], str]] = {
     "json": as_json,
     "github": github,
 }
+
+
+def render(result: LintResult, fmt: str, terminal_width: int | None = None) -> str:
+    """The ``fmt`` report of ``result``; ``text`` for a terminal (its width given) has colours."""
+    if fmt == "text" and terminal_width is not None:
+        return rich_text(result, terminal_width)
+    return REPORTERS[fmt](result)
+
+
+def nothing_to_lint(where: str) -> str:
+    """The note for a tree without cases, graders or goldens (``where``: the tree's label)."""
+    return (f"gitevals: nothing to lint in the {where}: no cases, graders or goldens "
+            "under the eval root; `gitevals init` scaffolds an eval tree\n")

@@ -267,7 +267,8 @@ def no_error(arg: Any, transcript: Transcript) -> Outcome:
     return Outcome(False, f"no_error: the target reported {_snippet(_text(err))}")
 
 
-#: kind -> check. The twelfth kind, ``grader``, is judged by gitevals.scoring.
+#: kind -> check: every kind of the case schema but ``grader``, which
+#: gitevals.run.scoring judges (tests/test_assertions.py checks the three agree).
 CHECKS: dict[str, Check] = {
     "tool_called": tool_called,
     "tool_not_called": tool_not_called,

@@ -43,7 +43,7 @@ def save(work_root: Path, run: Run, text: str | None = None) -> Path:
     real, top = directory.resolve(), work_root.resolve()
     if real != top and top not in real.parents:
         # A committed symlink must not send the run (or anything) outside the repository.
-        raise OSError(errno.EXDEV, f"{directory} leads outside the repository (to {real})")
+        raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
     path = directory / f"{run['run_id']}.json"
     write_atomic(path, text if text is not None else dumps(run))
     return path

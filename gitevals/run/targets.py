@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the python-target worker imports this module: keep its star
     import selectors
     import subprocess
 
+    from jsonschema import ValidationError
+
     from gitevals.run.artifact import ErrorRecord
 
 #: A reply line longer than this is a protocol error (a runaway target must not
@@ -312,7 +314,9 @@ def _wait_writable(fd: int, deadline: float) -> bool:
         return bool(sel.select(remaining))
 
 
-_LISTS = {"tool_calls": ("name",), "hooks": ("name",)}
+REPLY_SCHEMA = "target-reply"
+#: A reply's keys in reading order: of several problems, the first is the one reported.
+_REPLY_KEYS = ("final_answer", "error", "tool_calls", "hooks")
 
 
 class _Constant(Exception):
@@ -335,7 +339,7 @@ def parse_reply(line: bytes) -> dict[str, Any]:
     except RecursionError:
         raise TargetError("target_protocol", "reply cannot be kept in the run: it is nested "
                                              "too deep to parse") from None
-    problem = reply_problem(obj) or _unkept(obj)
+    problem = _unkept(obj) or reply_problem(obj)
     if problem:
         raise TargetError("target_protocol", problem)
     obj.setdefault("tool_calls", [])
@@ -354,23 +358,37 @@ def _unkept(obj: Any) -> str | None:
 
 def reply_problem(obj: Any) -> str | None:
     """What makes ``obj`` an invalid reply (schemas/target-reply.schema.json), or None."""
-    if not isinstance(obj, dict):
-        return f"reply is a JSON {type(obj).__name__}, not an object"
-    if "final_answer" not in obj:
+    from gitevals import validation
+
+    if validation.is_valid(REPLY_SCHEMA, obj):
+        return None
+    return _reply_phrase(min(validation.errors(REPLY_SCHEMA, obj), key=_reading_order))
+
+
+def _reading_order(err: ValidationError) -> tuple[int, tuple[str | int, ...]]:
+    path = tuple(err.absolute_path)
+    if not path:  # the reply as a whole comes first
+        return 0, path
+    known = path[0] in _REPLY_KEYS
+    return 1 + (_REPLY_KEYS.index(path[0]) if known else len(_REPLY_KEYS)), path
+
+
+def _reply_phrase(err: ValidationError) -> str:
+    """A schema error in the words of the protocol's documentation."""
+    path = tuple(err.absolute_path)
+    if not path and err.validator == "type":
+        return f"reply is a JSON {type(err.instance).__name__}, not an object"
+    if not path and err.validator == "required":
         return "reply has no 'final_answer' (use null when there is none)"
-    if obj["final_answer"] is not None and not isinstance(obj["final_answer"], str):
-        return "reply 'final_answer' must be a string or null"
-    if obj.get("error") is not None and not isinstance(obj["error"], str):
-        return "reply 'error' must be a string or null"
-    for key, required in _LISTS.items():
-        items = obj.get(key, [])
-        if not isinstance(items, list):
-            return f"reply '{key}' must be a list"
-        for i, item in enumerate(items):
-            if not isinstance(item, dict) or not all(isinstance(item.get(r), str)
-                                                     for r in required):
-                return f"reply '{key}'[{i}] must be an object with a string 'name'"
-    return None
+    if path in (("final_answer",), ("error",)):
+        return f"reply '{path[0]}' must be a string or null"
+    if path[:1] in (("tool_calls",), ("hooks",)) and len(path) == 1:
+        return f"reply '{path[0]}' must be a list"
+    if path[:1] in (("tool_calls",), ("hooks",)):
+        return f"reply '{path[0]}'[{path[1]}] must be an object with a string 'name'"
+    from gitevals.validation import json_path
+
+    return f"reply at {json_path(path)}: {err.message}"  # a rule the schema gained later
 
 
 # --- the python-target worker (runs in its own process, in the materialized tree) ---

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from gitevals.files import cache_dir
 from gitevals.git.tree import WorkingTree
 from gitevals.lint import cache as cache_mod
 from gitevals.lint import lint_tree
-from gitevals.lint.cache import LintCache, cache_root, salt
+from gitevals.lint.cache import LintCache, salt
 
 CASE = ("scenarios:\n  - id: one\n    user: hi\n    trials: 2\n    expect:\n"
         "      - grader: {name: q.%s}\n")
@@ -88,7 +89,7 @@ def test_no_cache_reads_and_writes_nothing(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     tree = make(tmp_path / "t", FILES)
     assert codes(tree, cache=False) == EXPECTED
-    assert not (cache_root() / "lint").exists()
+    assert not cache_dir("lint").exists()
     codes(tree)
     counter = Counter(monkeypatch)
     assert codes(tree, cache=False) == EXPECTED
@@ -104,7 +105,7 @@ def test_corrupt_entries_are_ignored_and_rewritten(tmp_path: Path, garbage: byte
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     tree = make(tmp_path / "t", FILES)
     codes(tree)
-    entries = sorted((cache_root() / "lint").rglob("*.json"))
+    entries = sorted(cache_dir("lint").rglob("*.json"))
     # one manifest (both cases + goldens), one grader index, one whole-run entry
     assert [p.parent.name for p in entries] == ["grader", "manifest", "run"]
     for p in entries:
@@ -127,10 +128,10 @@ def test_salt_follows_refused_keys_and_version(monkeypatch: pytest.MonkeyPatch) 
 def test_settings_change_is_a_new_cache(tmp_path: Path) -> None:
     tree = make(tmp_path / "t", {**FILES, "evals/cases/b.yaml": CASE % "good" + "owner: me\n"})
     assert ("evals/cases/b.yaml", 7, "GE301") not in codes(tree)
-    before = {p.name for p in (cache_root() / "lint").iterdir()}
+    before = {p.name for p in cache_dir("lint").iterdir()}
     make(tmp_path / "t", {"gitevals.toml": '[refused_keys]\nowner = "no owners"\n'})
     assert ("evals/cases/b.yaml", 7, "GE301") in codes(tree)
-    after = {p.name for p in (cache_root() / "lint").iterdir()}
+    after = {p.name for p in cache_dir("lint").iterdir()}
     assert len(after - before) == 1
 
 
