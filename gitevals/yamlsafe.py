@@ -10,22 +10,25 @@ the node tree to answer "where is this key?" for any finding.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
+from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from gitevals.findings import Finding
+from gitevals.findings import Finding, Severity
+from gitevals.jsontypes import JSON, JSONObject
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Loader: type[yaml.SafeLoader | yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _T = "tag:yaml.org,2002:"
 _STR, _MAP, _SEQ = _T + "str", _T + "map", _T + "seq"
-_CONSTRUCT: dict[str, Any] = {
+_Scalar = bool | int | float | str | None
+_CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], _Scalar]] = {
     _T + "int": yaml.SafeLoader.construct_yaml_int,
     _T + "float": yaml.SafeLoader.construct_yaml_float,
     _T + "bool": yaml.SafeLoader.construct_yaml_bool,
@@ -39,11 +42,20 @@ _DEEP_INDENT = re.compile(rb"\n[ \t]{256}")
 Path_ = Sequence[str | int]
 
 
+class _Mark(Protocol):
+    """A position: ``yaml.error.Mark``, or libyaml's own ``Mark`` class."""
+
+    line: int
+    column: int
+
+
 @dataclass(frozen=True)
 class Document:
     """Parsed YAML: ``data`` as plain Python, ``root`` node kept for positions."""
 
     path: str
+    # JSON in truth, typed loosely only because run/runner.py hands it to
+    # model.load_case without narrowing; lint/cases and diff/rules narrow it as JSON.
     data: Any
     root: Node
 
@@ -74,9 +86,9 @@ class Document:
         return mark.line + 1, mark.column + 1
 
     def finding(self, path: Path_, code: str, message: str, key: bool = False,
-                severity: str = "error") -> Finding:
+                severity: Severity = "error") -> Finding:
         line, col = self.position(path, key)
-        return Finding(self.path, line, col, code, message, severity)  # type: ignore[arg-type]
+        return Finding(self.path, line, col, code, message, severity)
 
 
 class _Refused(Exception):
@@ -84,8 +96,9 @@ class _Refused(Exception):
         self.node, self.code, self.message = node, code, message
 
 
-def _at(path: str, mark: Any, code: str, message: str) -> Finding:
-    return Finding(path, mark.line + 1, mark.column + 1, code, message)
+def _at(path: str, mark: _Mark | None, code: str, message: str) -> Finding:
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return Finding(path, line, col, code, message)
 
 
 def _decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
@@ -99,7 +112,7 @@ def _decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
                              f"not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
 
 
-def _tab_at(text: str, mark: Any) -> bool:
+def _tab_at(text: str, mark: _Mark) -> bool:
     """Whether libyaml stopped at a tab: it refuses tabs in indentation (and only
     there: tabs inside block scalars, quotes or flow collections are content)."""
     index = getattr(mark, "index", None)
@@ -133,10 +146,11 @@ def _needs_event_scan(data: bytes) -> bool:
             or _DEEP_INDENT.search(data) is not None)
 
 
-def _scalar(node: ScalarNode) -> Any:
+def _scalar(node: ScalarNode) -> _Scalar:
     tag = node.tag
     if tag in _AS_TEXT:
-        return node.value
+        text: str = node.value
+        return text
     fn = _CONSTRUCT.get(tag)
     if fn is None:
         raise _Refused(node, "GE107", f"tag {tag.replace(_T, '!!')} refused: "
@@ -148,17 +162,17 @@ def _tag(node: Node) -> str:
     return str(node.tag).replace(_T, "!!")
 
 
-def _convert(node: Node) -> Any:
-    cls = node.__class__
-    if cls is ScalarNode:
-        return node.value if node.tag == _STR else _scalar(node)  # type: ignore[arg-type]
-    if cls is SequenceNode:
+def _convert(node: Node) -> JSON:
+    # `__class__ is` rather than isinstance: exact classes, and the cheapest test per node
+    if node.__class__ is ScalarNode:
+        return node.value if node.tag == _STR else _scalar(node)
+    if node.__class__ is SequenceNode:
         if node.tag != _SEQ:
             raise _Refused(node, "GE107", f"tag {_tag(node)} refused: use a plain list")
         return [_convert(v) for v in node.value]
     if node.tag != _MAP:
         raise _Refused(node, "GE107", f"tag {_tag(node)} refused: use a plain mapping")
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for k, v in node.value:
         if k.__class__ is not ScalarNode:
             raise _Refused(k, "GE110", "mapping key is not a plain scalar; keys are names")
@@ -216,8 +230,7 @@ def _syntax(path: str, text: str, exc: yaml.MarkedYAMLError) -> Finding:
     if mark is not None and _tab_at(text, mark):
         return _at(path, mark, "GE103", "tab in indentation; YAML indents with spaces only")
     problem = exc.problem or exc.context or "invalid YAML"
-    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    return Finding(path, line, col, "GE101", f"YAML syntax error: {problem}; fix the syntax here")
+    return _at(path, mark, "GE101", f"YAML syntax error: {problem}; fix the syntax here")
 
 
 def _other_error(path: str, text: str, exc: yaml.YAMLError) -> Finding:

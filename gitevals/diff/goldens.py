@@ -31,7 +31,8 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+
+from gitevals.jsontypes import JSON, JSONObject
 
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
 _LINE_ID = re.compile(rb'\{\s*"id"\s*:\s*("[^"\\\n]*"|-?\d+)\s*[,}]')
@@ -52,8 +53,8 @@ class FieldChange:
     """One top-level field of a changed item; ``None`` side = field absent there."""
 
     field: str
-    before: Any
-    after: Any
+    before: JSON
+    after: JSON
     absent_before: bool = False
     absent_after: bool = False
 
@@ -252,7 +253,7 @@ def differing_lines(a: bytes, b: bytes) -> tuple[list[int], list[int]]:
 # -- 2. ids -------------------------------------------------------------------
 
 
-def _key(value: Any) -> bytes:
+def _key(value: JSON) -> bytes:
     """The id's identity: its JSON text (the same bytes the fast scan reads)."""
     if type(value) is str and value.isprintable() and '"' not in value and "\\" not in value:
         return b'"' + value.encode() + b'"'  # what json.dumps would say, without the call
@@ -344,7 +345,7 @@ def _all_duplicates(a: bytes | None, b: bytes | None, only_a: Numbered, only_b: 
 @dataclass
 class _Parsed:
     line: int
-    item: dict[str, Any]
+    item: JSONObject
 
 
 def _parse(side: str, lines: list[tuple[int, bytes]],
@@ -370,7 +371,7 @@ def _parse(side: str, lines: list[tuple[int, bytes]],
     return out
 
 
-def _fields(before: dict[str, Any], after: dict[str, Any]) -> tuple[FieldChange, ...]:
+def _fields(before: JSONObject, after: JSONObject) -> tuple[FieldChange, ...]:
     out = []
     for name in sorted(set(before) | set(after)):
         if name in before and name in after and before[name] == after[name]:
@@ -380,7 +381,7 @@ def _fields(before: dict[str, Any], after: dict[str, Any]) -> tuple[FieldChange,
     return tuple(out)
 
 
-def _bucket(item: dict[str, Any]) -> str | None:
+def _bucket(item: JSONObject) -> str | None:
     b = item.get("bucket")
     return None if b is None else str(b)
 

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from gitevals.jsontypes import JSON
 from gitevals.model import Assertion, Case, Scenario
 
 
 @dataclass(frozen=True)
 class Change:
-    """``before -> after`` of one named thing (a field, an assertion)."""
+    """``before -> after`` of one named thing: a field's value, or an assertion as
+    ``{kind: arg}`` (``Assertion.as_dict``), None where it is absent."""
 
     what: str
-    before: Any
-    after: Any
+    before: JSON
+    after: JSON
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def read_case(path: str, data: bytes) -> tuple[Case | None, str | None]:
         return None, f"{path}:1:1: not a valid case ({exc}); `gitevals lint` says where"
 
 
-def _identity(a: Assertion) -> tuple[str, Any]:
+def _identity(a: Assertion) -> tuple[str, str | tuple[str, str] | None]:
     """What makes two assertions "the same one, changed": kind plus the tool/grader it names."""
     arg = a.arg
     if isinstance(arg, dict):
@@ -68,9 +69,19 @@ def _identity(a: Assertion) -> tuple[str, Any]:
     return a.kind, None
 
 
-def _take(pool: list[Assertion], pred: Any) -> Assertion | None:
+def _kind(a: Assertion) -> str:
+    return a.kind
+
+
+def _itself(a: Assertion) -> Assertion:
+    return a
+
+
+def _take(pool: list[Assertion], key: Callable[[Assertion], object],
+          want: object) -> Assertion | None:
+    """Remove and return the first assertion of ``pool`` whose ``key`` equals ``want``."""
     for k, item in enumerate(pool):
-        if pred(item):
+        if key(item) == want:
             return pool.pop(k)
     return None
 
@@ -84,14 +95,14 @@ def diff_assertions(before: Iterable[Assertion], after: Iterable[Assertion]) -> 
     old = list(before)
     new: list[Assertion] = []
     for a in after:
-        if _take(old, lambda x, a=a: x == a) is None:
+        if _take(old, _itself, a) is None:
             new.append(a)
     out: list[Change] = []
     for a in list(new):
         ident = _identity(a)
-        match = _take(old, lambda x, i=ident: _identity(x) == i)
+        match = _take(old, _identity, ident)
         if match is None and ident[1] is None:
-            match = _take(old, lambda x, a=a: x.kind == a.kind)
+            match = _take(old, _kind, a.kind)
         if match is not None:
             new.remove(a)
             out.append(Change(a.kind, match.as_dict(), a.as_dict()))

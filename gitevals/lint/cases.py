@@ -18,10 +18,10 @@ import keyword
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gitevals import yamlsafe
 from gitevals.findings import Finding, Severity
+from gitevals.jsontypes import JSON, JSONObject
 from gitevals.lint import schema
 from gitevals.yamlsafe import Document
 
@@ -56,23 +56,24 @@ def lint_case_bytes(data: bytes, path: str, refused: Mapping[str, str]
     doc, findings = yamlsafe.parse(data, path)
     if doc is None:
         return findings, []
-    if not isinstance(doc.data, dict):
-        return [doc.finding((), "GE109", f"the top level is {_what(doc.data)}, not a mapping; "
-                            "write `scenarios:` (and optionally `defaults:`) at the top")], []
     return lint_case_document(doc, refused)
 
 
 def lint_case_document(doc: Document, refused: Mapping[str, str]
                        ) -> tuple[list[Finding], list[GraderRef]]:
-    """Steps 2-4 on a parsed document whose top level is a mapping."""
-    sem = _Semantics(doc)
+    """Steps 1 (a mapping at the top) to 4 on a parsed document."""
+    data: JSON = doc.data
+    if not isinstance(data, dict):
+        return [doc.finding((), "GE109", f"the top level is {_what(data)}, not a mapping; "
+                            "write `scenarios:` (and optionally `defaults:`) at the top")], []
+    sem = _Semantics(doc, data)
     sem.run()
-    refused_at = set(_refused_keys(doc.data, refused))
+    refused_at = set(_refused_keys(data, refused))
     findings = [doc.finding(p, "GE301", f"{p[-1]!r} is refused: {refused[str(p[-1])]}; "
                             "remove it", key=True) for p in refused_at]
     findings += sem.findings
-    errors = schema.validate(SCHEMA, doc.data)
-    skip = _misindented(doc, errors, findings) if errors else set()
+    errors = schema.validate(SCHEMA, data)
+    skip = _misindented(doc, data, errors, findings) if errors else set()
     for err in errors:
         if (err.key and err.path in refused_at) or _semantic(err):
             continue  # already reported by name, with a better message
@@ -85,7 +86,7 @@ def lint_case_document(doc: Document, refused: Mapping[str, str]
 # -- refused keys --------------------------------------------------------------
 
 
-def _refused_keys(data: dict[str, Any], refused: Mapping[str, str]) -> Iterator[Path_]:
+def _refused_keys(data: JSONObject, refused: Mapping[str, str]) -> Iterator[Path_]:
     """Paths of refused keys in the top level, ``defaults`` and every scenario mapping."""
     yield from ((k,) for k in data if k in refused)
     defaults = data.get("defaults")
@@ -118,7 +119,7 @@ def _schema_finding(doc: Document, err: schema.SchemaError) -> Finding:
     return doc.finding(err.path, _CODES.get(err.keyword, "GE204"), err.message, key=err.key)
 
 
-def _misindented(doc: Document, errors: list[schema.SchemaError],
+def _misindented(doc: Document, data: JSONObject, errors: list[schema.SchemaError],
                  findings: list[Finding]) -> set[Path_]:
     """Items like ``- tool_called:`` followed by ``name: x`` at the same indentation.
 
@@ -129,7 +130,9 @@ def _misindented(doc: Document, errors: list[schema.SchemaError],
     for err in errors:
         if err.keyword != "maxProperties" or len(err.path) != 4 or err.path[2] != "expect":
             continue
-        item = doc.data["scenarios"][err.path[1]]["expect"][err.path[3]]
+        item = _value_at(data, err.path)
+        if not isinstance(item, dict):
+            continue
         kinds = [k for k in item if k in _assertion_kinds()]
         stray = [k for k in item if k not in kinds]
         if len(kinds) != 1 or item[kinds[0]] is not None:
@@ -145,9 +148,22 @@ def _misindented(doc: Document, errors: list[schema.SchemaError],
     return skip
 
 
-def _assertion_kinds() -> dict[str, Any]:
-    kinds: dict[str, Any] = schema.load(SCHEMA)["$defs"]["assertion"]["properties"]
-    return kinds
+def _value_at(data: JSON, path: Path_) -> JSON:
+    """The value at ``path`` (keys and indexes), None when there is none."""
+    for part in path:
+        if isinstance(data, dict) and isinstance(part, str):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _assertion_kinds() -> JSONObject:
+    """The case schema's assertion kinds: kind -> the schema of its argument."""
+    kinds = _value_at(schema.load(SCHEMA), ("$defs", "assertion", "properties"))
+    return kinds if isinstance(kinds, dict) else {}
 
 
 def _is_assertion_key(path: Path_) -> bool:
@@ -161,10 +177,9 @@ def _unknown_kind(err: schema.SchemaError) -> str:
     return f"unknown assertion kind {name!r}; kinds: {', '.join(err.allowed)}"
 
 
-def _assertion_args(kind: str) -> dict[str, Any]:
-    spec = _assertion_kinds().get(kind, {})
-    props: dict[str, Any] = spec.get("properties", {})
-    return props
+def _assertion_args(kind: str) -> JSONObject:
+    props = _value_at(_assertion_kinds(), (kind, "properties"))
+    return props if isinstance(props, dict) else {}
 
 
 # -- semantics -----------------------------------------------------------------
@@ -177,11 +192,12 @@ class _Semantics:
     """
 
     doc: Document
+    data: JSONObject
     findings: list[Finding] = field(default_factory=list)
     graders: list[GraderRef] = field(default_factory=list)
 
     def run(self) -> None:
-        data = self.doc.data
+        data = self.data
         defaults = data.get("defaults")
         trials = defaults.get("trials") if isinstance(defaults, dict) else None
         scenarios = data.get("scenarios")
@@ -193,7 +209,7 @@ class _Semantics:
                 self._ids(sc, i, seen)
                 self._scenario(sc, ("scenarios", i), trials)
 
-    def _ids(self, sc: dict[str, Any], i: int, seen: dict[str, int]) -> None:
+    def _ids(self, sc: JSONObject, i: int, seen: dict[str, int]) -> None:
         sid = sc.get("id")
         if not isinstance(sid, str | int | float) or isinstance(sid, bool):
             return
@@ -205,7 +221,7 @@ class _Semantics:
         else:
             seen[key] = i
 
-    def _scenario(self, sc: dict[str, Any], at: Path_, default_trials: Any) -> None:
+    def _scenario(self, sc: JSONObject, at: Path_, default_trials: JSON) -> None:
         expect = sc.get("expect")
         if not isinstance(expect, list):
             return
@@ -231,7 +247,7 @@ class _Semantics:
         if first_grader is not None:
             self._one_trial(sc, at, default_trials, first_grader)
 
-    def _tool_order(self, arg: dict[str, Any], p: Path_) -> None:
+    def _tool_order(self, arg: JSONObject, p: Path_) -> None:
         first, then = arg.get("first"), arg.get("then")
         if isinstance(first, str) and first == then:
             self._add((*p, "then"), "GE402", f"tool_order has first and then both {first!r}; "
@@ -247,7 +263,7 @@ class _Semantics:
                           f"above its max_tool_calls count {high} (line {line}); "
                           "no run can pass both")
 
-    def _grader(self, arg: dict[str, Any], p: Path_) -> None:
+    def _grader(self, arg: JSONObject, p: Path_) -> None:
         name, below = arg.get("name"), arg.get("pass_below")
         if isinstance(name, str):
             problem = grader_name_problem(name)
@@ -261,7 +277,7 @@ class _Semantics:
             self._add((*p, "pass_below"), "GE404", f"pass_below is {below}, outside 0..1; "
                       "it is a score threshold, e.g. 0.7")
 
-    def _one_trial(self, sc: dict[str, Any], at: Path_, default_trials: Any,
+    def _one_trial(self, sc: JSONObject, at: Path_, default_trials: JSON,
                    grader: Path_) -> None:
         trials = sc.get("trials", default_trials)
         if trials is not None and (trials != 1 or isinstance(trials, bool)):
@@ -281,7 +297,7 @@ class _Semantics:
         self.findings.append(self.doc.finding(p, code, message, key=key, severity=severity))
 
 
-def _bound(into: dict[str, tuple[int, Path_]], arg: dict[str, Any], p: Path_,
+def _bound(into: dict[str, tuple[int, Path_]], arg: JSONObject, p: Path_,
            lower: bool) -> None:
     """Keep the tightest min (largest) / max (smallest) count per tool name."""
     name, count = arg.get("name"), arg.get("count")
@@ -322,7 +338,7 @@ def grader_name_problem(name: str) -> str | None:
     return None
 
 
-def _what(value: Any) -> str:
+def _what(value: JSON) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from gitevals.diff import Diff, Side
+from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.rules import Change
 from gitevals.diff.verdicts import Tally
+from gitevals.jsontypes import JSON
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
@@ -25,7 +26,7 @@ class Section:
     more: int = 0  # rows left out by --limit
 
 
-def short(value: Any, width: int = SHORT) -> str:
+def short(value: JSON, width: int = SHORT) -> str:
     """A value as one line of at most ``width`` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            sort_keys=True)
@@ -103,11 +104,11 @@ def _verdicts(diff: Diff) -> Section | None:
 
 def _assertion(c: Change) -> str:
     """``+ kind: arg``, ``- kind: arg``, or ``~ kind name: key before -> after``."""
+    old, new = _arg(c.before, c.what), _arg(c.after, c.what)
     if c.before is None:
-        return f"+ {c.what}: {short(c.after[c.what])}"
+        return f"+ {c.what}: {short(new)}"
     if c.after is None:
-        return f"- {c.what}: {short(c.before[c.what])}"
-    old, new = c.before[c.what], c.after[c.what]
+        return f"- {c.what}: {short(old)}"
     if isinstance(old, dict) and isinstance(new, dict):
         label = f"{c.what} {old['name']}" if old.get("name") == new.get("name") and "name" in old \
             else c.what
@@ -115,6 +116,11 @@ def _assertion(c: Change) -> str:
                  for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         return f"~ {label}: {'; '.join(moved)}"
     return f"~ {c.what}: {short(old, 30)} -> {short(new, 30)}"
+
+
+def _arg(side: JSON, kind: str) -> JSON:
+    """An assertion's argument from one side of its change (``{kind: arg}``, or None)."""
+    return side.get(kind) if isinstance(side, dict) else None
 
 
 def _field(c: Change) -> list[str]:
@@ -129,7 +135,7 @@ def _field(c: Change) -> list[str]:
     return [f"{c.what} {short(old, 30)} -> {short(new, 30)}"]
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: JSON) -> str:
     """``300.0`` -> ``300s``, ``2.5`` -> ``2.5s``: timeouts read as a case writes them."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value:g}s"
@@ -167,7 +173,7 @@ def _line(n: int | None) -> str:
     return "-" if n is None else str(n)
 
 
-def _where(g: Any, side: str, lines: tuple[int, ...]) -> str:
+def _where(g: GoldensDiff, side: str, lines: tuple[int, ...]) -> str:
     path = g.path_a if side == "a" else g.path_b
     return f"{path}:{','.join(map(str, lines))}"
 

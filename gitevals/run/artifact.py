@@ -19,16 +19,15 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, TypeAlias, TypedDict, cast
+from typing import Literal, TypedDict, cast
 
 from gitevals.errors import ArtifactError
+from gitevals.jsontypes import JSON as JSON
+from gitevals.jsontypes import JSONObject as JSONObject
 
 FORMAT = "gitevals-run/1"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
 
-#: Any JSON value: what targets and graders send is kept as they sent it.
-JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
-JSONObject: TypeAlias = "dict[str, JSON]"
 VerdictName = Literal["pass", "flaky", "fail", "broken", "not_run"]
 VERDICTS: tuple[VerdictName, ...] = ("pass", "flaky", "fail", "broken", "not_run")
 #: The verdicts that make a run exit 1.
