@@ -9,7 +9,6 @@ import pytest
 
 from gitevals.run import artifact
 from gitevals.run.artifact import (
-    SCHEMA_PATH,
     AssertionOutcome,
     CaseRun,
     ErrorRecord,
@@ -21,8 +20,9 @@ from gitevals.run.artifact import (
     Trial,
     Verdict,
 )
+from gitevals.validation import schema_path
 
-SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+SCHEMA: dict[str, Any] = json.loads(schema_path("result").read_text())
 DEFS = SCHEMA["$defs"]
 
 MODELS = [

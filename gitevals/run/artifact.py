@@ -17,16 +17,18 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from gitevals.errors import ArtifactError
 from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
+if TYPE_CHECKING:
+    from gitevals.validation import Violation
+
 FORMAT = "gitevals-run/1"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
 
 VerdictName = Literal["pass", "flaky", "fail", "broken", "not_run"]
 VERDICTS: tuple[VerdictName, ...] = ("pass", "flaky", "fail", "broken", "not_run")
@@ -340,38 +342,21 @@ def candidate(text: str | bytes) -> Run | None:
 
 # -- validation: the compiled schema for the skeleton, a hand mirror for trials ----
 
-_compiled: list[Callable[[object], object]] = []
-
-
-def _schema() -> JSONObject:
-    return cast(JSONObject, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
-
-
-def _skeleton_schema() -> JSONObject:
-    """The schema with trial records left opaque: ``_trial_ok`` checks those."""
-    schema = _schema()
-    defs = cast(JSONObject, schema["$defs"])
-    defs["result"] = {"type": "object"}
-    return schema
-
-
-def _skeleton_validator() -> Callable[[object], object]:
-    """The skeleton schema compiled to Python, once per process."""
-    if not _compiled:
-        import fastjsonschema
-
-        _compiled.append(fastjsonschema.compile(_skeleton_schema(), use_formats=False))
-    return _compiled[0]
+#: The schema with trial records left opaque: ``_trial_ok`` checks those.
+_SKELETON: JSONObject = {"result": {"type": "object"}}
 
 
 def validate(doc: object) -> str | None:
     """What is wrong with ``doc`` as a run (one phrase), or None when it is one.
 
-    Everything but the trial records is checked by the compiled schema; the (many)
-    trial records by ``_trial_ok``, a hand-written mirror of ``$defs/result`` that is
-    several times faster (``benchmarks/bench_score.py`` measures it). jsonschema only
-    explains what they rejected, so the message names the JSON path of the problem.
+    Everything but the trial records is checked by the compiled schema
+    (``gitevals.validation``); the (many) trial records by ``_trial_ok``, a hand-written
+    mirror of ``$defs/result`` about twice as fast as the compiled check per record
+    (``benchmarks/bench_score.py`` measures the whole load). jsonschema only explains
+    what they rejected, so the message names the JSON path of the problem.
     """
+    from gitevals import validation
+
     if not isinstance(doc, dict):
         return f"the top level is {type(doc).__name__}, not an object"
     fmt = doc.get("format")
@@ -380,31 +365,24 @@ def validate(doc: object) -> str | None:
             return (f"format {fmt!r} is not {FORMAT!r}, the one this gitevals reads; "
                     "upgrade gitevals")
         return f"no \"format\": {FORMAT!r} key; give the .json file `gitevals run` wrote"
-    import fastjsonschema
-
-    try:
-        _skeleton_validator()(doc)
-    except fastjsonschema.JsonSchemaValueException:
-        return _explain(doc, _skeleton_schema(), "$")
+    if not validation.is_valid("result", doc, defs=_SKELETON):
+        return _explain(validation.best_error("result", doc, defs=_SKELETON), "$")
     for ci, case in enumerate(doc["cases"]):
         for si, scenario in enumerate(case["scenarios"]):
             for ri, result in enumerate(scenario["results"]):
                 if not _trial_ok(result):
                     where = f"$.cases[{ci}].scenarios[{si}].results[{ri}]"
-                    sub: JSONObject = {"$defs": _schema()["$defs"], "$ref": "#/$defs/result"}
-                    return _explain(result, sub, where)
+                    return _explain(validation.best_error("result", result,
+                                                          definition="result"), where)
     return None
 
 
-def _explain(doc: object, schema: JSONObject, where: str) -> str:
-    import jsonschema
+def _explain(v: Violation | None, where: str) -> str:
+    from gitevals.validation import json_path
 
-    err = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    if err is None:  # the fast check and jsonschema disagree: still refuse, say where
+    if v is None:  # the fast check and jsonschema disagree: still refuse, say where
         return f"at {where}: it does not match schemas/result.schema.json"
-    where += "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-    return f"at {where}: {err.message}; see schemas/result.schema.json"
+    return f"at {json_path(v.path, where)}: {v.message}; see schemas/result.schema.json"
 
 
 _TRIAL_KEYS = frozenset(Trial.__annotations__)
