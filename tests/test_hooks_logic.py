@@ -6,9 +6,9 @@ import pytest
 
 from gitevals.errors import UsageError
 from gitevals.git.pushes import (
-    Plan,
+    Publication,
+    PushCheck,
     PushedRef,
-    Target,
     expand,
     from_pre_commit_env,
     is_zero,
@@ -71,10 +71,10 @@ def test_every_ref_is_checked_even_when_remote_has_the_commit() -> None:
         line("refs/tags/v0", C, "refs/tags/v0", Z),
     ]))
     plan = plan_push(pushed, peel)
-    assert plan.targets == (
-        Target(B, ("refs/heads/main",)),
-        Target(A, ("refs/tags/v1",)),
-        Target(C, ("refs/tags/v0",)),
+    assert plan.publications == (
+        Publication(B, ("refs/heads/main",)),
+        Publication(A, ("refs/tags/v1",)),
+        Publication(C, ("refs/tags/v0",)),
     )
 
 
@@ -84,22 +84,22 @@ def test_same_commit_checked_once_naming_every_ref() -> None:
         line("refs/tags/v1", TAG, "refs/tags/v1", Z),
         line("refs/heads/release", A, "refs/heads/release", Z),
     ]))
-    assert plan_push(pushed, peel).targets == (
-        Target(A, ("refs/heads/main", "refs/tags/v1", "refs/heads/release")),
+    assert plan_push(pushed, peel).publications == (
+        Publication(A, ("refs/heads/main", "refs/tags/v1", "refs/heads/release")),
     )
 
 
 def test_deletion_passes_without_check() -> None:
     pushed = parse_pre_push(line("(delete)", Z, "refs/tags/v1", A))
     plan = plan_push(pushed, peel)
-    assert plan.targets == ()
+    assert plan.publications == ()
     assert plan.passed == ("refs/tags/v1: deleted, nothing published",)
 
 
 def test_tag_on_non_commit_passes_with_note() -> None:
     pushed = parse_pre_push(line("refs/tags/t", "e" * 40, "refs/tags/t", Z))
     plan = plan_push(pushed, peel)
-    assert plan.targets == ()
+    assert plan.publications == ()
     assert plan.passed == ("refs/tags/t: eeeeeeeeeeee is not a commit, nothing to check",)
 
 
@@ -125,10 +125,10 @@ def test_from_pre_commit_env(env: dict[str, str], expected: list[PushedRef]) -> 
 
 
 def test_expand_checks_each_new_commit_once() -> None:
-    plan = Plan((Target(B, ("refs/heads/main",)), Target(C, ("refs/tags/v2",))), ())
+    plan = PushCheck((Publication(B, ("refs/heads/main",)), Publication(C, ("refs/tags/v2",))), ())
     history = {B: [A, B], C: [A, C]}
-    assert expand(plan, lambda t: history[t.commit]).targets == (
-        Target(A, ("refs/heads/main", "refs/tags/v2")),
-        Target(B, ("refs/heads/main",)),
-        Target(C, ("refs/tags/v2",)),
+    assert expand(plan, lambda t: history[t.commit]).publications == (
+        Publication(A, ("refs/heads/main", "refs/tags/v2")),
+        Publication(B, ("refs/heads/main",)),
+        Publication(C, ("refs/tags/v2",)),
     )

@@ -6,14 +6,14 @@ import json
 
 from gitevals.commands.publish_check import Checked
 from gitevals.findings import Finding
-from gitevals.git.pushes import Target
+from gitevals.git.pushes import Publication
 from gitevals.lint import LintResult
 from gitevals.report.publish import REPORTERS
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 BAD = Finding("evals/cases/a.yaml", 2, 3, "GE201", "bad: a,b")
-REFUSED = Checked(Target(SHA, ("refs/heads/main", "v1")), LintResult((BAD,), 4))
-OK = Checked(Target(SHA, ("HEAD",)), LintResult((), 4))
+REFUSED = Checked(Publication(SHA, ("refs/heads/main", "v1")), LintResult((BAD,), 4))
+OK = Checked(Publication(SHA, ("HEAD",)), LintResult((), 4))
 
 
 def test_text() -> None:

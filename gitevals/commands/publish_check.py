@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.pushes import Plan, Target
+    from gitevals.git.pushes import Publication, PushCheck
     from gitevals.git.tree import Repo
     from gitevals.lint import LintResult
 
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class Checked:
     """One checked commit: the refs it publishes and its lint result."""
 
-    target: Target
+    publication: Publication
     result: LintResult
 
     @property
@@ -65,17 +65,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--each-commit checks the commits a push adds: use it with --pre-push")
     repo = require_repo()
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
-    checked = [Checked(t, lint_tree(RevisionTree(repo, t.commit))) for t in plan.targets]
+    checked = [Checked(t, lint_tree(RevisionTree(repo, t.commit))) for t in plan.publications]
     sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
     return 0 if all(c.ok for c in checked) else 1
 
 
-def _rev_plan(revs: Sequence[str], repo: Repo) -> Plan:
-    from gitevals.git.pushes import Plan, group
+def _rev_plan(revs: Sequence[str], repo: Repo) -> PushCheck:
+    from gitevals.git.pushes import PushCheck, group
 
     # Resolve every revision first: an unknown one is a usage error before any work.
     pairs = [(repo.resolve(rev), rev) for rev in revs]
-    return Plan(group(pairs), ())
+    return PushCheck(group(pairs), ())
 
 
 def _read_stdin() -> str:
@@ -86,7 +86,7 @@ def _read_stdin() -> str:
     return stream.buffer.read().decode("utf-8", "surrogateescape")
 
 
-def _push_plan(args: argparse.Namespace, repo: Repo) -> Plan:
+def _push_plan(args: argparse.Namespace, repo: Repo) -> PushCheck:
     from gitevals.errors import UsageError
     from gitevals.git import pushes
 

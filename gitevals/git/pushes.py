@@ -84,7 +84,7 @@ def from_pre_commit_env(env: Mapping[str, str]) -> list[PushedRef]:
 
 
 @dataclass(frozen=True)
-class Target:
+class Publication:
     """One commit to check and the refs (or revisions) that publish it."""
 
     commit: str
@@ -92,24 +92,24 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What a publish check does: ``targets`` to lint, ``passed`` lines needing nothing."""
+class PushCheck:
+    """What a publish check does: ``publications`` to lint, ``passed`` lines needing nothing."""
 
-    targets: tuple[Target, ...]
+    publications: tuple[Publication, ...]
     passed: tuple[str, ...]
 
 
-def group(pairs: Iterable[tuple[str, str]]) -> tuple[Target, ...]:
-    """``(commit, label)`` pairs -> one ``Target`` per commit, in first-seen order."""
+def group(pairs: Iterable[tuple[str, str]]) -> tuple[Publication, ...]:
+    """``(commit, label)`` pairs -> one ``Publication`` per commit, in first-seen order."""
     refs: dict[str, list[str]] = {}
     for commit, label in pairs:
         labels = refs.setdefault(commit, [])
         if label not in labels:
             labels.append(label)
-    return tuple(Target(c, tuple(r)) for c, r in refs.items())
+    return tuple(Publication(c, tuple(r)) for c, r in refs.items())
 
 
-def plan_push(pushed: Iterable[PushedRef], peel: Callable[[str], str | None]) -> Plan:
+def plan_push(pushed: Iterable[PushedRef], peel: Callable[[str], str | None]) -> PushCheck:
     """Pushed refs -> the commits to check. ``peel(sha)`` gives a commit SHA or None."""
     pairs: list[tuple[str, str]] = []
     passed: list[str] = []
@@ -126,13 +126,13 @@ def plan_push(pushed: Iterable[PushedRef], peel: Callable[[str], str | None]) ->
             passed.append(f"{ref.label}: {ref.local_sha[:12]} is not a commit, nothing to check")
             continue
         pairs.append((commit, ref.label))
-    return Plan(group(pairs), tuple(passed))
+    return PushCheck(group(pairs), tuple(passed))
 
 
-def expand(plan: Plan, history: Callable[[Target], list[str]]) -> Plan:
+def expand(plan: PushCheck, history: Callable[[Publication], list[str]]) -> PushCheck:
     """Each target -> every commit ``history`` lists for it (``--each-commit``).
 
     A commit reached from several refs is still checked once, naming them all.
     """
-    pairs = [(c, label) for t in plan.targets for c in history(t) for label in t.refs]
-    return Plan(group(pairs), plan.passed)
+    pairs = [(c, label) for t in plan.publications for c in history(t) for label in t.refs]
+    return PushCheck(group(pairs), plan.passed)

@@ -29,11 +29,11 @@ def text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
 
 
 def _verdict(c: Checked) -> str:
-    refs = ", ".join(c.target.refs)
+    refs = ", ".join(c.publication.refs)
     if c.ok:
-        return f"ok: {refs} at {c.target.commit} ({c.result.files} eval files)"
+        return f"ok: {refs} at {c.publication.commit} ({c.result.files} eval files)"
     n = c.result.errors
-    return f"refused: {refs} at {c.target.commit}: {n} error{'s' if n != 1 else ''}"
+    return f"refused: {refs} at {c.publication.commit}: {n} error{'s' if n != 1 else ''}"
 
 
 def summary(checked: Sequence[Checked]) -> str:
@@ -52,7 +52,7 @@ def as_json(checked: Sequence[Checked], passed: Sequence[str]) -> str:
     doc: dict[str, Any] = {
         "ok": all(c.ok for c in checked),
         "revisions": [
-            {"commit": c.target.commit, "refs": list(c.target.refs), "ok": c.ok,
+            {"commit": c.publication.commit, "refs": list(c.publication.refs), "ok": c.ok,
              "files": c.result.files,
              "findings": [f.as_dict() for f in sorted(c.result.findings)]}
             for c in checked
@@ -66,7 +66,7 @@ def github(checked: Sequence[Checked], passed: Sequence[str]) -> str:
     """GitHub workflow annotations, one per finding, naming the commit and its refs."""
     lines: list[str] = []
     for c in checked:
-        where = f"{', '.join(c.target.refs)} at {c.target.commit[:12]}"
+        where = f"{', '.join(c.publication.refs)} at {c.publication.commit[:12]}"
         lines.extend(annotation(f, f"{f.message} ({where})") for f in sorted(c.result.findings))
     lines.append(summary(checked))
     return "\n".join(lines) + "\n"
