@@ -178,3 +178,16 @@ def test_names_from_the_tree_cannot_drive_the_terminal(repo: Repo) -> None:
         assert res.code == 0, res.err
         assert "\x1b" not in res.out and "\x07" not in res.out
         assert "evil\\x1b]0;owned\\x07\\x1b[2J" in res.out
+
+
+def test_a_plan_over_the_bound_is_refused_before_anything_starts(repo: Repo,
+                                                                tmp_path: Path) -> None:
+    repo.commit({"harness.py": f"open({str(tmp_path / 'started')!r}, 'w')\n",
+                 "pyproject.toml": SETTINGS, "evals/cases/c.yaml": CASE})
+    res = run_cli("run", "--trials", "1000000000000", cwd=repo.path)
+    assert res.code == 2
+    assert res.err == ("gitevals: error: this run would make 1,000,000,000,000 trials, over "
+                       "the limit of 100,000 a run; lower `trials` (or --trials), or run fewer "
+                       "cases at once\n")
+    assert not (tmp_path / "started").exists()
+    assert not (repo.path / "evals" / "results").exists()

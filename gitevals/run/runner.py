@@ -43,6 +43,8 @@ from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, tar
 from gitevals.settings import Settings, load_settings
 
 Progress = Callable[[int, int, int], None]
+#: Most trials (scenario runs, summed over cases) one run may plan.
+MAX_TRIALS = 100_000
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,15 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
             blocked.append(name)
         else:
             cases.append(case)
-    return Plan(settings, tuple(cases), tuple(blocked), tuple(sorted(findings)),
-                _used_files(tree, settings, cases), trials)
+    the_plan = Plan(settings, tuple(cases), tuple(blocked), tuple(sorted(findings)),
+                    _used_files(tree, settings, cases), trials)
+    if the_plan.total() > MAX_TRIALS:
+        # Refused before anything starts: a typo such as `trials: 1000000000000` must not
+        # allocate (or bill) without bound.
+        raise UsageError(f"this run would make {the_plan.total():,} trials, over the limit "
+                         f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
+                         "fewer cases at once")
+    return the_plan
 
 
 # --- execution --------------------------------------------------------------------------
