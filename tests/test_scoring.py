@@ -417,3 +417,17 @@ def test_stored_grader_answers_are_rejudged_against_todays_pass_below() -> None:
     again = score_run(art, rules)["cases"][0]["scenarios"][0]
     assert again["verdict"]["verdict"] == "pass"
     assert again["results"][0]["assertions"][0]["score"] == 0.8
+
+
+@pytest.mark.parametrize(("raw", "pass_below", "message"), [
+    ({"pass": True, "score": 10**400}, None,
+     f"grader {Q}: malformed answer: returned score {repr(10**400)[:59]}…, not a number; "
+     'return True/False or {"pass": bool, "score": number, "why": str}'),
+    ({"pass": True, "score": 0.5}, 10**400,
+     f"grader {Q}: bad argument pass_below {10**400!r}"),
+], ids=["score-10e400", "pass-below-10e400"])
+def test_numbers_too_large_for_a_float_are_not_decisions(raw: Any, pass_below: Any,
+                                                          message: str) -> None:
+    arg = {"name": Q} if pass_below is None else {"name": Q, "pass_below": pass_below}
+    rec = decide_grader(arg, grader_answer(raw))
+    assert rec["passed"] is False and rec["message"] == message

@@ -42,7 +42,13 @@ def _outcome(kind: str, passed: bool, message: str, error: ErrorRecord | None = 
 
 
 def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite JSON number; an integer too large for a float (10**400) is not one."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _malformed(raw: JSON) -> str | None:
