@@ -43,7 +43,7 @@ def cache_root() -> Path:
 def _rule_sources() -> Iterable[Path]:
     """Files whose content decides findings: the lint package, its helpers and the schemas."""
     yield from sorted((_PACKAGE / "lint").glob("*.py"))
-    for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py"):
+    for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py", "graderfile.py"):
         yield _PACKAGE / name
     yield from sorted((_PACKAGE / "schemas").glob("*.json"))
 
