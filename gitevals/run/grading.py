@@ -230,9 +230,24 @@ class _Graders:
         self.rel = f"{root}/graders"
         self.files: dict[str, tuple[bytes, GraderFile]] = {}  # file -> its bytes, as read
         self.modules: dict[str, Any] = {}
+        self.found: dict[tuple[str, str], tuple[Any, int]] = {}  # (file, fn) -> module, line
 
     def find(self, file: str, fn: str) -> Any:
-        """The function, or :class:`NoGrader` saying why there is none to call."""
+        """The function, or :class:`NoGrader` saying why there is none to call.
+
+        Checked at every call, not just the first: a grader may rebind another's name."""
+        found = self.found.get((file, fn))
+        if found is None:
+            found = self.found[(file, fn)] = self._resolve(file, fn)
+        module, line = found
+        func = getattr(module, fn, None)
+        if not _defined_at(func, module, fn, line):
+            raise NoGrader(f"{self.rel}/{file}.py has no function {fn!r}: once the module "
+                           f"has run it is not the def on line {line} (something rebound it)")
+        return func
+
+    def _resolve(self, file: str, fn: str) -> tuple[Any, int]:
+        """The module that defines grader ``fn`` (run once) and the line of its def."""
         from gitevals.graderfile import why_not
 
         if file not in self.files:
@@ -241,18 +256,12 @@ class _Graders:
         rel = f"{self.rel}/{file}.py"
         if gf.error is not None:  # reported as the import error it would have been
             raise SyntaxError(f"{gf.error.message} ({rel}, line {gf.error.line})")
-        why = why_not(gf, fn)
-        if why is not None:
-            raise NoGrader(f"{rel} has no function {fn!r}: {why}")
+        binding = gf.function(fn)
+        if binding is None:
+            raise NoGrader(f"{rel} has no function {fn!r}: {why_not(gf, fn)}")
         if file not in self.modules:
             self.modules[file] = self._run(file, source)
-        module = self.modules[file]
-        func = getattr(module, fn, None)
-        line = gf.names[fn].line
-        if not _defined_at(func, module, fn, line):
-            raise NoGrader(f"{rel} has no function {fn!r}: once the module has run it is "
-                              f"not the def on line {line} (something rebound it)")
-        return func
+        return self.modules[file], binding.line
 
     def _read(self, file: str) -> tuple[bytes, GraderFile]:
         """The file's bytes and what the resolver reads in them (executes nothing)."""
