@@ -160,13 +160,13 @@ class _Reader:
     def __init__(self) -> None:
         self.names: dict[str, Binding] = {}
         self.methods: dict[str, Binding] = {}
-        self.late: list[_Event] = []  # global declarations and namespace escapes
 
     def read(self, tree: ast.Module) -> GraderFile:
         statements = []
+        late = list(_dynamic(tree))  # global declarations and namespace escapes
         for stmt in tree.body:
-            events = list(_events(stmt))
-            self.late += [e for e in events if e.what in ("global", "escape")]
+            events = _events(stmt)
+            late += [e for e in events if e.what == "escape"]
             keyword = COMPOUND.get(type(stmt))
             if keyword is None:
                 self._simple(stmt, events)
@@ -177,7 +177,7 @@ class _Reader:
                                        create=e.what != "delete")
             touched = dict.fromkeys(e.name for e in events if e.what in _TOUCH)
             statements.append(Statement(stmt, tuple(touched)))
-        for e in self.late:
+        for e in late:
             self._late(e)
         for name, hint in self.methods.items():
             self.names.setdefault(name, hint)
@@ -223,38 +223,30 @@ class _Reader:
             self.names[e.name] = current._replace(why=why)
 
 
-def _events(stmt: ast.stmt) -> Iterator[_Event]:
-    """What ``stmt`` does to module names. Iterative: deep nesting must not overflow."""
-    stack: list[tuple[ast.AST, str | None]] = [(stmt, None)]  # (node, enclosing scope)
+def _events(stmt: ast.stmt) -> list[_Event]:
+    """What ``stmt`` binds, deletes or assigns by walrus in module scope (iteratively:
+    deep nesting must not overflow the stack)."""
+    out: list[_Event] = []
+    stack: list[ast.AST] = [stmt]
     while stack:
-        node, scope = stack.pop()
-        yield from _node_events(node, scope, stmt)
-        stack.extend(_children(node, scope))
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            out.extend(_name_events(node, stmt))
+        else:
+            out.extend(_binding_events(node))
+        stack.extend(_module_children(node))
+    return out
 
 
-def _node_events(node: ast.AST, scope: str | None, stmt: ast.stmt) -> Iterator[_Event]:
-    if isinstance(node, ast.Name):
-        yield from _name_events(node, scope, stmt)
-    elif isinstance(node, ast.Attribute) and node.attr in ESCAPE_ATTRS:
-        base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
-        yield _Event("escape", base + node.attr, _at("variable", node))
-    elif isinstance(node, ast.Global) and scope is not None:
-        yield from (_Event("global", n, _at("variable", node, owner=scope)) for n in node.names)
-    elif scope is None:
-        yield from _binding_events(node, stmt)
+def _name_events(node: ast.Name, stmt: ast.stmt) -> list[_Event]:
+    if isinstance(node.ctx, ast.Load):  # at module level, locals() is globals()
+        return [_Event("escape", "locals", _at("variable", node))] if node.id == "locals" else []
+    kind = "lambda" if isinstance(getattr(stmt, "value", None), ast.Lambda) else "variable"
+    what = "delete" if isinstance(node.ctx, ast.Del) else "bind"
+    return [_Event(what, node.id, _at(kind, node))]
 
 
-def _name_events(node: ast.Name, scope: str | None, stmt: ast.stmt) -> Iterator[_Event]:
-    if isinstance(node.ctx, ast.Load):
-        if node.id in ESCAPE_NAMES or (node.id == "locals" and scope is None):
-            yield _Event("escape", node.id, _at("variable", node))
-    elif scope is None:
-        kind = "lambda" if isinstance(getattr(stmt, "value", None), ast.Lambda) else "variable"
-        what = "delete" if isinstance(node.ctx, ast.Del) else "bind"
-        yield _Event(what, node.id, _at(kind, node))
-
-
-def _binding_events(node: ast.AST, stmt: ast.stmt) -> Iterator[_Event]:
+def _binding_events(node: ast.AST) -> list[_Event]:
     """Module-scope bindings that are not a plain name."""
     if isinstance(node, ast.FunctionDef):
         binding = _at("def", node, signature=_signature_problem(node.args))
@@ -262,65 +254,78 @@ def _binding_events(node: ast.AST, stmt: ast.stmt) -> Iterator[_Event]:
             line = node.decorator_list[0].lineno
             binding = binding._replace(why=f"a decorator (line {line}) may replace it "
                                            "with anything")
-        yield _Event("bind", node.name, binding)
-    elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+        return [_Event("bind", node.name, binding)]
+    if isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
         kind = "async" if isinstance(node, ast.AsyncFunctionDef) else "class"
-        yield _Event("bind", node.name, _at(kind, node))
-    elif isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield from _import_events(node)
-    elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-        yield _Event("walrus", node.target.id, _at("variable", node))
-    elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-        yield _Event("bind", node.name, _at("variable", node))
-    elif isinstance(node, ast.MatchMapping) and node.rest:
-        yield _Event("bind", node.rest, _at("variable", node))
+        return [_Event("bind", node.name, _at(kind, node))]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return _import_events(node)
+    if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        return [_Event("walrus", node.target.id, _at("variable", node))]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        return [_Event("bind", node.name, _at("variable", node))]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [_Event("bind", node.rest, _at("variable", node))]
+    return []
 
 
-def _import_events(node: ast.Import | ast.ImportFrom) -> Iterator[_Event]:
+def _import_events(node: ast.Import | ast.ImportFrom) -> list[_Event]:
     module = node.module if isinstance(node, ast.ImportFrom) else None
-    for alias in node.names:
-        if alias.name == "*":
-            yield _Event("star", f"from {module} import *", _at("import", node))
-            continue
-        if module is not None and alias.name in ESCAPE_ATTRS:  # from sys import modules
-            yield _Event("escape", f"from {module} import {alias.name}", _at("import", node))
-        yield _Event("bind", alias.asname or alias.name.split(".")[0], _at("import", node))
+    return [_Event("star", f"from {module} import *", _at("import", node)) if a.name == "*"
+            else _Event("bind", a.asname or a.name.split(".")[0], _at("import", node))
+            for a in node.names]
 
 
-def _children(node: ast.AST, scope: str | None) -> Iterator[tuple[ast.AST, str | None]]:
-    """Child nodes with the scope they run in (None: the module's own).
+def _module_children(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` that run in module scope.
 
-    Bodies of functions, lambdas and classes are another scope, and so is a
+    Bodies of functions, lambdas and classes are scopes of their own, and so is a
     comprehension's target; decorators, defaults, annotations and class bases run
     where the ``def``/``class`` stands. A walrus target is its ``NamedExpr``'s event.
     """
-    inner, owner = _inner(node, scope)
-    skip = {id(n) for n in inner}
-    if isinstance(node, ast.NamedExpr):
-        skip.add(id(node.target))
-    elif isinstance(node, ast.AnnAssign) and node.value is None:
-        skip.add(id(node.target))  # `f: int` alone binds nothing
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id == "vars" and node.args):
-        skip.add(id(node.func))  # vars(obj) reads obj, not this module
-    for child in ast.iter_child_nodes(node):
-        if id(child) not in skip:
-            yield child, scope
-    for child in inner:
-        yield child, owner
-
-
-def _inner(node: ast.AST, scope: str | None) -> tuple[list[ast.AST], str | None]:
-    """The children of ``node`` that run in a scope of their own, and its name."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return list(node.body), f"{node.name}()"
+        return [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
     if isinstance(node, ast.ClassDef):
-        return list(node.body), f"class {node.name}"
+        return [*node.decorator_list, *node.bases, *node.keywords]
     if isinstance(node, ast.Lambda):
-        return [node.body], "a lambda"
+        return [node.args]
     if isinstance(node, ast.comprehension):
-        return [node.target], scope or "a comprehension"
-    return [], scope
+        return [node.iter, *node.ifs]
+    if isinstance(node, ast.NamedExpr):
+        return [node.value]
+    if isinstance(node, ast.AnnAssign) and node.value is None:
+        return [node.annotation]  # `f: int` alone binds nothing
+    return list(ast.iter_child_nodes(node))
+
+
+def _dynamic(tree: ast.Module) -> Iterator[_Event]:
+    """``global`` declarations and namespace escapes anywhere in the module: they rebind
+    whatever they rebind whenever their code runs, so their order does not matter."""
+    for stmt in tree.body:
+        owner = (f"{stmt.name}()" if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 else f"class {stmt.name}" if isinstance(stmt, ast.ClassDef) else "a function")
+        exempt: set[int] = set()
+        for node in ast.walk(stmt):  # breadth first: a call comes before its callee name
+            if isinstance(node, ast.Global) and node is not stmt:
+                yield from (_Event("global", n, _at("variable", node, owner=owner))
+                            for n in node.names)
+            elif isinstance(node, ast.Call) and _reads_an_object(node):
+                exempt.add(id(node.func))
+            elif (isinstance(node, ast.Name) and node.id in ESCAPE_NAMES
+                  and isinstance(node.ctx, ast.Load) and id(node) not in exempt):
+                yield _Event("escape", node.id, _at("variable", node))
+            elif isinstance(node, ast.Attribute) and node.attr in ESCAPE_ATTRS:
+                base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
+                yield _Event("escape", base + node.attr, _at("variable", node))
+            elif isinstance(node, ast.ImportFrom):  # from sys import modules
+                yield from (_Event("escape", f"from {node.module} import {a.name}",
+                                   _at("import", node))
+                            for a in node.names if a.name in ESCAPE_ATTRS)
+
+
+def _reads_an_object(call: ast.Call) -> bool:
+    """``vars(obj)``: reads ``obj``, which cannot be this module without an escape."""
+    return isinstance(call.func, ast.Name) and call.func.id == "vars" and bool(call.args)
 
 
 def _at(kind: str, node: ast.AST, signature: str | None = None,
