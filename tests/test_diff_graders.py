@@ -124,3 +124,10 @@ def test_cli_graders_json(repo: Repo) -> None:
                                "path": "evals/graders/quality.py", "problem": None, "via": []}]
     assert doc["grader_users"] == [{"case": "other", "grader": "quality.short",
                                     "scenario": "short-answer"}]
+
+
+def test_a_grader_nested_too_deeply_is_unreadable_not_a_crash() -> None:
+    deep = b"def short(t, case, run):\n    return " + b"-" * 1500 + b"1\n"
+    (change,) = diff_grader_module("evals/graders/q.py", BASE.encode(), deep)
+    assert change.kind == "unreadable"
+    assert change.problem == "B: evals/graders/q.py:1:1: nested too deeply to compare"

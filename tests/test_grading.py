@@ -65,7 +65,8 @@ def worker(tmp_path: Path) -> Iterator[GraderWorker]:
     graders = tmp_path / "evals" / "graders"
     graders.mkdir(parents=True)
     (graders / "q.py").write_text(GRADERS)
-    (graders / "broken.py").write_text("import nosuchthing_xyz\n")
+    (graders / "broken.py").write_text("import nosuchthing_xyz\n\n\ndef fn(t, case, run):\n"
+                                       "    return True\n")
     w = GraderWorker(str(tmp_path), "evals", None, timeout=1.0)
     yield w
     w.stop()

@@ -1,4 +1,9 @@
-"""Grader modules between two revisions: functions added, removed, changed (pure)."""
+"""Grader modules between two revisions: functions added, removed, changed (pure).
+
+Which functions a module defines, and which names each top-level statement binds,
+come from :mod:`gitevals.graderfile`, the resolver lint and run use too: a grader
+that lint refuses (say, one defined under ``try:``) is not a function here either.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gitevals import graderfile
 from gitevals.model import Case
 
 
@@ -36,12 +42,13 @@ class GraderUse:
 _MODULE = "<module code>"
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
 def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
-    first = body[0] if body else None
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
-        return body[1:]
-    return body
+    return body[1:] if body and _is_docstring(body[0]) else body
 
 
 def _normal(node: ast.AST) -> str:
@@ -50,19 +57,6 @@ def _normal(node: ast.AST) -> str:
         node = type(node)(**{**{f: getattr(node, f) for f in node._fields},
                              "body": _strip_docstring(node.body)})
     return ast.dump(node, annotate_fields=True, include_attributes=False)
-
-
-def _defines(stmt: ast.stmt) -> list[str]:
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [stmt.name]
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-        targets = [stmt.target]
-    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 @dataclass(frozen=True)
@@ -76,24 +70,26 @@ class Module:
 
 def read_module(path: str, data: bytes) -> tuple[Module | None, str | None]:
     """Parse (never import) a grader module; a syntax error is the reason, not an exception."""
-    try:
-        tree = ast.parse(data, filename=path)
-    except (SyntaxError, ValueError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        return None, f"{path}:{line}:1: does not parse ({getattr(exc, 'msg', exc)})"
+    gf = graderfile.read(data)
+    if gf.error is not None:
+        return None, f"{path}:{gf.error.line}:1: does not parse ({gf.error.message})"
     code: dict[str, list[str]] = {}
     uses: dict[str, set[str]] = {}
-    functions = set()
-    for stmt in _strip_docstring(tree.body):
-        names = _defines(stmt) or [_MODULE]
+    statements = gf.statements
+    if statements and _is_docstring(statements[0].node):
+        statements = statements[1:]
+    for stmt, bound in statements:
+        names = list(bound) or [_MODULE]
         refs = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        try:
+            normal = _normal(stmt)
+        except RecursionError:  # ast.dump recurses: absurd nesting is its own answer
+            return None, f"{path}:{stmt.lineno}:1: nested too deeply to compare"
         for name in names:
-            code.setdefault(name, []).append(_normal(stmt))
+            code.setdefault(name, []).append(normal)
             uses.setdefault(name, set()).update(refs - {name})
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.add(stmt.name)
     return Module({k: "\n".join(v) for k, v in code.items()},
-                  {k: frozenset(v) for k, v in uses.items()}, frozenset(functions)), None
+                  {k: frozenset(v) for k, v in uses.items()}, gf.functions()), None
 
 
 def _reaches(mod: Module, name: str, changed: set[str]) -> tuple[str, ...]:

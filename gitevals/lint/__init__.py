@@ -389,14 +389,9 @@ def _valid_run(entry: Any) -> bool:
 
 def _valid_index(index: Any) -> bool:
     """A grader-module index as ``graders.index_module`` makes it."""
-    if not isinstance(index, dict) or not isinstance(index.get("names"), dict):
-        return False
-    err = index.get("error")
-    if err is not None and not (isinstance(err, list) and len(err) == 3):
-        return False
-    return all(isinstance(v, dict) and isinstance(v.get("line"), int)
-               and v.get("kind") in ("def", "async", "method", "other")
-               for v in index["names"].values())
+    from gitevals.lint.graders import valid_index
+
+    return valid_index(index)
 
 
 def _row(f: Finding) -> list[Any]:

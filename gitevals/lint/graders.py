@@ -1,8 +1,9 @@
 """Static grader resolution: ``file.function`` -> a top-level ``def`` in ``graders/file.py``.
 
-Grader modules are parsed with :mod:`ast`, never imported: linting runs no code
-of the tree it checks. Each module is reduced once to a small JSON-able *index*
-(its top-level names and what each one is), which the lint cache keeps by blob
+Grader modules are parsed, never imported (linting runs no code of the tree it
+checks), by :mod:`gitevals.graderfile`, the one resolver lint, diff and the run-time
+worker share. Each module is reduced once to a small JSON-able *index* (its
+top-level names and what each one is bound to), which the lint cache keeps by blob
 SHA; resolving a reference is then a pure lookup in that index.
 
 Codes (GE501, the syntax of the name itself, belongs to the case rules):
@@ -10,21 +11,21 @@ Codes (GE501, the syntax of the name itself, belongs to the case rules):
 - GE502 grader module missing           - GE506 name bound to something that is not a def
 - GE503 grader module does not parse    - GE507 ``async def`` grader
 - GE504 function missing in the module  - GE508 cannot be called as ``fn(t, case, run)``
-- GE505 a method inside a class
+- GE505 a method inside a class         - GE509 name not bound statically
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gitevals import graderfile
 from gitevals.findings import Finding
 
 #: A module index: ``{"error": [line, col, msg] | None, "names": {name: info}}``
-#: where ``info`` is ``{"kind": "def" | "async" | "method" | "other", "line": n, ...}``.
+#: where ``info`` is a ``graderfile.Binding`` as a dict.
 Index = dict[str, Any]
 
 CALL = "(t, case, run)"
@@ -64,85 +65,23 @@ def module_path(root: str, name: str) -> str:
 
 def index_module(source: bytes) -> Index:
     """Parse ``source`` (never executing it) and describe its top-level names."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        line, col = exc.lineno or 1, exc.offset or 1
-        return {"error": [line, max(col, 1), exc.msg or "invalid syntax"], "names": {}}
-    except (ValueError, RecursionError, MemoryError) as exc:
-        # ValueError: NUL bytes (3.11); RecursionError: absurd nesting.
-        return {"error": [1, 1, str(exc) or type(exc).__name__], "names": {}}
-    names: dict[str, dict[str, Any]] = {}
-    for stmt in _top_level(tree.body):
-        _bind(names, stmt)
-    return {"error": None, "names": names}
+    gf = graderfile.read(source)
+    error = list(gf.error) if gf.error else None
+    return {"error": error, "names": {n: b._asdict() for n, b in gf.names.items()}}
 
 
-def _top_level(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """Module-level statements, looking into ``if``/``try``/``with`` blocks (they bind here too)."""
-    for stmt in body:
-        if isinstance(stmt, ast.If):
-            yield from _top_level(stmt.body)
-            yield from _top_level(stmt.orelse)
-        elif isinstance(stmt, ast.Try):
-            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse,
-                          stmt.finalbody):
-                yield from _top_level(block)
-        elif isinstance(stmt, ast.With):
-            yield from _top_level(stmt.body)
-        else:
-            yield stmt
+def valid_index(index: Any) -> bool:
+    """Whether ``index`` (read back from the cache) is one :func:`index_module` makes."""
+    if not isinstance(index, dict) or not isinstance(index.get("names"), dict):
+        return False
+    err = index.get("error")
+    if err is not None and not (isinstance(err, list) and len(err) == 3):
+        return False
+    return all(isinstance(v, dict) and v.keys() == _FIELDS and isinstance(v["line"], int)
+               and v["kind"] in graderfile.WHAT for v in index["names"].values())
 
 
-def _bind(names: dict[str, dict[str, Any]], stmt: ast.stmt) -> None:
-    """Record what ``stmt`` binds at module level (a later binding wins, as in Python)."""
-    if isinstance(stmt, ast.FunctionDef):
-        names[stmt.name] = {"kind": "def", "line": stmt.lineno,
-                            "signature": _signature_problem(stmt.args)}
-    elif isinstance(stmt, ast.AsyncFunctionDef):
-        names[stmt.name] = {"kind": "async", "line": stmt.lineno}
-    elif isinstance(stmt, ast.ClassDef):
-        names[stmt.name] = {"kind": "other", "line": stmt.lineno, "what": "a class"}
-        for item in stmt.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.setdefault(item.name, {"kind": "method", "line": item.lineno,
-                                             "cls": stmt.name})
-    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        for alias in stmt.names:
-            bound = alias.asname or alias.name.split(".")[0]
-            names[bound] = {"kind": "other", "line": stmt.lineno, "what": "an import"}
-    else:
-        for target, what in _assigned(stmt):
-            names[target] = {"kind": "other", "line": stmt.lineno, "what": what}
-
-
-def _assigned(stmt: ast.stmt) -> list[tuple[str, str]]:
-    targets: list[ast.expr]
-    value: ast.expr | None
-    if isinstance(stmt, ast.Assign):
-        targets, value = stmt.targets, stmt.value
-    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-        targets, value = [stmt.target], stmt.value
-    else:
-        return []
-    what = "a lambda" if isinstance(value, ast.Lambda) else "a variable"
-    return [(n.id, what) for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
-def _signature_problem(args: ast.arguments) -> str | None:
-    """Why ``fn(t, case, run)`` would fail against this signature, or None."""
-    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-    required = len(positional) - len(args.defaults)
-    if len(positional) < 3 and args.vararg is None:
-        listed = ", ".join(positional) or "no parameters"
-        return f"takes {len(positional)} positional parameter(s) ({listed})"
-    if required > 3:
-        return f"requires {required} positional arguments ({', '.join(positional[:required])})"
-    missing = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-               if d is None]
-    if missing:
-        return f"has keyword-only parameter(s) without a default: {', '.join(missing)}"
-    return None
+_FIELDS = set(graderfile.Binding._fields)
 
 
 # --- resolution (pure) --------------------------------------------------------------
@@ -176,26 +115,35 @@ def resolve(ref: RefLike, root: str, indexes: Mapping[str, Index | None]) -> Fin
     info = index["names"].get(func)
     if info is None:
         return _at(ref, "GE504", _missing_function(mpath, func, index))
-    return _check_bound(ref, mpath, func, info)
+    return _check_bound(ref, mpath, func, graderfile.Binding(**info))
 
 
-def _check_bound(ref: RefLike, mpath: str, func: str, info: Mapping[str, Any]) -> Finding | None:
-    kind, line = info["kind"], info["line"]
-    where = f"{mpath}:{line}"
-    if kind == "method":
-        return _at(ref, "GE505", f"{func!r} is a method of class {info['cls']} ({where}); "
+def _check_bound(ref: RefLike, mpath: str, func: str, b: graderfile.Binding) -> Finding | None:
+    where = f"{mpath}:{b.line}"
+    if b.kind == "method":
+        return _at(ref, "GE505", f"{func!r} is a method of class {b.owner} ({where}); "
                    f"graders are top-level functions: move it out of the class")
-    if kind == "other":
-        return _at(ref, "GE506", f"{func!r} in {mpath} is {info['what']} (line {line}), not "
-                   f"a function; define it with `def {func}{CALL}:`")
-    if kind == "async":
+    if b.why:
+        return _at(ref, "GE509", f"{func!r} ({where}) is not bound statically: {b.why}; "
+                   f"{_static_fix(func, b.why)}")
+    if b.kind not in ("def", "async"):
+        return _at(ref, "GE506", f"{func!r} in {mpath} is {graderfile.WHAT[b.kind]} (line "
+                   f"{b.line}), not a function; define it with `def {func}{CALL}:`")
+    if b.kind == "async":
         return _at(ref, "GE507", f"{func!r} ({where}) is `async def`; graders are called "
                    f"synchronously as fn{CALL}: make it a plain def")
-    problem = info.get("signature")
-    if problem:
-        return _at(ref, "GE508", f"{func!r} ({where}) {problem}; gitevals calls it as "
+    if b.signature:
+        return _at(ref, "GE508", f"{func!r} ({where}) {b.signature}; gitevals calls it as "
                    f"fn{CALL}: accept exactly those three")
     return None
+
+
+def _static_fix(func: str, why: str) -> str:
+    if why.endswith(graderfile.ANY_NAME):
+        return ("remove that: graders are resolved without running the module, so it must "
+                "not rewrite its own names")
+    return (f"define it once, undecorated, as `def {func}{CALL}:` at the module's top level "
+            "(not under if/try/with/for/while/match) and bind nothing else to that name")
 
 
 def _missing_module(mpath: str, file: str, root: str, indexes: Mapping[str, Any]) -> str:
@@ -206,7 +154,8 @@ def _missing_module(mpath: str, file: str, root: str, indexes: Mapping[str, Any]
 
 
 def _missing_function(mpath: str, func: str, index: Index) -> str:
-    defs = [n for n, i in index["names"].items() if i["kind"] in ("def", "async")]
+    defs = [n for n, i in index["names"].items() if i["kind"] in ("def", "async")
+            and not i["why"]]
     return f"no function {func!r} in {mpath}; define it at top level{_hint(func, defs)}"
 
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import subprocess
 
+    from gitevals.graderfile import GraderFile
+
 #: Past this a grader is stopped: its worker is killed and a fresh one started.
 GRADER_TIMEOUT = 30.0
 MAX_FRAME = 16 * 1024 * 1024
@@ -42,6 +44,11 @@ _BOOT = ("import sys; sys.path.pop(0); "
 
 class WorkerGone(Exception):
     """The worker exited or sent a broken frame."""
+
+
+class NoGrader(Exception):
+    """The grader file or function to call is not there (a ``LookupError`` raised while
+    importing a grader module is that module's error, not this)."""
 
 
 def _err(kind: str, message: str) -> dict[str, str]:
@@ -215,33 +222,76 @@ def _json_safe(value: Any) -> bool:
 
 
 class _Graders:
-    """Loads grader modules by path from the tree, once each."""
+    """Grader modules of the tree, each read and run once, handing out only what the
+    resolver (``gitevals.graderfile``, as lint and diff use it) says the file defines."""
 
     def __init__(self, tree_dir: str, root: str) -> None:
         self.dir = os.path.join(tree_dir, root, "graders")
         self.rel = f"{root}/graders"
+        self.files: dict[str, tuple[bytes, GraderFile]] = {}  # file -> its bytes, as read
         self.modules: dict[str, Any] = {}
+        self.found: dict[tuple[str, str], tuple[Any, int]] = {}  # (file, fn) -> module, line
 
     def find(self, file: str, fn: str) -> Any:
-        """The function, or a ``LookupError`` saying what is missing."""
-        if file not in self.modules:
-            self.modules[file] = self._load(file)
-        func = getattr(self.modules[file], fn, None)
-        if not callable(func):
-            raise LookupError(f"{self.rel}/{file}.py has no function {fn!r}")
+        """The function, or :class:`NoGrader` saying why there is none to call.
+
+        Checked at every call, not just the first: a grader may rebind another's name."""
+        found = self.found.get((file, fn))
+        if found is None:
+            found = self.found[(file, fn)] = self._resolve(file, fn)
+        module, line = found
+        func = getattr(module, fn, None)
+        if not _defined_at(func, module, fn, line):
+            raise NoGrader(f"{self.rel}/{file}.py has no function {fn!r}: once the module "
+                           f"has run it is not the def on line {line} (something rebound it)")
         return func
 
-    def _load(self, file: str) -> Any:
-        import importlib.util
+    def _resolve(self, file: str, fn: str) -> tuple[Any, int]:
+        """The module that defines grader ``fn`` (run once) and the line of its def."""
+        from gitevals.graderfile import why_not
+
+        if file not in self.files:
+            self.files[file] = self._read(file)
+        source, gf = self.files[file]
+        rel = f"{self.rel}/{file}.py"
+        if gf.error is not None:  # reported as the import error it would have been
+            raise SyntaxError(f"{gf.error.message} ({rel}, line {gf.error.line})")
+        binding = gf.function(fn)
+        if binding is None:
+            raise NoGrader(f"{rel} has no function {fn!r}: {why_not(gf, fn)}")
+        if file not in self.modules:
+            self.modules[file] = self._run(file, source)
+        return self.modules[file], binding.line
+
+    def _read(self, file: str) -> tuple[bytes, GraderFile]:
+        """The file's bytes and what the resolver reads in them (executes nothing)."""
+        from gitevals.graderfile import read
 
         path = os.path.join(self.dir, f"{file}.py")
         if not file.isidentifier() or not os.path.isfile(path):
-            raise LookupError(f"no grader file {self.rel}/{file}.py in this commit")
+            raise NoGrader(f"no grader file {self.rel}/{file}.py in this commit")
+        with open(path, "rb") as f:
+            source = f.read()
+        return source, read(source)
+
+    def _run(self, file: str, source: bytes) -> Any:
+        """Execute exactly the bytes the resolver read (never a cached .pyc of the tree)."""
+        import importlib.util
+
+        path = os.path.join(self.dir, f"{file}.py")
         spec = importlib.util.spec_from_file_location(f"gitevals_graders.{file}", path)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
         return module
+
+
+def _defined_at(func: Any, module: Any, name: str, line: int) -> bool:
+    """Whether ``func`` is the ``def name`` on ``line`` of ``module``'s own source."""
+    code = getattr(func, "__code__", None)
+    return (code is not None and getattr(func, "__globals__", None) is module.__dict__
+            and code.co_name == name and code.co_firstlineno == line
+            and code.co_filename == module.__file__)
 
 
 def _where(exc: BaseException, graders_dir: str, rel: str) -> str:
@@ -270,7 +320,7 @@ def _answer(graders: _Graders, t: Any, req: dict[str, Any]) -> dict[str, Any]:
     name = f"{req['file']}.{req['fn']}"
     try:
         func = graders.find(req["file"], req["fn"])
-    except LookupError as exc:
+    except NoGrader as exc:
         return {"raw": None, "error": _err("grader_missing", f"grader {name}: {exc}")}
     except Exception as exc:  # importing the grader file raised
         where = _where(exc, graders.dir, graders.rel)

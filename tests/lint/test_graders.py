@@ -69,7 +69,6 @@ CASES = [
     ("q.answers", None, ""),
     ("q.star", None, ""),
     ("q.defaulted", None, ""),
-    ("q.conditional", None, ""),
     ("nope.answers", "GE502", "grader module evals/graders/nope.py not found"),
     ("qq.answers", "GE502", "did you mean 'q'?"),
     ("q.answer", "GE504", "no function 'answer' in evals/graders/q.py; define it at top level "
@@ -85,6 +84,9 @@ CASES = [
     ("q.Judge", "GE506", "is a class"),
     ("q.json", "GE506", "is an import"),
     ("q.answers_path", "GE506", "is an import"),
+    ("q.conditional", "GE509", "'conditional' (evals/graders/q.py:42) is not bound statically: "
+     "it is bound under `if` on line 41; define it once, undecorated, as "
+     "`def conditional(t, case, run):` at the module's top level"),
 ]
 
 
