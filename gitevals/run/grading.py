@@ -24,12 +24,17 @@ import struct
 import sys
 import time
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
+    from types import ModuleType
 
     from gitevals.graderfile import GraderFile
+    from gitevals.jsontypes import JSON, JSONObject
+    from gitevals.run.judge import T
+    from gitevals.run.targets import ProcessRegistry
 
 #: Past this a grader is stopped: its worker is killed and a fresh one started.
 GRADER_TIMEOUT = 30.0
@@ -51,7 +56,7 @@ class NoGrader(Exception):
     importing a grader module is that module's error, not this)."""
 
 
-def _err(kind: str, message: str) -> dict[str, str]:
+def _err(kind: str, message: str) -> JSONObject:
     return {"kind": kind, "message": message}
 
 
@@ -67,8 +72,9 @@ def split_name(name: str) -> tuple[str, str]:
 class GraderWorker:
     """One worker process; ``call`` returns a grader record (without ``index``)."""
 
-    def __init__(self, tree_dir: str, root: str, judge: dict[str, Any] | None,
-                 timeout: float = GRADER_TIMEOUT, registry: Any = None) -> None:
+    def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
+                 timeout: float = GRADER_TIMEOUT,
+                 registry: ProcessRegistry | None = None) -> None:
         self.tree_dir = tree_dir
         self.config = json.dumps({"root": root, "judge": judge})
         self.timeout = timeout
@@ -77,7 +83,7 @@ class GraderWorker:
         self._in = -1
         self._out = -1
         self._buf = bytearray()
-        self._poll: Any = None
+        self._poll: select.poll | None = None
 
     def _start(self) -> None:
         import subprocess
@@ -96,15 +102,15 @@ class GraderWorker:
         self._poll = select.poll()
         self._poll.register(self._out, select.POLLIN)
 
-    def call(self, name: str, case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    def call(self, name: str, case: JSONObject, run: JSONObject) -> JSONObject:
         """Run grader ``name`` once; returns ``{"name", "raw", "error", "duration_ms"}``."""
         started = time.monotonic()
         raw, error = self._call(name, case, run)
         ms = int((time.monotonic() - started) * 1000)
         return {"name": name, "raw": raw, "error": error, "duration_ms": ms}
 
-    def _call(self, name: str, case: dict[str, Any],
-              run: dict[str, Any]) -> tuple[Any, dict[str, str] | None]:
+    def _call(self, name: str, case: JSONObject,
+              run: JSONObject) -> tuple[JSON, JSON]:
         if self.proc is None:
             try:
                 self._start()
@@ -152,13 +158,14 @@ class GraderWorker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
+            assert self._poll is not None  # set by _start with the pipes it watches
             self._poll.poll(math.ceil(remaining * 1000))
 
-    def _read(self, deadline: float) -> dict[str, Any]:
+    def _read(self, deadline: float) -> JSONObject:
         (size,) = _HEADER.unpack(self._fill(_HEADER.size, deadline))
         if size > MAX_FRAME:
             raise WorkerGone(f"answer larger than {MAX_FRAME} bytes")
-        reply: dict[str, Any] = json.loads(self._fill(size, deadline))
+        reply: JSONObject = json.loads(self._fill(size, deadline))  # the worker's own frame
         return reply
 
     def stop(self) -> int | None:
@@ -182,8 +189,9 @@ class GraderWorker:
 class GraderPool:
     """One warm worker per thread (= per job slot), created on first use."""
 
-    def __init__(self, tree_dir: str, root: str, judge: dict[str, Any] | None,
-                 timeout: float = GRADER_TIMEOUT, registry: Any = None) -> None:
+    def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
+                 timeout: float = GRADER_TIMEOUT,
+                 registry: ProcessRegistry | None = None) -> None:
         import threading
 
         self.args = (tree_dir, root, judge, timeout, registry)
@@ -200,7 +208,7 @@ class GraderPool:
                 self._workers.append(w)
         return w
 
-    def call(self, name: str, case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    def call(self, name: str, case: JSONObject, run: JSONObject) -> JSONObject:
         return self.worker().call(name, case, run)
 
     def close(self) -> None:
@@ -213,7 +221,7 @@ class GraderPool:
 # --- worker side (a separate process in the materialized tree) ----------------------
 
 
-def _json_safe(value: Any) -> bool:
+def _json_safe(value: object) -> bool:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -229,10 +237,11 @@ class _Graders:
         self.dir = os.path.join(tree_dir, root, "graders")
         self.rel = f"{root}/graders"
         self.files: dict[str, tuple[bytes, GraderFile]] = {}  # file -> its bytes, as read
-        self.modules: dict[str, Any] = {}
-        self.found: dict[tuple[str, str], tuple[Any, int]] = {}  # (file, fn) -> module, line
+        self.modules: dict[str, ModuleType] = {}
+        # (file, fn) -> module, line
+        self.found: dict[tuple[str, str], tuple[ModuleType, int]] = {}
 
-    def find(self, file: str, fn: str) -> Any:
+    def find(self, file: str, fn: str) -> Callable[..., object]:
         """The function, or :class:`NoGrader` saying why there is none to call.
 
         Checked at every call, not just the first: a grader may rebind another's name."""
@@ -240,13 +249,13 @@ class _Graders:
         if found is None:
             found = self.found[(file, fn)] = self._resolve(file, fn)
         module, line = found
-        func = getattr(module, fn, None)
-        if not _defined_at(func, module, fn, line):
+        func: object = getattr(module, fn, None)
+        if not callable(func) or not _defined_at(func, module, fn, line):
             raise NoGrader(f"{self.rel}/{file}.py has no function {fn!r}: once the module "
                            f"has run it is not the def on line {line} (something rebound it)")
         return func
 
-    def _resolve(self, file: str, fn: str) -> tuple[Any, int]:
+    def _resolve(self, file: str, fn: str) -> tuple[ModuleType, int]:
         """The module that defines grader ``fn`` (run once) and the line of its def."""
         from gitevals.graderfile import why_not
 
@@ -274,7 +283,7 @@ class _Graders:
             source = f.read()
         return source, read(source)
 
-    def _run(self, file: str, source: bytes) -> Any:
+    def _run(self, file: str, source: bytes) -> ModuleType:
         """Execute exactly the bytes the resolver read (never a cached .pyc of the tree)."""
         import importlib.util
 
@@ -286,7 +295,7 @@ class _Graders:
         return module
 
 
-def _defined_at(func: Any, module: Any, name: str, line: int) -> bool:
+def _defined_at(func: object, module: ModuleType, name: str, line: int) -> bool:
     """Whether ``func`` is the ``def name`` on ``line`` of ``module``'s own source."""
     code = getattr(func, "__code__", None)
     return (code is not None and getattr(func, "__globals__", None) is module.__dict__
@@ -316,10 +325,11 @@ def _exc_kind(exc: BaseException) -> str:
     return "grader_error"
 
 
-def _answer(graders: _Graders, t: Any, req: dict[str, Any]) -> dict[str, Any]:
-    name = f"{req['file']}.{req['fn']}"
+def _answer(graders: _Graders, t: T, req: JSONObject) -> JSONObject:
+    file, fn = str(req["file"]), str(req["fn"])
+    name = f"{file}.{fn}"
     try:
-        func = graders.find(req["file"], req["fn"])
+        func = graders.find(file, fn)
     except NoGrader as exc:
         return {"raw": None, "error": _err("grader_missing", f"grader {name}: {exc}")}
     except Exception as exc:  # importing the grader file raised
@@ -334,7 +344,7 @@ def _answer(graders: _Graders, t: Any, req: dict[str, Any]) -> dict[str, Any]:
         return {"raw": None, "error": _err(_exc_kind(exc), f"grader {name} raised "
                                                            f"{type(exc).__name__}: {exc}{where}")}
     if _json_safe(raw):
-        return {"raw": raw, "error": None}
+        return {"raw": cast("JSON", raw), "error": None}  # json.dumps took it: it is JSON
     text = repr(raw)[:300]
     return {"raw": text, "error": _err("grader_malformed", f"grader {name} returned "
                                                            f"{text}, which is not JSON; "
