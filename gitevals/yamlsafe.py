@@ -155,7 +155,11 @@ def _scalar(node: ScalarNode) -> _Scalar:
     if fn is None:
         raise _Refused(node, "GE107", f"tag {tag.replace(_T, '!!')} refused: "
                        "plain strings, numbers, booleans and null only")
-    return fn(_CONSTRUCTOR, node)
+    try:
+        return fn(_CONSTRUCTOR, node)
+    except ValueError:  # Python refuses int() of more than 4,300 digits
+        raise _Refused(node, "GE112", f"number with {len(str(node.value))} characters is "
+                       "too large to read; write a smaller number") from None
 
 
 def _tag(node: Node) -> str:

@@ -14,6 +14,7 @@ Codes are documented in ``docs/lint-codes.md``.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Iterator, Mapping
@@ -23,6 +24,7 @@ from gitevals import yamlsafe
 from gitevals.findings import Finding, Severity
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.lint import schema
+from gitevals.model import parse_duration
 from gitevals.yamlsafe import Document
 
 SCHEMA = "case"
@@ -160,6 +162,15 @@ def _value_at(data: JSON, path: Path_) -> JSON:
     return data
 
 
+@functools.cache
+def _timeout_shape() -> re.Pattern[str]:
+    """The case schema's own pattern for a timeout (one definition of its shape)."""
+    from gitevals.validation import ecma_regex
+
+    pattern = _value_at(schema.load(SCHEMA), ("$defs", "timeout", "pattern"))
+    return ecma_regex(pattern if isinstance(pattern, str) else "")
+
+
 def _assertion_kinds() -> JSONObject:
     """The case schema's assertion kinds: kind -> the schema of its argument."""
     kinds = _value_at(schema.load(SCHEMA), ("$defs", "assertion", "properties"))
@@ -185,6 +196,10 @@ def _assertion_args(kind: str) -> JSONObject:
 # -- semantics -----------------------------------------------------------------
 
 
+#: The longest timeout a scenario may ask for, in seconds.
+MAX_TIMEOUT = 24 * 3600
+
+
 @dataclass
 class _Semantics:
     """One pass over the scenarios: GE401-GE405 and GE501, plus grader references.
@@ -203,11 +218,23 @@ class _Semantics:
         scenarios = data.get("scenarios")
         if not isinstance(scenarios, list):
             return
+        if isinstance(defaults, dict):
+            self._timeout(defaults, ("defaults",))
         seen: dict[str, int] = {}
         for i, sc in enumerate(scenarios):
             if isinstance(sc, dict):
                 self._ids(sc, i, seen)
+                self._timeout(sc, ("scenarios", i))
                 self._scenario(sc, ("scenarios", i), trials)
+
+    def _timeout(self, obj: JSONObject, at: Path_) -> None:
+        """GE406: a timeout longer than a run can wait for (the schema checks its shape)."""
+        value = obj.get("timeout")
+        if not isinstance(value, str) or not _timeout_shape().search(value):
+            return  # not a duration: the schema's finding says so
+        if parse_duration(value) > MAX_TIMEOUT:
+            self._add((*at, "timeout"), "GE406", f"timeout {value} is over the limit of "
+                      f"{MAX_TIMEOUT // 3600}h a conversation; use 24h or less")
 
     def _ids(self, sc: JSONObject, i: int, seen: dict[str, int]) -> None:
         sid = sc.get("id")
