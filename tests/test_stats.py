@@ -261,6 +261,9 @@ def test_fast_at_10000_trials() -> None:
     boschloo_exact.cache_clear()
     boschloo_less.cache_clear()
     assert _cpu(boschloo_exact, 7000, 10000, 6890, 10000) < 0.5
+    # equal sizes and an odd total: every odd total ties at exactly 1/2 (decided without
+    # integers; took minutes when each tie went to exact arithmetic)
+    assert _cpu(boschloo_exact, 6467, 10000, 6468, 10000) < 0.5
     assert _cpu(fisher_exact, 7000, 10000, 6890, 10000) < 0.05
 
 

@@ -249,6 +249,8 @@ class _Region:
         n1, n2, t0, big_n = self.n1, self.n2, self.t0, self.n1 + self.n2
         if (k, t) == (self.x, t0) or (n1 == n2 and (k, t) == (self.x + n1 - t0, big_n - t0)):
             return not self.strict  # the observed table or its mirror (n - k2, n - k1): a tie
+        if n1 == n2 and 2 * self.x + 1 == t0 and 2 * k + 1 == t:
+            return not self.strict  # both exactly 1/2: exchangeable groups, an odd total
         if self._num is None:
             self._num = _exact_cdf_num(self.x, n1, n2, t0)
         left, right = _exact_cdf_num(k, n1, n2, t) * comb(big_n, t0), self._num * comb(big_n, t)
