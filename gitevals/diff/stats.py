@@ -8,9 +8,12 @@ Pure Python (no scipy, no numpy). Two tests:
   more powerful than Fisher's while still holding its size (scipy's definition:
   two-sided = twice the smaller one-sided p, clipped to 1).
 
-``diff`` calls ``two_sided(test, a_pass, a_n, b_pass, b_n)``. Both tests stay exact at
-any size; the cost is O(n1 + n2) for Boschloo's and O(sqrt(n)) for Fisher's, so 10,000
-trials a side take milliseconds (``benchmarks/bench_stats.py`` measures it).
+``diff`` calls ``two_sided(test, a_pass, a_n, b_pass, b_n)``. Both tests are exact at
+every size (there is no switch to an approximation): Boschloo's costs O(n1 + n2) float
+steps, Fisher's O(sqrt(n)). ``benchmarks/bench_stats.py`` measures them against scipy:
+about 0.6 ms a scenario at 10 trials a side, 2.5 ms at 100, 8 ms at 1,000 and 40 ms
+at 10,000 (scipy: 20x to 2,400x slower up to 1,000, out of reach beyond); p agrees
+with scipy's to 5e-14 on the test table.
 
 How Boschloo's test stays exact and linear. Write t = k1 + k2 for a table's total
 passes and F_t(k) = P[X1 <= k | t] for the hypergeometric cdf: the statistic of table
@@ -21,15 +24,22 @@ passes and F_t(k) = P[X1 <= k | t] for the hypergeometric cdf: the statistic of 
 
 Sequential sampling gives c_t <= c_(t+1) <= c_t + 1 and the exact recurrences
 F_(t+1)(k) = F_t(k) - h_t(k) (n1 - k) / (n1 + n2 - t) and h_t(k+1) / h_t(k) = a ratio of
-small integers (h the pmf), so one walk over t finds every c_t and w_t in O(n1 + n2)
-float steps, with no large integers and no overflow. Which tables are in the region
-is decided exactly: a float comparison closer than ``_BAND`` (relative) to the
-observed statistic is settled in integer arithmetic (exact ties are common: with
-n1 = n2 the table (n - k2, n - k1) always ties with (k1, k2)). The sup over pi is
-taken on a grid uniform in arcsin(sqrt(pi)) (where the binomial's spread is the same
-everywhere) and refined by golden-section search around the best grid maxima; each
-evaluation sums only the binomial terms within ``_SPREAD`` standard deviations of its
-mode (the rest is below 1e-17 of the total). A p below ~1e-280 is reported as 0.0.
+small integers (h the pmf), so one walk over t finds every c_t and w_t (``_walk``), with
+no large integers and no overflow; its floats stay within ~1e-14 (relative) of the
+rationals at 10,000 a side. A statistic above 1/2 would round towards 1, so that walk
+runs on the region's complement seen from the fails, {F'_t'(n1 - k1 - 1) < 1 - F_t0(x1)},
+whose numbers are small. Which tables are in the region is decided exactly: a float
+closer than ``_BAND`` to the statistic is settled in integers, and the two systematic
+ties of equal sizes are known without arithmetic (the mirror table (n - k2, n - k1),
+and F_t((t - 1) / 2) = 1/2 at every odd t). pmf anchors use Loader's saddle-point form
+(as R's dhyper), accurate to a few ulps where lgamma differences lose 1e-11.
+
+The sup over pi is taken, as scipy does, by search: a 64-point grid uniform in
+arcsin(sqrt(pi)) (where the binomial's spread is the same everywhere), then
+golden-section search around the best 4 grid maxima. Each evaluation sums the binomial
+terms within ``_SPREAD`` standard deviations of its mode (the rest weighs below 1e-14).
+Checked against a 4,000-point grid on random tables up to 1,000 a side: equal to
+1e-13. A p below ~1e-280 is reported as 0.0.
 """
 
 from __future__ import annotations
@@ -49,9 +59,9 @@ _BAND = 1e-11     # float comparisons this close (relative) are redone in intege
 _TINY = 1e-280    # statistics below this give p < 1e-280: reported as 0.0
 _GRID = 64        # nuisance-parameter grid points (uniform in arcsin(sqrt(pi)))
 _REFINE = 4       # grid maxima refined by golden-section search
-_SPREAD = 8.0     # binomial terms summed: mode +- _SPREAD sd (+ a few)
+_SPREAD = 8.0     # binomial terms summed: mode +- _SPREAD sd (+ 8)
 _GOLDEN = 0.6180339887498949
-_ITER = 26
+_ITER = 26        # golden-section steps: the bracket shrinks to 4e-6 of two grid cells
 
 
 def _check(x1: int, n1: int, x2: int, n2: int) -> None:
