@@ -133,7 +133,7 @@ SCIPY_TABLE = [
 
 @pytest.mark.parametrize("counts", [c for c, _ in SCIPY_TABLE], ids=[i for _, i in SCIPY_TABLE])
 def test_matches_scipy(counts: tuple[int, int, int, int]) -> None:
-    """Max abs difference over this table is about 5e-14 (scipy samples 64 nuisance points)."""
+    """Max abs difference over this table: 1.1e-13 (scipy samples 64 nuisance points)."""
     scipy_stats = pytest.importorskip("scipy.stats")
     x1, n1, x2, n2 = counts
     table = [[x1, x2], [n1 - x1, n2 - x2]]  # columns are the two runs, as scipy's model wants
