@@ -10,8 +10,6 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-from gitevals import __version__
-
 SCHEMA_FILE = "case.schema.json"
 
 CASE = """\
@@ -65,9 +63,19 @@ root = "{root}"
 # api_key_env = "JUDGE_API_KEY"
 """
 
+#: The commands that install the hooks beside the pre-commit framework, in either order:
+#: gitevals' own pre-push hook also refuses a release tag on a commit the remote already
+#: has, a push pre-commit's pre-push stage skips.
+INSTALL_COMMANDS = (
+    "pre-commit install --hook-type pre-commit --hook-type pre-push",
+    "gitevals hooks install pre-push",
+)
+
 PRE_COMMIT_CONFIG = """\
-# gitevals hooks for the pre-commit framework (https://pre-commit.com):
-#   pre-commit install --hook-type pre-commit --hook-type pre-push
+# gitevals hooks for the pre-commit framework (https://pre-commit.com). Install with
+#   {install}
+# gitevals' own pre-push hook (the second command, either order) also refuses a release
+# tag on a commit the remote already has: pre-commit's pre-push stage skips such a push.
 repos:
   - repo: local
     hooks:
@@ -75,7 +83,10 @@ repos:
         name: gitevals lint (staged eval files)
         entry: gitevals lint --staged
         language: system
-        files: '^{root_re}/(cases/.+\\.ya?ml|graders/.+\\.py|goldens\\.jsonl)$'
+        # Settings set the root and refused keys; always_run: a commit that only
+        # deletes a grader module still re-lints the cases that name it.
+        files: '{files}'
+        always_run: true
         stages: [pre-commit]
       - id: gitevals-publish-check
         name: gitevals publish-check (pushed revisions)
@@ -156,7 +167,15 @@ RESULTS_IGNORE = """\
 """
 
 
-def pre_commit_config(root: str) -> str:
-    """The ``.pre-commit-config.yaml`` that runs both gitevals hooks (pinned version)."""
+def files_pattern(root: str) -> str:
+    """The lint hook's ``files:`` regex: cases, graders and goldens under ``root``, and
+    the settings files (they set the root and the refused keys)."""
     root_re = "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in root)
-    return PRE_COMMIT_CONFIG.format(version=__version__, root_re=root_re)
+    evals = r"(cases/.+\.ya?ml|graders/.+\.py|goldens\.jsonl)"
+    return rf"^({root_re}/{evals}|pyproject\.toml|gitevals\.toml)$"
+
+
+def pre_commit_config(root: str) -> str:
+    """The ``.pre-commit-config.yaml`` that runs both gitevals hooks."""
+    return PRE_COMMIT_CONFIG.format(files=files_pattern(root),
+                                    install="\n#   ".join(INSTALL_COMMANDS))

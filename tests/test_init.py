@@ -69,7 +69,7 @@ def test_configured_root_is_used_and_settings_left_alone(repo: Repo) -> None:
     assert (repo.path / "pyproject.toml").read_text() == pyproject
     assert (repo.path / "qa/cases/example.yaml").is_file()
     assert not (repo.path / "evals").exists() and not (repo.path / "gitevals.toml").exists()
-    assert "'^qa/(cases/" in (repo.path / ".pre-commit-config.yaml").read_text()
+    assert "'^(qa/(cases/" in (repo.path / ".pre-commit-config.yaml").read_text()
     assert_lints_clean(repo)
 
 
@@ -132,6 +132,35 @@ def test_pre_commit_config_is_valid_for_the_framework(tmp_path: Path) -> None:
     assert hooks["gitevals-lint"]["stages"] == ["pre-commit"]
     assert hooks["gitevals-publish-check"]["stages"] == ["pre-push"]
     assert hooks["gitevals-publish-check"]["pass_filenames"] is False
+    # A commit that only deletes a grader module names no file: the hook runs anyway.
+    assert hooks["gitevals-lint"]["always_run"] is True
+
+
+@pytest.mark.parametrize("root", ["evals", "checks/q.a"])
+def test_lint_hook_files_select_eval_files_and_settings(root: str) -> None:
+    import re
+
+    from gitevals.scaffold import files_pattern
+
+    selected = re.compile(files_pattern(root))
+    for path in (f"{root}/cases/a.yaml", f"{root}/cases/sub/b.yml", f"{root}/graders/q.py",
+                 f"{root}/goldens.jsonl", "pyproject.toml", "gitevals.toml"):
+        assert selected.search(path), path
+    for path in (f"{root}/results/r.json", "src/cases/a.yaml", f"{root}/case.schema.json",
+                 "sub/pyproject.toml", "pyproject.toml.bak", "README.md"):
+        assert not selected.search(path), path
+
+
+def test_init_prints_the_install_commands(repo: Repo) -> None:
+    r = run_cli("init", cwd=repo.path)
+    assert r.out.endswith(
+        "next: edit evals/cases/example.yaml, then run `gitevals lint`\n"
+        "install the hooks (either order; each keeps the other's hook):\n"
+        "  $ pre-commit install --hook-type pre-commit --hook-type pre-push\n"
+        "  $ gitevals hooks install pre-push\n"
+        "gitevals' pre-push hook refuses a release tag on a commit the remote already has,\n"
+        "which pre-commit's pre-push stage lets through. "
+        "Without pre-commit: `gitevals hooks install`.\n")
 
 
 def test_outside_a_repository_scaffolds_the_current_directory(tmp_path: Path) -> None:

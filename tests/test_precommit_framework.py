@@ -67,6 +67,25 @@ def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -
     assert code == 0, out
     assert "gitevals lint" in out and "Passed" in out
 
+    # A deleted grader module that a committed case names (pre-commit passes no file).
+    repo.commit({"evals/graders/q.py": "def answers(t, case, run):\n    return True\n",
+                 "evals/cases/g.yaml": GOOD.replace("no_error: true",
+                                                    "grader: {name: q.answers}")},
+                msg="grader")
+    repo.git("rm", "-q", "evals/graders/q.py")
+    code, out = _run(repo.path, env, "git", "commit", "-m", "drop grader")
+    assert code != 0, out
+    assert "evals/cases/g.yaml:5:24: GE502 grader module evals/graders/q.py not found" in out
+    repo.git("reset", "-q", "--hard")
+    # A broken settings table.
+    repo.write({"pyproject.toml": '[tool.gitevals.target]\ncommand = "python3 h.py"\n'})
+    repo.git("add", "pyproject.toml")
+    code, out = _run(repo.path, env, "git", "commit", "-m", "settings")
+    assert code != 0, out
+    assert "pyproject.toml:2:1: GE701 bad setting target.command" in out
+    assert repo.git("log", "-1", "--format=%s") == "grader"
+    repo.git("reset", "-q", "--hard")
+
     # pre-push stage: a bad commit that slipped in (--no-verify) refuses the push.
     remote = tmp_path / "remote.git"
     repo.git("init", "-q", "--bare", str(remote))
@@ -101,9 +120,10 @@ def test_manifest_is_valid_and_selects_the_eval_files() -> None:
             publish["always_run"]) == ("gitevals publish-check --pre-push", ["pre-push"],
                                        False, True)
     selected = re.compile(lint["files"])
+    assert lint["always_run"] is True  # a deletion-only commit names no file
     for path in ("evals/cases/a.yaml", "evals/cases/sub/b.yml", "evals/graders/q.py",
-                 "evals/goldens.jsonl"):
+                 "evals/goldens.jsonl", "pyproject.toml", "gitevals.toml"):
         assert selected.search(path), path
     for path in ("evals/results/r.json", "src/cases/a.yaml", "evals/case.schema.json",
-                 "evals/graders/notes.txt", "README.md"):
+                 "evals/graders/notes.txt", "README.md", "sub/pyproject.toml"):
         assert not selected.search(path), path

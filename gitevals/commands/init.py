@@ -97,10 +97,16 @@ def _write(path: Path, text: str, append: bool) -> None:
 
 
 def _next_steps(root: str, wrote_config: bool, config: str) -> None:
+    from gitevals.scaffold import INSTALL_COMMANDS
+
     if not wrote_config:
         print(f"{PRE_COMMIT_CONFIG} exists and was left alone; to run gitevals from it, "
               "add these hooks:\n")
         print(config)
-    print(f"next: edit {root}/cases/example.yaml, then `gitevals lint`; install the hooks "
-          "with `pre-commit install --hook-type pre-commit --hook-type pre-push` "
-          "or, without pre-commit, `gitevals hooks install`")
+    print(f"next: edit {root}/cases/example.yaml, then run `gitevals lint`")
+    print("install the hooks (either order; each keeps the other's hook):")
+    for command in INSTALL_COMMANDS:
+        print(f"  $ {command}")
+    print("gitevals' pre-push hook refuses a release tag on a commit the remote already has,\n"
+          "which pre-commit's pre-push stage lets through. "
+          "Without pre-commit: `gitevals hooks install`.")

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
     tree = open_tree(rev=args.rev, staged=args.staged)
     paths = repo_paths(tree, args.paths) if args.paths else None
+    if args.staged and paths is not None:
+        paths += staged_deletions(tree)
     bar = _LazyBar() if sys.stderr.isatty() else None
     try:
         result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs, progress=bar)
@@ -116,3 +118,24 @@ def repo_paths(tree: Tree, given: list[str]) -> list[str]:
                              "name a case file, goldens.jsonl or a directory")
         out.append(rel)
     return out
+
+
+def staged_deletions(index: Tree) -> list[str]:
+    """Grader modules and settings files HEAD holds and the index does not.
+
+    pre-commit passes a hook only added or modified files, yet deleting a grader module
+    breaks the cases that name it: naming the deleted path re-lints them.
+    """
+    from gitevals.errors import GitevalsError
+    from gitevals.git.tree import open_tree
+    from gitevals.lint import SETTINGS_FILES
+    from gitevals.settings import load_settings
+
+    try:
+        head = open_tree(rev="HEAD", start=Path(index.location))
+    except GitevalsError:  # no commit yet: nothing was deleted
+        return []
+    root = load_settings(index)[0].root
+    graders = f"{root}/graders/" if root else "graders/"
+    before = [*head.blob_shas(graders), *(p for p in SETTINGS_FILES if head.exists(p))]
+    return [p for p in before if not index.exists(p)]

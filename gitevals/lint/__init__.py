@@ -34,6 +34,9 @@ PARALLEL_THRESHOLD = 64
 _CHUNK = 40
 #: A PATH-restricted run of fewer case files (and no goldens) skips the per-file cache.
 FEW = 16
+#: Where settings live (repo top); naming one lints everything: they set the root and
+#: the refused keys.
+SETTINGS_FILES = ("gitevals.toml", "pyproject.toml")
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ class _Run:
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
 
+        missing = None if settings_findings else self._missing_root()
+        if missing is not None:
+            return LintResult((missing,), 0)
         cases, goldens = self._inputs(paths)
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
@@ -155,15 +161,33 @@ class _Run:
 
     # -- inputs ---------------------------------------------------------------
 
+    def _missing_root(self) -> Finding | None:
+        """GE702 when settings name a root the tree lacks: a lint that checks nothing must
+        not read as "no problems". (Without settings the CLI says there is nothing to lint.)"""
+        from gitevals.settings import load_settings
+
+        if not self.root or self.tree.exists(self.root):
+            return None
+        source = load_settings(self.tree)[0].source
+        if source is None:
+            return None
+        return Finding(source, 1, 1, "GE702",
+                       f"root {self.root!r} (set in {source}) does not exist in the "
+                       f"{self.tree.label}, so nothing would be checked; add the eval tree "
+                       "there (`gitevals init` scaffolds one) or set root to where it is")
+
     def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
         """Case and goldens files to lint; sets which grader modules are checked on their own.
 
         A full run checks every grader module. A PATH naming a grader module (as the
         pre-commit hook does when one is staged) checks that module and re-lints every
-        case, since any case may name it.
+        case, since any case may name it; so does a module the tree no longer holds (a
+        staged deletion). A PATH naming a settings file lints everything.
         """
         root = f"{self.root}/" if self.root else ""
         grader_dir = self._grader_dir()
+        if paths is not None and any(p.strip("/") in SETTINGS_FILES for p in paths):
+            paths = None
         self.full = paths is None
         self.checked_graders = None  # None: all of them
         if paths is not None:
