@@ -152,6 +152,10 @@ CASES = [
      + "    expect:\n      - grader: {name: 'x.'}\n", [("GE501", 6, 24)]),
     ("grader-no-dot", "defaults: {trials: 3}\n" + S
      + "    expect:\n      - grader: {name: x}\n", [("GE501", 6, 24)]),
+    ("timeout-over-24h", "defaults: {timeout: 25h}\n" + S + "    expect: [{no_error: true}]\n",
+     [("GE406", 1, 21)]),
+    ("number-too-long", "defaults: {trials: " + "9" * 4400 + "}\n" + S
+     + "    expect: [{no_error: true}]\n", [("GE112", 1, 20)]),
 ]
 
 
