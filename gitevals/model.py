@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.validation import load
+from gitevals.validation import load, subschema
 
 DEFAULT_TRIALS = 1
 DEFAULT_TIMEOUT = 300.0
@@ -22,7 +22,7 @@ _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 def _assertion_kinds() -> tuple[str, ...]:
     # The case schema is the source of truth (editors read it too); reading it here
     # costs one small JSON parse, shared with lint through validation.load's cache.
-    return tuple(load("case")["$defs"]["assertion"]["properties"])
+    return tuple(subschema(load("case"), "$defs", "assertion", "properties"))
 
 
 #: The assertion kinds, in the schema's order (the order the README lists them):
