@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from gitevals.jsontypes import JSONObject
 
 Severity = Literal["error", "warning"]
 
@@ -22,7 +24,7 @@ class Finding:
     message: str
     severity: Severity = "error"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "path": self.path,
             "line": self.line,
@@ -31,10 +33,6 @@ class Finding:
             "message": self.message,
             "severity": self.severity,
         }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Finding:
-        return cls(d["path"], d["line"], d["col"], d["code"], d["message"], d["severity"])
 
     def location(self) -> str:
         """``path:line:col``."""

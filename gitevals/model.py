@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from gitevals.validation import load
+from gitevals.jsontypes import JSON, JSONObject
+from gitevals.validation import load, subschema
 
 DEFAULT_TRIALS = 1
 DEFAULT_TIMEOUT = 300.0
@@ -22,7 +22,7 @@ _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 def _assertion_kinds() -> tuple[str, ...]:
     # The case schema is the source of truth (editors read it too); reading it here
     # costs one small JSON parse, shared with lint through validation.load's cache.
-    return tuple(load("case")["$defs"]["assertion"]["properties"])
+    return tuple(subschema(load("case"), "$defs", "assertion", "properties"))
 
 
 #: The assertion kinds, in the schema's order (the order the README lists them):
@@ -30,7 +30,7 @@ def _assertion_kinds() -> tuple[str, ...]:
 ASSERTION_KINDS: tuple[str, ...] = _assertion_kinds()
 
 
-def parse_duration(value: str | int | float) -> float:
+def parse_duration(value: object) -> float:
     """``300s`` / ``5m`` / ``1.5h`` / ``250ms`` (or a bare number of seconds) -> seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -45,9 +45,9 @@ class Assertion:
     """One expectation: ``kind`` (a key of the assertion registry) and its ``arg``."""
 
     kind: str
-    arg: Any
+    arg: JSON
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {self.kind: self.arg}
 
     def key(self) -> str:
@@ -64,7 +64,9 @@ class Scenario:
     timeout: float
 
     def graders(self) -> tuple[str, ...]:
-        return tuple(a.arg["name"] for a in self.expect if a.kind == "grader")
+        # A grader's argument is an object with a string ``name`` (the schema's words).
+        return tuple(str(a.arg["name"]) for a in self.expect
+                     if a.kind == "grader" and isinstance(a.arg, dict))
 
 
 @dataclass(frozen=True)
@@ -89,25 +91,59 @@ def case_name(path: str) -> str:
     return base
 
 
-def _scenario(raw: dict[str, Any], trials: int, timeout: float) -> Scenario:
+def _scenario(raw: JSONObject, trials: int, timeout: float) -> Scenario:
     user = raw["user"]
-    turns = (user,) if isinstance(user, str) else tuple(user)
+    turns = (user,) if isinstance(user, str) else tuple(_text(u) for u in _list(user, "user"))
     expect = tuple(
-        Assertion(kind, arg) for item in raw.get("expect", []) for kind, arg in item.items()
+        Assertion(kind, arg)
+        for item in _list(raw.get("expect", []), "expect")
+        for kind, arg in _object(item, "an assertion").items()
     )
     return Scenario(
         id=str(raw["id"]),
         user=turns,
         expect=expect,
-        trials=int(raw.get("trials", trials)),
+        trials=_int(raw.get("trials", trials)),
         timeout=parse_duration(raw["timeout"]) if "timeout" in raw else timeout,
     )
 
 
-def load_case(path: str, data: dict[str, Any]) -> Case:
-    """A lint-clean case document -> ``Case``."""
-    defaults = data.get("defaults") or {}
-    trials = int(defaults.get("trials", DEFAULT_TRIALS))
+def load_case(path: str, data: JSONObject) -> Case:
+    """A lint-clean case document -> ``Case``.
+
+    A document lint refuses may raise ``KeyError``, ``TypeError`` or ``ValueError``
+    (callers turn that into a finding).
+    """
+    defaults = _object(data.get("defaults") or {}, "defaults")
+    trials = _int(defaults.get("trials", DEFAULT_TRIALS))
     timeout = parse_duration(defaults["timeout"]) if "timeout" in defaults else DEFAULT_TIMEOUT
-    scenarios = tuple(_scenario(s, trials, timeout) for s in data["scenarios"])
+    scenarios = tuple(_scenario(_object(s, "a scenario"), trials, timeout)
+                      for s in _list(data["scenarios"], "scenarios"))
     return Case(case_name(path), path, scenarios)
+
+
+# -- narrowing the document (a lint-clean one always has these shapes) ---------------
+
+
+def _object(value: JSON, what: str) -> JSONObject:
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"{what} must be a mapping, not {value!r}")
+
+
+def _list(value: JSON, what: str) -> list[JSON]:
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"{what} must be a list, not {value!r}")
+
+
+def _text(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"a user turn must be text, not {value!r}")
+
+
+def _int(value: JSON) -> int:
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"expected an integer, not {value!r}")

@@ -10,10 +10,14 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
 from gitevals.git.tree import Tree
+from gitevals.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from gitevals.lint.schema import SchemaError
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {
@@ -52,11 +56,12 @@ class Settings:
     target: Target | None = None
     judge: Judge | None = None
     source: str | None = None  # the file the settings came from
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: JSONObject = field(default_factory=dict)  # the settings table as written
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
-        return json.loads(json.dumps(self.raw, sort_keys=True, default=str))  # type: ignore[no-any-return]
+        out: JSONObject = json.loads(json.dumps(self.raw, sort_keys=True, default=str))
+        return out
 
 
 def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
@@ -77,7 +82,7 @@ def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
     return start + 1, 1
 
 
-def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[Finding]:
+def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
     # gitevals.validation's compiled check of schemas/settings.schema.json, worded as
     # lint words schema errors: jsonschema is only imported to explain settings that
     # fail, which keeps the commit hook quick.
@@ -99,7 +104,7 @@ def _validate(raw: dict[str, Any], path: str, text: str, section: str) -> list[F
 _YAML_LIST_HINT = "; write a list, one '- item' per line"
 
 
-def _toml_hint(err: Any) -> str:
+def _toml_hint(err: SchemaError) -> str:
     """The schema explainer's message, worded for a TOML settings file."""
     message = str(err.message)
     if message.endswith(_YAML_LIST_HINT):
@@ -111,20 +116,29 @@ def _toml_hint(err: Any) -> str:
     return message
 
 
-def _from_raw(raw: dict[str, Any], source: str) -> Settings:
+def _from_raw(raw: JSONObject, source: str) -> Settings:
+    """Settings from a schema-valid table (the types are the schema's)."""
     t = raw.get("target")
     target = None
     if isinstance(t, dict):
         cmd = t.get("command")
-        target = Target(tuple(cmd) if isinstance(cmd, list) else None, t.get("python"))
+        target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
+                        _text(t.get("python")))
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
-        judge = Judge(j["base_url"], j["model"], j.get("api_key_env"),
-                      float(j.get("timeout", 60.0)))
+        timeout = j.get("timeout", 60.0)
+        judge = Judge(str(j["base_url"]), str(j["model"]), _text(j.get("api_key_env")),
+                      float(timeout) if isinstance(timeout, int | float) else 60.0)
     refused = dict(REFUSED_KEYS)
-    refused.update(raw.get("refused_keys") or {})
+    extra = raw.get("refused_keys")
+    if isinstance(extra, dict):
+        refused.update((k, str(v)) for k, v in extra.items())
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw)
+
+
+def _text(value: JSON) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
@@ -140,13 +154,15 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
             line, col = _toml_error_position(str(exc))
             return Settings(), [Finding(path, line, col, "GE700",
                                         f"cannot read settings: {exc}; fix the TOML syntax")]
-        raw: Any = doc
+        # TOML is JSON plus dates and times, which the settings schema refuses:
+        # what passes _validate is JSON.
+        raw: JSON = doc
         for part in section.split(".") if section else []:
             raw = raw.get(part, {}) if isinstance(raw, dict) else {}
         if path == "pyproject.toml" and not raw:
             continue
         findings = _validate(raw, path, text, section or "")
-        if findings:
+        if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
         return _from_raw(raw, path), []
     return Settings(), []

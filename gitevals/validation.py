@@ -25,12 +25,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import CodeType
+from typing import TYPE_CHECKING
 
 from gitevals.files import cache_dir, write_atomic
+from gitevals.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
@@ -51,7 +54,10 @@ _GENERATOR = b"gitevals-schema-3"
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
 JsonPath = tuple[str | int, ...]
-Check = Callable[[Any], bool]
+#: A yes/no check of a JSON value.
+Check = Callable[[JSON], bool]
+#: The function fastjsonschema generates: raises ``ValueError`` on invalid data.
+_Compiled = Callable[[object], object]
 
 
 @dataclass(frozen=True)
@@ -74,52 +80,59 @@ def _schema_bytes(name: str) -> bytes:
 
 
 @cache
-def load(name: str) -> dict[str, Any]:
+def load(name: str) -> JSONObject:
     """Schema ``name`` as data (parsed once per process; do not mutate)."""
-    data: dict[str, Any] = json.loads(_schema_bytes(name))
+    data: JSONObject = json.loads(_schema_bytes(name))  # our own file: an object
     return data
 
 
+def subschema(schema: JSON, *keys: str) -> JSONObject:
+    """``schema[k1][k2]...`` when each step is an object, else ``{}`` (schemas as data)."""
+    for k in keys:
+        schema = schema.get(k) if isinstance(schema, dict) else None
+    return schema if isinstance(schema, dict) else {}
+
+
 def document(name: str, *, definition: str | None = None,
-             defs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             defs: Mapping[str, JSON] | None = None) -> JSONObject:
     """The schema validated: ``name`` with ``defs`` replacing its ``$defs`` entries,
     narrowed to ``$defs/<definition>`` when one is named."""
     schema = load(name)
     if defs:
-        schema = {**schema, "$defs": {**schema.get("$defs", {}), **defs}}
+        schema = {**schema, "$defs": {**subschema(schema, "$defs"), **defs}}
     if definition is not None:
-        schema = {"$defs": schema.get("$defs", {}), "$ref": f"#/$defs/{definition}"}
+        schema = {"$defs": subschema(schema, "$defs"), "$ref": f"#/$defs/{definition}"}
     return schema
 
 
 def validator(name: str, *, definition: str | None = None,
-              defs: Mapping[str, Any] | None = None) -> Check:
+              defs: Mapping[str, JSON] | None = None) -> Check:
     """The compiled yes/no check of ``document(name, ...)`` (built once per process)."""
     return _validator(name, definition, _canonical(defs))
 
 
 def prepare(name: str, *, definition: str | None = None,
-            defs: Mapping[str, Any] | None = None) -> None:
+            defs: Mapping[str, JSON] | None = None) -> None:
     """Build (or load) a validator now: call it in a parent process before starting
     workers, so a cold cache is filled once, not once per worker."""
     validator(name, definition=definition, defs=defs)
 
 
-def is_valid(name: str, data: Any, *, definition: str | None = None,
-             defs: Mapping[str, Any] | None = None) -> bool:
+def is_valid(name: str, data: JSON, *, definition: str | None = None,
+             defs: Mapping[str, JSON] | None = None) -> bool:
     """True when ``data`` is valid against ``document(name, ...)``."""
     return _validator(name, definition, _canonical(defs))(data)
 
 
-def errors(name: str, data: Any, *, definition: str | None = None,
-           defs: Mapping[str, Any] | None = None) -> list[ValidationError]:
+def errors(name: str, data: JSON, *, definition: str | None = None,
+           defs: Mapping[str, JSON] | None = None) -> list[ValidationError]:
     """Every jsonschema error of ``data`` (the slow path: call it for rejected data)."""
     v = _jsonschema_validator(name, definition, _canonical(defs))
     return list(v.iter_errors(data))
 
 
-def best_error(name: str, data: Any, *, definition: str | None = None,
-               defs: Mapping[str, Any] | None = None) -> Violation | None:
+def best_error(name: str, data: JSON, *, definition: str | None = None,
+               defs: Mapping[str, JSON] | None = None) -> Violation | None:
     """The one error jsonschema ranks most relevant (``best_match``), or None if valid."""
     import jsonschema
 
@@ -135,15 +148,16 @@ def json_path(path: Sequence[str | int], root: str = "$") -> str:
     return root + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def _canonical(defs: Mapping[str, Any] | None) -> str:
+def _canonical(defs: Mapping[str, JSON] | None) -> str:
     # A hashable spelling of the overrides: the key of every per-process cache.
     return json.dumps(defs, sort_keys=True) if defs else ""
 
 
-def _parts(definition: str | None, defs: str) -> tuple[dict[str, Any] | None, bytes]:
+def _parts(definition: str | None, defs: str) -> tuple[JSONObject | None, bytes]:
     """The overrides back as data, and the bytes that tell this variant apart."""
     variant = json.dumps([definition, defs]).encode() if definition or defs else b""
-    return (json.loads(defs) if defs else None), variant
+    overrides: JSONObject | None = json.loads(defs) if defs else None  # _canonical's dump
+    return overrides, variant
 
 
 # -- the compiled validator ------------------------------------------------
@@ -153,7 +167,7 @@ def _parts(definition: str | None, defs: str) -> tuple[dict[str, Any] | None, by
 def _validator(name: str, definition: str | None, defs: str) -> Check:
     raw = _compiled(name, definition, defs)
 
-    def check(data: Any) -> bool:
+    def check(data: JSON) -> bool:
         try:
             raw(data)
         except ValueError:
@@ -178,7 +192,7 @@ def _fast_version() -> bytes:
         return b"unknown"
 
 
-def _compiled(name: str, definition: str | None, defs: str) -> Callable[[Any], Any]:
+def _compiled(name: str, definition: str | None, defs: str) -> _Compiled:
     """The generated function (raises ``ValueError`` on invalid data): imported from
     the cache, generated on a miss."""
     overrides, variant = _parts(definition, defs)
@@ -214,14 +228,16 @@ def _prune(folder: Path, prefix: str, keep: str) -> None:
                 old.unlink()
 
 
-def _generate(name: str, definition: str | None, defs: Mapping[str, Any] | None) -> str:
+def _generate(name: str, definition: str | None, defs: Mapping[str, JSON] | None) -> str:
     import fastjsonschema
 
     root = document(name, defs=defs)
-    node = root if definition is None else {"$ref": f"#/$defs/{definition}"}
+    node: JSONObject = root if definition is None else {"$ref": f"#/$defs/{definition}"}
     schema = _compilable(node, root)
+    if not isinstance(schema, dict):  # pragma: no cover - an object in, an object out
+        raise RuntimeError(f"schema {name} did not compile to an object")
     if definition is not None and "$ref" in json.dumps(schema):  # a recursive $ref is kept
-        schema["$defs"] = _compilable(root.get("$defs", {}), root, named=True)
+        schema["$defs"] = _compilable(subschema(root, "$defs"), root, named=True)
     code: str = fastjsonschema.compile_to_code(
         schema, use_default=False, detailed_exceptions=False)
     fn = re.search(r"^def (\w+)\(", code, re.M)
@@ -230,8 +246,8 @@ def _generate(name: str, definition: str | None, defs: Mapping[str, Any] | None)
     return code.replace(_EXC_IMPORT, _EXC_STANDIN) + f"\nVALIDATE = {fn.group(1)}\n"
 
 
-def _compilable(schema: Any, root: Any = None, named: bool = False,
-                stack: tuple[str, ...] = ()) -> Any:
+def _compilable(schema: JSON, root: JSON = None, named: bool = False,
+                stack: tuple[str, ...] = ()) -> JSON:
     """A copy for fastjsonschema with the same meaning, shaped for speed.
 
     Annotations are dropped and local ``$ref``s inlined (a call per ``$ref``, and
@@ -249,7 +265,7 @@ def _compilable(schema: Any, root: Any = None, named: bool = False,
     ref = schema.get("$ref")
     if isinstance(ref, str) and len(schema) == 1 and ref.startswith("#/") and ref not in stack:
         return _compilable(_pointer(root, ref), root, False, (*stack, ref))
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for k, v in schema.items():
         if k in _ANNOTATIONS:
             continue
@@ -257,25 +273,32 @@ def _compilable(schema: Any, root: Any = None, named: bool = False,
             [v] if k == "const" else _compilable(v, root, k in _NAMED, stack))
     if isinstance(schema.get("const"), bool | int | float):
         # Compiled `enum` tests with Python's `in`, where True == 1: pin the JSON type.
-        const = schema["const"]
-        kind = "boolean" if isinstance(const, bool) else "number"
-        out["allOf"] = [*out.get("allOf", []), {"type": kind}]
+        kind = "boolean" if isinstance(schema["const"], bool) else "number"
+        all_of = out.get("allOf")
+        out["allOf"] = [*(all_of if isinstance(all_of, list) else ()), {"type": kind}]
     return out
 
 
-def _pointer(root: Any, ref: str) -> Any:
+def _pointer(root: JSON, ref: str) -> JSON:
     """Resolve a local JSON pointer such as ``#/$defs/name``."""
     node = root
     for part in ref[2:].split("/"):
         part = part.replace("~1", "/").replace("~0", "~")
-        node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node[part]
+        else:
+            raise KeyError(f"{ref}: {part!r} is below a {type(node).__name__}")
     return node
 
 
-def _run(code: Any) -> Callable[[Any], Any]:
-    namespace: dict[str, Any] = {"__name__": "gitevals_schema"}
+def _run(code: CodeType) -> _Compiled:
+    namespace: dict[str, object] = {"__name__": "gitevals_schema"}
     exec(code, namespace)  # our own generated code, from our own schema file
-    fn: Callable[[Any], Any] = namespace["VALIDATE"]
+    fn = namespace["VALIDATE"]
+    if not callable(fn):  # pragma: no cover - _generate always defines it
+        raise RuntimeError("the generated validator defines no VALIDATE function")
     return fn
 
 
@@ -283,7 +306,7 @@ def _run(code: Any) -> Callable[[Any], Any]:
 
 
 @cache
-def _jsonschema_validator(name: str, definition: str | None, defs: str) -> Any:
+def _jsonschema_validator(name: str, definition: str | None, defs: str) -> Validator:
     import jsonschema
 
     # `pattern` as ECMA-262 reads it (and editors, and the compiled validator):
@@ -291,10 +314,12 @@ def _jsonschema_validator(name: str, definition: str | None, defs: str) -> Any:
     cls = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
         jsonschema.Draft202012Validator,
         {"pattern": _ecma_pattern})
-    return cls(document(name, definition=definition, defs=_parts(definition, defs)[0]))
+    v: Validator = cls(document(name, definition=definition, defs=_parts(definition, defs)[0]))
+    return v
 
 
-def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+def _ecma_pattern(validator: Validator, pattern: str, instance: object, schema: JSON
+                  ) -> Iterator[ValidationError]:
     import jsonschema
 
     if not isinstance(instance, str):
@@ -320,7 +345,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 
 @cache
-def quick_check(name: str) -> Callable[[dict[str, Any]], bool]:
+def quick_check(name: str) -> Callable[[JSONObject], bool]:
     """A check of mappings that accepts one only if schema ``name`` does.
 
     For a flat object schema (:func:`compile_simple`) it is about twice as fast as the
@@ -331,7 +356,7 @@ def quick_check(name: str) -> Callable[[dict[str, Any]], bool]:
     return compile_simple(load(name)) or validator(name)
 
 
-def compile_simple(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+def compile_simple(schema: Mapping[str, JSON]) -> Callable[[JSONObject], bool] | None:
     """The sound fast check for ``schema``, or None when its shape is not understood: an
     object with ``required`` and ``properties`` typed by ``type``/``minLength``, extra
     keys allowed."""
@@ -340,32 +365,41 @@ def compile_simple(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool
                                                  "additionalProperties"}
             or schema.get("additionalProperties", True) is not True):
         return None
-    required = tuple(schema.get("required", ()))
+    required, properties = schema.get("required", []), schema.get("properties", {})
+    if not isinstance(required, list) or not isinstance(properties, dict):
+        return None
+    names = tuple(r for r in required if isinstance(r, str))
+    if len(names) != len(required):
+        return None
     props: list[tuple[str, tuple[type, ...] | None, int]] = []
-    for name, sub in schema.get("properties", {}).items():
+    for name, sub in properties.items():
         rule = _simple_property(sub)
         if rule is None:
             return None
         props.append((name, *rule))
-    return _make_check(required, props)
+    return _make_check(names, props)
 
 
-def _simple_property(sub: Any) -> tuple[tuple[type, ...] | None, int] | None:
+def _simple_property(sub: JSON) -> tuple[tuple[type, ...] | None, int] | None:
     if not isinstance(sub, dict) or set(sub) - _SIMPLE_ANNOTATIONS - {"type", "minLength"}:
         return None
-    names = sub.get("type")
-    if names is None:
-        return None, int(sub.get("minLength", 0))
-    names = [names] if isinstance(names, str) else names
-    if any(t not in _TYPES for t in names):
+    min_len, names = sub.get("minLength", 0), sub.get("type")
+    if not isinstance(min_len, int):
         return None
-    return tuple(c for t in names for c in _TYPES[t]), int(sub.get("minLength", 0))
+    if names is None:
+        return None, min_len
+    names = [names] if isinstance(names, str) else names
+    known = [t for t in names if isinstance(t, str) and t in _TYPES] \
+        if isinstance(names, list) else []
+    if not isinstance(names, list) or len(known) != len(names):
+        return None
+    return tuple(c for t in known for c in _TYPES[t]), min_len
 
 
 def _make_check(required: tuple[str, ...],
                 props: list[tuple[str, tuple[type, ...] | None, int]]
-                ) -> Callable[[dict[str, Any]], bool]:
-    def check(row: dict[str, Any]) -> bool:
+                ) -> Callable[[JSONObject], bool]:
+    def check(row: JSONObject) -> bool:
         for name in required:
             if name not in row:
                 return False
@@ -377,7 +411,7 @@ def _make_check(required: tuple[str, ...],
             # bool is an int subclass: only an exact type match counts.
             if types is not None and cls not in types:
                 return False
-            if min_len and cls is str and len(value) < min_len:
+            if min_len and type(value) is str and len(value) < min_len:
                 return False
         return True
 

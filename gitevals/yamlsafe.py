@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -54,9 +54,7 @@ class Document:
     """Parsed YAML: ``data`` as plain Python, ``root`` node kept for positions."""
 
     path: str
-    # JSON in truth, typed loosely only because run/runner.py hands it to
-    # model.load_case without narrowing; lint/cases and diff/rules narrow it as JSON.
-    data: Any
+    data: JSON
     root: Node
 
     def node_at(self, path: Path_, key: bool = False) -> Node | None:

@@ -189,7 +189,7 @@ def test_odd_answer_is_read_as_json() -> None:
 
 @pytest.mark.parametrize(("kind", "arg", "message"), [
     ("tool_called", "shell__run", "tool_called: bad argument 'shell__run': "
-     "string indices must be integers, not 'str'"),
+     "expected a mapping, not 'shell__run'"),
     ("tool_order", {"first": "a"}, "tool_order: bad argument {'first': 'a'}: missing 'then'"),
     ("min_tool_calls", {"name": "a", "count": "2"},
      "min_tool_calls: bad argument {'name': 'a', 'count': '2'}: "
@@ -205,6 +205,81 @@ def test_bad_arguments_are_errors_not_crashes(kind: str, arg: Any, message: str)
     assert check(kind, arg, T()) == Outcome(False, message, "assertion_error")
 
 
+def _deep(depth: int = 100_000) -> list[Any]:
+    """A list nested ``depth`` deep: deeper than any recursion limit."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+DEEP_STRING = "[" * 100_000 + "]" * 100_000
+TOO_DEEP = "<list nested too deep to show>"
+
+# Values nested too deep to decode, encode or print: scoring must not recurse
+# without bound (issue 8). Each row: id, kind, arg, transcript, the exact outcome.
+DEEP: list[tuple[str, str, Any, Any, Outcome]] = [
+    ("args-deep-json-string", "tool_called", {"name": "shell__run", "args": {"cmd": "ls"}},
+     T(calls=[call("shell__run", DEEP_STRING)]),
+     Outcome(False, "tool_called shell__run: called 1 time, none with args {'cmd': 'ls'}")),
+    ("args-deep-string-beside-a-match", "tool_called",
+     {"name": "shell__run", "args": {"cmd": "ls"}},
+     T(calls=[call("shell__run", DEEP_STRING), LS]),
+     Outcome(True, "tool_called shell__run: called with args {'cmd': 'ls'}")),
+    ("args-deep-value", "tool_called", {"name": "shell__run", "args": {"cmd": "ls"}},
+     T(calls=[call("shell__run", {"cmd": _deep()})]),
+     Outcome(False, "tool_called shell__run: called 1 time, none with args {'cmd': 'ls'}")),
+    ("result-deep-value", "result_contains", {"name": "shell__run", "substring": "Paris"},
+     T(calls=[call("shell__run", {}, _deep())]),
+     Outcome(False, "result_contains shell__run 'Paris': called 1 time, no result contains it")),
+    ("result-deep-value-then-match", "result_contains", {"name": "shell__run", "substring": "b"},
+     T(calls=[call("shell__run", {}, _deep()), LS]),
+     Outcome(True, "result_contains shell__run 'b': in the result of call 2 of 2")),
+    ("answer-deep-value", "final_answer_contains", "Paris", {"final_answer": _deep()},
+     Outcome(False, f"final_answer_contains 'Paris': not in the answer {TOO_DEEP!r}")),
+    ("answer-deep-value-not-contains", "final_answer_not_contains", "Paris",
+     {"final_answer": _deep()},
+     Outcome(True, "final_answer_not_contains 'Paris': not in the answer")),
+    ("answer-deep-value-max-chars", "final_answer_max_chars", 10, {"final_answer": _deep()},
+     Outcome(False, f"final_answer_max_chars 10: answer has {len(TOO_DEEP)} characters")),
+    ("error-deep-value", "no_error", True, T(error=_deep()),
+     Outcome(False, f"no_error: the target reported {TOO_DEEP!r}")),
+    ("hook-decision-deep-value", "hook_called", {"name": "h", "decision": "allow"},
+     T(hooks=[{"name": "h", "decision": _deep()}]),
+     Outcome(False, f"hook_called h allow: ran 1 time, decided {TOO_DEEP}")),
+    ("tool-name-deep-value", "tool_order", {"first": "a", "then": "b"},
+     T(calls=[call("a"), {"name": _deep()}, call("b")]),
+     Outcome(True, "tool_order a before b: call 1 before call 3")),
+]
+
+
+@pytest.mark.parametrize(("kind", "arg", "transcript", "outcome"), [d[1:] for d in DEEP],
+                         ids=[d[0] for d in DEEP])
+def test_values_too_deep_to_walk_score_without_recursing(kind: str, arg: Any, transcript: Any,
+                                                         outcome: Outcome) -> None:
+    assert check(kind, arg, transcript) == outcome
+
+
+def test_a_check_that_recurses_is_an_assertion_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def recurses(arg: Any, transcript: Any) -> Outcome:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setitem(CHECKS, "no_error", recurses)
+    assert check("no_error", True, T()) == Outcome(
+        False, "no_error: a value is nested too deep to check", "assertion_error")
+
+
+def test_scoring_a_trial_with_deep_args_keeps_the_trial() -> None:
+    from gitevals.run.scoring import score_trial
+
+    expect = [{"tool_called": {"name": "shell__run", "args": {"cmd": "ls"}}},
+              {"result_contains": {"name": "shell__run", "substring": "x"}}]
+    t: Any = T(calls=[call("shell__run", DEEP_STRING, _deep())])
+    records, passed = score_trial(expect, t, [], None)
+    assert not passed
+    assert [(r["passed"], r["error"]) for r in records] == [(False, None), (False, None)]
+
+
 @pytest.mark.parametrize(("expected", "actual", "match"), [
     ({}, {"a": 1}, True),
     ({"a": 1}, {"a": 1, "b": 2}, True),
@@ -218,6 +293,7 @@ def test_bad_arguments_are_errors_not_crashes(kind: str, arg: Any, message: str)
     ({"a": None}, {"a": None}, True),
     ({"cmd": "ls"}, '{"cmd": "ls", "cwd": "/"}', True),
     ({"cmd": "ls"}, "cmd=ls", False),
+    ({"cmd": "ls"}, DEEP_STRING, False),
     ({"cmd": "ls"}, None, False),
     ("ls", "ls", True),
 ], ids=lambda v: repr(v)[:30])

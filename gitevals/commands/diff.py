@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitevals.diff import Diff, Side
+    from gitevals.diff.goldens import GoldensDiff
+    from gitevals.diff.graders import GraderChange, GraderUse
+    from gitevals.diff.rules import CaseFileChange
+    from gitevals.diff.verdicts import VerdictRow
     from gitevals.git.tree import Repo, Tree
+    from gitevals.model import Case
     from gitevals.run.artifact import Run
 
 NAME = "diff"
@@ -66,12 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.diff import Diff
     from gitevals.git.tree import require_repo
     from gitevals.report import diff as report
 
     repo = require_repo()
-    result: Diff = collect(repo, args.a, args.b, args.a_run, args.b_run,
+    result = collect(repo, args.a, args.b, args.a_run, args.b_run,
                            set(args.only or PARTS), args.test, args.alpha)
     if args.format == "json":
         text = report.render_json(result)
@@ -94,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result, args.fail_on)
 
 
-def exit_code(result: Any, fail_on: str) -> int:
+def exit_code(result: Diff, fail_on: str) -> int:
     """0, or 1 when ``fail_on`` says this diff fails (regression beyond noise, any change)."""
     if fail_on == "never":
         return 0
@@ -142,12 +147,13 @@ class _Sides:
         return None if sha is None else self.repo.read_blobs([sha])[0]
 
 
-def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
+def _rules(s: _Sides) -> tuple[list[CaseFileChange], dict[str, Case]]:
     from gitevals.diff.rules import diff_case_file
 
     ra, rb = s.roots
     fa, fb = _case_files(s.trees[0], ra), _case_files(s.trees[1], rb)
-    changes, b_cases = [], {}
+    changes: list[CaseFileChange] = []
+    b_cases: dict[str, Case] = {}
     for rel in _changed(fa, fb):
         change, case_b = diff_case_file(rel, f"{ra}/cases/{rel}", s.blob(fa.get(rel)),
                                         f"{rb}/cases/{rel}", s.blob(fb.get(rel)))
@@ -158,7 +164,8 @@ def _rules(s: _Sides) -> tuple[list[Any], dict[str, Any]]:
     return changes, b_cases
 
 
-def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, ...]]:
+def _graders(s: _Sides, b_cases: dict[str, Case]
+             ) -> tuple[list[GraderChange], tuple[GraderUse, ...]]:
     from gitevals.diff.graders import diff_grader_module, grader_users
     from gitevals.diff.rules import read_case
 
@@ -185,7 +192,7 @@ def _graders(s: _Sides, b_cases: dict[str, Any]) -> tuple[list[Any], tuple[Any, 
     return changes, grader_users(cases.values(), exact)
 
 
-def _goldens(s: _Sides) -> Any:
+def _goldens(s: _Sides) -> GoldensDiff:
     from gitevals.diff.goldens import GoldensDiff, diff_goldens
 
     paths = [f"{r}/goldens.jsonl" for r in s.roots]
@@ -211,7 +218,7 @@ def _find_run(repo: Repo, root: str, commit: str, given: str | None
 
 
 def _side(s: _Sides, i: int, run: Run | None, source: str | None,
-          looked: bool = True) -> Any:
+          looked: bool = True) -> Side:
     from gitevals.diff import Side
 
     commit = s.trees[i].commit or ""
@@ -222,7 +229,7 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
                 run["commit"] if run else None, hint)
 
 
-def _run_notes(sides: tuple[Any, Any]) -> list[str]:
+def _run_notes(sides: tuple[Side, Side]) -> list[str]:
     out = []
     for label, side in zip("AB", sides, strict=True):
         if side.run_commit and side.run_commit != side.commit:
@@ -236,7 +243,7 @@ def _run_notes(sides: tuple[Any, Any]) -> list[str]:
 
 
 def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
-            parts: set[str], test: str, alpha: float) -> Any:
+            parts: set[str], test: str, alpha: float) -> Diff:
     """Read what the two revisions hold and build the ``Diff``."""
     from gitevals.diff import Diff
     from gitevals.diff.verdicts import compare_verdicts, mark_grader_users
@@ -251,7 +258,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     graders, users = _graders(s, b_cases) if "graders" in parts else ([], ())
     goldens = _goldens(s) if "goldens" in parts else None
     runs: list[tuple[Run | None, str | None]] = [(None, None), (None, None)]
-    verdicts: tuple[Any, ...] = ()
+    verdicts: tuple[VerdictRow, ...] = ()
     rescored = None
     if "verdicts" in parts:
         runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)

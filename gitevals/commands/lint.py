@@ -6,9 +6,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from gitevals.git.tree import Tree
 
 NAME = "lint"
@@ -78,24 +80,23 @@ class _LazyBar:
     report, so small ones never import rich."""
 
     def __init__(self) -> None:
-        self.bar: Any = None
-        self.task: Any = None
+        self.shown: tuple[Progress, TaskID] | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
+        if self.shown is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-            self.bar = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(),
-                                TextColumn("files"), console=Console(stderr=True),
-                                transient=True)
-            self.task = self.bar.add_task("lint", total=total)
-            self.bar.start()
-        self.bar.update(self.task, completed=done)
+            bar = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(),
+                           TextColumn("files"), console=Console(stderr=True), transient=True)
+            self.shown = bar, bar.add_task("lint", total=total)
+            bar.start()
+        bar, task = self.shown
+        bar.update(task, completed=done)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        if self.shown is not None:
+            self.shown[0].stop()
 
 
 def repo_paths(tree: Tree, given: list[str]) -> list[str]:

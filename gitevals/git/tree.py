@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitevals.errors import GitError, RevisionError, UsageError
 
@@ -252,16 +252,18 @@ def _unverified() -> Iterator[None]:
 
 def blob_bytes(raw: pygit2.Repository, sha: str) -> bytes:
     """The content of blob ``sha``, verified."""
-    obj: Any = raw[sha]
-    data: bytes = obj.data
-    return data
+    import pygit2
+
+    obj = raw[sha]
+    if not isinstance(obj, pygit2.Blob):
+        raise GitError(f"object {sha} is a {obj.type_str}, not a blob")
+    return obj.data
 
 
-def blob_size(raw: pygit2.Repository, oid: Any) -> int:
+def blob_size(raw: pygit2.Repository, oid: pygit2.Oid | str) -> int:
     """The size of a blob from its object header alone: listing a tree never inflates
     the blobs in it (a 44 MB goldens.jsonl costs nothing until it is read)."""
-    size: int = raw.odb.read_header(oid)[1]
-    return size
+    return raw.odb.read_header(oid)[1]
 
 
 def read_blob_unverified(raw: pygit2.Repository, sha: str) -> bytes:
@@ -322,7 +324,7 @@ def read_blobs_unverified(raw: pygit2.Repository, shas: list[str]) -> list[bytes
 # -- the repository -----------------------------------------------------------------
 
 
-def _commit(raw: pygit2.Repository, rev: str) -> Any:
+def _commit(raw: pygit2.Repository, rev: str) -> pygit2.Commit:
     """``rev`` (branch, tag incl. annotated, short SHA, ``HEAD~2``) peeled to a commit."""
     import pygit2
 
@@ -339,7 +341,7 @@ def _commit(raw: pygit2.Repository, rev: str) -> Any:
         ) from exc
 
 
-def _signature(raw: pygit2.Repository) -> Any:
+def _signature(raw: pygit2.Repository) -> pygit2.Signature:
     import pygit2
 
     try:
@@ -518,14 +520,15 @@ class _GitTree(Tree):
         return self.repo.read_blobs(shas)
 
 
-def _index_of(raw: pygit2.Repository) -> Any:
+def _index_of(raw: pygit2.Repository) -> pygit2.Index:
     """The index git is using now: ``git commit -a`` / ``git commit PATH`` run hooks
     with GIT_INDEX_FILE pointing at a temporary index, which is what will be committed."""
     import pygit2
 
     override = os.environ.get("GIT_INDEX_FILE")
     with _translated("read the index"):
-        index = pygit2.Index(str(Path(override).resolve())) if override else raw.index
+        index: pygit2.Index = (pygit2.Index(str(Path(override).resolve())) if override
+                               else raw.index)
         index.read()
     return index
 
@@ -539,11 +542,12 @@ class IndexTree(_GitTree):
         self._index = _index_of(repo.raw)
         self._regular: dict[str, str] | None = None
 
-    def _make(self, ie: Any) -> Entry:
+    def _make(self, ie: pygit2.IndexEntry) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
-        return Entry(ie.path, str(ie.id), size, ie.mode == _LINK_MODE, ie.mode == _EXEC_MODE)
+        return Entry(os.fspath(ie.path), str(ie.id), size, ie.mode == _LINK_MODE,
+                     ie.mode == _EXEC_MODE)
 
-    def _lookup(self, path: str) -> Any:
+    def _lookup(self, path: str) -> pygit2.IndexEntry | None:
         try:
             return self._index[path]
         except KeyError:
@@ -586,19 +590,21 @@ class RevisionTree(_GitTree):
         self.label = f"{rev} ({self.commit[:12]})" if rev != self.commit else self.commit[:12]
         self._tree = commit.tree
 
-    def _entry(self, obj: Any, path: str) -> Entry:
+    def _entry(self, obj: pygit2.Object, path: str) -> Entry:
         return Entry(path, str(obj.id), blob_size(self.repo.raw, obj.id),
                      obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
 
-    def _walk(self, tree: Any, base: str) -> Iterator[Entry]:
+    def _walk(self, tree: pygit2.Tree, base: str) -> Iterator[Entry]:
+        from pygit2 import Blob, Tree
+
         for obj in tree:
             path = f"{base}{obj.name}"
-            if obj.type_str == "tree":
+            if isinstance(obj, Tree):
                 yield from self._walk(obj, path + "/")
-            elif obj.type_str == "blob":
+            elif isinstance(obj, Blob):
                 yield self._entry(obj, path)
 
-    def _lookup(self, path: str) -> Any:
+    def _lookup(self, path: str) -> pygit2.Tree | pygit2.Blob | None:
         """The object at ``path`` ('' = the root tree), or None."""
         if not path:
             return self._tree
@@ -608,9 +614,11 @@ class RevisionTree(_GitTree):
             return None
 
     def entries(self, prefix: str = "") -> list[Entry]:
+        from pygit2 import Tree
+
         top = prefix.strip("/")
         sub = self._lookup(top)
-        if sub is None or sub.type_str != "tree":
+        if not isinstance(sub, Tree):
             e = self.entry(prefix)
             return [e] if e else []
         return sorted(self._walk(sub, top + "/" if top else ""), key=lambda e: e.path)
@@ -620,14 +628,14 @@ class RevisionTree(_GitTree):
         return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
+        from pygit2 import Blob, Tree
+
         top = prefix.strip("/")
         node = self._lookup(top)
-        if node is None or node.type_str not in ("tree", "blob"):
-            return {}
-        if node.type_str == "blob":
+        if isinstance(node, Blob):
             regular = node.filemode != _LINK_MODE and not prefix.endswith("/")
             return {top: str(node.id)} if regular else {}
-        return _tree_shas(node, top + "/" if top else "")
+        return _tree_shas(node, top + "/" if top else "") if isinstance(node, Tree) else {}
 
     def blob_sha(self, path: str) -> str | None:
         obj = self._lookup(path)
@@ -647,16 +655,18 @@ class RevisionTree(_GitTree):
                 target.chmod(0o755)
 
 
-def _tree_shas(tree: Any, base: str) -> dict[str, str]:
+def _tree_shas(tree: pygit2.Tree, base: str) -> dict[str, str]:
     """``path -> sha`` of the regular blobs below ``tree``, from tree objects alone."""
+    from pygit2 import Blob, Tree
+
     out: dict[str, str] = {}
     stack = [(tree, base)]
     while stack:
         node, where = stack.pop()
         for obj in node:
-            if obj.type_str == "tree":
+            if isinstance(obj, Tree):
                 stack.append((obj, f"{where}{obj.name}/"))
-            elif obj.type_str == "blob" and obj.filemode != _LINK_MODE:
+            elif isinstance(obj, Blob) and obj.filemode != _LINK_MODE:
                 out[f"{where}{obj.name}"] = str(obj.id)
     return dict(sorted(out.items()))
 

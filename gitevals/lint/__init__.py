@@ -17,13 +17,18 @@ import gc
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, TypeGuard
 
-from gitevals.findings import Finding
+from gitevals.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from gitevals.git.tree import Tree
+    from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
+    from gitevals.lint.graders import Index, RefLike
+
+    #: One file's findings and the grader names it references.
+    _Result = tuple[list[Finding], list[RefLike]]
 
 #: ``progress(done, total)``: files linted so far, reported by large (pooled) runs only.
 Progress = Callable[[int, int], None]
@@ -58,6 +63,24 @@ class LintResult:
     @property
     def warnings(self) -> int:
         return len(self.findings) - self.errors
+
+
+#: A finding as the cache stores it: ``[path, line, col, code, message, severity]``.
+_Row = tuple[str, int, int, str, str, Severity]
+
+
+class _Entry(TypedDict):
+    """A manifest entry: one file's finding rows and grader references (name, line, col)."""
+
+    f: list[_Row]
+    r: list[tuple[str, int, int]]
+
+
+class _RunEntry(TypedDict):
+    """The cached findings of a whole run."""
+
+    findings: list[_Row]
+    files: int
 
 
 @dataclass(frozen=True)
@@ -131,10 +154,10 @@ class _Run:
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
                      graders: list[Input] | None) -> tuple[list[Finding], int]:
-        from gitevals.lint.graders import Ref, module_finding, resolve_all
+        from gitevals.lint.graders import module_finding, resolve_all
 
         found: list[Finding] = []
-        refs: list[Ref] = []
+        refs: list[RefLike] = []
         for findings, case_refs in self._lint_files(cases, goldens, self.full):
             found.extend(findings)
             refs.extend(case_refs)
@@ -254,7 +277,7 @@ class _Run:
     # -- cases and goldens ----------------------------------------------------
 
     def _lint_files(self, cases: list[Input], goldens: list[Input], prune: bool
-                    ) -> list[tuple[list[Finding], list[Any]]]:
+                    ) -> list[_Result]:
         from gitevals.lint.cache import key
         from gitevals.lint.graders import Ref
 
@@ -263,16 +286,16 @@ class _Run:
             return self._work(cases)
         name = key(self.tree.location, self.root)
         manifest = self.store.load_manifest(name)
-        results: list[tuple[list[Finding], list[Any]]] = []
+        results: list[_Result] = []
         todo: list[Input] = []
-        kept: dict[str, Any] = {}
+        kept: dict[str, JSON] = {}
         for i in (*goldens, *cases):
             k = f"{i.sha}:{i.path}"
-            entry: Any = manifest.get(k)
+            entry = manifest.get(k)
             if not _valid_entry(entry):
                 todo.append(i)
                 continue
-            kept[k] = entry
+            kept[k] = manifest[k]  # as JSON (``entry`` is narrowed to an _Entry)
             results.append(([Finding(*f) for f in entry["f"]],
                              [Ref(n, i.path, ln, c) for n, ln, c in entry["r"]]))
         for i, (findings, refs) in zip(todo, self._work(todo), strict=True):
@@ -284,7 +307,7 @@ class _Run:
             self.store.save_manifest(name, kept if prune else {**manifest, **kept})
         return results
 
-    def _work(self, todo: list[Input]) -> list[tuple[list[Finding], list[Any]]]:
+    def _work(self, todo: list[Input]) -> list[_Result]:
         self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
         if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
@@ -294,12 +317,12 @@ class _Run:
     # -- graders --------------------------------------------------------------
 
     def _indexes(self, graders: Sequence[Input], stems: set[str],
-                 checked: set[str] | None) -> dict[str, dict[str, Any]]:
+                 checked: set[str] | None) -> dict[str, Index]:
         """Index of each grader module that is referenced or checked (``checked`` None:
         all); other present modules map to an empty index (they exist, for "did you mean")."""
         from gitevals.lint.graders import index_module
 
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Index] = {}
         for g in graders:
             referenced = g.path.rsplit("/", 1)[-1][:-3] in stems
             check = checked is None or g.path in checked
@@ -314,8 +337,7 @@ class _Run:
         return out
 
 
-def _lint_one(i: Input, data: bytes, refused: dict[str, str]
-              ) -> tuple[list[Finding], list[Any]]:
+def _lint_one(i: Input, data: bytes, refused: dict[str, str]) -> _Result:
     if i.kind == "goldens":
         from gitevals.lint.goldens import lint_goldens
 
@@ -331,7 +353,8 @@ def _lint_one(i: Input, data: bytes, refused: dict[str, str]
 _SHARED: tuple[list[Input], dict[str, bytes], dict[str, str]] | None = None
 
 
-def _chunk_worker(chunk: tuple[int, ...]) -> list[tuple[list[Finding], list[tuple[Any, ...]]]]:
+def _chunk_worker(chunk: tuple[int, ...]
+                  ) -> list[tuple[list[Finding], list[tuple[str, str, int, int]]]]:
     assert _SHARED is not None
     gc.disable()
     todo, data, refused = _SHARED
@@ -345,7 +368,7 @@ def _chunk_worker(chunk: tuple[int, ...]) -> list[tuple[list[Finding], list[tupl
 
 def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str],
               jobs: int, progress: Progress | None = None
-              ) -> list[tuple[list[Finding], list[Any]]]:
+              ) -> list[_Result]:
     import multiprocessing
 
     from gitevals.lint.graders import Ref
@@ -367,7 +390,7 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
                     progress(sum(map(len, answers)), len(todo))
     finally:
         _SHARED = None
-    results: list[tuple[list[Finding], list[Any]]] = [([], [])] * len(todo)
+    results: list[_Result] = [([], [])] * len(todo)
     for chunk, answer in zip(chunks, answers, strict=True):
         for n, (findings, refs) in zip(chunk, answer, strict=True):
             results[n] = (findings, [Ref(*r) for r in refs])
@@ -395,28 +418,33 @@ def _warm_up() -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _valid_entry(entry: Any) -> bool:
+# The guards below check the shape of what this module wrote to the cache (whose
+# directory is salted by the rules' sources), not the type of every field: that
+# would cost a check per finding and reference of every file of a warm lint.
+
+
+def _valid_entry(entry: JSON) -> TypeGuard[_Entry]:
     """A manifest entry of the expected shape (anything else counts as a miss)."""
     return (isinstance(entry, dict) and _valid_rows(entry.get("f"), 6)
             and _valid_rows(entry.get("r"), 3))
 
 
-def _valid_rows(rows: Any, width: int) -> bool:
+def _valid_rows(rows: JSON, width: int) -> bool:
     return isinstance(rows, list) and all(isinstance(r, list) and len(r) == width
                                           for r in rows)
 
 
-def _valid_run(entry: Any) -> bool:
+def _valid_run(entry: JSON) -> TypeGuard[_RunEntry]:
     return (isinstance(entry, dict) and isinstance(entry.get("files"), int)
             and _valid_rows(entry.get("findings"), 6))
 
 
-def _valid_index(index: Any) -> bool:
+def _valid_index(index: JSON) -> TypeGuard[Index]:
     """A grader-module index as ``graders.index_module`` makes it."""
     from gitevals.lint.graders import valid_index
 
     return valid_index(index)
 
 
-def _row(f: Finding) -> list[Any]:
+def _row(f: Finding) -> list[JSON]:
     return [f.path, f.line, f.col, f.code, f.message, f.severity]

@@ -25,10 +25,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from gitevals import __version__
 from gitevals.files import cache_dir, write_atomic
+from gitevals.jsontypes import JSON, JSONObject
 
 FORMAT = "1"
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -74,21 +74,21 @@ class LintCache:
     def _file(self, kind: str, k: str) -> Path | None:
         return None if self.directory is None else self.directory / kind / f"{k}.json"
 
-    def get(self, kind: str, k: str) -> Any:
+    def get(self, kind: str, k: str) -> JSON:
         """The value stored under ``(kind, k)``, or None (absent, unreadable or corrupt)."""
         path = self._file(kind, k)
         if path is None:
             return None
         try:
             with open(path, "rb") as f:
-                value = json.loads(f.read())
-        except (OSError, ValueError):
+                value: JSON = json.loads(f.read())
+        except (OSError, ValueError, RecursionError):  # RecursionError: a corrupt, deep file
             self.misses += 1
             return None
         self.hits += 1
         return value
 
-    def put(self, kind: str, k: str, value: Any) -> None:
+    def put(self, kind: str, k: str, value: JSON) -> None:
         """Store ``value`` atomically; errors writing the cache are ignored."""
         path = self._file(kind, k)
         if path is None:
@@ -97,12 +97,12 @@ class LintCache:
         with contextlib.suppress(OSError):
             write_atomic(path, data, fsync=False)  # a lost entry is a miss, not damage
 
-    def load_manifest(self, name: str) -> dict[str, Any]:
+    def load_manifest(self, name: str) -> JSONObject:
         """The per-file results stored under ``name`` ({} when absent or corrupt)."""
         value = self.get("manifest", name)
         return value if isinstance(value, dict) else {}
 
-    def save_manifest(self, name: str, entries: Mapping[str, Any]) -> None:
+    def save_manifest(self, name: str, entries: Mapping[str, JSON]) -> None:
         """Replace the manifest ``name`` (atomically; concurrent savers: the last one wins,
         which only costs the other one's entries a re-lint)."""
         self.put("manifest", name, dict(entries))

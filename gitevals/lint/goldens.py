@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import NoReturn
 
 from gitevals.findings import Finding
+from gitevals.jsontypes import JSON, JSONObject
 
 SCHEMA = "golden"
 
@@ -33,14 +34,15 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
         col = exc.start - (before.rfind(b"\n") + 1) + 1
         return [Finding(path, lineno, col, "GE601", f"not UTF-8 (byte 0x{data[exc.start]:02x}); "
                         "save goldens.jsonl as UTF-8")]
-    loads = _strict_loads if ("NaN" in text or "Infinity" in text) else json.loads
+    loads: Callable[[str], JSON] = (
+        _strict_loads if ("NaN" in text or "Infinity" in text) else json.loads)
     check = fast_check()
     out: list[Finding] = []
-    seen: dict[Any, int] = {}
+    seen: dict[str, int] = {}  # id (a string id as is, any other as JSON) -> first line
     setdefault = seen.setdefault
     for n, line in enumerate(text.split("\n"), 1):
         try:
-            row = loads(line)
+            row: JSON = loads(line)
         except ValueError as exc:
             if line and not line.isspace():  # a blank line holds no row: allowed
                 out.append(_bad_json(path, n, line, exc))
@@ -58,12 +60,12 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
     return out
 
 
-def _id_key(id_: Any) -> str:
+def _id_key(id_: JSON) -> str:
     # 7 and "7" are the same id to a reader of the diff: refuse both spellings.
     return json.dumps(id_, sort_keys=True)
 
 
-def _duplicate(path: str, n: int, line: str, id_: Any, seen: dict[Any, int]) -> Finding:
+def _duplicate(path: str, n: int, line: str, id_: JSON, seen: dict[str, int]) -> Finding:
     first = seen[id_ if type(id_) is str else _id_key(id_)]
     return Finding(path, n, _key_col(line, "id"), "GE606",
                    f"duplicate id {_show(id_)}: also on line {first} (and here, line {n}); "
@@ -79,7 +81,7 @@ def _bad_json(path: str, n: int, line: str, exc: ValueError) -> Finding:
     return Finding(path, n, col, "GE602", f"not valid JSON: {msg}; each line is one JSON object")
 
 
-def _explain(path: str, n: int, line: str, row: Any) -> list[Finding]:
+def _explain(path: str, n: int, line: str, row: JSON) -> list[Finding]:
     if type(row) is not dict:
         kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
             type(row), "a number")
@@ -113,7 +115,7 @@ def _key_col(line: str, key: str) -> int:
     return at + 1 if at >= 0 else _first_col(line)
 
 
-def _show(value: Any) -> str:
+def _show(value: JSON) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:39] + "…"
 
@@ -124,18 +126,19 @@ class _Constant(ValueError):
         self.name = name
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
 _STRICT = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
-def _strict_loads(line: str) -> Any:
-    return _STRICT.decode(line)
+def _strict_loads(line: str) -> JSON:
+    row: JSON = _STRICT.decode(line)
+    return row
 
 
-def fast_check() -> Callable[[dict[str, Any]], bool]:
+def fast_check() -> Callable[[JSONObject], bool]:
     """The golden schema's quick check: accepts a row only if the schema does (a row
     it refuses may still be valid: the full validator decides)."""
     from gitevals.validation import quick_check

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitevals import validation
+from gitevals.jsontypes import JSON
 
 # `x as x` re-exports: lint/cases.py, lint/__init__.py and commands/init.py import
 # these from here.
@@ -25,6 +26,12 @@ from gitevals.validation import is_valid as is_valid
 from gitevals.validation import load as load
 from gitevals.validation import prepare as prepare
 from gitevals.validation import schema_path as schema_path
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
+#: The subschema an error was raised in (jsonschema's ``err.schema``).
+_Schema = Mapping[str, JSON]
 
 
 @dataclass(frozen=True)
@@ -45,14 +52,14 @@ class SchemaError:
     suggestion: str | None = None
 
 
-def validate(schema_name: str, data: Any) -> list[SchemaError]:
+def validate(schema_name: str, data: JSON) -> list[SchemaError]:
     """Every way ``data`` violates schema ``schema_name``; ``[]`` when valid."""
     if validation.is_valid(schema_name, data):
         return []
     return explain(schema_name, data)
 
 
-def explain(schema_name: str, data: Any) -> list[SchemaError]:
+def explain(schema_name: str, data: JSON) -> list[SchemaError]:
     """All errors of ``data`` according to jsonschema (slow path), sorted by path."""
     errors = validation.errors(schema_name, data)
     # A value of the wrong type also fails its const/enum/pattern: say it once.
@@ -66,15 +73,17 @@ def explain(schema_name: str, data: Any) -> list[SchemaError]:
                                       e.keyword, e.message))
 
 
-def _convert(err: Any) -> Iterator[SchemaError]:
+def _convert(err: ValidationError) -> Iterator[SchemaError]:
     """One jsonschema error -> SchemaErrors with the best position and a one-line message."""
     path: Path_ = tuple(err.absolute_path)
-    kw, schema, value = err.validator, err.schema, err.instance
+    kw, value = str(err.validator), err.instance
+    # A boolean subschema (`false`) has no keywords to quote.
+    schema: _Schema = err.schema if isinstance(err.schema, Mapping) else {}
     label = _label(path)
     if kw == "additionalProperties" and isinstance(value, dict):
         yield from _unknown_keys(path, value, schema)
     elif kw == "required" and isinstance(value, dict):
-        missing = [k for k in err.validator_value if k not in value]
+        missing = [k for k in _names(schema, "required") if k not in value]
         for k in missing:
             yield SchemaError(path, f"{label or 'the file'} is missing required key {k!r}; "
                               f"add it ({_shape(schema)})", kw)
@@ -86,10 +95,16 @@ def _convert(err: Any) -> Iterator[SchemaError]:
         yield SchemaError(path, _value_message(label, kw, err, schema, value), kw)
 
 
-def _unknown_keys(path: Path_, value: dict[str, Any], schema: dict[str, Any]
+def _names(schema: _Schema, keyword: str) -> tuple[str, ...]:
+    """The names a keyword lists (``required``) or maps (``properties``)."""
+    value = schema.get(keyword)
+    return tuple(str(k) for k in value) if isinstance(value, dict | list) else ()
+
+
+def _unknown_keys(path: Path_, value: Mapping[str, object], schema: _Schema
                   ) -> Iterator[SchemaError]:
-    allowed = tuple(schema.get("properties", {}))
-    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    allowed = _names(schema, "properties")
+    patterns = [re.compile(p) for p in _names(schema, "patternProperties")]
     for k in value:
         if k in allowed or any(p.search(str(k)) for p in patterns):
             continue
@@ -113,7 +128,7 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string",
                "null": "null"}
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
@@ -126,13 +141,14 @@ def _kind(value: Any) -> str:
     return f"{_short(value)} ({name})"
 
 
-def _type_message(label: str, expected: Any, value: Any, schema: dict[str, Any]) -> str:
-    types = [expected] if isinstance(expected, str) else list(expected)
+def _type_message(label: str, expected: object, value: object, schema: _Schema) -> str:
+    types = [expected] if isinstance(expected, str) else \
+        [str(t) for t in expected] if isinstance(expected, list) else []
     want = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
     msg = f"{label or 'the file'} must be {want}, got {_kind(value)}"
     if "string" in types and isinstance(value, int | float) and not isinstance(value, bool):
         pattern = schema.get("pattern")
-        if pattern and not ecma_regex(pattern).search(str(value)):
+        if isinstance(pattern, str) and pattern and not ecma_regex(pattern).search(str(value)):
             return msg + f"; {_how(schema)}"
         return msg + "; quote it"
     if "object" in types and "properties" in schema:
@@ -144,23 +160,23 @@ def _type_message(label: str, expected: Any, value: Any, schema: dict[str, Any])
     return msg
 
 
-def _how(schema: dict[str, Any]) -> str:
+def _how(schema: _Schema) -> str:
     """What a valid string looks like: the schema's examples, else its description."""
     examples = schema.get("examples")
-    if examples:
+    if isinstance(examples, list) and examples:
         return "write it like " + " or ".join(map(str, examples))
     text = str(schema.get("description") or f"it must match {schema.get('pattern')}")
     return text[:1].lower() + text[1:].rstrip(".")
 
 
-def _shape(schema: dict[str, Any]) -> str:
+def _shape(schema: _Schema) -> str:
     """``{name, args?}``-style summary of an object schema's keys."""
-    req = schema.get("required", [])
-    keys = [k if k in req else f"{k}?" for k in schema.get("properties", {})]
+    req = _names(schema, "required")
+    keys = [k if k in req else f"{k}?" for k in _names(schema, "properties")]
     return "{" + ", ".join(keys) + "}"
 
 
-def _count_message(label: str, value: dict[str, Any], schema: dict[str, Any]) -> str:
+def _count_message(label: str, value: Mapping[str, object], schema: _Schema) -> str:
     lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
     keys = ", ".join(map(str, value)) or "none"
     if lo == hi == 1:
@@ -168,7 +184,8 @@ def _count_message(label: str, value: dict[str, Any], schema: dict[str, Any]) ->
     return f"{label} holds {len(value)} keys ({keys}); allowed {lo}..{hi}"
 
 
-def _value_message(label: str, kw: str, err: Any, schema: dict[str, Any], value: Any) -> str:
+def _value_message(label: str, kw: str, err: ValidationError, schema: _Schema,
+                   value: object) -> str:
     where = label or "the file"
     bound = err.validator_value
     if kw == "pattern":
@@ -183,14 +200,14 @@ def _value_message(label: str, kw: str, err: Any, schema: dict[str, Any], value:
         return f"{where} is {_short(value)}, must be {rel} {bound}"
     if kw == "const":
         return f"{where} must be {json.dumps(bound)}, got {_kind(value)}"
-    if kw == "enum":
+    if kw == "enum" and isinstance(bound, list):
         choices = ", ".join(json.dumps(v) for v in bound)
         return f"{where} must be one of {choices}, got {_kind(value)}"
     first = str(err.message).splitlines()[0] if err.message else kw
     return f"{where}: {_clip(first, 120)}"
 
 
-def _short(value: Any, limit: int = 40) -> str:
+def _short(value: object, limit: int = 40) -> str:
     """A value as it would be written, cut to ``limit`` characters."""
     text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
     return _clip(text, limit)

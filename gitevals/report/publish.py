@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitevals.report.findings import annotation
 
 if TYPE_CHECKING:
     from gitevals.commands.publish_check import Checked
+    from gitevals.jsontypes import JSONObject
 
 
 def text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
@@ -49,7 +50,7 @@ def summary(checked: Sequence[Checked]) -> str:
 
 def as_json(checked: Sequence[Checked], passed: Sequence[str]) -> str:
     """A stable document: revisions in check order, findings sorted, keys sorted."""
-    doc: dict[str, Any] = {
+    doc: JSONObject = {
         "ok": all(c.ok for c in checked),
         "revisions": [
             {"commit": c.publication.commit, "refs": list(c.publication.refs), "ok": c.ok,

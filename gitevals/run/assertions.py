@@ -4,8 +4,10 @@
 (the scenario's own turns) and says, in the assertion's own words, why it passed
 or failed. Checks never raise on odd transcripts (missing keys, a null answer,
 ``tool_calls`` that is not a list): a transcript stored in an old artifact must
-always score. A malformed *argument* is the rule's fault, not the transcript's:
-``check`` turns it into an ``Outcome`` with ``error`` set.
+always score, and so must one nested too deep to walk (a value too deep to show
+is shown as a placeholder; args too deep to decode match nothing). A malformed
+*argument* is the rule's fault, not the transcript's: ``check`` turns it into an
+``Outcome`` with ``error`` set.
 
 Adding an assertion = one function here, one entry in ``CHECKS``, one schema
 entry (schemas/case.schema.json), one test.
@@ -18,8 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from gitevals.jsontypes import JSON, JSONObject
 from gitevals.run.artifact import Transcript
 
 _SNIPPET = 60
@@ -44,13 +46,14 @@ class Outcome:
         d["passed"], d["message"], d["error"] = passed, message, error
 
 
-Check = Callable[[Any, Transcript], Outcome]
+#: ``check(arg, transcript)``: ``arg`` is the assertion's value in the case file.
+Check = Callable[[JSON, Transcript], Outcome]
 
 
 # -- reading a transcript defensively -------------------------------------------------
 
 
-def _calls_of(name: Any, transcript: Any) -> list[dict[str, Any]]:
+def _calls_of(name: JSON, transcript: Transcript) -> list[JSONObject]:
     """The calls of tool ``name`` (one pass: this runs for every trial of a re-score)."""
     calls = transcript.get("tool_calls") if type(transcript) is dict else None
     if type(calls) is not list:
@@ -58,28 +61,43 @@ def _calls_of(name: Any, transcript: Any) -> list[dict[str, Any]]:
     return [c for c in calls if type(c) is dict and c.get("name") == name]
 
 
-def _names(transcript: Any) -> list[Any]:
+def _names(transcript: Transcript) -> list[JSON]:
     calls = transcript.get("tool_calls") if type(transcript) is dict else None
     if type(calls) is not list:
         return []
     return [c.get("name") for c in calls if type(c) is dict]
 
 
-def _answer(transcript: Any) -> str | None:
+def _answer(transcript: Transcript) -> str | None:
     answer = transcript.get("final_answer") if isinstance(transcript, dict) else None
     if answer is None or isinstance(answer, str):
         return answer
     return _text(answer)
 
 
-def _text(value: Any) -> str:
-    """A tool result or answer as text: strings as is, anything else as JSON."""
+def _text(value: JSON) -> str:
+    """A tool result or answer as text: strings as is, anything else as JSON
+    (a placeholder for a value nested too deep to encode)."""
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except RecursionError:
+        return _too_deep(value)
+    except (TypeError, ValueError):  # not JSON after all
+        return _show(value)
+
+
+def _show(value: object) -> str:
+    """``str(value)``, or a placeholder when it is nested too deep for that."""
+    try:
         return str(value)
+    except RecursionError:
+        return _too_deep(value)
+
+
+def _too_deep(value: object) -> str:
+    return f"<{type(value).__name__} nested too deep to show>"
 
 
 def _snippet(text: str) -> str:
@@ -90,7 +108,7 @@ def _times(n: int) -> str:
     return "1 time" if n == 1 else f"{n} times"
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: JSON, b: JSON) -> bool:
     """JSON equality: lists element-wise, and ``true`` is not ``1``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -101,15 +119,17 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def subset_match(expected: Any, actual: Any) -> bool:
+def subset_match(expected: JSON, actual: JSON) -> bool:
     """``expected`` is contained in ``actual``: dict keys recursively, anything else equal.
 
-    Arguments recorded as a JSON-encoded string (some harnesses do that) are decoded first.
+    Arguments recorded as a JSON-encoded string (some harnesses do that) are decoded
+    first; a string that does not decode (or nests too deep to) matches nothing. The
+    recursion is bounded by ``expected``, which comes from a case file.
     """
     if isinstance(actual, str) and isinstance(expected, dict):
         try:
             actual = json.loads(actual)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(
@@ -121,8 +141,10 @@ def subset_match(expected: Any, actual: Any) -> bool:
 # -- the checks --------------------------------------------------------------------
 
 
-def tool_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def tool_called(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when a call of ``name`` was made (whose args contain ``args``, if given)."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     name = arg["name"]
     calls = _calls_of(name, transcript)
     head = f"tool_called {name}"
@@ -136,8 +158,10 @@ def tool_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     return Outcome(False, f"{head}: called {_times(len(calls))}, none with args {want!r}")
 
 
-def tool_not_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def tool_not_called(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when no call of ``name`` was made."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     name = arg["name"]
     n = _names(transcript).count(name)
     if n:
@@ -145,8 +169,10 @@ def tool_not_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     return Outcome(True, f"tool_not_called {name}: never called")
 
 
-def tool_order(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def tool_order(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when the first call of ``first`` comes before some (the last) call of ``then``."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     first, then = arg["first"], arg["then"]
     names = _names(transcript)
     head = f"tool_order {first} before {then}"
@@ -162,8 +188,10 @@ def tool_order(arg: dict[str, Any], transcript: Transcript) -> Outcome:
                           f"{first} first called at call {i + 1}")
 
 
-def _count(arg: dict[str, Any], transcript: Transcript) -> tuple[str, int, int]:
+def _count(arg: JSON, transcript: Transcript) -> tuple[str, int, int]:
     """(label, count wanted, calls made) for min/max_tool_calls; no ``name`` = any tool."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     want = arg["count"]
     if not isinstance(want, int) or isinstance(want, bool):
         raise TypeError(f"count must be an integer, not {want!r}")
@@ -173,20 +201,22 @@ def _count(arg: dict[str, Any], transcript: Transcript) -> tuple[str, int, int]:
     return ("any tool" if name is None else str(name)), want, made
 
 
-def min_tool_calls(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def min_tool_calls(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when ``name`` (or any tool) was called at least ``count`` times."""
     label, want, made = _count(arg, transcript)
     return Outcome(made >= want, f"min_tool_calls {label} {want}: called {_times(made)}")
 
 
-def max_tool_calls(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def max_tool_calls(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when ``name`` (or any tool) was called at most ``count`` times."""
     label, want, made = _count(arg, transcript)
     return Outcome(made <= want, f"max_tool_calls {label} {want}: called {_times(made)}")
 
 
-def result_contains(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def result_contains(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when some result of ``name`` holds ``substring`` (non-strings as JSON)."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     name, sub = arg["name"], _needle(arg["substring"])
     calls = _calls_of(name, transcript)
     head = f"result_contains {name} {sub!r}"
@@ -198,14 +228,18 @@ def result_contains(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     return Outcome(False, f"{head}: called {_times(len(calls))}, no result contains it")
 
 
-def _needle(value: Any) -> str:
+def _not_mapping(arg: JSON) -> TypeError:
+    return TypeError(f"expected a mapping, not {arg!r}")
+
+
+def _needle(value: JSON) -> str:
     """A YAML scalar as the text to look for (``42`` looks for "42")."""
     if isinstance(value, (dict, list)):
         raise TypeError(f"expected text, not {value!r}")
     return value if isinstance(value, str) else _text(value)
 
 
-def final_answer_contains(arg: Any, transcript: Transcript) -> Outcome:
+def final_answer_contains(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when the final answer holds ``arg`` (case-sensitive substring)."""
     sub = _needle(arg)
     answer = _answer(transcript)
@@ -217,7 +251,7 @@ def final_answer_contains(arg: Any, transcript: Transcript) -> Outcome:
     return Outcome(False, f"{head}: not in the answer {_snippet(answer)}")
 
 
-def final_answer_not_contains(arg: Any, transcript: Transcript) -> Outcome:
+def final_answer_not_contains(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when the final answer (or no answer) does not hold ``arg`` (case-sensitive)."""
     sub = _needle(arg)
     answer = _answer(transcript) or ""
@@ -227,7 +261,7 @@ def final_answer_not_contains(arg: Any, transcript: Transcript) -> Outcome:
     return Outcome(True, f"{head}: not in the answer")
 
 
-def final_answer_max_chars(arg: Any, transcript: Transcript) -> Outcome:
+def final_answer_max_chars(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when the answer has at most ``arg`` characters (no answer counts as 0)."""
     if not isinstance(arg, int) or isinstance(arg, bool):
         raise TypeError(f"expected a number of characters, not {arg!r}")
@@ -235,8 +269,10 @@ def final_answer_max_chars(arg: Any, transcript: Transcript) -> Outcome:
     return Outcome(n <= arg, f"final_answer_max_chars {arg}: answer has {n} characters")
 
 
-def hook_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
+def hook_called(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when hook ``name`` ran (and, with ``decision``, once decided exactly that)."""
+    if type(arg) is not dict:
+        raise _not_mapping(arg)
     name = arg["name"]
     hooks = transcript.get("hooks") if isinstance(transcript, dict) else None
     runs = [h for h in hooks if isinstance(h, dict) and h.get("name") == name] \
@@ -249,11 +285,11 @@ def hook_called(arg: dict[str, Any], transcript: Transcript) -> Outcome:
     decisions = [h.get("decision") for h in runs]
     if any(_same(arg["decision"], d) for d in decisions):
         return Outcome(True, f"{head}: decided so")
-    said = ", ".join(str(d) for d in decisions)
+    said = ", ".join(_show(d) for d in decisions)
     return Outcome(False, f"{head}: ran {_times(len(runs))}, decided {said}")
 
 
-def no_error(arg: Any, transcript: Transcript) -> Outcome:
+def no_error(arg: JSON, transcript: Transcript) -> Outcome:
     """Passes when the target reported no error (``no_error: false`` checks nothing).
 
     A trial's infrastructure error (crash, timeout...) fails this assertion too; the
@@ -284,17 +320,21 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def check(kind: str, arg: Any, transcript: Transcript) -> Outcome:
+def check(kind: str, arg: JSON, transcript: Transcript) -> Outcome:
     """Run assertion ``kind`` on ``transcript``; never raises.
 
     An unknown kind or an argument of the wrong shape gives a failed ``Outcome`` with
-    ``error="assertion_error"`` and a message naming the problem.
+    ``error="assertion_error"`` and a message naming the problem; so does a check
+    that recursed without bound (the checks above never should).
     """
     fn = CHECKS.get(kind)
     if fn is None:
         return Outcome(False, f"{kind}: unknown assertion kind", "assertion_error")
     try:
         return fn(arg, transcript)
+    except RecursionError:
+        return Outcome(False, f"{kind}: a value is nested too deep to check",
+                       "assertion_error")
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         return Outcome(False, f"{kind}: bad argument {arg!r}: {what}", "assertion_error")

@@ -107,6 +107,8 @@ def _load(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
     if doc is None or has_errors(findings):
         return None, findings
     try:
+        if not isinstance(doc.data, dict):
+            raise TypeError("the top level is not a mapping")
         return load_case(path, doc.data), findings
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return None, [*findings, Finding(path, 1, 1, "GE000",
