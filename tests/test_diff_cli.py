@@ -121,8 +121,8 @@ def test_markdown_is_a_pr_comment(history: tuple[Repo, str, str]) -> None:
     assert r.out == f"""\
 **gitevals diff: verdicts not compared, 1 rule changed, 1 golden changed**
 
-- A  v1  {a}  no run: make one with `gitevals run --rev {a}`
-- B  v2  {b}  no run: make one with `gitevals run --rev {b}`
+- A  v1  {a}  no run: make one with \\`gitevals run --rev {a}\\`
+- B  v2  {b}  no run: make one with \\`gitevals run --rev {b}\\`
 
 #### Rules
 

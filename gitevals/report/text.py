@@ -50,10 +50,20 @@ def xml_text(text: object) -> str:
 #: unless inside a word, where it cannot emphasize), entities (``&``), table cells
 #: (``|``), the escape itself; and ``.``, ``:``, ``@`` before a word, which GitHub-style
 #: renderers turn into links (``example.com``, ``http://``, ``a@b.io``).
-_MD_SYNTAX = re.compile(r"[\\`*\[\]!<>|~&$#]|(?<![^\W_])_|_(?![^\W_])|[.:@](?=[\w/])")
+_MD_SYNTAX = re.compile(r"[\\`*\[\]!<|~&$#]|(?<![^\W_])_|_(?![^\W_])|[.:@](?=[\w/])")
+#: What makes a block when it starts the text (a list item of data would nest one):
+#: a quote, a list marker, an ordered-list number.
+_MD_BLOCK_START = re.compile(r"^(?:[>+-]|\d+(?=[.)]))")
 
 
 def md_inert(text: object) -> str:
     """``text`` as Markdown that renders as exactly that text on one line: no HTML,
-    link, image, code span or emphasis can come out of it (a table cell, a list item)."""
-    return _MD_SYNTAX.sub(lambda m: "\\" + m.group(), one_line(text))
+    link, image, code span, emphasis or block can come out of it (a table cell, a list
+    item)."""
+    inline = _MD_SYNTAX.sub(lambda m: "\\" + m.group(), one_line(text))
+    block = _MD_BLOCK_START.match(inline)
+    if block is None:
+        return inline
+    end = block.end()  # ``-`` gets the escape; ``1.`` gets it on its ``.``
+    return (f"\\{inline}" if not block.group()[0].isdigit()
+            else f"{inline[:end]}\\{inline[end:]}")
