@@ -128,9 +128,9 @@ def test_markdown_is_a_pr_comment(history: tuple[Repo, str, str]) -> None:
 
 | case file | scenario | change | detail |
 |---|---|---|---|
-| greet.yaml | hello | changed | ~ final_answer_contains: hello -> hi there |
+| greet\\.yaml | hello | changed | \\~ final_answer_contains: hello -> hi there |
 
-#### Goldens by bucket (evals/goldens.jsonl)
+#### Goldens by bucket (evals/goldens\\.jsonl)
 
 | bucket | added | removed | changed |
 |---|---|---|---|

@@ -130,7 +130,7 @@ def hostile() -> dict[str, Any]:
 
 def test_markdown_escapes_pipes_and_html() -> None:
     out = render(hostile(), "markdown")
-    assert ("| x\\|y | s | 💥 broken | 0/1 | target_protocol: a\\|b \\<script\\> \\[31mred "
+    assert ("| x\\|y | s | 💥 broken | 0/1 | target_protocol: a\\|b \\<script> \\[31mred "
             "\\[0m |") in out
 
 
