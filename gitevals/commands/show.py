@@ -9,6 +9,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gitevals.git.tree import Repo
     from gitevals.report.runs import Kept
     from gitevals.run.artifact import Run
@@ -74,15 +76,22 @@ def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     from gitevals.run.store import local_runs
 
     repo, commit, root = _locate(rev)
-    local = [(run, os.path.relpath(path)) for run, path in
+    local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
     text = repo.read_note(commit)
     noted = candidate(text) if text else None
-    found = [*local, *([(noted, f"note {NOTES_REF}")] if noted is not None else [])]
+    found = [*local, *([(noted, f"note {NOTES_REF}", 0)] if noted is not None else [])]
     if not found:
         raise _no_run(rev, commit, root)
     picked = str(found[len(local) - 1 if local else -1][0].get("run_id"))
     return commit, kept(found, picked)
+
+
+def _written(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _formats(args: argparse.Namespace) -> None:

@@ -457,17 +457,20 @@ class Kept:
     problem: str | None
 
 
-def kept(found: Sequence[tuple[Run, str]], picked: str) -> list[Kept]:
-    """``found`` (a run and where it is kept; one run may be kept twice, as a file and as
-    the note) as one entry per run, newest first; ``picked`` is the run id shown."""
+def kept(found: Sequence[tuple[Run, str, int]], picked: str) -> list[Kept]:
+    """``found`` (a run, where it is kept and when that was written, e.g. a file's mtime;
+    one run may be kept twice, as a file and as the note) as one entry per run, newest
+    first (``finished_at`` has whole seconds: a tie goes to the later written);
+    ``picked`` is the run id shown."""
     sources: dict[str, list[str]] = {}
-    first: dict[str, Run] = {}
-    for run, where in found:  # only a candidate yet: read what may be missing with care
+    first: dict[str, tuple[Run, int]] = {}
+    for run, where, written in found:  # only a candidate yet: read with care
         rid = str(run.get("run_id", "(no run id)"))
         sources.setdefault(rid, []).append(where)
-        first.setdefault(rid, run)
-    out = [_kept(run, tuple(sources[rid]), rid == picked) for rid, run in first.items()]
-    return sorted(out, key=lambda k: (k.finished_at, k.run_id), reverse=True)
+        first.setdefault(rid, (run, written))
+    order = sorted(first.items(), key=lambda i: (i[1][0]["finished_at"], i[1][1]),
+                   reverse=True)
+    return [_kept(run, tuple(sources[rid]), rid == picked) for rid, (run, _) in order]
 
 
 def _kept(run: Run, sources: tuple[str, ...], picked: bool) -> Kept:
