@@ -121,16 +121,16 @@ def test_markdown_is_a_pr_comment(history: tuple[Repo, str, str]) -> None:
     assert r.out == f"""\
 **gitevals diff: verdicts not compared, 1 rule changed, 1 golden changed**
 
-- A  v1  {a}  no run: make one with `gitevals run --rev {a}`
-- B  v2  {b}  no run: make one with `gitevals run --rev {b}`
+- A  v1  {a}  no run: make one with \\`gitevals run --rev {a}\\`
+- B  v2  {b}  no run: make one with \\`gitevals run --rev {b}\\`
 
 #### Rules
 
 | case file | scenario | change | detail |
 |---|---|---|---|
-| greet.yaml | hello | changed | ~ final_answer_contains: hello -> hi there |
+| greet\\.yaml | hello | changed | \\~ final_answer_contains: hello -> hi there |
 
-#### Goldens by bucket (evals/goldens.jsonl)
+#### Goldens by bucket (evals/goldens\\.jsonl)
 
 | bucket | added | removed | changed |
 |---|---|---|---|

@@ -223,16 +223,22 @@ def test_score_trial_with_no_expectations_passes_unless_errored() -> None:
 
 # -- verdict --------------------------------------------------------------------------
 
-OK = {"passed": True, "error": None, "assertions": []}
-FAILED = {"passed": False, "error": None,
+NO_ERROR = {"error": None}
+OK = {"passed": True, "error": None, "assertions": [], "transcript": NO_ERROR}
+FAILED = {"passed": False, "error": None, "transcript": NO_ERROR,
           "assertions": [{"passed": False, "message": "final_answer_contains 'Paris': "
                           "not in the answer 'Lyon'", "error": None}]}
 CRASHED = {"passed": False, "error": {"kind": "target_crash", "message": "exited with 1"},
-           "assertions": []}
-GRADER_ERR = {"passed": False, "error": None,
+           "assertions": [], "transcript": NO_ERROR}
+GRADER_ERR = {"passed": False, "error": None, "transcript": NO_ERROR,
               "assertions": [{"passed": True, "message": "m", "error": None},
                              {"passed": False, "message": "grader q.a: grader_error: boom",
                               "error": {"kind": "grader_error", "message": "boom"}}]}
+# A python target that raised: its reply carried the error; the hook it never reached
+# failed too, but the error is what a reader needs to see.
+RAISED = {"passed": False, "error": None, "transcript": {"error": "RuntimeError: kaboom"},
+          "assertions": [{"passed": False, "message": "hook_called guard deny: never ran",
+                          "error": None}]}
 VERDICTS: list[tuple[str, list[dict[str, Any]], str, int, str | None, dict[str, int]]] = [
     ("pass", [OK, OK, OK], "pass", 3, None, {}),
     ("flaky", [OK, FAILED, OK], "flaky", 2, FAILED["assertions"][0]["message"], {}),
@@ -243,6 +249,8 @@ VERDICTS: list[tuple[str, list[dict[str, Any]], str, int, str | None, dict[str, 
      {"grader_error": 1, "target_crash": 1}),
     ("flaky-with-crash", [OK, CRASHED], "flaky", 1, "target_crash: exited with 1",
      {"target_crash": 1}),
+    ("target-error-before-assertions", [RAISED], "fail", 0,
+     "target error: RuntimeError: kaboom", {}),
     ("not_run", [], "not_run", 0, None, {}),
     ("one-trial-pass", [OK], "pass", 1, None, {}),
     ("one-trial-fail", [FAILED], "fail", 0, FAILED["assertions"][0]["message"], {}),

@@ -66,9 +66,15 @@ def test_json_is_the_sorted_verdict_table() -> None:
     assert doc["summary"] == {"pass": 1, "flaky": 1, "fail": 1, "broken": 1, "not_run": 0}
     assert doc["scenarios"][3] == {"case": "tools", "scenario": "crashes", "verdict": "broken",
                                    "passes": 0, "trials": 1, "errors": {"target_crash": 1},
-                                   "first_failure": "target_crash: exited with status 1"}
+                                   "first_failure": "target_crash: exited with status 1",
+                                   "usage": nothing_reported(1)}
     assert doc["scenarios"][0]["first_failure"] is None
     assert (doc["run_id"], doc["commit"], doc["interrupted"]) == (sample()["run_id"], SHA, False)
+
+
+def nothing_reported(trials: int) -> dict[str, Any]:
+    return {"prompt_tokens": None, "completion_tokens": None, "cost": None, "trials": trials,
+            "reported": {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0}}
 
 
 def with_not_run() -> dict[str, Any]:
@@ -101,7 +107,7 @@ def test_junit_loads_in_elementtree() -> None:
     root = ET.fromstring(render(with_not_run(), "junit"))
     assert root.tag == "testsuites"
     assert (root.get("tests"), root.get("failures"), root.get("errors"),
-            root.get("skipped")) == ("5", "2", "1", "1")
+            root.get("skipped")) == ("5", "2", "1", None)  # junit-10.xsd: no "skipped" here
     cases = {(tc.get("classname"), tc.get("name")): [c.tag for c in tc]
              for tc in root.iter("testcase")}
     assert cases == {("tone", "capital"): [], ("tone", "flaky"): ["failure"],
@@ -124,8 +130,8 @@ def hostile() -> dict[str, Any]:
 
 def test_markdown_escapes_pipes_and_html() -> None:
     out = render(hostile(), "markdown")
-    assert ("| x\\|y | s | 💥 broken | 0/1 | target_protocol: a\\|b &lt;script&gt; [31mred "
-            "[0m |") in out
+    assert ("| x\\|y | s | 💥 broken | 0/1 | target_protocol: a\\|b \\<script> \\[31mred "
+            "\\[0m |") in out
 
 
 def test_text_and_junit_carry_no_control_characters() -> None:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.runner import Plan, Provenance
 
@@ -60,7 +61,8 @@ def _refuse_dirty(repo: Repo, root: str, allow: bool) -> tuple[bool, str | None]
     return True, repo.diff_digest()
 
 
-def _write_note(repo: Repo, artifact: Run, text: str) -> None:
+def _write_note(repo: Repo, artifact: Run, text: str) -> bool:
+    """Attach the run to its commit; True when the note now holds it."""
     import time
 
     from gitevals.errors import GitError
@@ -71,11 +73,13 @@ def _write_note(repo: Repo, artifact: Run, text: str) -> None:
             if not note(repo, artifact, text):
                 print("gitevals: the git note keeps the complete run of this commit; this "
                       "partial run is in results/", file=sys.stderr)
-            return
+                return False
+            return True
         except GitError as exc:  # another run moved the notes ref: try again
             if attempt == 4:
                 print(f"gitevals: warning: {exc}; the artifact is in results/", file=sys.stderr)
             time.sleep(0.05 * (attempt + 1))
+    return False
 
 
 def _keep(work: Path, artifact: Run, text: str) -> Path:
@@ -100,12 +104,35 @@ def _keep(work: Path, artifact: Run, text: str) -> Path:
         return fallback
 
 
-def _render(artifact: Run, text: str, fmt: str) -> str:
+def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
     from gitevals.report.runs import render
 
     if fmt == "json":
         return text  # the artifact itself, byte for byte as written
-    return render(artifact, fmt, terminal=sys.stdout.isatty())
+    return render(artifact, fmt, terminal=sys.stdout.isatty(), refused=refused, tail=tail)
+
+
+def _refused(the_plan: Plan) -> list[Refused]:
+    """The cases lint kept from running, each with its error findings: reporters show
+    them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    from gitevals.model import case_name
+    from gitevals.report.runs import Refused
+
+    cases_dir = f"{the_plan.settings.root}/cases/"
+    return [Refused(name, tuple(str(f) for f in the_plan.findings
+                                if f.severity == "error" and f.path.startswith(cases_dir)
+                                and case_name(f.path) == name))
+            for name in the_plan.blocked]
+
+
+def _tail(artifact: Run, path: Path, noted: bool) -> str:
+    """`` in 12.3 s; artifact evals/results/<id>.json, note refs/notes/gitevals``: what
+    ends the text summary, so a reader knows where the whole run is."""
+    from gitevals.git.tree import NOTES_REF
+    from gitevals.report.text import visible
+
+    where = f" in {artifact['duration_ms'] / 1000:.1f} s; artifact {visible(os.path.relpath(path))}"
+    return where + (f", note {NOTES_REF}" if noted else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,11 +157,15 @@ def run(args: argparse.Namespace) -> int:
         print(f, file=sys.stderr)
     for name in the_plan.blocked:
         print(f"gitevals: case {name!r} does not lint and was not run", file=sys.stderr)
+    refused = _refused(the_plan)
     if not the_plan.cases:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
               f"(`gitevals lint --rev {args.rev}`) and commit", file=sys.stderr)
+        from gitevals.report.runs import render_refused
+
+        sys.stdout.write(render_refused(refused, args.format))
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     jobs = args.jobs or os.cpu_count() or 1
@@ -143,14 +174,14 @@ def run(args: argparse.Namespace) -> int:
 
     text = dumps(artifact)
     path = _keep(repo.work_root, artifact, text)
-    if not args.no_note:
-        _write_note(repo, artifact, text)
-    sys.stdout.write(_render(artifact, text, args.format))
+    noted = not args.no_note and _write_note(repo, artifact, text)
+    tail = _tail(artifact, path, noted) if args.format == "text" else ""
+    sys.stdout.write(_render(artifact, text, args.format, refused, tail))
     sys.stdout.flush()
     if artifact["interrupted"]:
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if args.format == "text" and sys.stderr.isatty():  # piped: nothing but the result
+    if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
     from gitevals.run.artifact import failed
 

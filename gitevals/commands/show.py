@@ -1,4 +1,5 @@
-"""``gitevals show [ARTIFACT|REV]``: the verdict table of a stored run."""
+"""``gitevals show [ARTIFACT|REV]``: the verdict table of a stored run, one trial of it
+(``--trial``), or every run kept for a commit (``--all``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gitevals.git.tree import Repo
+    from gitevals.report.runs import Kept
     from gitevals.run.artifact import Run
 
 NAME = "show"
@@ -20,38 +25,125 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: HEAD)")
     parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
                         default="text", help="output format (default: text)")
+    parser.add_argument("--trial", metavar="CASE/SCENARIO[/N]",
+                        help="print one trial as a conversation: turns, tool calls, hooks, "
+                             "assertions, grader answers (N: the first failing trial, else 0)")
+    parser.add_argument("--all", action="store_true", dest="all_runs",
+                        help="list every run kept for the revision (results/ and its git "
+                             "note), newest first, marking the one show and diff read")
 
 
 def _is_path(what: str) -> bool:
     return what.endswith(".json") or os.path.isfile(what)
 
 
-def run_for_rev(rev: str) -> Run:
-    """The run pinned to ``rev``'s commit: <root>/results/ of the working tree, else the
-    git note on the commit. None found is a usage error naming the fix."""
-    from gitevals.errors import UsageError
+def _locate(rev: str) -> tuple[Repo, str, str]:
+    """The repository, ``rev``'s commit and the eval root of the working tree's settings."""
     from gitevals.git.tree import WorkingTree, require_repo
-    from gitevals.run.store import run_of_commit
     from gitevals.settings import load_settings
 
     repo = require_repo()
     commit = repo.resolve(rev)
     settings, _ = load_settings(WorkingTree(repo.work_root))
-    found = run_of_commit(repo, repo.work_root, settings.root, commit)
+    return repo, commit, settings.root
+
+
+def _no_run(rev: str, commit: str, root: str) -> Exception:
+    from gitevals.errors import UsageError
+
+    return UsageError(f"no run of {rev} ({commit[:12]}) in {root}/results/ or its "
+                      f"git note: make one with `gitevals run --rev {commit}`")
+
+
+def run_for_rev(rev: str) -> Run:
+    """The run pinned to ``rev``'s commit: <root>/results/ of the working tree, else the
+    git note on the commit. None found is a usage error naming the fix."""
+    from gitevals.run.store import run_of_commit
+
+    repo, commit, root = _locate(rev)
+    found = run_of_commit(repo, repo.work_root, root, commit)
     if found is None:
-        raise UsageError(f"no run of {rev} ({commit[:12]}) in {settings.root}/results/ or its "
-                         f"git note: make one with `gitevals run --rev {commit}`")
+        raise _no_run(rev, commit, root)
     return found.run
+
+
+def kept_runs(rev: str) -> tuple[str, list[Kept]]:
+    """``rev``'s commit and every run kept for it, marked with the one ``show`` and ``diff``
+    read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
+    from gitevals.git.tree import NOTES_REF
+    from gitevals.report.runs import kept
+    from gitevals.run.artifact import candidate
+    from gitevals.run.store import local_runs
+
+    repo, commit, root = _locate(rev)
+    local = [(run, os.path.relpath(path), _written(path)) for run, path in
+             local_runs(repo.work_root, root, commit)]
+    text = repo.read_note(commit)
+    noted = candidate(text) if text else None
+    found = [*local, *([(noted, f"note {NOTES_REF}", 0)] if noted is not None else [])]
+    if not found:
+        raise _no_run(rev, commit, root)
+    picked = str(found[len(local) - 1 if local else -1][0].get("run_id"))
+    return commit, kept(found, picked)
+
+
+def _written(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _formats(args: argparse.Namespace) -> None:
+    from gitevals.errors import UsageError
+
+    if args.all_runs and args.trial:
+        raise UsageError("--all and --trial do not go together: list the runs, then show a "
+                         "trial of one")
+    option = "--all" if args.all_runs else "--trial" if args.trial else None
+    if option and args.format not in ("text", "json"):
+        raise UsageError(f"{option} prints text or json, not {args.format}")
+    if args.all_runs and _is_path(args.what):
+        raise UsageError(f"--all lists the runs of a revision, not of a file: "
+                         f"{args.what} is a file")
 
 
 def run(args: argparse.Namespace) -> int:
     import gc
 
-    from gitevals.report.runs import render
     from gitevals.run.artifact import failed, load
 
+    _formats(args)
     gc.disable()  # a short-lived read of one big acyclic tree: see commands/score.py
+    if args.all_runs:
+        return _show_all(args)
     artifact = load(args.what) if _is_path(args.what) else run_for_rev(args.what)
-    sys.stdout.write(render(artifact, args.format, terminal=sys.stdout.isatty()))
-    sys.stdout.flush()
+    if args.trial:
+        return _show_trial(artifact, args.trial, args.format)
+    from gitevals.report.runs import render
+
+    _write(render(artifact, args.format, terminal=sys.stdout.isatty()))
     return 1 if failed(artifact) else 0
+
+
+def _show_trial(artifact: Run, spec: str, fmt: str) -> int:
+    from gitevals.report import trial
+
+    case, scenario, chosen = trial.pick(artifact, spec)
+    doc = trial.document(artifact, case, scenario, chosen)
+    _write(trial.as_json(doc) if fmt == "json" else trial.render_text(doc))
+    return 0 if chosen["passed"] else 1
+
+
+def _show_all(args: argparse.Namespace) -> int:
+    from gitevals.report.runs import kept_json, kept_text
+
+    commit, runs = kept_runs(args.what)
+    _write(kept_json(commit, args.what, runs) if args.format == "json"
+           else kept_text(commit, args.what, runs))
+    return 0
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()

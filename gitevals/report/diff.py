@@ -14,6 +14,7 @@ from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.rules import Change
 from gitevals.diff.verdicts import Tally
 from gitevals.jsontypes import JSON
+from gitevals.report.text import md_inert
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
@@ -280,17 +281,21 @@ def render_json(diff: Diff) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ") or " "
+    return md_inert(text) or " "
 
 
 def render_markdown(diff: Diff, limit: int = 50) -> str:
-    """A PR comment: summary in bold, both commits, then one table per section."""
+    """A PR comment: summary in bold, both commits, then one table per section.
+
+    Every piece of data (revisions, ids, values, buckets, assertion arguments, titles
+    naming files) goes through ``md_inert``: a golden holding ``<script>`` or
+    ``![x](http://...)`` shows as that text, and a CR cannot split a row."""
     head = header(diff)
-    lines = [f"**gitevals diff: {head[0]}**", ""]
-    lines += [f"- {h}" for h in head[1:]]
+    lines = [f"**gitevals diff: {md_inert(head[0])}**", ""]
+    lines += [f"- {md_inert(h)}" for h in head[1:]]
     for s in sections(diff, limit):
-        lines += ["", f"#### {s.title}", "",
-                  "| " + " | ".join(s.headers) + " |",
+        lines += ["", f"#### {md_inert(s.title)}", "",
+                  "| " + " | ".join(_md_cell(h) for h in s.headers) + " |",
                   "|" + "---|" * len(s.headers)]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
         if s.more:

@@ -9,13 +9,21 @@ in every format.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import one_line, visible
-from gitevals.run.artifact import VERDICTS, scenarios
+from gitevals.report.text import md_inert, one_line, visible, xml_text
+from gitevals.run.artifact import (
+    MEASURES,
+    NO_USAGE,
+    VERDICTS,
+    Measure,
+    Usage,
+    run_usage,
+    scenarios,
+    usage,
+)
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -23,7 +31,6 @@ if TYPE_CHECKING:
     from gitevals.run.artifact import Run, ScenarioRun
 
 FORMATS = ("text", "json", "junit", "markdown")
-_XML_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
           "not_run": "dim"}
 _MARK = {"pass": "✅", "flaky": "⚠️", "fail": "❌", "broken": "💥", "not_run": "⏭️"}
@@ -41,12 +48,20 @@ class Row:
     first_failure: str
     errors: dict[str, int]
     duration_ms: int
+    usage: Usage = NO_USAGE
 
     @property
     def ratio(self) -> str:
         return f"{self.passes}/{self.trials}"
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A selected case lint refused to run: reported as a failure, never left out.
+    ``findings`` are its error findings as lint prints them (``path:line:col: CODE ...``)."""
+
+    case: str
+    findings: tuple[str, ...]
 
 
 def _note(scenario: ScenarioRun) -> str:
@@ -72,7 +87,7 @@ def rows(run: Run) -> list[Row]:
     for case, s in scenarios(run):
         v = s["verdict"]
         out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
-                       _note(s), dict(v["errors"]), _duration(s)))
+                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"])))
     return out
 
 
@@ -86,7 +101,10 @@ def counts(table: list[Row]) -> dict[str, int]:
 
 def summary(table: list[Row]) -> str:
     """``3 pass, 1 flaky, 1 fail, 0 broken`` (``, 2 not run`` only when some were not)."""
-    c = counts(table)
+    return _tally_text(counts(table))
+
+
+def _tally_text(c: dict[str, int]) -> str:
     text = f"{c['pass']} pass, {c['flaky']} flaky, {c['fail']} fail, {c['broken']} broken"
     return text + (f", {c['not_run']} not run" if c["not_run"] else "")
 
@@ -105,32 +123,126 @@ def _title(run: Run) -> str:
     return text
 
 
+# -- usage (tokens and cost the replies reported) --------------------------------------
+
+
+def _number(value: int | float | None) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
+def _tokens(u: Usage) -> tuple[str, int] | None:
+    """``1,234 in / 567 out`` and how many trials reported both, or None when none did."""
+    p, c = u.get("prompt_tokens"), u.get("completion_tokens")
+    if p.total is None and c.total is None:
+        return None
+    return f"{_number(p.total)} in / {_number(c.total)} out", min(p.reported, c.reported)
+
+
+def usage_line(u: Usage) -> str | None:
+    """``tokens 1,234 in / 567 out (2 of 5 trials reported none); cost 0.0123``, or None
+    when no reply reported anything. Missing counts are said, never summed as zeros."""
+    parts = []
+    tokens, cost = _tokens(u), u.get("cost")
+    if tokens is not None:
+        parts.append(f"tokens {tokens[0]}{_missing(u.trials, tokens[1])}")
+    if cost.total is not None:
+        parts.append(f"cost {_number(cost.total)}{_missing(u.trials, cost.reported)}")
+    return "; ".join(parts) or None
+
+
+def _missing(trials: int, reported: int) -> str:
+    return f" ({trials - reported} of {trials} trials reported none)" if reported < trials else ""
+
+
+def _tokens_cell(u: Usage) -> str:
+    tokens = _tokens(u)
+    if tokens is None:
+        return ""
+    partial = f" ({tokens[1]} of {u.trials} trials)" if tokens[1] < u.trials else ""
+    return tokens[0].replace(" in / ", "/").removesuffix(" out") + partial
+
+
+def _cost_cell(u: Usage) -> str:
+    cost = u.get("cost")
+    if cost.total is None:
+        return ""
+    partial = f" ({cost.reported} of {u.trials} trials)" if cost.reported < u.trials else ""
+    return _number(cost.total) + partial
+
+
+def usage_json(u: Usage) -> dict[str, object]:
+    """Each measure's total (null when no trial reported it) and the trials that did."""
+    doc: dict[str, object] = {name: m.total for name, m in zip(MEASURES, u.measures,
+                                                                strict=True)}
+    doc["trials"] = u.trials
+    doc["reported"] = {name: m.reported for name, m in zip(MEASURES, u.measures, strict=True)}
+    return doc
+
+
+def usage_from_json(doc: Mapping[str, object]) -> Usage:
+    """The ``Usage`` that ``usage_json`` wrote as ``doc`` (what it cannot read counts as
+    not reported)."""
+    reported = doc.get("reported")
+    counts = reported if isinstance(reported, dict) else {}
+    return Usage(_count(doc.get("trials")),
+                 tuple(Measure(_total(doc.get(m)), _count(counts.get(m))) for m in MEASURES))
+
+
+def _total(value: object) -> int | float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return value if ok else None  # type: ignore[return-value]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _columns(table: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
+    """The verdict table's columns: usage ones only when some reply reported usage."""
+    cols: list[tuple[str, Callable[[Row], str]]] = [
+        ("case", lambda r: visible(r.case)), ("scenario", lambda r: visible(r.scenario)),
+        ("verdict", lambda r: r.verdict.replace("_", " ")), ("passes", lambda r: r.ratio)]
+    if any(_tokens(r.usage) for r in table):
+        cols.append(("tokens in/out", lambda r: _tokens_cell(r.usage)))
+    if any(r.usage.get("cost").total is not None for r in table):
+        cols.append(("cost", lambda r: _cost_cell(r.usage)))
+    return [*cols, ("first failure", lambda r: r.first_failure)]
+
+
 # -- text ---------------------------------------------------------------------------
 
 HEADER = ("case", "scenario", "verdict", "passes", "first failure")
 
 
-def _cells(r: Row) -> tuple[str, str, str, str, str]:
-    return (visible(r.case), visible(r.scenario), r.verdict.replace("_", " "), r.ratio,
-            r.first_failure)
+def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
+    """The last lines: usage when reported, then the summary (and ``tail``: run adds how
+    long it took and where the artifact is)."""
+    line = usage_line(run_usage(artifact))
+    return [*([line] if line else []), summary(table) + tail]
 
 
-def plain(artifact: Run) -> str:
+def plain(artifact: Run, tail: str = "") -> str:
     """Aligned columns for pipes and files: title, header, a row per scenario, summary."""
     table = rows(artifact)
     lines = [_title(artifact)]
     if table:
-        cells = [HEADER, *(_cells(r) for r in table)]
-        widths = [max(len(c[i]) for c in cells) for i in range(4)]
-        lines += ["  ".join([*(c[i].ljust(widths[i]) for i in range(4)), c[4]]).rstrip()
+        cols = _columns(table)
+        cells = [[name for name, _ in cols], *([cell(r) for _, cell in cols] for r in table)]
+        last = len(cols) - 1
+        widths = [max(len(c[i]) for c in cells) for i in range(last)]
+        lines += ["  ".join([*(c[i].ljust(widths[i]) for i in range(last)), c[last]]).rstrip()
                   for c in cells]
     else:
         lines.append("no scenarios")
-    lines.append(summary(table))
+    lines += _closing(artifact, table, tail)
     return "\n".join(lines) + "\n"
 
 
-def rich_text(artifact: Run, width: int | None = None) -> str:
+def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
     """A rich table with coloured verdicts, rendered to a string for a terminal."""
     import io
 
@@ -140,18 +252,21 @@ def rich_text(artifact: Run, width: int | None = None) -> str:
 
     table = Table(title=Text(_title(artifact)), title_justify="left", box=None,
                   pad_edge=False)
-    for name in HEADER:
-        table.add_column(name, overflow="fold", no_wrap=name != "first failure")
     data = rows(artifact)
+    cols = _columns(data)
+    for name, _ in cols:
+        table.add_column(name, overflow="fold", no_wrap=name != "first failure")
     for r in data:
-        case, scenario, verdict, ratio, first = _cells(r)
-        table.add_row(Text(case), Text(scenario), Text(verdict, style=_STYLE.get(r.verdict, "")),
-                      Text(ratio), Text(first))
+        table.add_row(*(Text(cell(r), style=_STYLE.get(r.verdict, "") if name == "verdict"
+                             else "") for name, cell in cols))
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width, highlight=False,
                       color_system="standard", legacy_windows=False)
     console.print(table)
-    console.print(Text(summary(data), style="bold"))
+    *before, last = _closing(artifact, data, tail)
+    for line in before:
+        console.print(Text(line))
+    console.print(Text(last, style="bold"))
     return buf.getvalue()
 
 
@@ -164,10 +279,11 @@ def as_json(artifact: Run) -> str:
     doc: dict[str, object] = {
         "run_id": artifact["run_id"], "commit": artifact["commit"],
         "rev": artifact["rev"], "interrupted": artifact["interrupted"],
-        "summary": counts(table),
+        "summary": counts(table), "usage": usage_json(run_usage(artifact)),
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
-                       "first_failure": r.first_failure or None, "errors": r.errors}
+                       "first_failure": r.first_failure or None, "errors": r.errors,
+                       "usage": usage_json(r.usage)}
                       for r in table],
     }
     if "scored_with" in artifact:
@@ -177,80 +293,121 @@ def as_json(artifact: Run) -> str:
 
 # -- junit ----------------------------------------------------------------------------
 
+#: The element a verdict becomes in JUnit (pass: none).
+_JUNIT_TAG = {"flaky": "failure", "fail": "failure", "broken": "error", "not_run": "skipped"}
 
-def junit(artifact: Run) -> str:
-    """JUnit XML: a testsuite per case, a testcase per scenario.
+
+@dataclass(frozen=True)
+class _TestCase:
+    """One JUnit ``<testcase>``, before it is XML: ``tag`` is failure/error/skipped/None."""
+
+    suite: str
+    name: str
+    ms: int
+    tag: str | None
+    kind: str
+    message: str
+    detail: str
+
+
+def _from_row(r: Row) -> _TestCase:
+    detail = f"{r.verdict}: {r.ratio} trials passed"
+    if r.errors:
+        detail += "; errors: " + ", ".join(f"{k} x{n}" for k, n in sorted(r.errors.items()))
+    if r.first_failure:
+        detail += f"\nfirst failure: {r.first_failure}"
+    return _TestCase(r.case, r.scenario, r.duration_ms, _JUNIT_TAG.get(r.verdict), r.verdict,
+                     r.first_failure or r.verdict, detail)
+
+
+def _from_refused(r: Refused) -> _TestCase:
+    first = r.findings[0] if r.findings else "the case does not lint"
+    return _TestCase(r.case, "lint", 0, "failure", "lint", one_line(first),
+                     "refused by lint, not run:\n" + "\n".join(r.findings or (first,)))
+
+
+def junit(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
+    """JUnit XML that the Jenkins xunit plugin's ``junit-10.xsd`` accepts: a testsuite per
+    case, a testcase per scenario; a case lint refused is one failing testcase ``lint``.
 
     flaky and fail -> <failure>, broken -> <error>, not_run -> <skipped>; the first
-    failure is the message.
+    failure is the message. Every name and value passes through ``xml_text``.
     """
     import xml.etree.ElementTree as ET
 
-    table = rows(artifact)
-    c = counts(table)
-    root = ET.Element("testsuites", {
-        "name": "gitevals", "tests": str(len(table)), "failures": str(c["flaky"] + c["fail"]),
-        "errors": str(c["broken"]), "skipped": str(c["not_run"]),
-        "time": _secs(sum(r.duration_ms for r in table))})
-    for case in dict.fromkeys(r.case for r in table):
-        _suite(root, case, [r for r in table if r.case == case])
+    cases = [_from_row(r) for r in (rows(artifact) if artifact is not None else [])]
+    cases += [_from_refused(r) for r in refused]
+    # junit-10.xsd allows "skipped" on <testsuite> only
+    totals = {k: v for k, v in _tally(cases).items() if k != "skipped"}
+    root = ET.Element("testsuites", {"name": "gitevals", **totals})
+    for suite in dict.fromkeys(c.suite for c in cases):
+        _suite(root, suite, [c for c in cases if c.suite == suite])
     ET.indent(root, space="  ")
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _tally(cases: list[_TestCase]) -> dict[str, str]:
+    tags = [c.tag for c in cases]
+    return {"tests": str(len(cases)), "failures": str(tags.count("failure")),
+            "errors": str(tags.count("error")), "skipped": str(tags.count("skipped")),
+            "time": _secs(sum(c.ms for c in cases))}
 
 
 def _secs(ms: int) -> str:
     return f"{ms / 1000:.3f}"
 
 
-def _suite(root: Element, case: str, table: list[Row]) -> None:
+def _suite(root: Element, name: str, cases: list[_TestCase]) -> None:
     import xml.etree.ElementTree as ET
 
-    c = counts(table)
-    suite = ET.SubElement(root, "testsuite", {
-        "name": case, "tests": str(len(table)), "failures": str(c["flaky"] + c["fail"]),
-        "errors": str(c["broken"]), "skipped": str(c["not_run"]),
-        "time": _secs(sum(r.duration_ms for r in table))})
-    for r in table:
-        tc = ET.SubElement(suite, "testcase", {"classname": case, "name": r.scenario,
-                                               "time": _secs(r.duration_ms)})
-        detail = f"{r.verdict}: {r.ratio} trials passed"
-        if r.errors:
-            detail += "; errors: " + ", ".join(f"{k} x{n}" for k, n in sorted(r.errors.items()))
-        if r.first_failure:
-            detail += f"\nfirst failure: {r.first_failure}"
-        tag = {"flaky": "failure", "fail": "failure", "broken": "error",
-               "not_run": "skipped"}.get(r.verdict)
-        if tag is not None:
-            el = ET.SubElement(tc, tag, {"message": r.first_failure or r.verdict,
-                                         "type": r.verdict})
-            el.text = _xml_safe(detail)
-
-
-def _xml_safe(text: str) -> str:
-    # XML 1.0 cannot hold most control characters at all, escaped or not.
-    return _XML_BAD.sub(" ", text)
+    suite = ET.SubElement(root, "testsuite", {"name": xml_text(name), **_tally(cases)})
+    for c in cases:
+        tc = ET.SubElement(suite, "testcase", {"classname": xml_text(name),
+                                               "name": xml_text(c.name), "time": _secs(c.ms)})
+        if c.tag is not None:
+            el = ET.SubElement(tc, c.tag, {"message": xml_text(c.message),
+                                           "type": xml_text(c.kind)})
+            el.text = xml_text(c.detail)
 
 
 # -- markdown ---------------------------------------------------------------------------
 
 
-def _md(text: str) -> str:
-    """A table cell: pipes escaped, HTML neutralised, one line."""
-    return (one_line(text).replace("\\", "\\\\").replace("|", "\\|")
-            .replace("<", "&lt;").replace(">", "&gt;"))
-
-
-def markdown(artifact: Run) -> str:
-    """A PR-comment table: title, summary, one row per scenario."""
-    table = rows(artifact)
-    lines = [f"**gitevals** {_md(_title(artifact))}", "", f"**{summary(table)}**", ""]
-    if table:
-        lines += ["| case | scenario | verdict | passes | first failure |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {_md(r.case)} | {_md(r.scenario)} | {_MARK.get(r.verdict, '')} "
-                  f"{r.verdict.replace('_', ' ')} | {r.ratio} | {_md(r.first_failure)} |"
+def markdown(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
+    """A PR-comment table: title, summary, one row per scenario (and per case lint
+    refused). Every cell is data made inert (``md_inert``): no HTML, link or image."""
+    table = rows(artifact) if artifact is not None else []
+    head = md_inert(_title(artifact)) if artifact is not None else "nothing was run"
+    lines = [f"**gitevals** {head}", "", f"**{summary(table)}{_refused_count(refused)}**"]
+    line = usage_line(run_usage(artifact)) if artifact is not None else None
+    lines += [*([md_inert(line)] if line else []), ""]
+    if table or refused:
+        cols = _columns(table)
+        lines += ["| " + " | ".join(name for name, _ in cols) + " |",
+                  "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_md_cell(r, name, cell) for name, cell in cols) + " |"
                   for r in table]
+        lines += [_md_refused(r, len(cols)) for r in refused]
     return "\n".join(lines) + "\n"
+
+
+def _refused_count(refused: Sequence[Refused]) -> str:
+    return f", {len(refused)} refused by lint" if refused else ""
+
+
+def _md_cell(r: Row, name: str, cell: Callable[[Row], str]) -> str:
+    if name == "verdict":
+        return f"{_MARK.get(r.verdict, '')} {r.verdict.replace('_', ' ')}"
+    if name in ("case", "scenario"):  # raw: visible() escapes would read as data
+        return md_inert(r.case if name == "case" else r.scenario)
+    return md_inert(cell(r))
+
+
+def _md_refused(r: Refused, width: int) -> str:
+    first = r.findings[0] if r.findings else "the case does not lint"
+    cells = [md_inert(r.case), "(lint)", "🚫 refused by lint", "-", *[""] * (width - 5),
+             md_inert(first)]
+    return "| " + " | ".join(cells) + " |"
 
 
 REPORTERS: dict[str, Callable[[Run], str]] = {
@@ -261,9 +418,94 @@ REPORTERS: dict[str, Callable[[Run], str]] = {
 }
 
 
-def render(artifact: Run, fmt: str, terminal: bool = False,
-           width: int | None = None) -> str:
-    """``artifact`` in format ``fmt``; ``text`` on a ``terminal`` is a rich table."""
-    if fmt == "text" and terminal:
-        return rich_text(artifact, width)
+def render(artifact: Run, fmt: str, terminal: bool = False, width: int | None = None, *,
+           refused: Sequence[Refused] = (), tail: str = "") -> str:
+    """``artifact`` in format ``fmt``; ``text`` on a ``terminal`` is a rich table.
+
+    ``refused`` (cases lint kept from running) appear in junit and markdown; ``tail``
+    ends text's summary line.
+    """
+    if fmt == "text":
+        return rich_text(artifact, width, tail) if terminal else plain(artifact, tail)
+    if fmt in ("junit", "markdown") and refused:
+        return junit(artifact, refused) if fmt == "junit" else markdown(artifact, refused)
     return REPORTERS[fmt](artifact)
+
+
+def render_refused(refused: Sequence[Refused], fmt: str) -> str:
+    """What ``fmt`` says when lint refused every selected case and nothing ran: junit and
+    markdown list the refused cases as failures; text and json say nothing on stdout."""
+    if fmt == "junit":
+        return junit(None, refused)
+    return markdown(None, refused) if fmt == "markdown" else ""
+
+
+# -- the runs kept for a commit (show --all) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One run kept for a commit: where it is kept and whether ``show``/``diff`` read it.
+    ``summary`` is None and ``problem`` says why when the run does not validate."""
+
+    run_id: str
+    finished_at: str
+    scope: str  # complete, interrupted, or the cases a partial run ran
+    sources: tuple[str, ...]
+    picked: bool
+    summary: dict[str, int] | None
+    problem: str | None
+
+
+def kept(found: Sequence[tuple[Run, str, int]], picked: str) -> list[Kept]:
+    """``found`` (a run, where it is kept and when that was written, e.g. a file's mtime;
+    one run may be kept twice, as a file and as the note) as one entry per run, newest
+    first (``finished_at`` has whole seconds: a tie goes to the later written);
+    ``picked`` is the run id shown."""
+    sources: dict[str, list[str]] = {}
+    first: dict[str, tuple[Run, int]] = {}
+    for run, where, written in found:  # only a candidate yet: read with care
+        rid = str(run.get("run_id", "(no run id)"))
+        sources.setdefault(rid, []).append(where)
+        first.setdefault(rid, (run, written))
+    order = sorted(first.items(), key=lambda i: (i[1][0]["finished_at"], i[1][1]),
+                   reverse=True)
+    return [_kept(run, tuple(sources[rid]), rid == picked) for rid, (run, _) in order]
+
+
+def _kept(run: Run, sources: tuple[str, ...], picked: bool) -> Kept:
+    from gitevals.errors import ArtifactError
+    from gitevals.run.artifact import checked
+
+    cases = run["options"].get("cases")
+    scope = "interrupted" if run.get("interrupted") is not False else (
+        "partial: " + ", ".join(map(str, cases)) if isinstance(cases, list) and cases
+        else "complete")
+    try:
+        tally: dict[str, int] | None = counts(rows(checked(run, sources[0])))
+        problem = None
+    except ArtifactError as exc:
+        tally, problem = None, str(exc)
+    return Kept(str(run.get("run_id", "(no run id)")), run["finished_at"], scope, sources,
+                picked, tally, problem)
+
+
+def kept_text(commit: str, rev: str, runs: Sequence[Kept]) -> str:
+    """One line per kept run, aligned, ``*`` on the run ``show`` and ``diff`` read."""
+    lines = [f"runs of {visible(rev)} ({commit[:12]}), newest first; * marks the one "
+             "show and diff read"]
+    cells = [("*" if k.picked else " ", visible(k.run_id), visible(k.finished_at),
+              visible(k.scope), _tally_text(k.summary) if k.summary else one_line(k.problem),
+              visible(", ".join(k.sources))) for k in runs]
+    widths = [max(len(c[i]) for c in cells) for i in range(5)]
+    lines += ["  ".join([*(c[i].ljust(widths[i]) for i in range(5)), c[5]]) for c in cells]
+    return "\n".join(lines) + "\n"
+
+
+def kept_json(commit: str, rev: str, runs: Sequence[Kept]) -> str:
+    """The kept runs as sorted JSON, newest first."""
+    doc = {"commit": commit, "rev": rev,
+           "runs": [{"run_id": k.run_id, "finished_at": k.finished_at, "scope": k.scope,
+                     "sources": list(k.sources), "picked": k.picked, "summary": k.summary,
+                     "problem": k.problem} for k in runs]}
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -14,12 +14,13 @@ Nothing here does IO except ``load`` of a path; files and notes are ``store``'s.
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, cast
 
 from gitevals.errors import ArtifactError
 from gitevals.jsontypes import JSON as JSON
@@ -277,6 +278,82 @@ def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
     one (``written``: a file's mtime), never to the run id's random suffix.
     """
     return complete(run), run["finished_at"], written
+
+
+# -- usage ----------------------------------------------------------------------
+
+#: What a reply may report about its cost: ``usage.prompt_tokens``,
+#: ``usage.completion_tokens`` (OpenAI style) and ``cost`` (or ``usage.cost``).
+MEASURES: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "cost")
+
+
+class Measure(NamedTuple):
+    """One measure summed over trials: ``total`` is None when no trial reported it
+    (a missing count is never a zero); ``reported`` counts the trials that did."""
+
+    total: int | float | None
+    reported: int
+
+
+def _plus(a: Measure, b: Measure) -> Measure:
+    if a.total is None or b.total is None:
+        return Measure(a.total if b.total is None else b.total, a.reported + b.reported)
+    return Measure(a.total + b.total, a.reported + b.reported)
+
+
+class Usage(NamedTuple):
+    """What the replies of ``trials`` trials reported, measure by measure (``MEASURES``)."""
+
+    trials: int
+    measures: tuple[Measure, ...]
+
+    def get(self, name: str) -> Measure:
+        return self.measures[MEASURES.index(name)]
+
+
+NO_USAGE = Usage(0, tuple(Measure(None, 0) for _ in MEASURES))
+
+
+def _reported(reply: JSONObject, name: str) -> int | float | None:
+    """The measure ``name`` of one reply, or None when it carries no usable one: a token
+    count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string)."""
+    usage = reply.get("usage")
+    value = usage.get(name) if isinstance(usage, dict) else None
+    if name == "cost" and reply.get("cost") is not None:
+        value = reply["cost"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if (name != "cost" and not isinstance(value, int)) or value < 0:
+        return None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def trial_usage(trial: Trial) -> Usage:
+    """One trial's usage: a measure counts only when every reply of the trial reported
+    it (a partial sum would read as the whole); a trial with no reply reported nothing."""
+    replies = trial["transcript"]["turns"]
+    out = []
+    for name in MEASURES:
+        values = [_reported(r, name) for r in replies if isinstance(r, dict)]
+        known = bool(values) and len(values) == len(replies) and None not in values
+        out.append(Measure(sum(v for v in values if v is not None), 1) if known
+                   else Measure(None, 0))
+    return Usage(1, tuple(out))
+
+
+def usage(trials: Iterable[Trial]) -> Usage:
+    """The usage of ``trials`` summed (a scenario's results, or every trial of a run)."""
+    total = NO_USAGE
+    for t in trials:
+        one = trial_usage(t)
+        total = Usage(total.trials + 1,
+                      tuple(map(_plus, total.measures, one.measures)))
+    return total
+
+
+def run_usage(run: Run) -> Usage:
+    """The usage of every trial of ``run``."""
+    return usage(t for _, s in scenarios(run) for t in s["results"])
 
 
 # -- text -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ and expectations: ``score_run`` is the two. Runs come in through ``artifact.load
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 
@@ -231,8 +232,16 @@ def _trial_errors(result: Trial) -> list[str]:
 
 
 def _first_failure(result: Trial) -> str | None:
+    """What a reader should see first about a failed trial: the infrastructure error,
+    else the error the target itself reported (an assertion it broke, such as a hook
+    that "never ran", is only a consequence), else the first failed assertion."""
     if result["error"] is not None:
         return _error_text(result["error"])
+    reported = result["transcript"].get("error")
+    if reported is not None:
+        text = reported if isinstance(reported, str) else json.dumps(reported, sort_keys=True)
+        # the verdict keeps a line, not a copy: the whole error stays in the transcript
+        return "target error: " + (text if len(text) <= 300 else text[:299] + "…")
     for a in result["assertions"]:
         if not a["passed"]:
             return a["message"]

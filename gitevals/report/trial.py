@@ -1,0 +1,243 @@
+"""One trial read as a conversation: ``gitevals show --trial CASE/SCENARIO[/N]``.
+
+``pick`` finds the trial in a run, ``document`` gathers everything about it as JSON data
+(what ``--format json`` prints), ``render_text`` writes that same document for a reader:
+each user turn and the reply to it (tool calls with arguments and results, hook
+decisions, errors, the answer), then every assertion, every grader's answer and the
+trial's errors. Long values are folded (``fold``) and every value is terminal-escaped.
+Pure: a run in, a string out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from itertools import zip_longest
+from typing import TYPE_CHECKING
+
+from gitevals.report.runs import usage_from_json, usage_json, usage_line
+from gitevals.report.text import fold, one_line, visible
+from gitevals.run.artifact import trial_usage
+
+if TYPE_CHECKING:
+    from gitevals.jsontypes import JSON, JSONObject
+    from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
+
+#: Characters of one value shown before it is folded (``--format json`` has all of it).
+LIMIT = 500
+
+
+def pick(run: Run, spec: str) -> tuple[CaseRun, ScenarioRun, Trial]:
+    """The trial ``CASE/SCENARIO[/N]`` of ``run``; N defaults to the first failing trial,
+    else trial 0. ``UsageError`` in one line naming what the run holds instead."""
+    from gitevals.errors import UsageError
+
+    case_name, _, rest = spec.partition("/")
+    scenario_id, _, n = rest.partition("/")
+    cases = {c["name"]: c for c in run["cases"]}
+    case = cases.get(case_name)
+    if case is None:
+        raise UsageError(f"--trial {visible(spec)}: no case {visible(case_name)!r} in this "
+                         f"run; it has {_names(cases)} (give CASE/SCENARIO[/N])")
+    found = {s["id"]: s for s in case["scenarios"]}
+    scenario = found.get(scenario_id)
+    if scenario is None:
+        raise UsageError(f"--trial {visible(spec)}: no scenario {visible(scenario_id)!r} in "
+                         f"case {visible(case_name)!r}; it has {_names(found)}")
+    return case, scenario, _trial(scenario, n, spec)
+
+
+def _trial(scenario: ScenarioRun, n: str, spec: str) -> Trial:
+    from gitevals.errors import UsageError
+
+    results = scenario["results"]
+    if not n:
+        failing = [r for r in results if not r["passed"]]
+        if failing or results:
+            return (failing or results)[0]
+    trials = {str(r["trial"]): r for r in results}
+    if n in trials:
+        return trials[n]
+    have = (f"trials {results[0]['trial']}-{results[-1]['trial']}" if results
+            else "no trials: it was not run")
+    raise UsageError(f"--trial {visible(spec)}: no trial {visible(n or '0')} of "
+                     f"{visible(spec.rsplit('/', 1)[0] if n else spec)}; it has {have}")
+
+
+def _names(items: Mapping[str, object]) -> str:
+    shown = [repr(visible(k)) for k in list(items)[:20]]
+    more = f" and {len(items) - 20} more" if len(items) > 20 else ""
+    return ", ".join(shown) + more if shown else "none"
+
+
+def document(run: Run, case: CaseRun, scenario: ScenarioRun, trial: Trial) -> JSONObject:
+    """Everything about one trial as JSON data, values whole (``--format json``)."""
+    t = trial["transcript"]
+    turns: list[JSON] = [{"user": user, "reply": reply} for user, reply
+                         in zip_longest(scenario["user"], t["turns"])]
+    expect = scenario["expect"]
+    assertions: list[JSON] = [
+        {**_object(a), "rule": expect[a["index"]] if a["index"] < len(expect) else None}
+        for a in trial["assertions"]]
+    return {
+        "run_id": run["run_id"], "commit": run["commit"], "rev": run["rev"],
+        "case": case["name"], "path": case["path"], "scenario": scenario["id"],
+        "trial": trial["trial"], "trials": len(scenario["results"]),
+        "passed": trial["passed"], "error": _json(trial["error"]),
+        "conversation": turns, "final_answer": t["final_answer"],
+        "tool_calls": _json(t["tool_calls"]), "hooks": _json(t["hooks"]),
+        "target_error": t["error"], "assertions": assertions,
+        "graders": _json(trial["graders"]), "duration_ms": t["duration_ms"],
+        "usage": _json(usage_json(trial_usage(trial))),
+    }
+
+
+def _json(value: object) -> JSON:
+    """A typed record as the JSON value it already is (no copy)."""
+    return value  # type: ignore[return-value]
+
+
+def _object(value: object) -> JSONObject:
+    return value  # type: ignore[return-value]
+
+
+def as_json(doc: JSONObject) -> str:
+    """The document as sorted, indented JSON."""
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- text -----------------------------------------------------------------------------
+
+
+def render_text(doc: JSONObject) -> str:
+    """The document as a conversation a person reads top to bottom."""
+    lines = _head(doc)
+    for i, turn in enumerate(_list(doc.get("conversation")), 1):
+        lines += ["", *_turn(i, turn if isinstance(turn, dict) else {})]
+    lines += ["", f"final answer: {_block(doc.get('final_answer'), '  ')}"]
+    if doc.get("target_error") is not None:
+        lines.append(f"target error: {_block(doc['target_error'], '  ')}")
+    if doc.get("error") is not None:
+        lines.append(f"trial error: {_error(doc['error'])}")
+    lines += ["", "assertions", *_assertions(doc), *_graders(doc), "", _footer(doc)]
+    return "\n".join(lines) + "\n"
+
+
+def _head(doc: JSONObject) -> list[str]:
+    name = f"{doc['case']}/{doc['scenario']}/{doc['trial']}"
+    outcome = "passed" if doc.get("passed") is True else "FAILED"
+    return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
+            f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
+            f"({str(doc['commit'])[:12]}), case file {visible(doc['path'])}"]
+
+
+def _turn(i: int, turn: JSONObject) -> list[str]:
+    lines = [f"[{i}] user: {_block(turn.get('user'), '    ')}"]
+    reply = turn.get("reply")
+    if not isinstance(reply, dict):
+        return [*lines, "    (no reply: the conversation ended before this turn)"]
+    for call in _list(reply.get("tool_calls")):
+        lines += _tool(call if isinstance(call, dict) else {})
+    for hook in _list(reply.get("hooks")):
+        h = hook if isinstance(hook, dict) else {}
+        lines.append(f"    hook {_short(h.get('name'))}: {_short(h.get('decision'))}")
+    if reply.get("error") is not None:
+        lines.append(f"    error: {_block(reply['error'], '      ')}")
+    return [*lines, f"    answer: {_block(reply.get('final_answer'), '      ')}"]
+
+
+def _tool(call: JSONObject) -> list[str]:
+    lines = [f"    tool {_short(call.get('name'))} {_value(call.get('args', {}))}"]
+    if "result" in call:
+        lines.append(f"      -> {_block(call['result'], '         ')}")
+    return lines
+
+
+def _assertions(doc: JSONObject) -> list[str]:
+    out = []
+    for a in _list(doc.get("assertions")):
+        a = a if isinstance(a, dict) else {}
+        mark = "pass" if a.get("passed") is True else "FAIL"
+        out.append(f"  {mark}  {_block(a.get('message'), '        ')}")
+        if a.get("error") is not None:
+            out.append(f"        error {_error(a['error'])}")
+    return out or ["  (none)"]
+
+
+def _graders(doc: JSONObject) -> list[str]:
+    graders = _list(doc.get("graders"))
+    if not graders:
+        return []
+    out = ["", "graders"]
+    for g in graders:
+        g = g if isinstance(g, dict) else {}
+        head = f"  {_short(g.get('name'))} ({_ms(g.get('duration_ms'))})"
+        if g.get("error") is not None:
+            out.append(f"{head}: error {_error(g['error'])}")
+        else:
+            out.append(f"{head}: {_answer(g.get('raw'))}")
+    return out
+
+
+def _answer(raw: JSON) -> str:
+    """``pass true, score 0.8, why: ...`` for a decision; anything else as its JSON."""
+    if isinstance(raw, bool):
+        return f"pass {str(raw).lower()}"
+    if not isinstance(raw, dict):
+        return f"answered {_value(raw)}"
+    parts = [f"{k} {_value(raw[k])}" for k in ("pass", "score") if k in raw]
+    if "why" in raw:
+        parts.append(f"why: {_block(raw['why'], '    ')}")
+    others = {k: v for k, v in raw.items() if k not in ("pass", "score", "why")}
+    if others:
+        parts.append(f"also {_value(others)}")
+    return ", ".join(parts)
+
+
+def _footer(doc: JSONObject) -> str:
+    usage = doc.get("usage")
+    line = usage_line(usage_from_json(usage)) if isinstance(usage, dict) else None
+    return f"duration {_ms(doc.get('duration_ms'))}" + (f"; {line}" if line else "")
+
+
+# -- values -----------------------------------------------------------------------------
+
+
+def _list(value: JSON) -> list[JSON]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: JSON) -> str:
+    """Strings as they are; anything else as its JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _block(value: JSON, indent: str) -> str:
+    """A value that may span lines: folded, each line escaped and indented under the first."""
+    if value is None:
+        return "(none)"
+    return f"\n{indent}".join(visible(line) for line in fold(_text(value), LIMIT).split("\n"))
+
+
+def _value(value: JSON) -> str:
+    """A value on one line: as JSON (strings quoted), folded, escaped."""
+    return visible(fold(json.dumps(value, ensure_ascii=False, sort_keys=True), LIMIT))
+
+
+def _short(value: JSON) -> str:
+    """A name or decision: one line, folded, escaped."""
+    return visible(fold(one_line(_text(value)), 120)) if value is not None else "(none)"
+
+
+def _error(error: JSON) -> str:
+    if isinstance(error, dict):
+        return f"{_short(error.get('kind'))}: {_block(error.get('message'), '    ')}"
+    return _block(error, "    ")
+
+
+def _ms(value: JSON) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "?"
+    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
