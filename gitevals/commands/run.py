@@ -146,8 +146,11 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
     from gitevals.report.progress import progress
     from gitevals.run import runner
+    from gitevals.run.reaper import subreaper
 
-    with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp:
+    # gitevals adopts what escapes its targets and graders, and kills it all before the
+    # materialized tree is removed (gitevals.run.reaper).
+    with tempfile.TemporaryDirectory(prefix="gitevals-run-") as tmp, subreaper():
         tree.materialize(Path(tmp))
         execution = runner.Execution(the_plan, tmp, jobs, _grader_timeout())
         started = time.time()
@@ -161,6 +164,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total()) as update:
                 execution.run(lambda done, total, failures: update(done, failures))
         finally:
+            execution.registry.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()
