@@ -200,10 +200,6 @@ def sweep(limit: float = SWEEP_LIMIT) -> list[int]:
 # --- the supervisor process ------------------------------------------------------------
 
 
-def _exit_code(status: int) -> int:
-    return os.waitstatus_to_exitcode(status)
-
-
 def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
            fds: Sequence[int]) -> int:
     """Start ``argv`` in its own session on stdin/stdout/stderr ``fds``, found on the
