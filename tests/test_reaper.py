@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,9 @@ from gitevals.run.artifact import load as load_artifact
 
 from .conftest import GIT_ENV, Repo, run_cli
 
-# Trial k leaves a process behind as the scenario id "<how>-<ending>" says, records its pid
-# in <k>.pid, then answers or hangs; it also reports whether trial k-1's leftover is alive.
+# Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
+# in a.pid, then answers or hangs. Case b (run after a, with --jobs 1) reports whether
+# a's leftover is still alive: by then a's conversation has ended.
 HARNESS = '''\
 import json, os, signal, sys, time
 
@@ -83,28 +85,28 @@ def alive(pid):
     return True
 
 
-def leave(scenario, trial):
+def turn(case, scenario):
+    if scenario == "check":
+        state = "alive" if alive(int(open(os.path.join(PIDS, "a.pid")).read())) else "gone"
+        return {"final_answer": f"a left a process that is {state}"}
     how, _, ending = scenario.partition("-")
-    path = os.path.join(PIDS, f"{trial}.pid")
+    path = os.path.join(PIDS, f"{case}.pid")
     globals()[how](path)
     while not os.path.exists(path):
         time.sleep(0.01)
-    before = "gone"
-    if trial and alive(int(open(os.path.join(PIDS, f"{trial - 1}.pid")).read())):
-        before = "alive"
-    if ending == "hangs" and trial == 0:
+    if ending == "hangs":
         time.sleep(600)
-    return {"final_answer": f"trial {trial - 1} left a process that is {before}"}
+    return {"final_answer": "left one"}
 
 
 def respond(messages):  # the same, as a python target
-    return leave(messages[-1]["scenario"], messages[-1]["trial"])
+    return turn(messages[-1]["case"], messages[-1]["scenario"])
 
 
 if __name__ == "__main__":
     for line in sys.stdin:
         msg = json.loads(line)
-        print(json.dumps(leave(msg["scenario"], msg["trial"])), flush=True)
+        print(json.dumps(turn(msg["case"], msg["scenario"])), flush=True)
 '''
 
 COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
@@ -131,24 +133,30 @@ def leaves(t, case, run):
 HOW = ["setsid", "double_fork", "ignores_term"]
 
 
-def _case(scenario: str, trials: int, timeout: str, grader: bool = False) -> str:
+def _case(scenario: str, timeout: str = "30s", grader: bool = False) -> str:
     expect = "[{grader: {name: q.leaves}}]" if grader else "[{no_error: true}]"
-    return (f"defaults: {{trials: {trials}, timeout: {timeout}}}\nscenarios:\n"
+    return (f"defaults: {{trials: 1, timeout: {timeout}}}\nscenarios:\n"
             f"  - id: {scenario}\n    user: hi\n    expect: {expect}\n")
 
 
-def _setup(repo: Repo, case: str, settings: str = COMMAND) -> None:
+def _setup(repo: Repo, cases: dict[str, str], settings: str = COMMAND) -> None:
+    files: dict[str, str | bytes] = {f"evals/cases/{n}.yaml": c for n, c in cases.items()}
     repo.commit({"harness.py": HARNESS, "pyproject.toml": settings,
-                 "evals/cases/leave.yaml": case, "evals/graders/q.py": GRADER})
+                 "evals/graders/q.py": GRADER, **files})
 
 
-def _ours(pid: int, pids: Path) -> bool:
-    """Whether ``pid`` is a live process of this test (its environment names ``pids``)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"REAPER_PIDS={pids}".encode() in environ
+def _ours(pids: Path) -> list[int]:
+    """Every live process of this test: targets, their children, leftovers (all carry
+    ``REAPER_PIDS=<pids>`` in their environment)."""
+    mark = f"REAPER_PIDS={pids}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and mark in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+    return found
 
 
 def _gone(pid: int, grace: float = 2.0) -> bool:
@@ -166,26 +174,29 @@ def _gone(pid: int, grace: float = 2.0) -> bool:
 
 @pytest.fixture
 def pids(tmp_path: Path) -> Iterator[Path]:
-    """Where leftovers write their pids; whatever is still alive afterwards is killed."""
+    """Where leftovers write their pids; whatever of the test is still alive afterwards
+    (when gitevals failed to clean up) is killed."""
     path = tmp_path / "pids"
     path.mkdir()
     try:
         yield path
     finally:
-        for f in path.glob("*.pid"):
-            pid = int(f.read_text())
-            if _ours(pid, path):
-                os.kill(pid, signal.SIGKILL)
+        for _ in range(3):  # a process may fork while its parent is being killed
+            for pid in _ours(path):
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _leftovers(pids: Path) -> dict[str, int]:
     return {f.stem: int(f.read_text()) for f in sorted(pids.glob("*.pid"))}
 
 
-def _answers(repo: Repo) -> list[str | None]:
+def _check(repo: Repo) -> str:
+    """What case b's target saw of case a's leftover."""
     (path,) = (repo.path / "evals" / "results").glob("*.json")
-    (case,) = load_artifact(path)["cases"]
-    return [r["transcript"]["final_answer"] for r in case["scenarios"][0]["results"]]
+    (b,) = [c for c in load_artifact(path)["cases"] if c["name"] == "b"]
+    answer: str = b["scenarios"][0]["results"][0]["transcript"]["final_answer"]
+    return answer
 
 
 ENDINGS = [("answers", 0, "30s"), ("hangs", 1, "2s")]
@@ -195,14 +206,12 @@ ENDINGS = [("answers", 0, "30s"), ("hangs", 1, "2s")]
 @pytest.mark.parametrize(("ending", "code", "timeout"), ENDINGS, ids=[e[0] for e in ENDINGS])
 def test_a_leftover_is_gone_when_its_trial_ends(repo: Repo, pids: Path, how: str,
                                                 ending: str, code: int, timeout: str) -> None:
-    _setup(repo, _case(f"{how}-{ending}", trials=2, timeout=timeout))
+    _setup(repo, {"a": _case(f"{how}-{ending}", timeout), "b": _case("check")})
     res = run_cli("run", "--jobs", "1", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == code, res.err
-    # Trial 1 looked while the run went on: trial 0's leftover was already gone.
-    assert _answers(repo)[-1] == "trial 0 left a process that is gone"
-    left = _leftovers(pids)
-    assert sorted(left) == ["0", "1"]
-    assert all(_gone(pid) for pid in left.values()), left
+    # b's target looked while the run went on: a's leftover was already gone.
+    assert _check(repo) == "a left a process that is gone"
+    assert _gone(_leftovers(pids)["a"])
 
 
 INTERRUPTS = [("SIGINT", signal.SIGINT, 130), ("SIGTERM", signal.SIGTERM, 130),
@@ -215,37 +224,37 @@ INTERRUPTS = [("SIGINT", signal.SIGINT, 130), ("SIGTERM", signal.SIGTERM, 130),
 def test_a_leftover_is_gone_when_the_run_is_interrupted(repo: Repo, pids: Path, how: str,
                                                         signum: int, code: int) -> None:
     # Killed outright, gitevals cannot clean up: the supervisor sees it go and does.
-    _setup(repo, _case(f"{how}-hangs", trials=1, timeout="600s"))
+    _setup(repo, {"a": _case(f"{how}-hangs", "600s")})
     proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run"], cwd=repo.path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **GIT_ENV, "REAPER_PIDS": str(pids)})
     try:
         deadline = time.monotonic() + 60
-        while not (pids / "0.pid").exists() and time.monotonic() < deadline:
+        while not (pids / "a.pid").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == code, err
-        assert _gone(int((pids / "0.pid").read_text()))
+        assert _gone(_leftovers(pids)["a"])
     finally:
         proc.kill()
         proc.communicate()
 
 
 def test_a_python_targets_leftover_is_gone_when_its_trial_ends(repo: Repo, pids: Path) -> None:
-    _setup(repo, _case("setsid-answers", trials=2, timeout="30s"), settings=PYTHON)
+    _setup(repo, {"a": _case("setsid-answers"), "b": _case("check")}, settings=PYTHON)
     res = run_cli("run", "--jobs", "1", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
-    assert _answers(repo)[-1] == "trial 0 left a process that is gone"
-    assert all(_gone(pid) for pid in _leftovers(pids).values())
+    assert _check(repo) == "a left a process that is gone"
+    assert _gone(_leftovers(pids)["a"])
 
 
 def test_a_graders_leftover_is_gone_when_the_run_ends(repo: Repo, pids: Path) -> None:
-    _setup(repo, _case("setsid-answers", trials=1, timeout="30s", grader=True))
+    _setup(repo, {"a": _case("setsid-answers", grader=True)})
     res = run_cli("run", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
     left = _leftovers(pids)
-    assert sorted(left) == ["0", "grader"]
+    assert sorted(left) == ["a", "grader"]
     assert all(_gone(pid) for pid in left.values()), left
 
 
@@ -253,12 +262,11 @@ def test_a_target_that_kills_its_supervisor_leaves_nothing_after_the_run(
         repo: Repo, pids: Path) -> None:
     # Its leftover outlives the trial (gitevals adopts it), never the run; the next
     # conversation gets a fresh supervisor.
-    _setup(repo, _case("kills_supervisor-answers", trials=2, timeout="30s"))
+    _setup(repo, {"a": _case("kills_supervisor-answers"), "b": _case("check")})
     res = run_cli("run", "--jobs", "1", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
-    left = _leftovers(pids)
-    assert sorted(left) == ["0", "1"]
-    assert all(_gone(pid) for pid in left.values()), left
+    assert _check(repo) == "a left a process that is alive"
+    assert _gone(_leftovers(pids)["a"])
 
 
 # --- the supervisor on its own ---------------------------------------------------------
@@ -342,7 +350,7 @@ def test_a_command_that_cannot_start_is_an_os_error_as_popen_raises_it(
         _start(supervisor, tmp_path, ["./not-executable"])
     pid, stdin = _start(supervisor, tmp_path, ["true"])  # found on PATH; still usable
     os.close(stdin)
-    assert pid > 0 and supervisor.end() == 0
+    assert pid > 0 and supervisor.status(10) == 0 and supervisor.end() == 0
 
 
 def test_descendants_follows_parent_links(tmp_path: Path) -> None:
