@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gitevals.run import targets
+from gitevals.run import reaper, targets
 from gitevals.run.targets import (
     Conversation,
     ProcessRegistry,
@@ -41,10 +41,20 @@ for line in sys.stdin:
 """
 
 
-def test_a_well_behaved_target_answers_each_turn_and_extra_fields_are_kept(tmp_path: Path) -> None:
+@pytest.fixture(params=["supervised", "direct"])
+def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Targets started by a supervisor (Linux), or directly (where there can be none)."""
+    if request.param == "direct":
+        monkeypatch.setattr(reaper, "available", lambda: False)
+    return str(request.param)
+
+
+def test_a_well_behaved_target_answers_each_turn_and_extra_fields_are_kept(
+        tmp_path: Path, how: str) -> None:
     with Conversation(_script(tmp_path, ECHO), str(tmp_path)) as conv:
         first = conv.ask(_msg("hi"), time.monotonic() + 10)
         second = conv.ask(_msg("again", 1), time.monotonic() + 10)
+        assert type(conv.proc).__name__ == f"_{how.capitalize()}"
     assert first == {"final_answer": "HI", "tokens": 3, "tool_calls": [], "hooks": [],
                      "error": None}
     assert second["final_answer"] == "AGAIN"
@@ -95,7 +105,15 @@ def test_a_misbehaving_target_is_a_target_error_of_the_right_kind(
     assert time.monotonic() - started < wait + 3  # a deadline, never a block
 
 
-def test_a_command_that_does_not_exist_cannot_start(tmp_path: Path) -> None:
+def test_a_crash_reports_its_exit_code(tmp_path: Path, how: str) -> None:
+    body = 'sys.stdin.readline(); print("kaput", file=sys.stderr); sys.exit(3)'
+    with Conversation(_script(tmp_path, body), str(tmp_path)) as conv, \
+            pytest.raises(TargetError) as err:
+        conv.ask(_msg(), time.monotonic() + 10)
+    assert err.value.message == "exited before answering (exited with code 3): kaput"
+
+
+def test_a_command_that_does_not_exist_cannot_start(tmp_path: Path, how: str) -> None:
     with Conversation(["no-such-harness-xyz"], str(tmp_path)) as conv, \
             pytest.raises(TargetError) as err:
         conv.ask(_msg(), time.monotonic() + 5)
@@ -103,7 +121,7 @@ def test_a_command_that_does_not_exist_cannot_start(tmp_path: Path) -> None:
     assert "no-such-harness-xyz" in err.value.message
 
 
-def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+def test_a_timeout_kills_the_whole_process_group(tmp_path: Path, how: str) -> None:
     pidfile = tmp_path / "child.pid"
     body = (f"import subprocess\np = subprocess.Popen(['sleep', '60'])\n"
             f"open({str(pidfile)!r}, 'w').write(str(p.pid))\nsys.stdin.readline()\n"
@@ -151,17 +169,36 @@ def test_a_large_turn_reaches_a_slow_reader_without_blocking_forever(tmp_path: P
     assert err.value.kind == "target_timeout"
 
 
-def test_kill_all_kills_registered_targets_and_later_arrivals(tmp_path: Path) -> None:
+def test_kill_all_kills_registered_targets_and_later_arrivals(tmp_path: Path, how: str) -> None:
     registry = ProcessRegistry()
     conv = Conversation(_script(tmp_path, ECHO), str(tmp_path), registry=registry)
     conv.start()
     registry.kill_all()
-    assert conv.proc is not None and conv.proc.wait(timeout=5) == -9
+    assert conv.proc is not None and conv.proc.status(5) == -9
     late = Conversation(_script(tmp_path, ECHO), str(tmp_path), registry=registry)
     late.start()
-    assert late.proc is not None and late.proc.wait(timeout=5) == -9
+    assert late.proc is not None and late.proc.status(5) == -9
     conv.close()
     late.close()
+    registry.close()
+
+
+def test_a_setsid_child_is_gone_when_the_conversation_closes(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    body = (f"if os.fork() == 0:\n    os.setsid()\n"
+            f"    open({str(pidfile)!r} + '.tmp', 'w').write(str(os.getpid()))\n"
+            f"    os.rename({str(pidfile)!r} + '.tmp', {str(pidfile)!r})\n    time.sleep(60)\n"
+            f"while not os.path.exists({str(pidfile)!r}):\n    time.sleep(0.01)\n{ECHO}")
+    conv = Conversation(_script(tmp_path, body), str(tmp_path))
+    try:
+        assert conv.ask(_msg(), time.monotonic() + 10)["final_answer"] == "HI"
+        child = int(pidfile.read_text())
+        conv.close()
+        assert not _alive(child)  # gone at once: killed and reaped before close returns
+    finally:
+        conv.close()
+        if pidfile.exists() and _alive(child := int(pidfile.read_text())):
+            os.kill(child, 9)
 
 
 # --- python targets ---------------------------------------------------------------------

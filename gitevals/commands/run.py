@@ -196,9 +196,12 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
     from gitevals.report.progress import progress
     from gitevals.run import runner
+    from gitevals.run.reaper import subreaper
     from gitevals.run.workdir import workdir
 
-    with workdir("run") as tmp:
+    # gitevals adopts what escapes its targets and graders, and kills it all before the
+    # materialized tree is removed (gitevals.run.reaper).
+    with workdir("run") as tmp, subreaper():
         tree.materialize(tmp)
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
         started = time.time()
@@ -212,6 +215,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total()) as update:
                 execution.run(lambda done, total, failures: update(done, failures))
         finally:
+            execution.registry.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()

@@ -7,7 +7,10 @@ small worker process (``python_worker_main`` below), so the tree's code never
 runs inside gitevals and can always be killed.
 
 Everything that can go wrong with a target is a ``TargetError`` carrying the
-error kind of the run artifact; it ends that conversation only.
+error kind of the run artifact; it ends that conversation only. When a
+conversation ends, its target and every process the target started are killed:
+on Linux each job slot's supervisor (``gitevals.run.reaper``) starts the targets
+and sweeps what is beneath it; elsewhere the target's process group is killed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # the python-target worker imports this module: keep its start light
     import selectors
@@ -28,6 +31,7 @@ if TYPE_CHECKING:  # the python-target worker imports this module: keep its star
     from jsonschema import ValidationError
 
     from gitevals.run.artifact import ErrorRecord
+    from gitevals.run.reaper import Supervisor
 
 #: A reply line longer than this is a protocol error (a runaway target must not
 #: eat the memory of the run).
@@ -65,40 +69,192 @@ def target_argv(command: Sequence[str] | None, python: str | None) -> list[str]:
     raise ValueError("no target configured")
 
 
+class HasPid(Protocol):
+    """A process that can be killed by process group: a target or a grader worker."""
+
+    @property
+    def pid(self) -> int: ...
+
+
 class ProcessRegistry:
-    """Every live target/worker process group, so an interrupt can kill them all."""
+    """Every live target/worker process group, so an interrupt can kill them all; and the
+    supervisors (``gitevals.run.reaper``) that start targets, one per conversation running
+    at a time (so one per job slot), until ``close``."""
 
     def __init__(self) -> None:
         import threading
 
-        self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen[bytes]] = set()
-        self.closed = False
+        from gitevals.run.reaper import available
 
-    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[HasPid] = set()
+        self.closed = False
+        self._supervisors: list[Supervisor] = []
+        self._idle: list[Supervisor] = []
+        self._direct = not available()  # no supervisors here: start targets directly
+
+    def add(self, proc: HasPid) -> None:
         with self._lock:
             self._procs.add(proc)
             closed = self.closed
         if closed:
             kill_group(proc)
 
-    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+    def discard(self, proc: HasPid) -> None:
         with self._lock:
             self._procs.discard(proc)
 
     def kill_all(self) -> None:
-        """Kill every registered group; later ``add``s are killed on arrival."""
+        """Kill every registered group and every process beneath a registered process or
+        a supervisor (which stays, to reap them); later ``add``s are killed on arrival."""
+        from gitevals.run.reaper import kill_beneath
+
         with self._lock:
             self.closed = True
             procs = list(self._procs)
+            roots = [p.pid for p in procs]
+            roots += [s.proc.pid for s in self._supervisors if not s.gone]
+        kill_beneath(*roots)  # first: killing a parent first would hide its children
         for proc in procs:
             kill_group(proc)
 
+    def acquire(self) -> Supervisor | None:
+        """An idle supervisor (started when none is); None where there can be none.
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+        A supervisor serves one conversation at a time, from ``acquire`` to ``release``:
+        so everything beneath it belongs to that conversation.
+        """
+        from gitevals.run.reaper import Supervisor
+
+        with self._lock:
+            while self._idle:
+                if not (sup := self._idle.pop()).gone:
+                    return sup
+        if self._direct:
+            return None
+        started = Supervisor.start()
+        if started is None:
+            self._direct = True  # it will not start next time either
+            return None
+        with self._lock:
+            self._supervisors.append(started)
+        return started
+
+    def release(self, sup: Supervisor) -> None:
+        """``sup`` has ended its conversation and can serve the next."""
+        with self._lock:
+            if not sup.gone:
+                self._idle.append(sup)
+
+    def close(self) -> None:
+        """Stop every supervisor; each first kills whatever is still beneath it."""
+        with self._lock:
+            supervisors, self._supervisors, self._idle = self._supervisors, [], []
+        for sup in supervisors:
+            sup.close()
+
+
+def kill_group(proc: HasPid) -> None:
     """SIGKILL the process group ``proc`` leads (it was started in its own session)."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+class _Process:
+    """A started target: its pid and gitevals' ends of its stdin, stdout and stderr.
+
+    Its pid is also its process group id, and stays reserved (the process is not
+    reaped) until ``end``: killing the group can never reach a process that reused it.
+    """
+
+    def __init__(self, pid: int, fds: tuple[int, int, int]) -> None:
+        self.pid = pid
+        self.stdin, self.stdout, self.stderr = fds
+
+    def status(self, wait: float) -> int | None:
+        """The exit code once the target exits (within ``wait`` s), without reaping it."""
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Kill the target (and what it started) and reap it."""
+        raise NotImplementedError
+
+    def close_stdin(self) -> None:
+        if self.stdin >= 0:
+            with suppress(OSError):
+                os.close(self.stdin)
+            self.stdin = -1
+
+    def end(self) -> None:
+        """Kill and reap the target and, where supervised, everything it started."""
+        self._finish()
+        self.close_stdin()
+        for fd in (self.stdout, self.stderr):
+            with suppress(OSError):
+                os.close(fd)
+
+
+class _Supervised(_Process):
+    """A target started by its job slot's supervisor, which sweeps its subtree at the end."""
+
+    def __init__(self, sup: Supervisor, pid: int, fds: tuple[int, int, int],
+                 registry: ProcessRegistry) -> None:
+        super().__init__(pid, fds)
+        self.sup = sup
+        self.registry = registry
+
+    def status(self, wait: float) -> int | None:
+        from gitevals.run.reaper import SupervisorGone
+
+        try:
+            return self.sup.status(wait)
+        except SupervisorGone:
+            return None
+
+    def _finish(self) -> None:
+        from gitevals.run.reaper import SupervisorGone
+
+        try:
+            self.sup.end()
+        except SupervisorGone:
+            # Something killed the supervisor: the target is gitevals' own child now
+            # (its subreaper), unreaped, and everything else is swept when the run ends.
+            kill_group(self)
+        self.registry.release(self.sup)
+
+
+class _Direct(_Process):
+    """A target started by gitevals itself (no supervisor here): its group is killed."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], fds: tuple[int, int, int]) -> None:
+        super().__init__(proc.pid, fds)
+        self.proc = proc
+
+    def status(self, wait: float) -> int | None:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return self.proc.returncode
+            if info is not None:
+                exited = info.si_code == os.CLD_EXITED
+                return info.si_status if exited else -info.si_status
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
+
+    def _finish(self) -> None:
+        kill_group(self)
+        self.proc.wait()
+
+
+def _pipes() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Three pipes: the target's ends (stdin, stdout, stderr), then gitevals' ends."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    return (in_r, out_w, err_w), (in_w, out_r, err_r)
 
 
 def _short(data: bytes, limit: int = 200) -> str:
@@ -114,9 +270,11 @@ class Conversation:
         self.argv = list(argv)
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
-        self.registry = registry
+        # Without a registry of the run the conversation has one (and a supervisor) of its own.
+        self._own_registry = registry is None
+        self.registry = registry if registry is not None else ProcessRegistry()
         self.python_target = python_target
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: _Process | None = None
         self._buf = bytearray()
         self._stderr = bytearray()
         self._sel: selectors.BaseSelector | None = None
@@ -124,23 +282,45 @@ class Conversation:
 
     def start(self) -> None:
         import selectors
-        import subprocess
 
+        theirs, ours = _pipes()
         try:
-            self.proc = subprocess.Popen(
-                self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            self.proc = self._spawn(theirs, ours)
         except OSError as exc:
+            for fd in ours:
+                os.close(fd)
             raise TargetError("target_start",
                               f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
-        if self.registry is not None:
-            self.registry.add(self.proc)
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            os.set_blocking(f.fileno(), False)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        self.registry.add(self.proc)
+        for fd in ours:
+            os.set_blocking(fd, False)
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self._sel.register(self.proc.stderr, selectors.EVENT_READ)
+
+    def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int]) -> _Process:
+        """Start the target through this slot's supervisor, or directly where there is none."""
+        from gitevals.run.reaper import SupervisorGone
+
+        sup = self.registry.acquire()
+        if sup is not None:
+            try:
+                pid = sup.spawn(self.argv, self.cwd, self.env, theirs)
+            except SupervisorGone:
+                pass  # started directly: what escapes is swept when the run ends
+            except OSError:
+                self.registry.release(sup)
+                raise
+            else:
+                return _Supervised(sup, pid, ours, self.registry)
+        import subprocess
+
+        proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=theirs[0],
+                                stdout=theirs[1], stderr=theirs[2], start_new_session=True)
+        return _Direct(proc, ours)
 
     def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
         """Send ``message`` as one JSON line; the parsed reply object, or ``TargetError``."""
@@ -156,8 +336,8 @@ class Conversation:
             raise
 
     def _write(self, data: bytes, deadline: float) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        fd = self.proc.stdin.fileno()
+        assert self.proc is not None
+        fd = self.proc.stdin
         view = memoryview(data)
         while view:
             try:
@@ -171,8 +351,8 @@ class Conversation:
                 raise self._timeout()
 
     def _read_line(self, deadline: float) -> bytes:
-        assert self.proc is not None and self.proc.stdout is not None and self._sel
-        out_fd = self.proc.stdout.fileno()
+        assert self.proc is not None and self._sel
+        out_fd = self.proc.stdout
         while True:
             nl = self._buf.find(b"\n")
             if nl >= 0:
@@ -215,7 +395,8 @@ class Conversation:
                            "no answer before the scenario timeout; its process group was killed")
 
     def _exited(self, what: str) -> TargetError:
-        code = self._exit_status(1.0)
+        assert self.proc is not None
+        code = self.proc.status(1.0)
         self._drain_stderr()
         lines = bytes(self._stderr).strip().splitlines()
         said = f": {_short(lines[-1])}" if lines else ""  # its last words, e.g. the exception
@@ -224,31 +405,10 @@ class Conversation:
         status = f"exited with code {code}" if code is not None else "closed its output"
         return TargetError("target_crash", f"{what} ({status}){said}")
 
-    def _exit_status(self, wait: float) -> int | None:
-        """The exit code once the target exits (within ``wait`` s), without reaping it.
-
-        Not reaping keeps its pid (= process group id) reserved until ``close`` has
-        killed the group, so the kill can never reach a process that reused the pid.
-        """
-        assert self.proc is not None
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                info = os.waitid(os.P_PID, self.proc.pid,
-                                 os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return self.proc.returncode
-            if info is not None:
-                exited = info.si_code == os.CLD_EXITED
-                return info.si_status if exited else -info.si_status
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.005)
-
     def _drain_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
+        assert self.proc is not None
         with suppress(OSError, ValueError):
-            while chunk := os.read(self.proc.stderr.fileno(), 1 << 16):
+            while chunk := os.read(self.proc.stderr, 1 << 16):
                 self._stderr_chunk(self.proc.stderr, chunk)
 
     def kill(self) -> None:
@@ -256,32 +416,26 @@ class Conversation:
             kill_group(self.proc)
 
     def close(self) -> None:
-        """End the conversation: close stdin, give the target a moment, kill its group."""
+        """End the conversation: close stdin, give the target a moment, then kill it and
+        every process it started (``gitevals.run.reaper``)."""
         proc = self.proc
-        if proc is None:
-            return
-        with suppress(OSError):
-            assert proc.stdin is not None
-            proc.stdin.close()
-        if not self.failed:
-            self._await_eof(time.monotonic() + EXIT_GRACE)
-        kill_group(proc)
-        if self.registry is not None:
+        if proc is not None:
+            proc.close_stdin()
+            if not self.failed:
+                self._await_eof(time.monotonic() + EXIT_GRACE)
             # Before reaping: once reaped its pid may be reused, and kill_all must not hit it.
             self.registry.discard(proc)
-        proc.wait()
-        for f in (proc.stdout, proc.stderr):
-            with suppress(OSError):
-                assert f is not None
-                f.close()
-        if self._sel is not None:
-            self._sel.close()
-        self.proc = None
+            proc.end()
+            if self._sel is not None:
+                self._sel.close()
+            self.proc = None
+        if self._own_registry:
+            self.registry.close()
 
     def _await_eof(self, deadline: float) -> None:
         """Wait (bounded) for stdout to close, i.e. for the target to exit on its own."""
-        assert self.proc is not None and self.proc.stdout is not None and self._sel
-        out_fd = self.proc.stdout.fileno()
+        assert self.proc is not None and self._sel
+        out_fd = self.proc.stdout
         while (remaining := deadline - time.monotonic()) > 0:
             events = self._sel.select(remaining)
             if not events:
