@@ -49,7 +49,7 @@ def read_case(path: str, data: bytes) -> tuple[Case | None, str | None]:
     doc, findings = parse(data, path)
     if doc is None:
         f = findings[0] if findings else None
-        return None, (f"{f.path}:{f.line}:{f.col}: {f.message}" if f else f"{path}: empty")
+        return None, (f"{f.location()}: {f.message}" if f else f"{path}: empty")
     try:
         if not isinstance(doc.data, dict) or not isinstance(doc.data.get("scenarios"), list):
             raise ValueError("no scenarios list")
