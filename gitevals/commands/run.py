@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=_positive, metavar="N",
                         help="run every scenario N times instead of its own trials")
     parser.add_argument("--jobs", "-j", type=_positive, metavar="N",
-                        help="conversations in parallel (default: CPU count)")
+                        help="conversations in parallel (default 16: conversations mostly wait "
+                             "on model APIs, not on the CPU)")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not attach the artifact to the commit as a git note")
     parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
                         default="text", help="what to print on stdout (default text)")
+    parser.add_argument("--no-preflight", action="store_true",
+                        help="skip the checks made before any trial (target executable or "
+                             "importable, judge configured, keyed and answering)")
 
 
 def _refuse_dirty(repo: Repo, root: str, allow: bool) -> tuple[bool, str | None]:
@@ -168,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_refused(refused, args.format))
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
-    jobs = args.jobs or os.cpu_count() or 1
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs)
+    if not args.no_preflight:
+        _preflight_judge(tree, the_plan)
+    jobs = args.jobs or runner.DEFAULT_JOBS
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
     from gitevals.run.artifact import dumps
 
     text = dumps(artifact)
@@ -188,8 +194,17 @@ def run(args: argparse.Namespace) -> int:
     return 1 if the_plan.blocked or failed(artifact) else 0
 
 
+def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
+    """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
+    from gitevals.run import preflight
+
+    names = {g for c in the_plan.cases for s in c.scenarios for g in s.graders()}
+    settings = the_plan.settings
+    preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int) -> Run:
+             jobs: int, check: bool = True) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -203,6 +218,10 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
     # materialized tree is removed (gitevals.run.reaper).
     with workdir("run") as tmp, subreaper():
         tree.materialize(tmp)
+        if check and the_plan.settings.target is not None:
+            from gitevals.run.preflight import check_target
+
+            check_target(the_plan.settings.target, str(tmp))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
         started = time.time()
 

@@ -43,6 +43,9 @@ from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, tar
 from gitevals.settings import Settings, load_settings
 
 Progress = Callable[[int, int, int], None]
+#: ``--jobs`` when not given: conversations mostly wait on model APIs, not on CPU, so
+#: the default is a fixed number of slots rather than the core count (README "Choices").
+DEFAULT_JOBS = 16
 #: Most trials (scenario runs, summed over cases) one run may plan.
 MAX_TRIALS = 100_000
 
