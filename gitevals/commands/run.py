@@ -231,8 +231,9 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
         try:
-            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total()) as update:
-                execution.run(lambda done, total, failures: update(done, failures))
+            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total(),
+                          groups=("cases", cases)) as update:
+                execution.run(lambda t: update(t.done, t.failures, t.running, t.cases_done))
         finally:
             execution.registry.close()
             for s, handler in old.items():
