@@ -7,12 +7,10 @@ for. ``gitevals run --no-preflight`` skips them.
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 
 from gitevals.errors import UsageError
 from gitevals.git.tree import Tree
@@ -71,22 +69,14 @@ def _check_import(spec: str, tree_dir: str) -> None:
 
 def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:
     """The graders among ``names`` whose module visibly calls ``<something>.llm(...)``."""
-    from gitevals.graderfile import parse
+    from gitevals.run.judge import calls_llm
 
     out = []
     for file in sorted({n.partition(".")[0] for n in names}):
         source = tree.read(f"{root}/graders/{file}.py")
-        module = parse(source) if source is not None else None
-        if isinstance(module, ast.Module) and any(_calls_llm(module)):
+        if source is not None and calls_llm(source):
             out += sorted(n for n in names if n.partition(".")[0] == file)
     return out
-
-
-def _calls_llm(module: ast.Module) -> Iterator[bool]:
-    for node in ast.walk(module):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "llm"):
-            yield True
 
 
 def check_judge(settings: Settings, users: list[str]) -> None:
