@@ -56,7 +56,8 @@ def _refused(res: Any, says: str) -> None:
     ('["./nothere.sh"]', "'./nothere.sh' is not a file in the commit"),
     ('["./harness.py"]', "'./harness.py' is not executable in the commit"),
     ('["no-such-program-gitevals"]', "'no-such-program-gitevals' is not on PATH"),
-], ids=["missing", "not-executable", "not-on-path"])
+    ('["/nonexistent/gitevals-agent"]', "'/nonexistent/gitevals-agent' does not exist"),
+], ids=["missing", "not-executable", "not-on-path", "absolute"])
 def test_a_target_command_that_cannot_start_stops_the_run(repo: Repo, command: str,
                                                           says: str) -> None:
     _setup(repo, {"tone": _scenario_case("ok")},
@@ -123,7 +124,8 @@ def test_any_http_answer_counts_and_the_run_goes_on(repo: Repo, endpoint: str) -
     # The 404 server answers GET; its chat endpoint does not exist, so the grader's
     # t.llm fails at run time: the preflight only asks whether the endpoint is there.
     _setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge(endpoint))
-    res = run_cli("run", cwd=repo.path, env={"PF_JUDGE_KEY": "k"})
+    res = run_cli("run", cwd=repo.path, env={"PF_JUDGE_KEY": "k",
+                                             "GITEVALS_JUDGE_BACKOFF": "0.01"})
     assert res.code == 1, res.err
     assert "judge_error" in res.out
 

@@ -41,7 +41,10 @@ def _check_command(exe: str, tree_dir: str) -> None:
             raise UsageError(f"target command {exe!r} is not on PATH: install it or fix "
                              f"[target] command{_SKIP}")
         return
-    path = os.path.join(tree_dir, exe)
+    path = os.path.join(tree_dir, exe)  # an absolute ``exe`` stays itself
+    if os.path.isabs(exe) and not os.path.isfile(path):
+        raise UsageError(f"target command {exe!r} does not exist: install it or fix "
+                         f"[target] command{_SKIP}")
     if not os.path.isfile(path):
         raise UsageError(f"target command {exe!r} is not a file in the commit: commit it or "
                          f"fix [target] command{_SKIP}")
