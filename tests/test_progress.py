@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from gitevals.report.progress import plain_line
 
-from .conftest import Repo, run_cli
+from .conftest import GIT_ENV, Repo, run_cli
 from .test_run_cli import _scenario_case, _setup
 
 LINE = re.compile(r"^gitevals: (\d+)/2 cases, (\d+)/(\d+) trials done, (\d+) failed, "
@@ -45,3 +48,24 @@ def test_a_short_piped_run_prints_no_progress(repo: Repo) -> None:
     assert res.code == 0, res.err
     assert "trials done" not in res.err
     assert "trials done" not in res.out
+
+
+def test_the_terminal_bar_shows_conversations_in_flight(repo: Repo) -> None:
+    _setup(repo, {"a": _scenario_case("slow-a", trials=6)})
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run", "--jobs", "2"],
+                            cwd=repo.path, stdout=subprocess.DEVNULL, stderr=slave,
+                            env={**os.environ, **GIT_ENV, "COLUMNS": "120"})
+    os.close(slave)
+    seen = b""
+    try:
+        while chunk := os.read(master, 65536):  # read as it comes: a full pty blocks
+            seen += chunk
+    except OSError:  # EIO: the child closed the terminal
+        pass
+    finally:
+        os.close(master)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    text = seen.decode("utf-8", "replace")
+    assert re.search(r"trials  0 failed  [12] in flight", text), text[-2000:]
