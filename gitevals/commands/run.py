@@ -219,7 +219,13 @@ def run(args: argparse.Namespace) -> int:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
     artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
-    from gitevals.run.artifact import dumps
+    return _record(repo, args, the_plan, artifact, draft, refused)
+
+
+def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
+            draft: DraftFile | None, refused: list[Refused]) -> int:
+    """Keep the finished run (file, and note unless a draft), print it, say the status."""
+    from gitevals.run.artifact import dumps, failed
 
     if draft is not None:
         from gitevals.run.draft import mark
@@ -239,8 +245,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
-    from gitevals.run.artifact import failed
-
     return 1 if the_plan.blocked or failed(artifact) else 0
 
 
