@@ -47,6 +47,7 @@ class Judge:
     model: str
     api_key_env: str | None = None
     timeout: float = 60.0
+    retries: int = 3  # on HTTP 429, 5xx and timeouts (gitevals.run.judge)
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,10 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
         timeout = j.get("timeout", 60.0)
+        retries = j.get("retries", 3)
         judge = Judge(str(j["base_url"]), str(j["model"]), _text(j.get("api_key_env")),
-                      float(timeout) if isinstance(timeout, int | float) else 60.0)
+                      float(timeout) if isinstance(timeout, int | float) else 60.0,
+                      retries if isinstance(retries, int) else 3)
     refused = dict(REFUSED_KEYS)
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):

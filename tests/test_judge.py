@@ -87,6 +87,7 @@ def test_no_key_variable_means_no_authorization_header(judge: FakeJudge) -> None
 def test_a_bad_judge_reply_is_a_judge_error(judge: FakeJudge, monkeypatch: pytest.MonkeyPatch,
                                             status: int, body: bytes, says: str) -> None:
     monkeypatch.setenv("JUDGE_KEY", "k")
+    monkeypatch.setenv("GITEVALS_JUDGE_BACKOFF", "0.01")  # a 500 is retried
     judge.status, judge.body = status, body
     with pytest.raises(JudgeError) as err:
         llm(_config(judge.url), "p")

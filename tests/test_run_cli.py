@@ -177,7 +177,8 @@ scenarios:
 
 def test_each_grader_failure_is_recorded_as_its_own_error(repo: Repo) -> None:
     _setup(repo, {"graded": GRADED}, {"q": GRADERS})
-    res = run_cli("run", cwd=repo.path, env={"GITEVALS_GRADER_TIMEOUT": "1"})
+    # --no-preflight: the preflight would refuse q.judged without a judge (exit 2)
+    res = run_cli("run", "--no-preflight", cwd=repo.path, env={"GITEVALS_GRADER_TIMEOUT": "1"})
     assert res.code == 1, res.err
     (result,) = _scenarios(_only_artifact(repo))["graded/ok-graded"]["results"]
     graders = {g["index"]: g for g in result["graders"]}

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import FrameType
 
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.tree import Repo, RevisionTree, Tree
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
+    from gitevals.run.draft import DraftFile
     from gitevals.run.runner import Plan, Provenance
 
 NAME = "run"
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=_positive, metavar="N",
                         help="run every scenario N times instead of its own trials")
     parser.add_argument("--jobs", "-j", type=_positive, metavar="N",
-                        help="conversations in parallel (default: CPU count)")
+                        help="conversations in parallel (default 16: conversations mostly wait "
+                             "on model APIs, not on the CPU)")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
@@ -47,12 +49,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not attach the artifact to the commit as a git note")
     parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
                         default="text", help="what to print on stdout (default text)")
+    parser.add_argument("--draft", metavar="PATH.yaml",
+                        help="run this case file, from outside the tree, against the commit's "
+                             "graders and harness (linted first; kept in results/drafts/, "
+                             "never as the commit's run or note)")
+    parser.add_argument("--no-preflight", action="store_true",
+                        help="skip the checks made before any trial (target executable or "
+                             "importable, judge configured, keyed and answering)")
 
 
-def _refuse_dirty(repo: Repo, root: str, allow: bool) -> tuple[bool, str | None]:
+def _refuse_dirty(repo: Repo, root: str, allow: bool,
+                  draft: DraftFile | None = None) -> tuple[bool, str | None]:
     from gitevals.errors import UsageError
 
     dirty = repo.dirty_paths(ignore_prefix=f"{root}/results")
+    if draft is not None:  # a draft may be the edited copy of a tracked case
+        mine = os.path.relpath(os.path.abspath(draft.given), repo.work_root)
+        dirty = [p for p in dirty if p != mine]
     if not dirty:
         return False, None
     if not allow:
@@ -82,8 +95,9 @@ def _write_note(repo: Repo, artifact: Run, text: str) -> bool:
     return False
 
 
-def _keep(work: Path, artifact: Run, text: str) -> Path:
-    """Write the run to ``<root>/results/``; when that cannot be written (read-only, full,
+def _keep(work: Path, artifact: Run, text: str, draft: bool = False) -> Path:
+    """Write the run to ``<root>/results/`` (a draft's to ``results/drafts/``, where no
+    command looks for a commit's run); when that cannot be written (read-only, full,
     a symlink or FIFO in its place), to a temp file instead, and say so: a finished run
     is never thrown away."""
     import tempfile
@@ -92,7 +106,7 @@ def _keep(work: Path, artifact: Run, text: str) -> Path:
     from gitevals.run.store import save
 
     try:
-        return save(work, artifact, text)
+        return _save_draft(work, artifact, text) if draft else save(work, artifact, text)
     except OSError as exc:
         why = exc.strerror or str(exc)
         fd, name = tempfile.mkstemp(prefix=f"gitevals-{artifact['run_id']}-", suffix=".json")
@@ -102,6 +116,22 @@ def _keep(work: Path, artifact: Run, text: str) -> Path:
         print(f"gitevals: warning: cannot write {artifact['root']}/results/ ({why}); the run "
               f"is in {fallback} instead", file=sys.stderr)
         return fallback
+
+
+def _save_draft(work: Path, artifact: Run, text: str) -> Path:
+    import errno
+
+    from gitevals.files import write_atomic
+    from gitevals.run.draft import DRAFTS_DIR
+    from gitevals.run.store import results_dir
+
+    directory = results_dir(work, artifact["root"]) / DRAFTS_DIR
+    real, top = directory.resolve(), work.resolve()
+    if top not in real.parents:  # a committed symlink must not send it outside the repo
+        raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
+    path = directory / f"{artifact['run_id']}.json"
+    write_atomic(path, text)
+    return path
 
 
 def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
@@ -135,6 +165,21 @@ def _tail(artifact: Run, path: Path, noted: bool) -> str:
     return where + (f", note {NOTES_REF}" if noted else "")
 
 
+def _with_draft(tree: RevisionTree, args: argparse.Namespace) -> tuple[Tree, DraftFile | None]:
+    """The tree to plan from: ``tree``, or ``tree`` with the ``--draft`` case laid over it."""
+    if args.draft is None:
+        return tree, None
+    from gitevals.errors import UsageError
+    from gitevals.run.draft import DraftTree, read_draft
+    from gitevals.settings import load_settings
+
+    if args.cases:
+        raise UsageError("--draft runs the draft alone: name no CASE with it")
+    draft = read_draft(args.draft, load_settings(tree)[0].root)
+    args.cases = [draft.name]
+    return DraftTree(tree, draft), draft
+
+
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
     from gitevals.git.tree import RevisionTree, require_repo
@@ -146,17 +191,19 @@ def run(args: argparse.Namespace) -> int:
     assert tree.commit is not None and tree.tree_sha is not None
     # `gitevals run evals/cases/tone.yaml` (shell completion) means the case `tone`
     args.cases = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in args.cases]
-    the_plan = runner.plan(tree, args.cases, args.trials)
+    planned, draft = _with_draft(tree, args)
+    the_plan = runner.plan(planned, args.cases, args.trials)
     if the_plan.settings.target is None:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
                          "command = [...] or python = \"module:function\"")
-    dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty)
+    dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
-        print(f, file=sys.stderr)
+        print(draft.rename(f) if draft else f, file=sys.stderr)
     for name in the_plan.blocked:
-        print(f"gitevals: case {name!r} does not lint and was not run", file=sys.stderr)
+        what = f"draft {args.draft}" if draft else f"case {name!r}"
+        print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
     if not the_plan.cases:
         # An empty artifact would become the commit's newest run (and replace its note),
@@ -168,14 +215,29 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_refused(refused, args.format))
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
-    jobs = args.jobs or os.cpu_count() or 1
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs)
-    from gitevals.run.artifact import dumps
+    if not args.no_preflight:
+        _preflight_judge(tree, the_plan)
+    jobs = args.jobs or runner.DEFAULT_JOBS
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
+    return _record(repo, args, the_plan, artifact, draft, refused)
 
+
+def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
+            draft: DraftFile | None, refused: list[Refused]) -> int:
+    """Keep the finished run (file, and note unless a draft), print it, say the status."""
+    from gitevals.run.artifact import dumps, failed
+
+    if draft is not None:
+        from gitevals.run.draft import mark
+
+        artifact = mark(artifact, draft)
     text = dumps(artifact)
-    path = _keep(repo.work_root, artifact, text)
-    noted = not args.no_note and _write_note(repo, artifact, text)
+    path = _keep(repo.work_root, artifact, text, draft is not None)
+    # A draft is not the commit's: its run is never the commit's note.
+    noted = not args.no_note and draft is None and _write_note(repo, artifact, text)
     tail = _tail(artifact, path, noted) if args.format == "text" else ""
+    if tail and draft is not None:
+        tail += f" (draft {draft.given}: not the commit's run)"
     sys.stdout.write(_render(artifact, text, args.format, refused, tail))
     sys.stdout.flush()
     if artifact["interrupted"]:
@@ -183,13 +245,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
-    from gitevals.run.artifact import failed
-
     return 1 if the_plan.blocked or failed(artifact) else 0
 
 
+def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
+    """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
+    from gitevals.run import preflight
+
+    names = {g for c in the_plan.cases for s in c.scenarios for g in s.graders()}
+    settings = the_plan.settings
+    preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int) -> Run:
+             jobs: int, check: bool = True) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -203,6 +272,10 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
     # materialized tree is removed (gitevals.run.reaper).
     with workdir("run") as tmp, subreaper():
         tree.materialize(tmp)
+        if check and the_plan.settings.target is not None:
+            from gitevals.run.preflight import check_target
+
+            check_target(the_plan.settings.target, str(tmp))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
         started = time.time()
 
@@ -212,8 +285,9 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
         try:
-            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total()) as update:
-                execution.run(lambda done, total, failures: update(done, failures))
+            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total(),
+                          groups=("cases", cases)) as update:
+                execution.run(lambda t: update(t.done, t.failures, t.running, t.cases_done))
         finally:
             execution.registry.close()
             for s, handler in old.items():

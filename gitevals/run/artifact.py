@@ -119,11 +119,25 @@ class ScenarioRun(_ScenarioRunKeys, total=False):
     rules: Literal["applied", "stored", "added"]
 
 
-class CaseRun(TypedDict):
+class _CaseRunKeys(TypedDict):
     name: str
     path: str
     blob: str | None
     scenarios: list[ScenarioRun]
+
+
+class Draft(TypedDict):
+    """A case run from a file outside the commit (``run --draft``): where it was read
+    and the sha256 of its bytes."""
+
+    path: str
+    sha256: str
+
+
+class CaseRun(_CaseRunKeys, total=False):
+    """One case; ``draft`` only for a case ``run --draft`` read from outside the tree."""
+
+    draft: Draft
 
 
 class Options(TypedDict):
@@ -261,7 +275,12 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
 
 def complete(run: Run) -> bool:
     """A run of every case of its commit (no CASE filter) that was not interrupted."""
-    return not run["options"]["cases"] and not run["interrupted"]
+    return not run["options"]["cases"] and not run["interrupted"] and not is_draft(run)
+
+
+def is_draft(run: Run) -> bool:
+    """A run of a draft case (``run --draft``): never the run of its commit."""
+    return any("draft" in c for c in run["cases"])
 
 
 def failed(run: Run) -> bool:
@@ -273,9 +292,10 @@ def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
     """Sort key of the runs of one commit: the greatest is the one to show, diff and note.
 
     Complete runs first (`gitevals run tone` after a full run must not hide the full
-    run), then the run that finished last (a long run started earlier can finish after
-    a short one); ``finished_at`` has whole seconds, so a tie goes to the later-written
-    one (``written``: a file's mtime), never to the run id's random suffix.
+    run; a draft run is never complete), then the run that finished last (a long run
+    started earlier can finish after a short one); ``finished_at`` has whole seconds, so
+    a tie goes to the later-written one (``written``: a file's mtime), never to the run
+    id's random suffix.
     """
     return complete(run), run["finished_at"], written
 

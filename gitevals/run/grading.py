@@ -76,8 +76,11 @@ class GraderWorker:
                  timeout: float = GRADER_TIMEOUT,
                  registry: ProcessRegistry | None = None) -> None:
         self.tree_dir = tree_dir
+        self.root = root
+        self.judge = judge
         self.config = json.dumps({"root": root, "judge": judge})
         self.timeout = timeout
+        self._limits: dict[str, float] = {}  # grader file -> seconds a call may take
         self.registry = registry
         self.proc: subprocess.Popen[bytes] | None = None
         self._in = -1
@@ -120,12 +123,13 @@ class GraderWorker:
         file, fn = split_name(name)
         frame = json.dumps({"file": file, "fn": fn, "case": case, "run": run},
                            ensure_ascii=False).encode()
+        limit = self.limit(file)
         try:
             _write_all(self._in, _HEADER.pack(len(frame)) + frame)
-            reply = self._read(time.monotonic() + self.timeout)
+            reply = self._read(time.monotonic() + limit)
         except TimeoutError:
             self.stop()
-            return None, _err("grader_timeout", f"grader {name} ran past {self.timeout:g} s; "
+            return None, _err("grader_timeout", f"grader {name} ran past {limit:g} s; "
                                                 "its worker was killed and restarted")
         except (WorkerGone, OSError) as exc:
             code = self.stop()
@@ -133,6 +137,21 @@ class GraderWorker:
             return None, _err("grader_error", f"grader {name}: worker exited"
                                               f"{f' with code {code}' if code else ''}{why}")
         return reply.get("raw"), reply.get("error")
+
+    def limit(self, file: str) -> float:
+        """The grader limit, plus the judge's whole budget (every attempt and wait,
+        ``judge.budget``) for a grader file that calls ``t.llm``: a slow judge must end
+        as the ``judge_error`` it is, not as this grader's timeout."""
+        if file not in self._limits:
+            from gitevals.run.judge import budget, calls_llm
+
+            extra = 0.0
+            if self.judge is not None and file.isidentifier():
+                path = os.path.join(self.tree_dir, self.root, "graders", f"{file}.py")
+                with suppress(OSError), open(path, "rb") as f:
+                    extra = budget(self.judge) if calls_llm(f.read()) else 0.0
+            self._limits[file] = self.timeout + extra
+        return self._limits[file]
 
     def _fill(self, need: int, deadline: float) -> bytes:
         while len(self._buf) < need:

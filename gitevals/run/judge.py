@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     import urllib.request
@@ -18,6 +18,13 @@ if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     from gitevals.settings import Judge
 
 NO_JUDGE = "no judge configured: set [tool.gitevals.judge]"
+#: Retries after the first attempt unless settings say ``judge.retries``.
+RETRIES = 3
+#: First backoff in seconds, doubled at each retry (GITEVALS_JUDGE_BACKOFF, for tests).
+BACKOFF = 1.0
+#: Longest wait between attempts: a longer ``Retry-After`` ends the call instead, so the
+#: grader limit (``budget``) always holds every attempt the judge may make.
+MAX_WAIT = 30.0
 
 
 class JudgeError(Exception):
@@ -29,7 +36,35 @@ def judge_config(judge: Judge | None) -> JSONObject | None:
     if judge is None:
         return None
     return {"base_url": judge.base_url, "model": judge.model,
-            "api_key_env": judge.api_key_env, "timeout": judge.timeout}
+            "api_key_env": judge.api_key_env, "timeout": judge.timeout,
+            "retries": judge.retries}
+
+
+def _retries(config: JSONObject) -> int:
+    value = config.get("retries", RETRIES)
+    return value if isinstance(value, int) and value >= 0 else RETRIES
+
+
+def budget(config: JSONObject | None) -> float:
+    """Seconds one ``t.llm`` call may take at most: every attempt timing out, with the
+    longest wait between them. A grader whose module calls ``t.llm`` gets this on top of
+    the grader limit, so a slow judge is a ``judge_error``, never a ``grader_timeout``."""
+    if config is None:
+        return 0.0
+    retries = _retries(config)
+    return _timeout(config) * (retries + 1) + MAX_WAIT * retries
+
+
+def calls_llm(source: bytes) -> bool:
+    """Whether a grader module visibly calls ``<something>.llm(...)`` (read, not run)."""
+    import ast
+
+    from gitevals.graderfile import parse
+
+    module = parse(source)
+    return isinstance(module, ast.Module) and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "llm"
+        for n in ast.walk(module))
 
 
 def _request(config: JSONObject, prompt: str) -> urllib.request.Request:
@@ -67,29 +102,85 @@ def _content(payload: JSON) -> str:
 
 
 def llm(config: JSONObject | None, prompt: str) -> str:
-    """Ask the judge ``prompt`` (one user message) and return its text answer."""
+    """Ask the judge ``prompt`` (one user message) and return its text answer.
+
+    HTTP 429, 5xx and timeouts are retried (``retries`` times, backoff doubling from
+    1 s, or what ``Retry-After`` asks up to ``MAX_WAIT``); anything else fails at once."""
     if config is None:
         raise JudgeError(NO_JUDGE)
     if not isinstance(prompt, str):
         raise JudgeError(f"t.llm takes a str prompt, not {type(prompt).__name__}")
-    import urllib.error
-    import urllib.request
-
     req = _request(config, prompt)
-    try:
-        with urllib.request.urlopen(req, timeout=_timeout(config)) as resp:
-            data = resp.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(300).decode("utf-8", "replace").strip()
-        raise JudgeError(f"judge answered HTTP {exc.code} at {req.full_url}: {detail}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise JudgeError(f"cannot reach the judge at {req.full_url}: {reason}") from None
+    retries = _retries(config)
+    for attempt in range(retries + 1):
+        data, retry = _attempt(req, _timeout(config))
+        if retry is None:
+            break
+        wait = retry.wait if retry.wait is not None else _backoff() * 2 ** attempt
+        if attempt == retries or wait > MAX_WAIT:
+            tried = f"{attempt + 1} attempt{'s' * (attempt > 0)}"
+            why = (f"; it asked to wait {wait:g} s, over {MAX_WAIT:g} s"
+                   if attempt < retries else "")
+            raise JudgeError(f"{retry.message} (gave up after {tried}{why})")
+        import time
+
+        time.sleep(wait)
     try:
         payload: JSON = json.loads(data)
     except ValueError:
         raise JudgeError("judge reply is not JSON") from None
     return _content(payload)
+
+
+class _Retry(NamedTuple):
+    message: str
+    wait: float | None  # what Retry-After asked, in seconds
+
+
+def _attempt(req: urllib.request.Request, timeout: float) -> tuple[bytes, _Retry | None]:
+    """One request: its body, or what to retry (raises ``JudgeError`` for the rest)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.read(), None
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(300).decode("utf-8", "replace").strip()
+        message = f"judge answered HTTP {exc.code} at {req.full_url}: {detail}"
+        if exc.code == 429 or exc.code >= 500:
+            return b"", _Retry(message, _retry_after(exc.headers.get("Retry-After")))
+        raise JudgeError(message) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            return b"", _Retry(f"the judge at {req.full_url} did not answer within "
+                               f"{timeout:g} s", None)
+        raise JudgeError(f"cannot reach the judge at {req.full_url}: {reason}") from None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After``: delta seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    import time
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when - time.time())
+
+
+def _backoff() -> float:
+    try:
+        return float(os.environ.get("GITEVALS_JUDGE_BACKOFF") or BACKOFF)
+    except ValueError:
+        return BACKOFF
 
 
 class T:

@@ -42,7 +42,23 @@ from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
 from gitevals.settings import Settings, load_settings
 
-Progress = Callable[[int, int, int], None]
+
+@dataclass(frozen=True)
+class Tally:
+    """Where a run stands: trials done of ``total``, failures among them, conversations in
+    flight, and cases whose every conversation finished."""
+
+    done: int
+    total: int
+    failures: int
+    running: int
+    cases_done: int
+
+
+Progress = Callable[[Tally], None]
+#: ``--jobs`` when not given: conversations mostly wait on model APIs, not on CPU, so
+#: the default is a fixed number of slots rather than the core count (README "Choices").
+DEFAULT_JOBS = 16
 #: Most trials (scenario runs, summed over cases) one run may plan.
 MAX_TRIALS = 100_000
 
@@ -196,6 +212,8 @@ class Execution:
         self._lock = threading.Lock()
         self.done = 0
         self.failures = 0
+        self.running = 0  # conversations in flight
+        self._left = [the_plan.conversations(c) for c in the_plan.cases]
 
     def interrupt(self) -> None:
         """Start no more work and kill every running target and grader."""
@@ -237,7 +255,23 @@ class Execution:
                 return replies, exc.as_dict()
         return replies, None
 
+    def tally(self) -> Tally:
+        """A snapshot for progress displays."""
+        with self._lock:
+            return Tally(self.done, self.plan.total(), self.failures, self.running,
+                         sum(1 for n in self._left if n == 0))
+
     def _trial(self, ci: int, trial: int) -> None:
+        with self._lock:
+            self.running += 1
+        try:
+            self._score(ci, trial)
+        finally:
+            with self._lock:
+                self.running -= 1
+                self._left[ci] -= 1
+
+    def _score(self, ci: int, trial: int) -> None:
         from gitevals.run.scoring import expect_of, score_trial
 
         case = self.plan.cases[ci]
@@ -268,7 +302,6 @@ class Execution:
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         all_done = threading.Event()
         left = [len(work)]
-        total = self.plan.total()
         if not work:
             all_done.set()
 
@@ -286,7 +319,7 @@ class Execution:
                 f.add_done_callback(finished)
             while not all_done.wait(0.1 if progress else 0.5) and not self.stop.is_set():
                 if progress is not None:
-                    progress(self.done, total, self.failures)
+                    progress(self.tally())
             for f in futures:
                 if f.done() and not f.cancelled():
                     f.result()  # a bug in a trial thread surfaces here, not silently
@@ -297,7 +330,7 @@ class Execution:
             pool.shutdown(wait=True)
             self.graders.close()
         if progress is not None:
-            progress(self.done, total, self.failures)
+            progress(self.tally())
 
     def cases(self) -> list[CaseRun]:
         """The run's ``cases`` from what finished (results in trial order)."""

@@ -1,0 +1,116 @@
+"""Cheap checks before a run spends trials: each failure is one line and exit 2.
+
+Without them a missing target executable, a ``python`` target that does not import, or
+a judge nobody can reach turns every trial ``broken`` after the whole run has been paid
+for. ``gitevals run --no-preflight`` skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from gitevals.errors import UsageError
+from gitevals.git.tree import Tree
+from gitevals.settings import Judge, Settings, Target
+
+#: Seconds a ``python`` target may take to import in the preflight.
+IMPORT_TIMEOUT = 20.0
+#: Seconds the judge endpoint has to answer the preflight's request.
+JUDGE_TIMEOUT = 5.0
+_SKIP = "; or pass --no-preflight to run anyway"
+_IMPORT = ("import sys, os, importlib; sys.path.pop(0); sys.path.insert(0, os.getcwd()); "
+           "m, _, f = sys.argv[1].partition(':'); mod = importlib.import_module(m); "
+           "fn = getattr(mod, f, None); "
+           "callable(fn) or sys.exit(f'{m} has no function {f!r}')")
+
+
+def check_target(target: Target, tree_dir: str) -> None:
+    """The command's executable is there and executable; a python target imports."""
+    if target.command:
+        _check_command(target.command[0], tree_dir)
+    elif target.python:
+        _check_import(target.python, tree_dir)
+
+
+def _check_command(exe: str, tree_dir: str) -> None:
+    if "/" not in exe:  # a bare name is looked up on PATH, as the target start does
+        if shutil.which(exe) is None:
+            raise UsageError(f"target command {exe!r} is not on PATH: install it or fix "
+                             f"[target] command{_SKIP}")
+        return
+    path = os.path.join(tree_dir, exe)  # an absolute ``exe`` stays itself
+    if os.path.isabs(exe) and not os.path.isfile(path):
+        raise UsageError(f"target command {exe!r} does not exist: install it or fix "
+                         f"[target] command{_SKIP}")
+    if not os.path.isfile(path):
+        raise UsageError(f"target command {exe!r} is not a file in the commit: commit it or "
+                         f"fix [target] command{_SKIP}")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"target command {exe!r} is not executable in the commit: "
+                         f"`git update-index --chmod=+x {exe}` and commit{_SKIP}")
+
+
+def _check_import(spec: str, tree_dir: str) -> None:
+    """Import the target module in a process in the materialized tree, as the worker
+    does (this runs tree code, which the run would do next anyway)."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", _IMPORT, spec], cwd=tree_dir,
+                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT,
+                              start_new_session=True, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        print(f"gitevals: warning: python target {spec} took over {IMPORT_TIMEOUT:g} s to "
+              "import; running anyway", file=sys.stderr)
+        return
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"]
+        raise UsageError(f"python target {spec} does not load in the commit: {lines[-1]}"
+                         f"{_SKIP}")
+
+
+def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:
+    """The graders among ``names`` whose module visibly calls ``<something>.llm(...)``."""
+    from gitevals.run.judge import calls_llm
+
+    out = []
+    for file in sorted({n.partition(".")[0] for n in names}):
+        source = tree.read(f"{root}/graders/{file}.py")
+        if source is not None and calls_llm(source):
+            out += sorted(n for n in names if n.partition(".")[0] == file)
+    return out
+
+
+def check_judge(settings: Settings, users: list[str]) -> None:
+    """When a grader in ``users`` calls ``t.llm``: a judge is set, its key variable is
+    set, and its endpoint answers (any HTTP status counts; no answer does not)."""
+    if not users:
+        return
+    first = users[0]
+    judge = settings.judge
+    if judge is None:
+        table = "[judge]" if settings.source == "gitevals.toml" else "[tool.gitevals.judge]"
+        raise UsageError(f"grader {first} calls t.llm but no judge is configured: set {table} "
+                         f"base_url and model{_SKIP}")
+    if judge.api_key_env and not os.environ.get(judge.api_key_env):
+        raise UsageError(f"grader {first} calls t.llm but the judge key variable "
+                         f"{judge.api_key_env} is not set: export it{_SKIP}")
+    _check_endpoint(judge, first)
+
+
+def _check_endpoint(judge: Judge, first: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    url = judge.base_url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"),
+                                    timeout=JUDGE_TIMEOUT):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered: the endpoint is there, whatever it thinks of GET /models
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UsageError(f"grader {first} calls t.llm but the judge at {judge.base_url} does "
+                         f"not answer ({reason}): start it or fix base_url{_SKIP}") from None
