@@ -530,6 +530,12 @@ class Repo:
         self.set_ref(ref, str(oid), parents[0])
         return str(oid)
 
+    def remotes(self) -> dict[str, list[str]]:
+        """``remote name -> its fetch refspecs``, sorted by name."""
+        with _translated("read the remotes"):
+            return {r.name: list(r.fetch_refspecs)
+                    for r in sorted(self.raw.remotes, key=lambda r: r.name or "") if r.name}
+
     def run_git(self, *args: str) -> tuple[int, str]:
         """Run the real ``git`` (fetch, push: its credential helpers, ssh and config)
         in the work tree; (exit code, its stderr)."""
