@@ -156,3 +156,34 @@ def test_a_note_keeps_at_most_note_keep_runs() -> None:
     runs = [*runs[1:], runs[0]]  # least preferred first: "best" last
     kept = bounded(runs)
     assert [r["run_id"] for r in kept] == [str(i) for i in range(6, NOTE_KEEP + 5)] + ["best"]
+
+
+RACE_HOOK = """#!/bin/sh
+# The first push of notes loses a race: another machine's notes land meanwhile.
+if [ "$1" = refs/notes/gitevals ] && [ ! -e "$GIT_DIR/raced" ]; then
+    touch "$GIT_DIR/raced"
+    git update-ref refs/notes/gitevals refs/notes/pending
+fi
+exit 0
+"""
+
+
+def test_a_push_that_lost_a_race_pulls_again_and_keeps_every_run(
+        repo: Repo, tmp_path: Path) -> None:
+    bare, sha = _remote_with_commit(repo, tmp_path)
+    one, two, three = (_clone(tmp_path, bare, n) for n in ("one", "two", "three"))
+    first = _run(one)
+    assert run_cli("notes", "push", cwd=one).code == 0
+    assert run_cli("notes", "pull", cwd=three).code == 0
+    third = _run(three)
+    git(three, "push", "-q", "origin", "refs/notes/gitevals:refs/notes/pending")
+    hook = bare / "hooks" / "update"
+    hook.write_text(RACE_HOOK)
+    hook.chmod(0o755)
+
+    second = _run(two)
+    r = run_cli("notes", "push", cwd=two)
+    assert r.code == 0, r.err
+    assert r.err == "gitevals: origin moved its notes meanwhile: pulling again (1/4)\n"
+    lines = git(bare, "notes", "--ref", "gitevals", "show", sha).splitlines()
+    assert {json.loads(line)["run_id"] for line in lines} == {first, second, third}

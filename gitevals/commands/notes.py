@@ -91,14 +91,20 @@ def merge(repo: Repo, theirs_ref: str) -> int:
     return sum(mine.get(c) != text for c, text in merged.items())
 
 
+def pulled(repo: Repo, remote: str) -> int | None:
+    """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
+    the remote has no notes."""
+    return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
+
+
 def pull(repo: Repo, remote: str) -> str:
     """Fetch and merge ``remote``'s notes; the one line that says what happened."""
     from gitevals.git.tree import NOTES_REF
 
-    if not fetch(repo, remote):
-        return f"{remote} has no {NOTES_REF} yet: nothing to pull (`gitevals notes push` " \
-               "shares yours)"
-    changed = merge(repo, side_ref(remote))
+    changed = pulled(repo, remote)
+    if changed is None:
+        return (f"{remote} has no {NOTES_REF} yet: nothing to pull (`gitevals notes push` "
+                "shares yours)")
     if not changed:
         return f"{NOTES_REF} is up to date with {remote}"
     return f"merged the notes of {remote} into {NOTES_REF}: {changed} commit(s) gained runs"
@@ -110,15 +116,15 @@ def push(repo: Repo, remote: str) -> str:
     from gitevals.errors import GitError
     from gitevals.git.tree import NOTES_REF
 
+    merged = 0
     for attempt in range(1, PUSH_ATTEMPTS + 1):
-        pulled = pull(repo, remote)
+        merged += pulled(repo, remote) or 0
         if repo.ref_target(NOTES_REF) is None:
             return f"no {NOTES_REF} here: nothing to push (`gitevals run` writes notes)"
         code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}")
         if code == 0:
             return f"pushed {NOTES_REF} to {remote}" + (
-                "" if "up to date" in pulled or "nothing" in pulled
-                else f" (after merging theirs: {pulled.rsplit(': ', 1)[-1]})")
+                f" (after merging theirs: {merged} commit(s) gained runs)" if merged else "")
         if not _rejected(err) or attempt == PUSH_ATTEMPTS:
             break
         print(f"gitevals: {remote} moved its notes meanwhile: pulling again "
