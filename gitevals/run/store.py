@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitevals.run.artifact import Run, candidate, checked, dumps, preference
+from gitevals.errors import ArtifactError
+from gitevals.run.artifact import Run, candidate, checked, dumps, load, preference
 
 if TYPE_CHECKING:
     from gitevals.git.tree import Repo
@@ -164,8 +165,15 @@ def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
         return None
     from gitevals.git.tree import NOTES_REF
 
-    runs = note_runs(repo, commit)
-    if not runs:
+    text = repo.read_note(commit)
+    if not text:
         return None
     label = f"git note {NOTES_REF} on {commit[:12]}"
+    runs = parse_note(text)
+    if not runs:
+        # Lines that are no run are skipped beside runs; a note of nothing else is
+        # damaged, and says how (load's one line on its first line).
+        first = next(line for line in text.split("\n") if line.strip()) if text.strip() else ""
+        load(first.encode(), label)
+        raise ArtifactError(f"{label}: holds no gitevals run")
     return Found(checked(runs[-1], label), "note", label)
