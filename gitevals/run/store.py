@@ -76,6 +76,12 @@ def parse_note(text: str) -> list[Run]:
     runs = [whole] if whole is not None else [
         run for line in text.split("\n") if line.strip()
         if (run := candidate(line)) is not None]
+    return ranked(runs)
+
+
+def ranked(runs: list[Run]) -> list[Run]:
+    """``runs`` once each by run id, least preferred first (``preference``; a tie, same
+    finish second, by run id: notes carry no write time)."""
     unique = {str(run.get("run_id")): run for run in runs}
     return sorted(unique.values(), key=lambda r: (preference(r), str(r.get("run_id"))))
 
@@ -113,20 +119,19 @@ def note(repo: Repo, run: Run, text: str | None = None) -> bool:
     """
     del text
     others = [r for r in note_runs(repo, run["commit"]) if r.get("run_id") != run["run_id"]]
-    runs = sorted([*others, run], key=lambda r: (preference(r), str(r.get("run_id"))))
+    runs = ranked([*others, run])
     repo.write_note(run["commit"], note_text(runs))
     return runs[-1] is run
 
 
 def merge_notes(ours: str | None, theirs: str | None) -> str | None:
-    """Two notes on one commit as one: the union of their runs (bounded); None when
-    neither holds a run. Equal texts stay as they are."""
+    """Two notes on one commit (either may be missing) as one: the union of their runs
+    by run id, bounded. Equal texts, or a side with no run, stay as they are."""
     if ours == theirs or not theirs:
         return ours
     if not ours:
         return theirs
-    both = {str(r.get("run_id")): r for r in [*parse_note(ours), *parse_note(theirs)]}
-    runs = sorted(both.values(), key=lambda r: (preference(r), str(r.get("run_id"))))
+    runs = ranked([*parse_note(ours), *parse_note(theirs)])
     return note_text(runs) if runs else ours
 
 
