@@ -36,8 +36,10 @@ def test_fresh_clone_with_fetched_notes_diffs_like_the_origin(repo: Repo, tmp_pa
     assert before.code == 0
     assert before.out.splitlines() == [
         "verdicts not compared",
-        f"A  v1  {a}  no run: make one with `gitevals run --rev {a}`",
-        f"B  v2  {b}  no run: make one with `gitevals run --rev {b}`"]
+        *(f"{side}  {rev}  {sha}  no run: the notes of origin were never fetched: "
+          "`gitevals notes pull origin` (or `git fetch origin "
+          "refs/notes/gitevals:refs/notes/gitevals`), else make one with "
+          f"`gitevals run --rev {sha}`" for side, rev, sha in (("A", "v1", a), ("B", "v2", b)))]
 
     git(clone, "fetch", "-q", "origin", "refs/notes/gitevals:refs/notes/gitevals")
     after = run_cli("diff", "v1", "v2", cwd=clone)

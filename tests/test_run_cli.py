@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-from gitevals.run.store import local_runs, run_of_commit
+from gitevals.run.store import local_runs, parse_note, run_of_commit
 
 from .conftest import GIT_ENV, Repo, run_cli
 
@@ -505,8 +505,8 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
     # show, diff and the note all still answer with the run of every case
     chosen = run_of_commit(None, repo.path, "evals", commit)
     assert chosen is not None and chosen.run["options"]["cases"] == []
-    note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
-    assert note["options"]["cases"] == []
+    note = parse_note(repo.git("notes", "--ref", "gitevals", "show", commit))  # JSONL: both
+    assert [r["options"]["cases"] for r in note] == [["one"], []]  # the complete one preferred
     shown = run_cli("show", cwd=repo.path)
     assert "one" in shown.out and "two" in shown.out
 

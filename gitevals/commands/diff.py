@@ -93,9 +93,8 @@ def run(args: argparse.Namespace) -> int:
             from gitevals.errors import UsageError
 
             raise UsageError("; ".join(
-                f"no run of {side.rev} ({side.commit[:12]}): make one with "
-                f"`gitevals run --rev {side.commit}`" for side in missing
-            ) + " (--require-runs)")
+                f"no run of {side.rev} ({side.commit[:12]}): {side.missing_run_hint}"
+                for side in missing) + " (--require-runs)")
     return exit_code(result, args.fail_on)
 
 
@@ -223,10 +222,39 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
 
     commit = s.trees[i].commit or ""
     # No hint when runs were not looked for (--only without verdicts): a run may exist.
-    hint = None if run or not looked else f"make one with `gitevals run --rev {commit}`"
+    hint = None if run or not looked else missing_run_hint(s.repo, commit)
     return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
                 run["run_id"] if run else None, source,
                 run["commit"] if run else None, hint)
+
+
+def missing_run_hint(repo: Repo, commit: str) -> str:
+    """What to do when ``commit`` has no run here, one line: merge the notes already
+    fetched from a remote when they hold one, fetch them when they never were, else run.
+
+    "Fetched" means ``gitevals notes pull`` left a side ref, or the remote's fetch
+    refspecs bring refs/notes/gitevals and it exists.
+    """
+    from gitevals.commands.notes import side_ref
+    from gitevals.git.tree import NOTES_REF
+    from gitevals.run.store import note_runs
+
+    make = f"`gitevals run --rev {commit}`"
+    remotes = repo.remotes()
+    if not remotes:
+        return f"make one with {make}"
+    for name in remotes:
+        if note_runs(repo, commit, side_ref(name)):
+            return (f"the notes fetched from {name} hold one, not yet merged: "
+                    f"`gitevals notes pull {name}`")
+    fetched = [name for name, specs in remotes.items()
+               if repo.ref_target(side_ref(name)) is not None
+               or (repo.ref_target(NOTES_REF) is not None and any(NOTES_REF in s for s in specs))]
+    if fetched:
+        return f"none in the notes fetched from {fetched[0]} either: make one with {make}"
+    name = "origin" if "origin" in remotes else next(iter(remotes))
+    return (f"the notes of {name} were never fetched: `gitevals notes pull {name}` (or "
+            f"`git fetch {name} {NOTES_REF}:{NOTES_REF}`), else make one with {make}")
 
 
 def _run_notes(sides: tuple[Side, Side]) -> list[str]:
@@ -242,6 +270,24 @@ def _run_notes(sides: tuple[Side, Side]) -> list[str]:
     return out
 
 
+def _resolvable(repo: Repo, *revs: str) -> tuple[Repo, str, str]:
+    """``repo`` and the two revisions, once both resolve; in a shallow clone a revision
+    that does not is likely cut off, which the error says with the way to deepen."""
+    from gitevals.errors import RevisionError
+
+    for rev in revs:
+        try:
+            repo.resolve(rev)
+        except RevisionError as exc:
+            if not repo.is_shallow:
+                raise
+            raise RevisionError(
+                f"cannot resolve {rev!r}: this clone is shallow and its history may stop "
+                f"before it; fetch more with `git fetch --deepen=N` (N more commits) or "
+                f"`git fetch --unshallow`") from exc
+    return repo, revs[0], revs[1]
+
+
 def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
             parts: set[str], test: str, alpha: float) -> Diff:
     """Read what the two revisions hold and build the ``Diff``."""
@@ -249,7 +295,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     from gitevals.diff.verdicts import compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
-    s = _Sides(repo, rev_a, rev_b)
+    s = _Sides(*_resolvable(repo, rev_a, rev_b))
     if not any(s.has_evals) and not (a_run or b_run):
         a, b = (t.commit or "" for t in s.trees)
         raise UsageError(f"neither A ({a[:12]}) nor B ({b[:12]}) has an eval tree "

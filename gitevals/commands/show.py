@@ -72,15 +72,12 @@ def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
     from gitevals.git.tree import NOTES_REF
     from gitevals.report.runs import kept
-    from gitevals.run.artifact import candidate
-    from gitevals.run.store import local_runs
+    from gitevals.run.store import local_runs, note_runs
 
     repo, commit, root = _locate(rev)
     local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
-    text = repo.read_note(commit)
-    noted = candidate(text) if text else None
-    found = [*local, *([(noted, f"note {NOTES_REF}", 0)] if noted is not None else [])]
+    found = [*local, *((run, f"note {NOTES_REF}", 0) for run in note_runs(repo, commit))]
     if not found:
         raise _no_run(rev, commit, root)
     picked = str(found[len(local) - 1 if local else -1][0].get("run_id"))

@@ -478,6 +478,76 @@ class Repo:
                 return [read[sha] if sha in read else self.raw.odb.read(sha)[1]
                         for sha in shas]
 
+    # -- notes shared through a remote (``gitevals notes``, diff's hints) ----------
+
+    @property
+    def is_shallow(self) -> bool:
+        """True in a shallow clone (``git clone --depth N``): older history is missing."""
+        return bool(self.raw.is_shallow)
+
+    def ref_target(self, ref: str) -> str | None:
+        """The SHA ``ref`` points at, or None when there is no such ref."""
+        with _translated(f"read {ref}"):
+            found = self.raw.references.get(ref)
+            return None if found is None else str(found.resolve().target)
+
+    def contains(self, tip: str, sha: str) -> bool:
+        """True when ``sha`` is ``tip`` or one of its ancestors."""
+        with _translated(f"walk the history of {tip[:12]}"):
+            return tip == sha or bool(self.raw.descendant_of(tip, sha))
+
+    def notes(self, ref: str) -> dict[str, str]:
+        """``annotated commit -> note text`` of every note under ``ref`` ({} when none)."""
+        if self.ref_target(ref) is None:
+            return {}
+        with _translated(f"read the notes under {ref}"):
+            # pygit2's stubs omit notes()'s ``ref`` argument, which it has always taken.
+            notes = self.raw.notes(ref)  # type: ignore[call-arg]
+            return {str(n.annotated_id): n.message for n in notes}
+
+    def set_ref(self, ref: str, target: str, old: str | None) -> None:
+        """Point ``ref`` at ``target`` if it still points at ``old`` (None: does not
+        exist); else GitError, so a concurrent writer is never overwritten."""
+        if self.ref_target(ref) != old:
+            raise GitError(f"cannot move {ref}: it moved meanwhile; try again")
+        with _translated(f"move {ref}"):
+            self.raw.references.create(ref, target, force=True)
+
+    def commit_notes(self, ref: str, notes: dict[str, str], parents: list[str],
+                     message: str) -> str:
+        """A notes commit on ``ref`` holding exactly ``notes`` (flat tree, as git reads
+        any fanout), with ``parents``; ``ref`` must still be at ``parents[0]``."""
+        import pygit2
+
+        with _translated(f"write the notes commit on {ref}"):
+            builder = self.raw.TreeBuilder()
+            for commit, text in sorted(notes.items()):
+                builder.insert(commit, self.raw.create_blob(text.encode()),
+                               pygit2.enums.FileMode.BLOB)
+            sig = _signature(self.raw)
+            oid = self.raw.create_commit(None, sig, sig, message, builder.write(),
+                                         parents)
+        self.set_ref(ref, str(oid), parents[0])
+        return str(oid)
+
+    def remotes(self) -> dict[str, list[str]]:
+        """``remote name -> its fetch refspecs``, sorted by name."""
+        with _translated("read the remotes"):
+            return {r.name: list(r.fetch_refspecs)
+                    for r in sorted(self.raw.remotes, key=lambda r: r.name or "") if r.name}
+
+    def run_git(self, *args: str) -> tuple[int, str]:
+        """Run the real ``git`` (fetch, push: its credential helpers, ssh and config)
+        in the work tree; (exit code, its stderr)."""
+        import subprocess
+
+        try:
+            proc = subprocess.run(["git", *args], cwd=self.raw.workdir, capture_output=True,
+                                  text=True, errors="replace", stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise GitError(f"cannot run git {args[0]}: {exc.strerror or exc}") from exc
+        return proc.returncode, proc.stderr
+
 
 def open_repo(start: Path | None = None) -> Repo | None:
     """The repository whose work tree holds ``start`` (default: cwd); None outside one

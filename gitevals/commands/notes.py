@@ -1,0 +1,144 @@
+"""``gitevals notes pull|push [REMOTE]``: share the runs kept in git notes.
+
+Many machines (CI jobs, colleagues) attach runs to the same commits. Plain
+``git push refs/notes/gitevals`` then collides: the second push is refused as
+non-fast-forward. ``pull`` fetches the remote's notes into a side ref,
+``refs/notes/gitevals-remote/<remote>``, and merges them into ``refs/notes/gitevals``
+with a merge commit whose tree holds, per commit, the union of both notes' runs
+(``store.merge_notes``). ``push`` pulls first, so its push is a fast-forward, and
+retries when another machine pushed in between.
+
+The merge is done here, not by ``git notes merge -s cat_sort_uniq``: that strategy
+sorts the *lines* of a note, which mangles a note written before notes were JSONL
+(one indented document), and it cannot bound the runs a note keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitevals.git.tree import Repo
+
+NAME = "notes"
+HELP = "share runs kept in git notes: pull (fetch and merge) or push a remote's notes"
+
+#: Pushes refused because another machine pushed first, retried after a new pull.
+PUSH_ATTEMPTS = 4
+_REMOTE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (
+        ("pull", "fetch the remote's refs/notes/gitevals and merge its runs into yours"),
+        ("push", "pull, then push refs/notes/gitevals (retried when another push won)"),
+    ):
+        p = sub.add_parser(action, help=text, description=text)
+        p.add_argument("remote", nargs="?", default="origin", metavar="REMOTE",
+                       help="a remote of this repository (default origin)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitevals.errors import UsageError
+    from gitevals.git.tree import require_repo
+
+    if not _REMOTE.fullmatch(args.remote):
+        raise UsageError(f"{args.remote!r} is not a remote name: name one of "
+                         "`git remote` (default origin)")
+    repo = require_repo()
+    print(pull(repo, args.remote) if args.action == "pull" else push(repo, args.remote))
+    return 0
+
+
+def side_ref(remote: str) -> str:
+    """Where ``pull`` keeps ``remote``'s notes as last fetched."""
+    return f"refs/notes/gitevals-remote/{remote}"
+
+
+def fetch(repo: Repo, remote: str) -> bool:
+    """Fetch ``remote``'s notes into ``side_ref``; False when it has none."""
+    from gitevals.errors import GitError
+    from gitevals.git.tree import NOTES_REF
+
+    code, err = repo.run_git("fetch", "--quiet", "--no-write-fetch-head", remote,
+                             f"+{NOTES_REF}:{side_ref(remote)}")
+    if code == 0:
+        return True
+    if "couldn't find remote ref" in err:
+        return False
+    raise GitError(f"cannot fetch the notes of {remote}: {_last(err)}")
+
+
+def merge(repo: Repo, theirs_ref: str) -> int:
+    """Merge the notes under ``theirs_ref`` into refs/notes/gitevals; how many commits'
+    notes changed (a fast-forward counts the commits whose note it brought)."""
+    from gitevals.git.tree import NOTES_REF
+    from gitevals.run.store import merge_notes
+
+    theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
+    if theirs is None or (ours is not None and repo.contains(ours, theirs)):
+        return 0
+    mine, other = repo.notes(NOTES_REF), repo.notes(theirs_ref)
+    if ours is None or repo.contains(theirs, ours):
+        repo.set_ref(NOTES_REF, theirs, ours)
+        return sum(mine.get(c) != text for c, text in other.items())
+    merged = {c: merge_notes(mine.get(c), other.get(c)) or "" for c in {*mine, *other}}
+    repo.commit_notes(NOTES_REF, merged, [ours, theirs], f"gitevals notes: merge {theirs_ref}")
+    return sum(mine.get(c) != text for c, text in merged.items())
+
+
+def pulled(repo: Repo, remote: str) -> int | None:
+    """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
+    the remote has no notes."""
+    return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
+
+
+def pull(repo: Repo, remote: str) -> str:
+    """Fetch and merge ``remote``'s notes; the one line that says what happened."""
+    from gitevals.git.tree import NOTES_REF
+
+    changed = pulled(repo, remote)
+    if changed is None:
+        return (f"{remote} has no {NOTES_REF} yet: nothing to pull (`gitevals notes push` "
+                "shares yours)")
+    if not changed:
+        return f"{NOTES_REF} is up to date with {remote}"
+    return f"merged the notes of {remote} into {NOTES_REF}: {changed} commit(s) gained runs"
+
+
+def push(repo: Repo, remote: str) -> str:
+    """Pull, then push refs/notes/gitevals; a push refused because another machine
+    pushed first is retried after a new pull, ``PUSH_ATTEMPTS`` times in all."""
+    from gitevals.errors import GitError
+    from gitevals.git.tree import NOTES_REF
+
+    merged = 0
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        merged += pulled(repo, remote) or 0
+        if repo.ref_target(NOTES_REF) is None:
+            return f"no {NOTES_REF} here: nothing to push (`gitevals run` writes notes)"
+        code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}")
+        if code == 0:
+            return f"pushed {NOTES_REF} to {remote}" + (
+                f" (after merging theirs: {merged} commit(s) gained runs)" if merged else "")
+        if not _rejected(err) or attempt == PUSH_ATTEMPTS:
+            break
+        print(f"gitevals: {remote} moved its notes meanwhile: pulling again "
+              f"({attempt}/{PUSH_ATTEMPTS})", file=sys.stderr)
+    raise GitError(f"cannot push {NOTES_REF} to {remote}: {_last(err)}")
+
+
+def _rejected(err: str) -> bool:
+    return any(s in err for s in ("non-fast-forward", "fetch first", "[rejected]",
+                                  "cannot lock ref", "failed to update ref"))
+
+
+def _last(err: str) -> str:
+    """git's first ``fatal:``/``error:`` line (its reason), else its last line."""
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("fatal: ", "error: "))] or lines[-1:]
+    return said[0].split(": ", 1)[-1] if said else "git failed"
