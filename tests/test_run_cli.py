@@ -500,7 +500,7 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
     assert full.code == 0, full.err
     partial = run_cli("run", "one", "--jobs", "2", cwd=repo.path)
     assert partial.code == 0, partial.err
-    assert "the git note keeps the complete run" in partial.err
+    assert "`show` and `diff` still read the complete run of this commit" in partial.err
     assert len(_artifacts(repo)) == 2
     # show, diff and the note all still answer with the run of every case
     chosen = run_of_commit(None, repo.path, "evals", commit)

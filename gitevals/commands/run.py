@@ -74,7 +74,7 @@ def _refuse_dirty(repo: Repo, root: str, allow: bool,
     return True, repo.diff_digest()
 
 
-def _write_note(repo: Repo, artifact: Run, text: str) -> bool:
+def _write_note(repo: Repo, artifact: Run) -> bool:
     """Attach the run to its commit; True when the note now holds it."""
     import time
 
@@ -83,10 +83,10 @@ def _write_note(repo: Repo, artifact: Run, text: str) -> bool:
 
     for attempt in range(5):
         try:
-            if not note(repo, artifact, text):
-                print("gitevals: the git note keeps the complete run of this commit; this "
-                      "partial run is in results/", file=sys.stderr)
-                return False
+            if not note(repo, artifact):
+                print("gitevals: this partial run is kept in results/ and the git note; "
+                      "`show` and `diff` still read the complete run of this commit",
+                      file=sys.stderr)
             return True
         except GitError as exc:  # another run moved the notes ref: try again
             if attempt == 4:
@@ -234,7 +234,7 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     text = dumps(artifact)
     path = _keep(repo.work_root, artifact, text, draft is not None)
     # A draft is not the commit's: its run is never the commit's note.
-    noted = not args.no_note and draft is None and _write_note(repo, artifact, text)
+    noted = not args.no_note and draft is None and _write_note(repo, artifact)
     tail = _tail(artifact, path, noted) if args.format == "text" else ""
     if tail and draft is not None:
         tail += f" (draft {draft.given}: not the commit's run)"

@@ -223,8 +223,10 @@ def new_run_id(commit: str, now: float | None = None) -> str:
 
 
 def utc_stamp(now: float | None = None) -> str:
-    """``2026-11-29T22:00:00Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    """``2026-11-29T22:00:00.123Z``: milliseconds, so two runs of one commit finished in
+    the same second still have an order (``preference``), in results/ and in notes alike."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
 def transcript(replies: list[JSONObject], ms: int) -> Transcript:

@@ -109,15 +109,11 @@ def note_runs(repo: Repo, commit: str, ref: str | None = None) -> list[Run]:
     return parse_note(text) if text else []
 
 
-def note(repo: Repo, run: Run, text: str | None = None) -> bool:
+def note(repo: Repo, run: Run) -> bool:
     """Add ``run`` to the note on its commit under refs/notes/gitevals (one line among
     the runs already there, bounded by ``NOTE_KEEP``). True when the note's preferred
     run (the one ``show`` and ``diff`` read) is now this one.
-
-    ``text`` (the run's ``dumps``) is accepted for callers that made it; the note holds
-    the compact line instead.
     """
-    del text
     others = [r for r in note_runs(repo, run["commit"]) if r.get("run_id") != run["run_id"]]
     runs = ranked([*others, run])
     repo.write_note(run["commit"], note_text(runs))
