@@ -6,6 +6,8 @@ reads it: settings, goldens rows, run artifacts and notes, grader modules.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from .conftest import Repo, run_cli
@@ -55,3 +57,60 @@ def test_brackets_in_strings_and_comments_are_not_nesting(repo: Repo) -> None:
     repo.write({"gitevals.toml": text, "evals/cases/c.yaml": CASE})
     res = run_cli("lint", cwd=repo.path)
     assert [line.split(" ")[1] for line in res.out.splitlines()[:-1]] == ["GE701"] * 3
+
+
+ROWS = [
+    ("deep-100000", '{"id": "d", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "GE607",
+     "nested more than 200 levels deep"),
+    ("deep-500", '{"id": "d", "x": ' + "[" * 500 + "]" * 500 + "}", "GE607",
+     "nested more than 200 levels deep"),
+    ("lone-surrogate-id", '{"id": "\\ud800"}', "GE608", "lone UTF-16 surrogate"),
+    ("lone-surrogate-key", '{"id": "k", "\\udfff": 1}', "GE608", "lone UTF-16 surrogate"),
+    ("5000-digit-value", '{"id": "n", "x": ' + "1" * 5000 + "}", "GE609",
+     "a number too large"),
+    ("5000-digit-id", '{"id": ' + "7" * 5000 + "}", "GE609", "a number too large"),
+    ("float-overflow", '{"id": "f", "x": 1e400}', "GE609", "a number too large"),
+]
+GOOD_ROW = '{"id": "ok", "input": "hi"}'
+
+
+@pytest.mark.parametrize(("row", "code", "message"), [r[1:] for r in ROWS],
+                         ids=[r[0] for r in ROWS])
+def test_a_goldens_row_gitevals_cannot_hold_is_a_finding(
+        repo: Repo, row: str, code: str, message: str) -> None:
+    repo.write({"evals/cases/c.yaml": CASE,
+                "evals/goldens.jsonl": f"{GOOD_ROW}\n{row}\n{GOOD_ROW[:-1]}, \"n\": 1}}\n"})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1, res.err
+    lines = res.out.splitlines()
+    assert lines[0].startswith(f"evals/goldens.jsonl:2:1: {code} row cannot be read: "), lines
+    assert message in lines[0]
+    assert lines[1].startswith("evals/goldens.jsonl:3:")  # the duplicate after it: one run
+
+
+def test_a_valid_surrogate_pair_is_no_finding(repo: Repo) -> None:
+    repo.write({"evals/cases/c.yaml": CASE,
+                "evals/goldens.jsonl": '{"id": "p", "x": "\\ud83d\\ude00", "n": 1e300}\n'})
+    assert run_cli("lint", cwd=repo.path).code == 0
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+@pytest.mark.parametrize(("row", "code", "message"), [r[1:] for r in ROWS],
+                         ids=[r[0] for r in ROWS])
+def test_diff_shows_a_goldens_row_it_cannot_read_as_a_problem(
+        repo: Repo, fmt: str, row: str, code: str, message: str) -> None:
+    a = repo.commit({"evals/cases/c.yaml": CASE, "evals/goldens.jsonl": GOOD_ROW + "\n"})
+    b = repo.commit({"evals/goldens.jsonl": f"{GOOD_ROW}\n{row}\n"})
+    c = repo.commit({"evals/goldens.jsonl": f"{GOOD_ROW}\n{row}\n{row}\n"})
+    res = run_cli("diff", a, b, "--only", "goldens", "--format", fmt, cwd=repo.path)
+    assert (res.code, res.err) == (0, "")
+    if fmt == "json":
+        problems = json.loads(res.out)["goldens"]["problems"]
+        assert [(p["side"], p["lines"], p["kind"]) for p in problems] == [
+            ("b", [2], "unparsable")]
+        assert message in problems[0]["message"]
+    else:
+        assert message in res.out
+    for args in ((b, a), (b, c), (c, b)):  # on side A, on both sides, read as duplicates
+        res = run_cli("diff", *args, "--only", "goldens", "--format", fmt, cwd=repo.path)
+        assert (res.code, res.err) == (0, ""), args

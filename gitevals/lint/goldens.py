@@ -6,6 +6,8 @@ Blank (whitespace-only) lines hold no row and are allowed. Codes:
 - GE601 not UTF-8                        - GE604 no ``id``
 - GE602 a line that is not valid JSON    - GE605 a schema violation (``label`` not a string...)
 - GE603 a line that is not an object     - GE606 an ``id`` already used on an earlier line
+- GE607 nested too deep to hold         - GE608 a lone UTF-16 surrogate
+- GE609 a number too large to read or hold (``gitevals.jsonlimits`` says why)
 
 Speed matters (200,000 rows must lint in well under a second): each line goes
 through ``json.loads`` and the schema's quick check (:func:`fast_check`); only rows
@@ -15,9 +17,11 @@ that check rejects ask the full validator why.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import NoReturn
 
+from gitevals import jsonlimits
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
 
@@ -40,12 +44,21 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
     out: list[Finding] = []
     seen: dict[str, int] = {}  # id (a string id as is, any other as JSON) -> first line
     setdefault = seen.setdefault
+    # Rows gitevals cannot hold (jsonlimits) are looked for only where they can be:
+    # a file with a surrogate escape or a long number, a line long enough to nest deep.
+    suspect_all = _SUSPECT.search(text) is not None
     for n, line in enumerate(text.split("\n"), 1):
         try:
             row: JSON = loads(line)
+        except RecursionError:
+            out.append(_unholdable(path, n, line, jsonlimits.DEEP))
+            continue
         except ValueError as exc:
             if line and not line.isspace():  # a blank line holds no row: allowed
                 out.append(_bad_json(path, n, line, exc))
+            continue
+        if (suspect_all or len(line) > _DEEP_LINE) and jsonlimits.problem(row) is not None:
+            out.append(_unholdable(path, n, line, jsonlimits.problem(row) or ""))
             continue
         if type(row) is dict and check(row):  # the common case, kept lean
             id_ = row["id"]
@@ -58,6 +71,19 @@ def lint_goldens(data: bytes, path: str) -> list[Finding]:
             if setdefault(id_ if type(id_) is str else _id_key(id_), n) != n:
                 out.append(_duplicate(path, n, line, id_, seen))
     return out
+
+
+#: A surrogate escape, or a number long enough to overflow a float or an int's reading.
+_SUSPECT = re.compile(r"\\u[dD][89abAB]|\\u[dD][c-fC-F]|[0-9]{300}|[eE][+]?0*[0-9]{3}")
+#: A line shorter than this cannot nest past ``jsonlimits.MAX_DEPTH``.
+_DEEP_LINE = 2 * jsonlimits.MAX_DEPTH
+#: jsonlimits' kinds as codes.
+CODES = {jsonlimits.DEEP: "GE607", jsonlimits.SURROGATE: "GE608", jsonlimits.NUMBER: "GE609"}
+
+
+def _unholdable(path: str, n: int, line: str, kind: str) -> Finding:
+    return Finding(path, n, _first_col(line), CODES[kind],
+                   f"row cannot be read: {jsonlimits.ADVICE[kind]}")
 
 
 def _id_key(id_: JSON) -> str:
@@ -77,6 +103,8 @@ def _bad_json(path: str, n: int, line: str, exc: ValueError) -> Finding:
     if isinstance(exc, _Constant):
         # Outside any string, as the decoder only calls back for a bare constant.
         col = _bare_constant_col(line, exc.name)
+    if "Exceeds the limit" in str(exc):  # a long integer past int_max_str_digits
+        return _unholdable(path, n, line, jsonlimits.NUMBER)
     msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
     return Finding(path, n, col, "GE602", f"not valid JSON: {msg}; each line is one JSON object")
 

@@ -7,6 +7,7 @@ row reads the same everywhere. ``rich`` is imported only by ``render_rich``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from gitevals.diff import Diff, Side
@@ -277,7 +278,12 @@ def _escape(text: str) -> str:
 
 def render_json(diff: Diff) -> str:
     """The whole diff, stable: keys sorted, lists in the diff's own (sorted) order."""
-    return diff.to_json() + "\n"
+    # A lone surrogate cannot be written as UTF-8: escaped, the document stays valid JSON
+    # (it can only occur inside a string) and says exactly what was read.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", diff.to_json()) + "\n"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _md_cell(text: str) -> str:
