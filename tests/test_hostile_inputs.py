@@ -114,3 +114,32 @@ def test_diff_shows_a_goldens_row_it_cannot_read_as_a_problem(
     for args in ((b, a), (b, c), (c, b)):  # on side A, on both sides, read as duplicates
         res = run_cli("diff", *args, "--only", "goldens", "--format", fmt, cwd=repo.path)
         assert (res.code, res.err) == (0, ""), args
+
+
+GRADERS = [
+    ("unary-50000", "x = " + "-" * 50_000 + "1", 5, "nested too deeply for Python's parser"),
+    ("unary-2900", "x = " + "-" * 2900 + "1", 5, "nested more than 500 levels deep"),
+    ("not-2900", "x = " + "not " * 2900 + "1", 5, "nested more than 500 levels deep"),
+    ("lambda-3000", "x = " + "lambda: " * 3000 + "1", 5,
+     "nested too deeply for Python's parser"),
+    ("sum-100000", "x = 1" + "+1" * 100_000, 5, "nested too deeply for Python's parser"),
+    ("in-a-function", "def g(t, case, run):\n    return " + "-" * 2900 + "1", 6,
+     "nested more than 500 levels deep"),
+]
+GRADER = "def ok(t, case, run):\n    return True\n\ny = 2\n"
+
+
+@pytest.mark.parametrize(("code", "line", "message"), [g[1:] for g in GRADERS],
+                         ids=[g[0] for g in GRADERS])
+def test_a_grader_nested_past_the_parser_is_a_finding_and_an_unreadable_row(
+        repo: Repo, code: str, line: int, message: str) -> None:
+    a = repo.commit({"evals/cases/c.yaml": CASE, "evals/graders/g.py": GRADER})
+    b = repo.commit({"evals/graders/g.py": GRADER + code + "\nz = 3\n"})
+    lint = run_cli("lint", cwd=repo.path)
+    assert lint.code == 1, lint.err
+    assert lint.out.startswith(f"evals/graders/g.py:{line}:1: GE503 grader module does not parse: "
+                               f"{message}"), lint.out
+    for fmt in ("text", "json", "markdown"):
+        res = run_cli("diff", a, b, "--only", "graders", "--format", fmt, cwd=repo.path)
+        assert (res.code, res.err) == (0, ""), fmt
+        assert "unreadable" in res.out and message.replace("'", "") in res.out.replace("'", "")
