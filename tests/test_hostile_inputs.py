@@ -143,3 +143,49 @@ def test_a_grader_nested_past_the_parser_is_a_finding_and_an_unreadable_row(
         res = run_cli("diff", a, b, "--only", "graders", "--format", fmt, cwd=repo.path)
         assert (res.code, res.err) == (0, ""), fmt
         assert "unreadable" in res.out and message.replace("'", "") in res.out.replace("'", "")
+
+
+HARNESS = """\
+import json, sys
+for line in sys.stdin:
+    print(json.dumps({"final_answer": "Paris"}), flush=True)
+"""
+DEEP_DOC = '{"format": "gitevals-run/1", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+DEEP_MESSAGE = "not a gitevals run artifact: nested too deep to read"
+
+
+def _run_repo(repo: Repo) -> str:
+    import sys
+
+    settings = f'[target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+    return repo.commit({"gitevals.toml": settings, "harness.py": HARNESS,
+                        "evals/cases/c.yaml": CASE})
+
+
+@pytest.mark.parametrize("args", [("show",), ("show", "HEAD"), ("diff", "HEAD", "HEAD")],
+                         ids=["show", "show-rev", "diff"])
+def test_a_deep_note_is_one_line_and_run_replaces_it(repo: Repo, args: tuple[str, ...]) -> None:
+    commit = _run_repo(repo)
+    (repo.path / "deep.json").write_text(DEEP_DOC)
+    repo.git("notes", "--ref", "gitevals", "add", "-F", "deep.json", commit)
+    res = run_cli(*args, cwd=repo.path)
+    assert res.code == 2 and res.out == ""
+    assert res.err == (f"gitevals: error: git note refs/notes/gitevals on {commit[:12]}: "
+                       f"{DEEP_MESSAGE} (gitevals writes runs at most a few hundred levels "
+                       "deep)\n")
+    assert run_cli("run", cwd=repo.path).code == 0
+    (repo.path / "evals/results").rename(repo.path / "elsewhere")  # read the note alone
+    assert repo.git("notes", "--ref", "gitevals", "show", commit).startswith("{\n")
+    assert run_cli(*args, cwd=repo.path).code == 0
+
+
+@pytest.mark.parametrize("args", [("show", "F"), ("score", "F"), ("diff", "HEAD", "--a-run", "F"),
+                                  ("diff", "HEAD", "--b-run", "F")],
+                         ids=["show", "score", "diff-a-run", "diff-b-run"])
+def test_a_deep_artifact_file_is_one_line(repo: Repo, args: tuple[str, ...]) -> None:
+    _run_repo(repo)
+    (repo.path / "deep.json").write_text(DEEP_DOC)
+    res = run_cli(*(("deep.json" if a == "F" else a) for a in args), cwd=repo.path)
+    assert (res.code, res.out) == (2, "")
+    assert res.err.startswith(f"gitevals: error: deep.json: {DEEP_MESSAGE}")
+    assert res.err.count("\n") == 1
