@@ -97,5 +97,7 @@ def render(result: LintResult, fmt: str, terminal_width: int | None = None) -> s
 
 def nothing_to_lint(where: str) -> str:
     """The note for a tree without cases, graders or goldens (``where``: the tree's label)."""
-    return (f"gitevals: nothing to lint in the {where}: no cases, graders or goldens "
+    from gitevals.report.text import visible
+
+    return (f"gitevals: nothing to lint in the {visible(where)}: no cases, graders or goldens "
             "under the eval root; `gitevals init` scaffolds an eval tree\n")
