@@ -189,3 +189,15 @@ def test_a_deep_artifact_file_is_one_line(repo: Repo, args: tuple[str, ...]) -> 
     assert (res.code, res.out) == (2, "")
     assert res.err.startswith(f"gitevals: error: deep.json: {DEEP_MESSAGE}")
     assert res.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [("run",), ("publish-check",), ("lint", "--rev", "HEAD")],
+                         ids=["run", "publish-check", "lint-rev"])
+def test_committed_deep_settings_are_ge700_in_every_command(
+        repo: Repo, args: tuple[str, ...]) -> None:
+    repo.commit({"gitevals.toml": TOML[0][1], "evals/cases/c.yaml": CASE})
+    res = run_cli(*args, cwd=repo.path)
+    assert res.code in (1, 2) and "Traceback" not in res.err
+    where = "gitevals.toml:2:105: GE700 cannot read settings: nested more than 100 levels deep"
+    assert where in res.out + res.err
+    assert "internal error" not in res.err
