@@ -129,3 +129,11 @@ def test_rich_diff_escapes_data_and_keeps_its_own_colours() -> None:
     assert "g\\x1b[31m" in out and "b\\x1b[1m" in out and "r\\x1b[2J" in out
     assert "\x07" not in out and "\x1b[2J" not in out and "\x1b]" not in out
     assert "\x1b[31mg" not in out
+
+
+def test_run_names_a_case_that_does_not_lint_escaped(repo: Repo) -> None:
+    settings = f'[target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+    repo.commit({"gitevals.toml": settings, "harness.py": TARGET, EVIL_FILE: BAD_CASE})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code != 0 and not _raw(res.out) and not _raw(res.err)
+    assert "evil\\x1b]0;owned\\x07" in res.err
