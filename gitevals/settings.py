@@ -220,12 +220,19 @@ def _offset_position(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
+_STRUCTURE = re.compile(r"[\[\]{}#\"']")
+
+
 def _too_deep(text: str) -> tuple[int, int] | None:
     """Where brackets and braces outside strings and comments first nest past
     ``MAX_DEPTH`` (an upper bound on the TOML's own nesting), or None. Linear, no
     recursion: it runs before the parser, which would recurse out of stack."""
     depth, i, n = 0, 0, len(text)
     while i < n:
+        m = _STRUCTURE.search(text, i)  # jump over plain text at C speed
+        if m is None:
+            return None
+        i = m.start()
         c = text[i]
         if c in "[{":
             depth += 1
