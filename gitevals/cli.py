@@ -14,6 +14,7 @@ from typing import NoReturn
 import gitevals.commands as commands_pkg
 from gitevals import __version__
 from gitevals.errors import GitevalsError
+from gitevals.report.text import visible
 
 
 def _command_modules() -> list[ModuleType]:
@@ -65,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args._run(args)
         return code
     except GitevalsError as exc:
-        print(f"gitevals: error: {exc}", file=sys.stderr)
+        # A message may name a file, revision or case from the tree: data, not commands.
+        print(f"gitevals: error: {visible(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("gitevals: interrupted", file=sys.stderr)
@@ -75,12 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 1
     except OSError as exc:
-        print(f"gitevals: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-              file=sys.stderr)
+        print(visible(f"gitevals: error: {exc.strerror or exc}: {exc.filename or ''}")
+              .rstrip(": "), file=sys.stderr)
         return 2
     except Exception as exc:  # the one place that turns a bug into a message
         if os.environ.get("GITEVALS_TRACEBACK"):
             raise
-        print(f"gitevals: internal error: {type(exc).__name__}: {exc} "
+        print(f"gitevals: internal error: {type(exc).__name__}: {visible(exc)} "
               "(set GITEVALS_TRACEBACK=1 to see where; please report it)", file=sys.stderr)
         return 2

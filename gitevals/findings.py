@@ -43,8 +43,13 @@ class Finding:
         return f"{self.code} (warning)" if self.severity == "warning" else self.code
 
     def __str__(self) -> str:
-        """``path:line:col: CODE message``: the one line every text reporter prints."""
-        return f"{self.location()}: {self.label()} {self.message}"
+        """``path:line:col: CODE message``: the one line every text reporter prints.
+
+        The path (a file name) and the message (it may quote a value of the file) are
+        data: control characters show as escapes (``\\x1b``), never reach a terminal."""
+        from gitevals.report.text import visible
+
+        return f"{visible(self.location())}: {self.label()} {visible(self.message)}"
 
 
 def has_errors(findings: list[Finding]) -> bool:

@@ -111,14 +111,60 @@ def parse(source: bytes) -> ast.Module | ParseError:
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         return ParseError(line, max(col, 1), exc.msg or "invalid syntax")
-    except (ValueError, RecursionError, MemoryError) as exc:
-        # ValueError: NUL bytes (3.11); RecursionError/MemoryError: absurd nesting.
+    except ValueError as exc:  # NUL bytes (3.11)
         return ParseError(1, 1, str(exc) or type(exc).__name__)
+    except (RecursionError, MemoryError) as exc:  # absurd nesting; the parser says no line
+        return ParseError(_longest_statement(source), 1,
+                          f"nested too deeply for Python's parser ({type(exc).__name__}); "
+                          "split the expression into smaller statements")
+
+
+#: Deepest AST a grader module may have. Real code stays far below; past about 900,
+#: ``ast.dump`` (which diff compares with) and the compiler recurse out of stack, so
+#: lint, diff and run refuse the module alike rather than each at its own depth.
+MAX_DEPTH = 500
+
+
+def _too_deep(tree: ast.Module) -> ParseError | None:
+    """Where ``tree`` nests past ``MAX_DEPTH``, or None. Iterative (no recursion)."""
+    stack: list[tuple[ast.AST, int, int]] = [(tree, 0, 1)]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if depth > MAX_DEPTH:
+            return ParseError(line, 1, f"nested more than {MAX_DEPTH} levels deep; split "
+                              "the expression into smaller statements")
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _longest_statement(source: bytes) -> int:
+    """The first line of the logical line with the most tokens: where a parser that
+    ran out of stack most likely was (it gives no position). 1 when tokenizing fails."""
+    import io
+    import tokenize
+
+    best, count, start, top = 1, 0, 0, 0
+    try:
+        for tok in tokenize.tokenize(io.BytesIO(source).readline):
+            if not start:
+                start = tok.start[0]
+            count += 1
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                if count > top:
+                    best, top = start, count
+                count, start = 0, 0
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        pass
+    return best
 
 
 def read(source: bytes) -> GraderFile:
     """Describe a grader module's top-level names from its bytes (never executing it)."""
     tree = parse(source)
+    if not isinstance(tree, ParseError):
+        deep = _too_deep(tree)
+        tree = deep if deep is not None else tree
     if isinstance(tree, ParseError):
         return GraderFile(tree, {}, ())
     return _Reader().read(tree)

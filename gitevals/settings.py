@@ -7,6 +7,7 @@ cases they govern. Bad settings are findings, never exceptions.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -150,13 +151,9 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         data = tree.read(path)
         if data is None:
             continue
-        try:
-            text = data.decode("utf-8")
-            doc = tomllib.loads(text)
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            line, col = _toml_error_position(str(exc))
-            return Settings(), [Finding(path, line, col, "GE700",
-                                        f"cannot read settings: {exc}; fix the TOML syntax")]
+        text, doc, unreadable = _parse_toml(data, path)
+        if unreadable is not None:
+            return Settings(), [unreadable]
         # TOML is JSON plus dates and times, which the settings schema refuses:
         # what passes _validate is JSON.
         raw: JSON = doc
@@ -164,11 +161,137 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
             raw = raw.get(part, {}) if isinstance(raw, dict) else {}
         if path == "pyproject.toml" and not raw:
             continue
+        big = _number_finding(raw, path, text, section) if isinstance(raw, dict) else None
+        if big is not None:
+            return Settings(source=path), [big]
         findings = _validate(raw, path, text, section or "")
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
         return _from_raw(raw, path), []
     return Settings(), []
+
+
+#: Deepest nesting of arrays and tables a settings file may have. The schema needs
+#: three levels; past about 500, tomllib and the validators recurse out of stack.
+MAX_DEPTH = 100
+#: An integer this long or longer is past what Python converts (``int_max_str_digits``).
+_LONG_NUMBER = re.compile(r"[0-9][0-9_]{4299,}")
+
+
+def _parse_toml(data: bytes, path: str) -> tuple[str, JSONObject, Finding | None]:
+    """The text and table of a settings file, or a GE700 finding saying why it cannot be
+    read: bad UTF-8 or TOML, nesting past ``MAX_DEPTH``, a number too large to hold."""
+    text, doc = "", {}
+    try:
+        text = data.decode("utf-8")
+        deep = _too_deep(text)
+        if deep is not None:
+            return text, {}, Finding(path, deep[0], deep[1], "GE700",
+                                     f"cannot read settings: nested more than {MAX_DEPTH} "
+                                     "levels deep; settings are at most three levels deep")
+        doc = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        line, col = _toml_error_position(str(exc))
+        return text, {}, Finding(path, line, col, "GE700",
+                                 f"cannot read settings: {exc}; fix the TOML syntax")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: an integer past int_max_str_digits; the others: nesting the
+        # scan above did not see (it cannot: the parser refused first).
+        m = _LONG_NUMBER.search(text)
+        line, col = _offset_position(text, m.start()) if m else (1, 1)
+        what = "a number too large to read" if m else f"{type(exc).__name__}"
+        return text, {}, Finding(path, line, col, "GE700",
+                                 f"cannot read settings: {what}; fix the TOML")
+    return text, doc, None
+
+
+def _number_finding(raw: JSONObject, path: str, text: str, section: str) -> Finding | None:
+    """GE700 for the first number of the settings gitevals cannot use, or None."""
+    key = _too_large(raw)
+    if key is None:
+        return None
+    *parents, last = key.split(".")
+    line, col = _key_position(text, last, ".".join([section, *parents]).strip("."))
+    where = ".".join([section, key]).strip(".")
+    return Finding(path, line, col, "GE700",
+                   f"cannot read settings: {where} is a number too large to use (or not "
+                   "finite); write a number of ordinary size")
+
+
+def _offset_position(text: str, offset: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+_STRUCTURE = re.compile(r"[\[\]{}#\"']")
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """Where brackets and braces outside strings and comments first nest past
+    ``MAX_DEPTH`` (an upper bound on the TOML's own nesting), or None. Linear, no
+    recursion: it runs before the parser, which would recurse out of stack."""
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        m = _STRUCTURE.search(text, i)  # jump over plain text at C speed
+        if m is None:
+            return None
+        i = m.start()
+        c = text[i]
+        if c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _offset_position(text, i)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            i = _string_end(text, i)
+            continue
+        i += 1
+    return None
+
+
+def _string_end(text: str, i: int) -> int:
+    """The offset just past the TOML string starting at ``i`` (basic, literal, multi-line)."""
+    q = text[i]
+    if text.startswith(q * 3, i):
+        end = text.find(q * 3, i + 3)
+        while q == '"' and end > 0 and _escaped(text, end):
+            end = text.find(q * 3, end + 1)
+        return len(text) if end < 0 else end + 3
+    j = i + 1
+    while j < len(text) and text[j] not in (q, "\n"):
+        j += 2 if q == '"' and text[j] == "\\" else 1
+    return j + 1
+
+
+def _escaped(text: str, at: int) -> bool:
+    backslashes = len(text[:at]) - len(text[:at].rstrip("\\"))
+    return backslashes % 2 == 1
+
+
+def _too_large(doc: JSONObject) -> str | None:
+    """The dotted key of the first number gitevals cannot use (past 64 bits, or an
+    infinite or NaN float, which TOML allows and JSON cannot hold), or None."""
+    stack: list[tuple[str, object]] = [("", doc)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{key}.{k}".lstrip("."), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((key, v) for v in value)
+        elif not _usable_number(value):
+            return key
+    return None
+
+
+def _usable_number(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
 
 
 def _toml_error_position(message: str) -> tuple[int, int]:

@@ -130,4 +130,5 @@ def test_a_grader_nested_too_deeply_is_unreadable_not_a_crash() -> None:
     deep = b"def short(t, case, run):\n    return " + b"-" * 1500 + b"1\n"
     (change,) = diff_grader_module("evals/graders/q.py", BASE.encode(), deep)
     assert change.kind == "unreadable"
-    assert change.problem == "B: evals/graders/q.py:1:1: nested too deeply to compare"
+    assert change.problem == ("B: evals/graders/q.py:2:1: does not parse (nested more than 500 "
+                              "levels deep; split the expression into smaller statements)")

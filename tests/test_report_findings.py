@@ -30,7 +30,7 @@ def test_text() -> None:
     assert REPORTERS["text"](RESULT) == (
         "evals/cases/a.yaml:6:24: GE502 grader module evals/graders/nope.py not found; "
         "create it or fix the name\n"
-        "evals/cases/b.yaml:3:5: GE405 (warning) one trial, 50% sure: a,b\nnext\n"
+        "evals/cases/b.yaml:3:5: GE405 (warning) one trial, 50% sure: a,b\\nnext\n"
         "3 files checked: 1 error, 1 warning\n")
 
 

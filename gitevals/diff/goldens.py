@@ -32,6 +32,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from gitevals import jsonlimits
 from gitevals.jsontypes import JSON, JSONObject
 
 _LEAD_ID = re.compile(rb'\n\{"id": ?("[^"\\\n]*"|-?\d+)[,}]')
@@ -257,22 +258,28 @@ def _key(value: JSON) -> bytes:
     """The id's identity: its JSON text (the same bytes the fast scan reads)."""
     if type(value) is str and value.isprintable() and '"' not in value and "\\" not in value:
         return b'"' + value.encode() + b'"'  # what json.dumps would say, without the call
-    return json.dumps(value, ensure_ascii=False).encode()
+    # surrogatepass: a row read here holds none (jsonlimits), but an identity never fails
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 def _display(key: bytes) -> str:
     if key[:1] == b'"' and b"\\" not in key:
         return key[1:-1].decode("utf-8", "replace")
-    value = json.loads(key)
-    return value if isinstance(value, str) else key.decode()
+    try:
+        value = json.loads(key.decode("utf-8", "surrogatepass"))
+    except ValueError:  # an integer id past int_max_str_digits (read by the fast scan)
+        return f"{key[:20].decode()}…({len(key)} digits)"
+    return value if isinstance(value, str) else key.decode("utf-8", "replace")
 
 
 def _line_id(line: bytes) -> bytes | None:
+    """The id of one line; None for a line without one, or one gitevals cannot read
+    (that line is the linter's to report, or a diff problem when it differs)."""
     m = _LINE_ID.match(line.lstrip())
     if m:
         return m.group(1)
     try:
-        obj = json.loads(line)
+        obj = jsonlimits.loads(line)
     except ValueError:
         return None
     return _key(obj["id"]) if isinstance(obj, dict) and "id" in obj else None
@@ -354,21 +361,27 @@ def _parse(side: str, lines: list[tuple[int, bytes]],
     for i, raw in lines:
         if not raw.strip():
             continue
-        why = None
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            why = f"not JSON ({exc}); write one JSON object per line"
-        else:
-            if not isinstance(obj, dict):
-                why = "not a JSON object; write one object per line"
-            elif "id" not in obj:
-                why = 'object without "id"; give every item a unique id'
-        if why is not None:
-            problems.append(GoldensProblem(side, (i + 1,), "unparsable", why))
+        obj = _row(raw)
+        if isinstance(obj, str):
+            problems.append(GoldensProblem(side, (i + 1,), "unparsable", obj))
             continue
         out.setdefault(_key(obj["id"]), []).append(_Parsed(i + 1, obj))
     return out
+
+
+def _row(raw: bytes) -> JSONObject | str:
+    """One line as an item with an ``id``, or why it is not one."""
+    try:
+        obj = jsonlimits.loads(raw)
+    except jsonlimits.Unholdable as exc:
+        return f"cannot be read: {exc}"
+    except ValueError as exc:
+        return f"not JSON ({exc}); write one JSON object per line"
+    if not isinstance(obj, dict):
+        return "not a JSON object; write one object per line"
+    if "id" not in obj:
+        return 'object without "id"; give every item a unique id'
+    return obj
 
 
 def _fields(before: JSONObject, after: JSONObject) -> tuple[FieldChange, ...]:

@@ -83,7 +83,7 @@ def read_module(path: str, data: bytes) -> tuple[Module | None, str | None]:
         refs = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
         try:
             normal = _normal(stmt)
-        except RecursionError:  # ast.dump recurses: absurd nesting is its own answer
+        except (RecursionError, MemoryError):  # ast.dump recurses (graderfile bounds depth)
             return None, f"{path}:{stmt.lineno}:1: nested too deeply to compare"
         for name in names:
             code.setdefault(name, []).append(normal)

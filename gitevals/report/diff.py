@@ -7,6 +7,7 @@ row reads the same everywhere. ``rich`` is imported only by ``render_rich``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from gitevals.diff import Diff, Side
@@ -14,7 +15,7 @@ from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.rules import Change
 from gitevals.diff.verdicts import Tally
 from gitevals.jsontypes import JSON
-from gitevals.report.text import md_inert
+from gitevals.report.text import md_inert, visible
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
@@ -217,7 +218,14 @@ def sections(diff: Diff, limit: int = 50) -> list[Section]:
 # ---------------------------------------------------------------- renderers
 
 
+def _visible(s: Section) -> Section:
+    """``s`` with control characters of its data written as escapes, for a terminal."""
+    return Section(visible(s.title), tuple(map(visible, s.headers)),
+                   tuple(tuple(map(visible, r)) for r in s.rows), s.more)
+
+
 def _plain_table(s: Section) -> list[str]:
+    s = _visible(s)
     widths = [max(len(h), *(len(r[i]) for r in s.rows)) if s.rows else len(h)
               for i, h in enumerate(s.headers)]
     lines = [s.title]
@@ -231,7 +239,7 @@ def _plain_table(s: Section) -> list[str]:
 
 def render_text(diff: Diff, limit: int = 50) -> str:
     """Plain text (for pipes and files): aligned columns, no colour."""
-    lines = header(diff)
+    lines = [visible(h) for h in header(diff)]
     for s in sections(diff, limit):
         lines += ["", *_plain_table(s)]
     return "\n".join(lines) + "\n"
@@ -248,13 +256,13 @@ def render_rich(diff: Diff, limit: int = 50, width: int | None = None) -> str:
     console = Console(file=buf, force_terminal=True, width=width, highlight=False)
     c = diff.counts()
     style = "bold red" if c["regressed_beyond_noise"] else "bold green"
-    head = header(diff)
+    head = [visible(h) for h in header(diff)]
     console.print(head[0], style=style, markup=False)
     for line in head[1:]:
         console.print(line, markup=False)
     colours = {"regressed": "red", "improved": "green", "removed": "red", "added": "green",
                "gone": "yellow", "new": "cyan", "changed": "yellow", "unreadable": "red"}
-    for s in sections(diff, limit):
+    for s in map(_visible, sections(diff, limit)):
         table = Table(title=s.title, title_justify="left")
         for h in s.headers:
             table.add_column(h, overflow="fold")
@@ -277,7 +285,12 @@ def _escape(text: str) -> str:
 
 def render_json(diff: Diff) -> str:
     """The whole diff, stable: keys sorted, lists in the diff's own (sorted) order."""
-    return diff.to_json() + "\n"
+    # A lone surrogate cannot be written as UTF-8: escaped, the document stays valid JSON
+    # (it can only occur inside a string) and says exactly what was read.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", diff.to_json()) + "\n"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _md_cell(text: str) -> str:

@@ -67,13 +67,15 @@ def rich_text(result: LintResult, width: int | None = None) -> str:
     from rich.console import Console
     from rich.markup import escape
 
+    from gitevals.report.text import visible
+
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width or 120, highlight=False,
                       soft_wrap=True)
     for f in result.findings:
         colour = "red" if f.severity == "error" else "yellow"
-        console.print(f"[bold]{escape(f.location())}:[/] "
-                      f"[{colour}]{f.label()}[/] {escape(f.message)}")
+        console.print(f"[bold]{escape(visible(f.location()))}:[/] "
+                      f"[{colour}]{f.label()}[/] {escape(visible(f.message))}")
     style = "green" if not result.findings else ("red" if result.errors else "yellow")
     console.print(f"[{style}]{escape(summary(result))}[/]")
     return buf.getvalue()
@@ -95,5 +97,7 @@ def render(result: LintResult, fmt: str, terminal_width: int | None = None) -> s
 
 def nothing_to_lint(where: str) -> str:
     """The note for a tree without cases, graders or goldens (``where``: the tree's label)."""
-    return (f"gitevals: nothing to lint in the {where}: no cases, graders or goldens "
+    from gitevals.report.text import visible
+
+    return (f"gitevals: nothing to lint in the {visible(where)}: no cases, graders or goldens "
             "under the eval root; `gitevals init` scaffolds an eval tree\n")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gitevals.report.findings import annotation
+from gitevals.report.text import visible
 
 if TYPE_CHECKING:
     from gitevals.commands.publish_check import Checked
@@ -24,13 +25,13 @@ def text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
     for c in checked:
         lines.append(_verdict(c))
         lines.extend(f"  {f}" for f in sorted(c.result.findings))
-    lines.extend(f"ok: {p}" for p in passed)
+    lines.extend(f"ok: {visible(p)}" for p in passed)
     lines.append(summary(checked))
     return "\n".join(lines) + "\n"
 
 
 def _verdict(c: Checked) -> str:
-    refs = ", ".join(c.publication.refs)
+    refs = visible(", ".join(c.publication.refs))  # a ref name is data from the push
     if c.ok:
         return f"ok: {refs} at {c.publication.commit} ({c.result.files} eval files)"
     n = c.result.errors

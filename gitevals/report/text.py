@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-#: C0 and C1 controls and DEL, plus line/paragraph separators some terminals honour.
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: C0 and C1 controls and DEL, plus line/paragraph separators some terminals honour,
+#: and lone UTF-16 surrogates (JSON can spell them; no terminal encoding can write them).
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def visible(text: object) -> str:
