@@ -136,6 +136,9 @@ class _Run:
         if missing is not None:
             return LintResult((missing,), 0)
         cases, goldens = self._inputs(paths)
+        # Never cached: they cost a listing, and a file's kind is not in its blob SHA.
+        settings_findings = [*settings_findings, *self._refused(), *_case_layout(
+            self.root, [i.path for i in cases])]
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
             return LintResult(tuple(sorted([*settings_findings, *found])), files)
@@ -198,6 +201,22 @@ class _Run:
                        f"root {self.root!r} (set in {source}) does not exist in the "
                        f"{self.tree.label}, so nothing would be checked; add the eval tree "
                        "there (`gitevals init` scaffolds one) or set root to where it is")
+
+    def _refused(self) -> list[Finding]:
+        """GE113 for whatever under the root is not a regular file (a symlink, FIFO,
+        device, submodule, or the root itself as a link), GE104 for a working-tree file
+        over its size limit: neither is read, so lint never follows a link out of the
+        repository nor blocks on a FIFO; what is refused here, run would not see alike."""
+        out = []
+        for path, what in self.tree.refused(self.root).items():
+            if what.endswith(" limit"):
+                out.append(Finding(path, 1, 1, "GE104", f"file is {what}; it was not read: "
+                                   "split it into smaller files"))
+                continue
+            out.append(Finding(path, 1, 1, "GE113", f"{what}, not a regular file: gitevals "
+                               "reads regular files only and follows no links; commit the "
+                               "file itself at this path (or remove it)"))
+        return out
 
     def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
         """Case and goldens files to lint; sets which grader modules are checked on their own.
@@ -335,6 +354,28 @@ class _Run:
                 self.store.put("grader", g.sha, index)
             out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
+
+
+def _case_layout(root: str, paths: Sequence[str]) -> list[Finding]:
+    """GE114 for two files of one case name (``x.yaml`` beside ``x.yml``), GE115 for a
+    case file in a subdirectory of ``cases/``: run takes ``<root>/cases/<name>.yaml``
+    (or ``.yml``) only, so either would pass lint and never run as written."""
+    prefix = f"{root}/cases/" if root else "cases/"
+    out: list[Finding] = []
+    seen: dict[str, str] = {}
+    for path in sorted(paths):
+        rest = path[len(prefix):] if path.startswith(prefix) else path
+        if "/" in rest:
+            out.append(Finding(path, 1, 1, "GE115", f"a case file in a subdirectory of "
+                               f"{prefix} is never run: run takes {prefix}<name>.yaml only; "
+                               f"move it to {prefix}{rest.rsplit('/', 1)[-1]}"))
+            continue
+        stem = rest.rsplit(".", 1)[0]
+        first = seen.setdefault(stem, path)
+        if first != path:
+            out.append(Finding(path, 1, 1, "GE114", f"{first} and {path} are both case "
+                               f"{stem!r}; run would take only {first}: keep one file"))
+    return out
 
 
 def _lint_one(i: Input, data: bytes, refused: dict[str, str]) -> _Result:
