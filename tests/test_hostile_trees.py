@@ -357,6 +357,36 @@ def test_lint_opens_regular_files_only_and_never_reads_an_oversize_one(
         assert "it was not read" in res.out
 
 
+EVERY_TREE = [
+    ("case-2mib", {"evals/cases/big.yaml": b"#" * (2 << 20)}, ["evals/cases/big.yaml:1:1: GE104"]),
+    ("grader-2mib", {"evals/graders/big.py": b"#" * (2 << 20), "evals/cases/a.yaml": CASE},
+     ["evals/graders/big.py:1:1: GE104"]),
+    ("goldens-directory", {"evals/goldens.jsonl/x": '{"id": 1}\n', "evals/cases/a.yaml": CASE},
+     ["evals/goldens.jsonl:1:1: GE113"]),
+    ("cases-a-file", {"evals/cases": CASE}, ["evals/cases:1:1: GE113"]),
+    ("graders-a-file", {"evals/graders": "X = 1\n", "evals/cases/a.yaml": CASE},
+     ["evals/graders:1:1: GE113"]),
+]
+
+
+@pytest.mark.parametrize("where", ["working", "staged", "rev"])
+@pytest.mark.parametrize(("files", "expected"), [c[1:] for c in EVERY_TREE],
+                         ids=[c[0] for c in EVERY_TREE])
+def test_oversize_and_misplaced_files_are_findings_in_every_tree(
+        repo: Repo, files: dict[str, str | bytes], expected: list[str], where: str) -> None:
+    repo.write(files)
+    if where != "working":
+        repo.git("add", "-A")
+    if where == "rev":
+        repo.git("commit", "-q", "-m", "hostile")
+    args = {"working": [], "staged": ["--staged"], "rev": ["--rev", "HEAD"]}[where]
+    res = run_cli("lint", *args, cwd=repo.path, timeout=60)
+    assert res.code == 1, res.out + res.err
+    assert _findings(res.out) == expected
+    if "GE104" in res.out:
+        assert "it was not read" in res.out
+
+
 def test_the_working_tree_limit_is_the_case_file_limit() -> None:
     assert MAX_FILE == MAX_BYTES
 

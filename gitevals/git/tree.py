@@ -67,6 +67,10 @@ def max_size(path: str) -> int:
     return MAX_GOLDENS if path.rsplit("/", 1)[-1] == "goldens.jsonl" else MAX_FILE
 
 
+def _over(size: int, path: str) -> str:
+    return f"{size} bytes, over the {max_size(path) >> 20} MiB limit"
+
+
 def _kind(mode: int) -> str | None:
     """What a non-regular directory entry is ("a symlink", "a FIFO"...); None for a file."""
     return next((what for test, what in _KINDS if test(mode)), None)
@@ -122,6 +126,11 @@ class Tree:
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         """The content of blobs this tree answered SHAs for, in the order asked."""
         raise NotImplementedError
+
+    def too_large(self, listed: dict[str, str]) -> dict[str, str]:
+        """``path -> why`` for the files of ``listed`` (``path -> sha``, as ``blob_shas``
+        gives them) over ``max_size``, found from sizes alone, before anything is read."""
+        return {}
 
     def refused(self, prefix: str) -> dict[str, str]:
         """``path -> why`` for what gitevals will not read at or under ``prefix``, sorted.
@@ -218,7 +227,7 @@ class WorkingTree(Tree):
         for path, st in self._scan(prefix):
             what = _kind(st.st_mode)
             if what is None and st.st_size > max_size(path):
-                what = f"{st.st_size} bytes, over the {max_size(path) >> 20} MiB limit"
+                what = _over(st.st_size, path)
             if what is not None:
                 out[path] = what
         return dict(sorted(out.items()))
@@ -620,6 +629,12 @@ class _GitTree(Tree):
 
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         return self.repo.read_blobs(shas)
+
+    def too_large(self, listed: dict[str, str]) -> dict[str, str]:
+        with _translated("read blob sizes"):
+            sizes = {path: blob_size(self.repo.raw, sha) for path, sha in listed.items()}
+        return {path: _over(size, path) for path, size in sizes.items()
+                if size > max_size(path)}
 
 
 #: What a git tree holds besides regular files and directories.

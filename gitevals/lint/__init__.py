@@ -128,6 +128,7 @@ class _Run:
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
+        self.oversize: dict[str, Finding] = {}  # listed files too large to read (GE104)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -141,6 +142,7 @@ class _Run:
             self.root, [i.path for i in cases])]
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
+            found.extend(self.oversize.values())
             return LintResult(tuple(sorted([*settings_findings, *found])), files)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
@@ -153,6 +155,7 @@ class _Run:
             found, files = self._lint_inputs(cases, goldens, graders)
             self.store.put("run", everything, {"findings": [_row(f) for f in found],
                                                "files": files})
+        found = [*found, *self.oversize.values()]
         return LintResult(tuple(sorted([*settings_findings, *found])), files)
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
@@ -207,15 +210,32 @@ class _Run:
         device, submodule, or the root itself as a link), GE104 for a working-tree file
         over its size limit: neither is read, so lint never follows a link out of the
         repository nor blocks on a FIFO; what is refused here, run would not see alike."""
-        out = []
+        out = self._misplaced()
         for path, what in self.tree.refused(self.root).items():
             if what.endswith(" limit"):
-                out.append(Finding(path, 1, 1, "GE104", f"file is {what}; it was not read: "
-                                   "split it into smaller files"))
+                out.append(_oversize(path, what))
                 continue
             out.append(Finding(path, 1, 1, "GE113", f"{what}, not a regular file: gitevals "
                                "reads regular files only and follows no links; commit the "
                                "file itself at this path (or remove it)"))
+        return out
+
+    def _misplaced(self) -> list[Finding]:
+        """GE113 for a directory where ``goldens.jsonl`` belongs and a file where a
+        directory (``cases``, ``graders``) belongs: either would lint as nothing at all."""
+        root = f"{self.root}/" if self.root else ""
+        out = []
+        goldens = f"{root}goldens.jsonl"
+        if self.tree.blob_shas(goldens + "/"):  # "/": files below it, were it a directory
+            out.append(Finding(goldens, 1, 1, "GE113", "a directory, not a regular file: "
+                               "goldens.jsonl is one file of JSON lines; move the directory"))
+        for name in ("cases", "graders"):
+            e = self.tree.entry(f"{root}{name}")
+            if e is not None and not e.is_link:  # a link is GE113 by ``refused``
+                out.append(Finding(e.path, 1, 1, "GE113", f"a file, not a directory: "
+                                   f"{root}{name}/ holds one file per "
+                                   f"{'case' if name == 'cases' else 'grader module'}; "
+                                   "move the file"))
         return out
 
     def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
@@ -280,7 +300,11 @@ class _Run:
     def _list(self, prefix: str, kind: str) -> list[Input]:
         """The files at or under ``prefix``, with SHAs from the tree's listing (no blob
         of a git tree is read to list it; the working tree keeps what it read)."""
-        return [Input(path, sha, kind) for path, sha in self.tree.blob_shas(prefix).items()]
+        listed = self.tree.blob_shas(prefix)
+        for path, what in self.tree.too_large(listed).items():  # a git tree's blobs
+            self.oversize[path] = _oversize(path, what)
+            del listed[path]
+        return [Input(path, sha, kind) for path, sha in listed.items()]
 
     def _load(self, inputs: Sequence[Input]) -> None:
         """Read the bytes of ``inputs`` not read yet, in one call to the tree."""
@@ -354,6 +378,11 @@ class _Run:
                 self.store.put("grader", g.sha, index)
             out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
+
+
+def _oversize(path: str, what: str) -> Finding:
+    return Finding(path, 1, 1, "GE104", f"file is {what}; it was not read: split it "
+                   "into smaller files")
 
 
 def _case_layout(root: str, paths: Sequence[str]) -> list[Finding]:
