@@ -105,6 +105,8 @@ CLASS2 = [
                                 {"other/b.yaml": CASE}), ["evals/cases/more:1:1: GE113"]),
     ("grader-symlink", _link("evals/graders/g.py", "../../g.py", {"g.py": "X = 1\n"}),
      ["evals/graders/g.py:1:1: GE113"]),
+    ("pyproject-symlink", _link("pyproject.toml", "OUT/pyproject.toml"),
+     ["pyproject.toml:1:1: GE113"]),
     ("goldens-symlink", _link("evals/goldens.jsonl", "../g.jsonl", {"g.jsonl": ""}),
      ["evals/goldens.jsonl:1:1: GE113"]),
     ("yaml-beside-yml", _files({"evals/cases/x.yaml": CASE, "evals/cases/x.yml": CASE}),
@@ -395,7 +397,8 @@ def test_a_fifo_settings_file_does_not_hang_lint(repo: Repo) -> None:
     repo.write({"evals/cases/a.yaml": CASE})
     os.mkfifo(repo.path / "pyproject.toml")
     res = run_cli("lint", cwd=repo.path, timeout=30)
-    assert res.code == 0, res.out + res.err
+    assert res.code == 1, res.out + res.err
+    assert _findings(res.out) == ["pyproject.toml:1:1: GE113"]
 
 
 # -- class 5: a SHA-256 repository, said plainly --------------------------------------------

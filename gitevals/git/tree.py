@@ -624,8 +624,9 @@ class _GitTree(Tree):
         return self.repo.location
 
     def read(self, path: str) -> bytes | None:
-        sha = self.blob_sha(path)
-        return None if sha is None else self.repo.read_blobs([sha])[0]
+        """The bytes of the regular file ``path`` (a symlink's blob is a target, not content)."""
+        e = self.entry(path)
+        return None if e is None or e.is_link else self.repo.read_blobs([e.sha])[0]
 
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         return self.repo.read_blobs(shas)

@@ -211,7 +211,9 @@ class _Run:
         over its size limit: neither is read, so lint never follows a link out of the
         repository nor blocks on a FIFO; what is refused here, run would not see alike."""
         out = self._misplaced()
-        for path, what in self.tree.refused(self.root).items():
+        refused = {p: w for prefix in (self.root, *SETTINGS_FILES)
+                   for p, w in self.tree.refused(prefix).items()}
+        for path, what in sorted(refused.items()):
             if what.endswith(" limit"):
                 out.append(_oversize(path, what))
                 continue
