@@ -590,8 +590,10 @@ def _refuse_sha256(git_dir: str | None) -> None:
     """A SHA-256 repository, said plainly: libgit2 as pygit2 packages it reads SHA-1 only."""
     if git_dir is None:
         return
-    config = Path(git_dir) / "config"
+    common = Path(git_dir) / "commondir"  # a linked worktree: the config is the main one's
     try:
+        base = Path(git_dir) / common.read_text().strip() if common.is_file() else Path(git_dir)
+        config = base / "config"
         text = config.read_text(encoding="utf-8", errors="replace") if config.is_file() else ""
     except OSError:
         return
