@@ -419,3 +419,19 @@ def test_a_sha256_repository_is_refused_in_one_plain_line(tmp_path: Path) -> Non
             f"gitevals: error: {path}/.git is a SHA-256 repository (extensions.objectFormat = "
             "sha256): libgit2 as packaged with pygit2 cannot read SHA-256 repositories yet; "
             "use a SHA-1 clone"], args
+
+
+@pytest.mark.parametrize("where", ["staged", "rev"])
+@pytest.mark.parametrize("path", ["evals/cases/sub", "evals"], ids=["in-cases", "as-root"])
+def test_a_submodule_under_the_root_is_a_finding(repo: Repo, where: str, path: str) -> None:
+    if path != "evals":
+        repo.write({"evals/cases/a.yaml": CASE})
+        repo.git("add", "-A")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{path}")
+    if where == "rev":
+        repo.git("commit", "-q", "-m", "submodule")
+    res = run_cli("lint", *(["--staged"] if where == "staged" else ["--rev", "HEAD"]),
+                  cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    assert _findings(res.out) == [f"{path}:1:1: GE113"]
+    assert "a submodule, not a regular file" in res.out

@@ -671,6 +671,7 @@ class IndexTree(_GitTree):
         self.label = "index"
         self._index = _index_of(repo.raw)
         self._regular: dict[str, str] | None = None
+        self._special: list[tuple[str, str]] | None = None  # symlinks and submodules
 
     def _make(self, ie: pygit2.IndexEntry) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
@@ -684,35 +685,38 @@ class IndexTree(_GitTree):
             return None
 
     def entries(self, prefix: str = "") -> list[Entry]:
-        out = [self._make(ie) for ie in self._index if _under(ie.path, prefix)]
+        out = [self._make(ie) for ie in self._index
+               if _under(ie.path, prefix) and ie.mode != _GITLINK_MODE]
         out.sort(key=lambda e: e.path)
         return out
 
     def entry(self, path: str) -> Entry | None:
         ie = self._lookup(path)
-        return None if ie is None else self._make(ie)
+        # A submodule's entry names a commit of another repository: no file here.
+        return None if ie is None or ie.mode == _GITLINK_MODE else self._make(ie)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         path = prefix.strip("/")
         ie = self._lookup(path) if path and not prefix.endswith("/") else None
         if ie is not None:  # one lookup: the commit hook names single files
-            return {} if ie.mode == _LINK_MODE else {path: str(ie.id)}
+            return {} if ie.mode in _GIT_KINDS else {path: str(ie.id)}
         # SHAs from the index alone: reading blob headers for sizes is a measurable
         # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
         if self._regular is None:  # one pass over the index serves every listing
             self._regular = dict(sorted((ie.path, str(ie.id)) for ie in self._index
-                                        if ie.mode != _LINK_MODE))
+                                        if ie.mode not in _GIT_KINDS))
         return {p: sha for p, sha in self._regular.items() if _under(p, prefix)}
 
     def blob_sha(self, path: str) -> str | None:
         ie = self._lookup(path)
-        return None if ie is None else str(ie.id)
+        return None if ie is None or ie.mode == _GITLINK_MODE else str(ie.id)
 
     def refused(self, prefix: str) -> dict[str, str]:
+        if self._special is None:  # one pass over the index serves every prefix
+            self._special = sorted((ie.path, _GIT_KINDS[ie.mode]) for ie in self._index
+                                   if ie.mode in _GIT_KINDS)
         parents = _prefixes(prefix)
-        return dict(sorted((ie.path, _GIT_KINDS[ie.mode]) for ie in self._index
-                           if ie.mode in _GIT_KINDS
-                           and (_under(ie.path, prefix) or ie.path in parents)))
+        return {p: what for p, what in self._special if _under(p, prefix) or p in parents}
 
 
 class RevisionTree(_GitTree):
