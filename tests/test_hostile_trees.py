@@ -97,26 +97,26 @@ CLASS2 = [
     ("root-absolute", _root("/tmp"), ["pyproject.toml:2:1: GE701"]),
     ("root-backslash", _root("evals\\\\x"), ["pyproject.toml:2:1: GE701"]),
     ("root-typo", _root("eval"), ["pyproject.toml:1:1: GE702"]),
-    ("evals-symlink-to-dir", _link("evals", "OUT"), ["evals:1:1: GE113"]),
+    ("evals-symlink-to-dir", _link("evals", "OUT"), ["evals:1:1: GE801"]),
     ("evals-symlink-inside", _link("evals", "other", {"other/cases/a.yaml": CASE}),
-     ["evals:1:1: GE113"]),
-    ("case-symlink", _link("evals/cases/s.yaml", "a.yaml"), ["evals/cases/s.yaml:1:1: GE113"]),
+     ["evals:1:1: GE801"]),
+    ("case-symlink", _link("evals/cases/s.yaml", "a.yaml"), ["evals/cases/s.yaml:1:1: GE801"]),
     ("cases-dir-symlink", _link("evals/cases/more", "../../other",
-                                {"other/b.yaml": CASE}), ["evals/cases/more:1:1: GE113"]),
+                                {"other/b.yaml": CASE}), ["evals/cases/more:1:1: GE801"]),
     ("grader-symlink", _link("evals/graders/g.py", "../../g.py", {"g.py": "X = 1\n"}),
-     ["evals/graders/g.py:1:1: GE113"]),
+     ["evals/graders/g.py:1:1: GE801"]),
     ("pyproject-symlink", _link("pyproject.toml", "OUT/pyproject.toml"),
-     ["pyproject.toml:1:1: GE113"]),
+     ["pyproject.toml:1:1: GE801"]),
     ("goldens-symlink", _link("evals/goldens.jsonl", "../g.jsonl", {"g.jsonl": ""}),
-     ["evals/goldens.jsonl:1:1: GE113"]),
+     ["evals/goldens.jsonl:1:1: GE801"]),
     ("yaml-beside-yml", _files({"evals/cases/x.yaml": CASE, "evals/cases/x.yml": CASE}),
-     ["evals/cases/x.yml:1:1: GE114"]),
+     ["evals/cases/x.yml:1:1: GE802"]),
     ("case-in-subdirectory", _files({"evals/cases/a.yaml": CASE,
                                      "evals/cases/sub/b.yaml": CASE}),
-     ["evals/cases/sub/b.yaml:1:1: GE115"]),
+     ["evals/cases/sub/b.yaml:1:1: GE803"]),
     ("yml-in-subdirectory", _files({"evals/cases/a.yaml": CASE,
                                     "evals/cases/x/y/z.yml": CASE}),
-     ["evals/cases/x/y/z.yml:1:1: GE115"]),
+     ["evals/cases/x/y/z.yml:1:1: GE803"]),
 ]
 
 
@@ -332,12 +332,12 @@ def _socket(path: str) -> Setup:
 
 
 CLASS4 = [
-    ("fifo-case", _fifo("evals/cases/f.yaml"), ["evals/cases/f.yaml:1:1: GE113"]),
-    ("fifo-deep", _fifo("evals/cases/d/f.yml"), ["evals/cases/d/f.yml:1:1: GE113"]),
-    ("fifo-grader", _fifo("evals/graders/g.py"), ["evals/graders/g.py:1:1: GE113"]),
-    ("fifo-goldens", _fifo("evals/goldens.jsonl"), ["evals/goldens.jsonl:1:1: GE113"]),
-    ("fifo-as-cases-dir", _fifo("evals/cases"), ["evals/cases:1:1: GE113"]),
-    ("socket-case", _socket("evals/cases/s.yaml"), ["evals/cases/s.yaml:1:1: GE113"]),
+    ("fifo-case", _fifo("evals/cases/f.yaml"), ["evals/cases/f.yaml:1:1: GE801"]),
+    ("fifo-deep", _fifo("evals/cases/d/f.yml"), ["evals/cases/d/f.yml:1:1: GE801"]),
+    ("fifo-grader", _fifo("evals/graders/g.py"), ["evals/graders/g.py:1:1: GE801"]),
+    ("fifo-goldens", _fifo("evals/goldens.jsonl"), ["evals/goldens.jsonl:1:1: GE801"]),
+    ("fifo-as-cases-dir", _fifo("evals/cases"), ["evals/cases:1:1: GE801"]),
+    ("socket-case", _socket("evals/cases/s.yaml"), ["evals/cases/s.yaml:1:1: GE801"]),
     ("huge-case", _sparse("evals/cases/big.yaml", 3 << 30), ["evals/cases/big.yaml:1:1: GE104"]),
     ("case-just-over", _sparse("evals/cases/big.yaml", MAX_BYTES + 1),
      ["evals/cases/big.yaml:1:1: GE104"]),
@@ -364,10 +364,10 @@ EVERY_TREE = [
     ("grader-2mib", {"evals/graders/big.py": b"#" * (2 << 20), "evals/cases/a.yaml": CASE},
      ["evals/graders/big.py:1:1: GE104"]),
     ("goldens-directory", {"evals/goldens.jsonl/x": '{"id": 1}\n', "evals/cases/a.yaml": CASE},
-     ["evals/goldens.jsonl:1:1: GE113"]),
-    ("cases-a-file", {"evals/cases": CASE}, ["evals/cases:1:1: GE113"]),
+     ["evals/goldens.jsonl:1:1: GE801"]),
+    ("cases-a-file", {"evals/cases": CASE}, ["evals/cases:1:1: GE801"]),
     ("graders-a-file", {"evals/graders": "X = 1\n", "evals/cases/a.yaml": CASE},
-     ["evals/graders:1:1: GE113"]),
+     ["evals/graders:1:1: GE801"]),
 ]
 
 
@@ -398,7 +398,7 @@ def test_a_fifo_settings_file_does_not_hang_lint(repo: Repo) -> None:
     os.mkfifo(repo.path / "pyproject.toml")
     res = run_cli("lint", cwd=repo.path, timeout=30)
     assert res.code == 1, res.out + res.err
-    assert _findings(res.out) == ["pyproject.toml:1:1: GE113"]
+    assert _findings(res.out) == ["pyproject.toml:1:1: GE801"]
 
 
 # -- class 5: a SHA-256 repository, said plainly --------------------------------------------
@@ -433,5 +433,5 @@ def test_a_submodule_under_the_root_is_a_finding(repo: Repo, where: str, path: s
     res = run_cli("lint", *(["--staged"] if where == "staged" else ["--rev", "HEAD"]),
                   cwd=repo.path)
     assert res.code == 1, res.out + res.err
-    assert _findings(res.out) == [f"{path}:1:1: GE113"]
+    assert _findings(res.out) == [f"{path}:1:1: GE801"]
     assert "a submodule, not a regular file" in res.out

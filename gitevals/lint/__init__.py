@@ -206,7 +206,7 @@ class _Run:
                        "there (`gitevals init` scaffolds one) or set root to where it is")
 
     def _refused(self) -> list[Finding]:
-        """GE113 for whatever under the root is not a regular file (a symlink, FIFO,
+        """GE801 for whatever under the root is not a regular file (a symlink, FIFO,
         device, submodule, or the root itself as a link), GE104 for a working-tree file
         over its size limit: neither is read, so lint never follows a link out of the
         repository nor blocks on a FIFO; what is refused here, run would not see alike."""
@@ -217,24 +217,24 @@ class _Run:
             if what.endswith(" limit"):
                 out.append(_oversize(path, what))
                 continue
-            out.append(Finding(path, 1, 1, "GE113", f"{what}, not a regular file: gitevals "
+            out.append(Finding(path, 1, 1, "GE801", f"{what}, not a regular file: gitevals "
                                "reads regular files only and follows no links; commit the "
                                "file itself at this path (or remove it)"))
         return out
 
     def _misplaced(self) -> list[Finding]:
-        """GE113 for a directory where ``goldens.jsonl`` belongs and a file where a
+        """GE801 for a directory where ``goldens.jsonl`` belongs and a file where a
         directory (``cases``, ``graders``) belongs: either would lint as nothing at all."""
         root = f"{self.root}/" if self.root else ""
         out = []
         goldens = f"{root}goldens.jsonl"
         if self.tree.blob_shas(goldens + "/"):  # "/": files below it, were it a directory
-            out.append(Finding(goldens, 1, 1, "GE113", "a directory, not a regular file: "
+            out.append(Finding(goldens, 1, 1, "GE801", "a directory, not a regular file: "
                                "goldens.jsonl is one file of JSON lines; move the directory"))
         for name in ("cases", "graders"):
             e = self.tree.entry(f"{root}{name}")
-            if e is not None and not e.is_link:  # a link is GE113 by ``refused``
-                out.append(Finding(e.path, 1, 1, "GE113", f"a file, not a directory: "
+            if e is not None and not e.is_link:  # a link is GE801 by ``refused``
+                out.append(Finding(e.path, 1, 1, "GE801", f"a file, not a directory: "
                                    f"{root}{name}/ holds one file per "
                                    f"{'case' if name == 'cases' else 'grader module'}; "
                                    "move the file"))
@@ -388,7 +388,7 @@ def _oversize(path: str, what: str) -> Finding:
 
 
 def _case_layout(root: str, paths: Sequence[str]) -> list[Finding]:
-    """GE114 for two files of one case name (``x.yaml`` beside ``x.yml``), GE115 for a
+    """GE802 for two files of one case name (``x.yaml`` beside ``x.yml``), GE803 for a
     case file in a subdirectory of ``cases/``: run takes ``<root>/cases/<name>.yaml``
     (or ``.yml``) only, so either would pass lint and never run as written."""
     prefix = f"{root}/cases/" if root else "cases/"
@@ -397,14 +397,14 @@ def _case_layout(root: str, paths: Sequence[str]) -> list[Finding]:
     for path in sorted(paths):
         rest = path[len(prefix):] if path.startswith(prefix) else path
         if "/" in rest:
-            out.append(Finding(path, 1, 1, "GE115", f"a case file in a subdirectory of "
+            out.append(Finding(path, 1, 1, "GE803", f"a case file in a subdirectory of "
                                f"{prefix} is never run: run takes {prefix}<name>.yaml only; "
                                f"move it to {prefix}{rest.rsplit('/', 1)[-1]}"))
             continue
         stem = rest.rsplit(".", 1)[0]
         first = seen.setdefault(stem, path)
         if first != path:
-            out.append(Finding(path, 1, 1, "GE114", f"{first} and {path} are both case "
+            out.append(Finding(path, 1, 1, "GE802", f"{first} and {path} are both case "
                                f"{stem!r}; run would take only {first}: keep one file"))
     return out
 
