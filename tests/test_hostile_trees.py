@@ -222,12 +222,23 @@ def _nested_link(name: str, target: str) -> Callable[[Repo], list[str]]:
     return extra
 
 
+def _slash_name(repo: Repo) -> list[str]:
+    """A tree entry named ``a/b``: git's own tools refuse to make one, ``--literally`` does."""
+    blob = bytes.fromhex(_blob(repo, "x"))
+    raw = repo.path.parent / "raw-tree"
+    raw.write_bytes(b"100644 a/b\0" + blob)
+    sub = repo.git("hash-object", "-t", "tree", "-w", "--literally", str(raw))
+    raw.unlink()
+    return [f"040000 tree {sub}\tdeep"]
+
+
 MATERIALIZE = [
     ("dotdot-blob", _entry("100644", "..", "x"), "'..'"),
     ("dot-blob", _entry("100644", ".", "x"), "'.'"),
     ("dotgit-blob", _entry("100644", ".git", "x"), "'.git'"),
     ("dotgit-upper", _entry("100644", ".GIT", "x"), "'.GIT'"),
     ("dotdot-tree", _entry("040000", "..", ""), "'..'"),
+    ("slash-in-name", _slash_name, "'deep/a/b'"),
     ("link-absolute", _entry("120000", "evil", "/etc"), "'evil'"),
     ("link-dotdot", _entry("120000", "evil", "../outside"), "'evil'"),
     ("link-nested-escape", _nested_link("up", "../../x"), "'deep/up'"),
