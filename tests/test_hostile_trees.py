@@ -273,6 +273,8 @@ INIT = [
     ("precommit-link-out", ".pre-commit-config.yaml", "OUT/pc.yaml",
      ".pre-commit-config.yaml: a symlink"),
     ("gitevals-toml-link-out", "gitevals.toml", "OUT/g.toml", "gitevals.toml: a symlink"),
+    ("cases-link-out", "evals/cases", "OUT/cases", "evals/cases: a symlink"),
+    ("results-link-out", "evals/results", "OUT", "evals/results: a symlink"),
 ]
 
 
@@ -280,6 +282,7 @@ INIT = [
                          ids=[i[0] for i in INIT])
 def test_init_never_writes_through_a_link_out_of_the_repository(
         repo: Repo, outside: Path, name: str, target: str, message: str) -> None:
+    (repo.path / name).parent.mkdir(parents=True, exist_ok=True)
     os.symlink(target.replace("OUT", str(outside)), repo.path / name)
     before = _snapshot(outside)
     res = run_cli("init", cwd=repo.path)

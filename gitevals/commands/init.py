@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     write_config = not (top / PRE_COMMIT_CONFIG).exists()
     if write_config:
         files.append(scaffold.File(PRE_COMMIT_CONFIG, scaffold.pre_commit_config(root)))
+    for f in files:  # a link below the root (evals/cases -> /elsewhere) as well
+        if (why := _outside(top, f.path)) is not None:
+            raise UsageError(why)
     # Check every file before writing any: a refusal leaves the tree untouched.
     blocked = [b for f in files if not f.append and (b := _blocked(top, f.path))]
     for line in blocked:
