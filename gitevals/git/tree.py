@@ -421,6 +421,7 @@ class Repo:
 
     def __init__(self, raw: pygit2.Repository) -> None:
         self.raw = raw
+        self._sizes: dict[str, int] = {}
 
     @property
     def work_root(self) -> Path:
@@ -537,6 +538,15 @@ class Repo:
             git_dir = (git_dir / common.read_text().strip()).resolve()
         return git_dir / "hooks"
 
+    def blob_sizes(self, shas: Sequence[str]) -> list[int]:
+        """Sizes of blobs from their headers, each read once per ``Repo`` (lint sizes a
+        blob before reading it, and reading it needs the size again)."""
+        with _translated("read blob sizes"):
+            for sha in shas:
+                if sha not in self._sizes:
+                    self._sizes[sha] = self.raw.odb.read_header(sha)[1]
+        return [self._sizes[sha] for sha in shas]
+
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         """Blobs by SHA, in order, unverified (see ``_unverified``).
 
@@ -544,7 +554,7 @@ class Repo:
         small ones (cases, graders) through libgit2 alone, cheaper than a thread each.
         """
         with _translated("read blobs"):
-            sizes = [self.raw.odb.read_header(sha)[1] for sha in shas]
+            sizes = self.blob_sizes(shas)
             large = [sha for sha, size in zip(shas, sizes, strict=True) if size >= _LARGE]
             read = dict(zip(large, read_blobs_unverified(self.raw, large), strict=True)
                         ) if large else {}
@@ -634,10 +644,8 @@ class _GitTree(Tree):
         return self.repo.read_blobs(shas)
 
     def too_large(self, listed: dict[str, str]) -> dict[str, str]:
-        with _translated("read blob sizes"):
-            sizes = {path: blob_size(self.repo.raw, sha) for path, sha in listed.items()}
-        return {path: _over(size, path) for path, size in sizes.items()
-                if size > max_size(path)}
+        sizes = zip(listed, self.repo.blob_sizes(list(listed.values())), strict=True)
+        return {path: _over(size, path) for path, size in sizes if size > max_size(path)}
 
 
 #: What a git tree holds besides regular files and directories.
