@@ -187,7 +187,7 @@ class WorkingTree(Tree):
         return out
 
     def entry(self, path: str) -> Entry | None:
-        st = self._stat(path)
+        st = None if any(self._linked_parents(path)) else self._stat(path)
         if st is None:
             return None
         if stat.S_ISLNK(st.st_mode):
@@ -202,7 +202,12 @@ class WorkingTree(Tree):
 
     def read(self, path: str) -> bytes | None:
         """The bytes of the regular file ``path`` (None for anything else, or one over
-        ``max_size``): a FIFO would block the read, a symlink may lead out of the tree."""
+        ``max_size``): a FIFO would block the read, a symlink may lead out of the tree
+        (``path`` itself or a directory above it)."""
+        return None if any(self._linked_parents(path)) else self._read(path)
+
+    def _read(self, path: str) -> bytes | None:
+        """``read`` for a path whose directories are known to be no links (a scan's)."""
         try:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
@@ -216,7 +221,7 @@ class WorkingTree(Tree):
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         out: dict[str, str] = {}
         for path, st in self._scan(prefix):
-            if stat.S_ISREG(st.st_mode) and (data := self.read(path)) is not None:
+            if stat.S_ISREG(st.st_mode) and (data := self._read(path)) is not None:
                 out[path] = self._keep(data)
         return dict(sorted(out.items()))
 
@@ -233,7 +238,7 @@ class WorkingTree(Tree):
         return dict(sorted(out.items()))
 
     def _linked_parents(self, prefix: str) -> Iterator[tuple[str, str]]:
-        """``prefix`` or a directory above it that is a symlink (or not a directory)."""
+        """The first directory above ``prefix`` that is a symlink (or no directory)."""
         parts = [p for p in prefix.strip("/").split("/") if p]
         for n in range(1, len(parts)):
             st = self._stat("/".join(parts[:n]))
