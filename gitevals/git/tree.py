@@ -163,6 +163,7 @@ class WorkingTree(Tree):
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._top = str(root)
         self.label = "working tree"
         self._kept: dict[str, bytes] = {}
 
@@ -206,22 +207,35 @@ class WorkingTree(Tree):
         (``path`` itself or a directory above it)."""
         return None if any(self._linked_parents(path)) else self._read(path)
 
-    def _read(self, path: str) -> bytes | None:
-        """``read`` for a path whose directories are known to be no links (a scan's)."""
+    def _read(self, path: str, st: os.stat_result | None = None) -> bytes | None:
+        """``read`` for a path whose directories are known to be no links (a scan's, with
+        its ``lstat`` as ``st``). O_NONBLOCK: a FIFO swapped in after the ``lstat`` reads
+        as empty instead of blocking; at most ``max_size`` + 1 bytes are ever read."""
         try:
-            fd = os.open(self.root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = os.open(os.path.join(self._top, path),
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
-        with open(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > max_size(path):
+        try:
+            if st is None:
+                st = os.fstat(fd)
+            limit = max_size(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
                 return None
-            return f.read(max_size(path) + 1)
+            data = os.read(fd, st.st_size + 1)  # one call for a file that did not grow
+            while len(data) > st.st_size and len(data) <= limit and (
+                    more := os.read(fd, limit + 1 - len(data))):
+                data += more
+            return data
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         out: dict[str, str] = {}
         for path, st in self._scan(prefix):
-            if stat.S_ISREG(st.st_mode) and (data := self._read(path)) is not None:
+            if stat.S_ISREG(st.st_mode) and (data := self._read(path, st)) is not None:
                 out[path] = self._keep(data)
         return dict(sorted(out.items()))
 
