@@ -303,9 +303,10 @@ class _Run:
         """The files at or under ``prefix``, with SHAs from the tree's listing (no blob
         of a git tree is read to list it; the working tree keeps what it read)."""
         listed = self.tree.blob_shas(prefix)
-        for path, what in self.tree.too_large(listed).items():  # a git tree's blobs
-            self.oversize[path] = _oversize(path, what)
-            del listed[path]
+        if kind == "grader":  # cases and goldens are sized when read (``_work``)
+            for path, what in self.tree.too_large(listed).items():  # a git tree's blobs
+                self.oversize[path] = _oversize(path, what)
+                del listed[path]
         return [Input(path, sha, kind) for path, sha in listed.items()]
 
     def _load(self, inputs: Sequence[Input]) -> None:
@@ -353,6 +354,14 @@ class _Run:
         return results
 
     def _work(self, todo: list[Input]) -> list[_Result]:
+        # Sized before read (a git tree's blob headers; cached files never get here):
+        # an oversize file is GE104 unread, and that finding is cached by its SHA.
+        big = self.tree.too_large({i.path: i.sha for i in todo})
+        if big:
+            rest = [i for i in todo if i.path not in big]
+            done = dict(zip((i.path for i in rest), self._work(rest), strict=True))
+            return [([_oversize(i.path, big[i.path])], []) if i.path in big
+                    else done[i.path] for i in todo]
         self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
         if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
