@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -164,7 +165,8 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         big = _number_finding(raw, path, text, section) if isinstance(raw, dict) else None
         if big is not None:
             return Settings(source=path), [big]
-        findings = _validate(raw, path, text, section or "")
+        findings = _validate(raw, path, text, section or "") or _root_findings(
+            raw, path, text, section)
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
         return _from_raw(raw, path), []
@@ -292,6 +294,36 @@ def _usable_number(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return not isinstance(value, int) or -(2**63) <= value < 2**63
+def root_problem(root: str) -> str | None:
+    """Why ``root`` is not a normalized relative posix path inside the repository, or None.
+
+    What lint checks must be what run runs: ``./evals``, ``evals/.``, ``evals/cases/..``
+    and ``evals/`` name the same directory by other spellings that prefix matches miss,
+    and an absolute path or ``..`` leaves the repository.
+    """
+    if "\\" in root:
+        return "uses a backslash"
+    if root.startswith("/") or re.match(r"^[A-Za-z]:", root):
+        return "is an absolute path"
+    norm = posixpath.normpath(root) if root else root
+    if norm == ".." or norm.startswith("../"):
+        return "leaves the repository"
+    if root != norm or root == "." or "\0" in root:
+        return "is not in normal form"
+    return None
+
+
+def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
+    root = raw.get("root") if isinstance(raw, dict) else None
+    if not isinstance(root, str) or (why := root_problem(root)) is None:
+        return []
+    norm = posixpath.normpath(root.replace("\\", "/")).lstrip("/")
+    hint = (f'write root = "{norm}"' if norm not in (".", "") and not norm.startswith("..")
+            else 'name a directory inside the repository, like root = "evals"')
+    line, col = _key_position(text, "root", section)
+    return [Finding(path, line, col, "GE703",
+                    f"root {root!r} {why}: the root is a relative path inside the "
+                    f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
 
 
 def _toml_error_position(message: str) -> tuple[int, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import posixpath
 import sys
 from pathlib import Path
@@ -29,6 +30,24 @@ def _top() -> Path:
 
 def _read(path: Path) -> str | None:
     return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _outside(top: Path, rel: str) -> str | None:
+    """Why writing ``rel`` would land outside the repository: it, or a directory above
+    it, is a symlink that resolves out of ``top``. Checked before anything is read or
+    written, so init never writes (nor appends) through such a link."""
+    real_top = os.path.realpath(top)
+    path = top / rel
+    for p in (path, *path.parents):
+        if p == top:
+            return None
+        if p.is_symlink() and os.path.commonpath(
+                [real_top, os.path.realpath(p)]) != real_top:
+            where = p.relative_to(top).as_posix()
+            return (f"{where}: a symlink to {os.readlink(p)}, outside the repository; "
+                    "gitevals init does not write through it: replace it with a "
+                    "directory or file of the repository")
+    return None
 
 
 def _root(top: Path, asked: str | None) -> str:
@@ -66,10 +85,14 @@ def _blocked(top: Path, rel: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals import scaffold
+    from gitevals.errors import UsageError
     from gitevals.lint.schema import SCHEMA_DIR
 
     top = _top()
     root = _root(top, args.root)
+    for rel in (root, "pyproject.toml", "gitevals.toml", PRE_COMMIT_CONFIG):
+        if (why := _outside(top, rel)) is not None:
+            raise UsageError(why)
     pyproject = _read(top / "pyproject.toml")
     settings_exist = (top / "gitevals.toml").exists() or scaffold.has_settings(pyproject)
     schema = (SCHEMA_DIR / "case.schema.json").read_text(encoding="utf-8")
@@ -77,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     write_config = not (top / PRE_COMMIT_CONFIG).exists()
     if write_config:
         files.append(scaffold.File(PRE_COMMIT_CONFIG, scaffold.pre_commit_config(root)))
+    for f in files:  # a link below the root (evals/cases -> /elsewhere) as well
+        if (why := _outside(top, f.path)) is not None:
+            raise UsageError(why)
     # Check every file before writing any: a refusal leaves the tree untouched.
     blocked = [b for f in files if not f.append and (b := _blocked(top, f.path))]
     for line in blocked:

@@ -96,7 +96,7 @@ def _push_plan(args: argparse.Namespace, repo: Repo) -> PushCheck:
     remote = (args.remote or (args.revs[0] if args.revs else None)
               or os.environ.get("PRE_COMMIT_REMOTE_NAME"))
     pushed = pushes.parse_pre_push(_read_stdin()) or pushes.from_pre_commit_env(os.environ)
-    plan = pushes.plan_push(pushed, repo.peel_to_commit)
+    plan = pushes.plan_push(pushed, repo.peel_to_commit, repo.is_notes_commit)
     if not args.each_commit:
         return plan
     known = [r.remote_sha for r in pushed if r.remote_sha and not pushes.is_zero(r.remote_sha)]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gitevals.errors import UsageError
+from gitevals.git.tree import NOTES_REF
 
 
 def is_zero(sha: str) -> bool:
@@ -109,15 +110,20 @@ def group(pairs: Iterable[tuple[str, str]]) -> tuple[Publication, ...]:
     return tuple(Publication(c, tuple(r)) for c, r in refs.items())
 
 
-def plan_push(pushed: Iterable[PushedRef], peel: Callable[[str], str | None]) -> PushCheck:
-    """Pushed refs -> the commits to check. ``peel(sha)`` gives a commit SHA or None."""
+def plan_push(pushed: Iterable[PushedRef], peel: Callable[[str], str | None],
+              is_notes: Callable[[str], bool] = lambda sha: False) -> PushCheck:
+    """Pushed refs -> the commits to check. ``peel(sha)`` gives a commit SHA or None.
+
+    Only an update of ``refs/notes/gitevals`` whose object ``is_notes`` (a commit of a
+    notes tree) is exempt: a branch pushed to ``refs/notes/x`` is checked as what it is.
+    """
     pairs: list[tuple[str, str]] = []
     passed: list[str] = []
     for ref in pushed:
         if ref.deletion:
             passed.append(f"{ref.remote_ref}: deleted, nothing published")
             continue
-        if ref.remote_ref.startswith("refs/notes/"):
+        if ref.remote_ref == NOTES_REF and is_notes(ref.local_sha):
             # `git push origin refs/notes/gitevals` shares run artifacts: no harness revision.
             passed.append(f"{ref.label}: git notes, no eval tree to check")
             continue

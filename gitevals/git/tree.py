@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
+import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gitevals.errors import GitError, RevisionError, UsageError
 
@@ -26,6 +29,14 @@ if TYPE_CHECKING:
 
 _LINK_MODE = 0o120000
 _EXEC_MODE = 0o100755
+_GITLINK_MODE = 0o160000
+#: The largest file a working tree reads (yamlsafe.MAX_BYTES: cases, graders, settings);
+#: ``goldens.jsonl`` may grow to ``MAX_GOLDENS``. Larger files are listed by ``refused``,
+#: never read: a 3 GB file under the eval tree costs an ``lstat``, not 3 GB of memory.
+MAX_FILE = 1024 * 1024
+MAX_GOLDENS = 256 * 1024 * 1024
+_KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a directory"))
 #: Blobs at least this large are read by ``read_blobs_unverified`` (threads, the pack
 #: reader); below it a thread costs more than libgit2's plain read (benchmarks/bench_diff.py).
 _LARGE = 1 << 20
@@ -49,6 +60,20 @@ class Entry:
     size: int
     is_link: bool = False
     executable: bool = False
+
+
+def max_size(path: str) -> int:
+    """The most bytes gitevals reads of the file at ``path``."""
+    return MAX_GOLDENS if path.rsplit("/", 1)[-1] == "goldens.jsonl" else MAX_FILE
+
+
+def _over(size: int, path: str) -> str:
+    return f"{size} bytes, over the {max_size(path) >> 20} MiB limit"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular directory entry is ("a symlink", "a FIFO"...); None for a file."""
+    return next((what for test, what in _KINDS if test(mode)), None)
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -102,6 +127,20 @@ class Tree:
         """The content of blobs this tree answered SHAs for, in the order asked."""
         raise NotImplementedError
 
+    def too_large(self, listed: dict[str, str]) -> dict[str, str]:
+        """``path -> why`` for the files of ``listed`` (``path -> sha``, as ``blob_shas``
+        gives them) over ``max_size``, found from sizes alone, before anything is read."""
+        return {}
+
+    def refused(self, prefix: str) -> dict[str, str]:
+        """``path -> why`` for what gitevals will not read at or under ``prefix``, sorted.
+
+        Regular files only are read: a symlink (its own or one of ``prefix``'s parents),
+        a submodule, a FIFO, socket or device, and a working-tree file over ``max_size``
+        are listed here (and left out of ``blob_shas``) so lint can refuse them.
+        """
+        raise NotImplementedError
+
     def exists(self, path: str) -> bool:
         """True when ``path`` is a file or symlink, or a directory that holds one."""
         return self.entry(path) is not None or bool(self.entries(path))
@@ -124,6 +163,7 @@ class WorkingTree(Tree):
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._top = str(root)
         self.label = "working tree"
         self._kept: dict[str, bytes] = {}
 
@@ -143,12 +183,12 @@ class WorkingTree(Tree):
             return None
 
     def entries(self, prefix: str = "") -> list[Entry]:
-        out = [e for path in _walk_all(self.root, prefix) if (e := self.entry(path))]
+        out = [e for path, _ in self._scan(prefix) if (e := self.entry(path))]
         out.sort(key=lambda e: e.path)
         return out
 
     def entry(self, path: str) -> Entry | None:
-        st = self._stat(path)
+        st = None if any(self._linked_parents(path)) else self._stat(path)
         if st is None:
             return None
         if stat.S_ISLNK(st.st_mode):
@@ -156,23 +196,95 @@ class WorkingTree(Tree):
             return Entry(path, self._keep(target), len(target), is_link=True)
         if not stat.S_ISREG(st.st_mode):
             return None
-        data = self.read(path) or b""
+        data = self.read(path)
+        if data is None:  # over its size limit: named by size and time, never read
+            return Entry(path, f"size:{st.st_size}:{st.st_mtime_ns}", st.st_size)
         return Entry(path, self._keep(data), st.st_size, executable=bool(st.st_mode & 0o111))
 
     def read(self, path: str) -> bytes | None:
+        """The bytes of the regular file ``path`` (None for anything else, or one over
+        ``max_size``): a FIFO would block the read, a symlink may lead out of the tree
+        (``path`` itself or a directory above it)."""
+        return None if any(self._linked_parents(path)) else self._read(path)
+
+    def _read(self, path: str, st: os.stat_result | None = None) -> bytes | None:
+        """``read`` for a path whose directories are known to be no links (a scan's, with
+        its ``lstat`` as ``st``). O_NONBLOCK: a FIFO swapped in after the ``lstat`` reads
+        as empty instead of blocking; at most ``max_size`` + 1 bytes are ever read."""
         try:
-            with open(self.root / path, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            fd = os.open(os.path.join(self._top, path),
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
             return None
+        try:
+            if st is None:
+                st = os.fstat(fd)
+            limit = max_size(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            data = os.read(fd, st.st_size + 1)  # one call for a file that did not grow
+            while len(data) > st.st_size and len(data) <= limit and (
+                    more := os.read(fd, limit + 1 - len(data))):
+                data += more
+            return data
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         out: dict[str, str] = {}
-        for path in _walk(str(self.root), prefix):
-            data = _read_regular(os.path.join(self.root, path))
-            if data is not None:
+        for path, st in self._scan(prefix):
+            if stat.S_ISREG(st.st_mode) and (data := self._read(path, st)) is not None:
                 out[path] = self._keep(data)
-        return out
+        return dict(sorted(out.items()))
+
+    def refused(self, prefix: str) -> dict[str, str]:
+        out = dict(self._linked_parents(prefix))
+        if out:
+            return out
+        for path, st in self._scan(prefix):
+            what = _kind(st.st_mode)
+            if what is None and st.st_size > max_size(path):
+                what = _over(st.st_size, path)
+            if what is not None:
+                out[path] = what
+        return dict(sorted(out.items()))
+
+    def _linked_parents(self, prefix: str) -> Iterator[tuple[str, str]]:
+        """The first directory above ``prefix`` that is a symlink (or no directory)."""
+        parts = [p for p in prefix.strip("/").split("/") if p]
+        for n in range(1, len(parts)):
+            st = self._stat("/".join(parts[:n]))
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                yield "/".join(parts[:n]), _kind(st.st_mode) or "a file"
+                return
+
+    def _scan(self, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
+        """``(path, lstat)`` of every non-directory at or under ``prefix``: symlinks are
+        listed, never followed (``.git`` left out)."""
+        if any(self._linked_parents(prefix)):
+            return  # its files are elsewhere: ``refused`` names the link
+        top = prefix.strip("/")
+        st = self._stat(top) if top else None
+        if top and (st is None or not stat.S_ISDIR(st.st_mode)):
+            if st is not None and not prefix.endswith("/"):
+                yield top, st
+            return
+        stack = [top]
+        while stack:
+            rel = stack.pop()
+            try:
+                found = sorted(os.scandir(self.root / rel), key=lambda d: d.name)
+            except OSError:
+                continue
+            for d in found:
+                path = f"{rel}/{d.name}" if rel else d.name
+                if d.is_dir(follow_symlinks=False):
+                    if d.name != ".git":
+                        stack.append(path)
+                    continue
+                yield path, d.stat(follow_symlinks=False)
 
     def blob_sha(self, path: str) -> str | None:
         e = self.entry(path)
@@ -186,37 +298,6 @@ class WorkingTree(Tree):
     def exists(self, path: str) -> bool:
         # A look at the directory entry: no hashing of a whole directory to see it exists.
         return os.path.lexists(self.root / path)
-
-
-def _walk_all(root: Path, prefix: str) -> Iterator[str]:
-    """Repo-relative paths of every directory entry below ``prefix`` (``.git`` left out)."""
-    for dirpath, dirnames, filenames in os.walk(root / prefix if prefix else root):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        yield from (name if rel_dir == "." else f"{rel_dir}/{name}" for name in filenames)
-
-
-def _walk(root: str, prefix: str) -> list[str]:
-    """Repo-relative paths of the files at or under ``prefix`` (sorted)."""
-    base = os.path.join(root, prefix)
-    if os.path.isfile(base):
-        return [prefix]
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        out.extend(name if rel == "." else f"{rel}/{name}" for name in filenames)
-    return sorted(out)
-
-
-def _read_regular(path: str) -> bytes | None:
-    if os.path.islink(path):
-        return None  # git would store the link, not the file it points to
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 # -- git errors and blobs -----------------------------------------------------------
@@ -359,6 +440,7 @@ class Repo:
 
     def __init__(self, raw: pygit2.Repository) -> None:
         self.raw = raw
+        self._sizes: dict[str, int] = {}
 
     @property
     def work_root(self) -> Path:
@@ -403,6 +485,18 @@ class Repo:
         with _translated(f"write the note on {commit[:12]} under {ref}"):
             sig = _signature(self.raw)
             self.raw.create_note(text, sig, sig, commit, ref, True)
+
+    def is_notes_commit(self, sha: str) -> bool:
+        """Whether ``sha`` is a commit whose tree holds notes only: blobs named by the
+        hex object name they annotate, possibly under 2-hex fan-out directories."""
+        import pygit2
+
+        with _translated(f"read {sha[:12]}"):
+            try:
+                obj = self.raw[sha]
+            except (KeyError, ValueError):
+                return False
+            return isinstance(obj, pygit2.Commit) and _holds_notes(obj.tree, "")
 
     def dirty_paths(self, ignore_prefix: str | None = None) -> list[str]:
         """Tracked files whose working or staged content differs from HEAD (untracked left out)."""
@@ -463,6 +557,15 @@ class Repo:
             git_dir = (git_dir / common.read_text().strip()).resolve()
         return git_dir / "hooks"
 
+    def blob_sizes(self, shas: Sequence[str]) -> list[int]:
+        """Sizes of blobs from their headers, each read once per ``Repo`` (lint sizes a
+        blob before reading it, and reading it needs the size again)."""
+        with _translated("read blob sizes"):
+            for sha in shas:
+                if sha not in self._sizes:
+                    self._sizes[sha] = self.raw.odb.read_header(sha)[1]
+        return [self._sizes[sha] for sha in shas]
+
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         """Blobs by SHA, in order, unverified (see ``_unverified``).
 
@@ -470,7 +573,7 @@ class Repo:
         small ones (cases, graders) through libgit2 alone, cheaper than a thread each.
         """
         with _translated("read blobs"):
-            sizes = [self.raw.odb.read_header(sha)[1] for sha in shas]
+            sizes = self.blob_sizes(shas)
             large = [sha for sha, size in zip(shas, sizes, strict=True) if size >= _LARGE]
             read = dict(zip(large, read_blobs_unverified(self.raw, large), strict=True)
                         ) if large else {}
@@ -549,6 +652,27 @@ class Repo:
         return proc.returncode, proc.stderr
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _holds_notes(tree: pygit2.Tree, above: str) -> bool:
+    """A notes tree: each entry a blob whose full name (fan-out dirs joined) is a hex
+    object name, or a 2-hex directory of them."""
+    import pygit2
+
+    for obj in tree:
+        name = obj.name or ""
+        if not set(name) <= _HEX or not name:
+            return False
+        if isinstance(obj, pygit2.Tree):
+            if len(name) != 2 or len(above) + 2 >= 40 or not _holds_notes(obj, above + name):
+                return False
+        elif not (isinstance(obj, pygit2.Blob) and obj.filemode != _LINK_MODE
+                  and len(above + name) in (40, 64)):
+            return False
+    return True
+
+
 def open_repo(start: Path | None = None) -> Repo | None:
     """The repository whose work tree holds ``start`` (default: cwd); None outside one
     (a bare repository has no work tree)."""
@@ -556,8 +680,26 @@ def open_repo(start: Path | None = None) -> Repo | None:
 
     with _translated(f"open the repository at {start or Path.cwd()}"):
         found = pygit2.discover_repository(str(start or Path.cwd()))
+        _refuse_sha256(found)
         raw = pygit2.Repository(found) if found else None
     return Repo(raw) if raw is not None and not raw.is_bare else None
+
+
+def _refuse_sha256(git_dir: str | None) -> None:
+    """A SHA-256 repository, said plainly: libgit2 as pygit2 packages it reads SHA-1 only."""
+    if git_dir is None:
+        return
+    common = Path(git_dir) / "commondir"  # a linked worktree: the config is the main one's
+    try:
+        base = Path(git_dir) / common.read_text().strip() if common.is_file() else Path(git_dir)
+        config = base / "config"
+        text = config.read_text(encoding="utf-8", errors="replace") if config.is_file() else ""
+    except OSError:
+        return
+    if re.search(r"(?im)^\s*objectformat\s*=\s*sha256\s*$", text):
+        raise UsageError(f"{git_dir.rstrip('/')} is a SHA-256 repository "
+                         "(extensions.objectFormat = sha256): libgit2 as packaged with "
+                         "pygit2 cannot read SHA-256 repositories yet; use a SHA-1 clone")
 
 
 def require_repo(start: Path | None = None) -> Repo:
@@ -583,11 +725,26 @@ class _GitTree(Tree):
         return self.repo.location
 
     def read(self, path: str) -> bytes | None:
-        sha = self.blob_sha(path)
-        return None if sha is None else self.repo.read_blobs([sha])[0]
+        """The bytes of the regular file ``path`` (a symlink's blob is a target, not content)."""
+        e = self.entry(path)
+        return None if e is None or e.is_link else self.repo.read_blobs([e.sha])[0]
 
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         return self.repo.read_blobs(shas)
+
+    def too_large(self, listed: dict[str, str]) -> dict[str, str]:
+        sizes = zip(listed, self.repo.blob_sizes(list(listed.values())), strict=True)
+        return {path: _over(size, path) for path, size in sizes if size > max_size(path)}
+
+
+#: What a git tree holds besides regular files and directories.
+_GIT_KINDS = {_LINK_MODE: "a symlink", _GITLINK_MODE: "a submodule"}
+
+
+def _prefixes(prefix: str) -> list[str]:
+    """The directories above ``prefix``: ``a/b/c`` -> ``["a", "a/b"]``."""
+    parts = [p for p in prefix.strip("/").split("/") if p]
+    return ["/".join(parts[:n]) for n in range(1, len(parts))]
 
 
 def _index_of(raw: pygit2.Repository) -> pygit2.Index:
@@ -611,6 +768,7 @@ class IndexTree(_GitTree):
         self.label = "index"
         self._index = _index_of(repo.raw)
         self._regular: dict[str, str] | None = None
+        self._special: list[tuple[str, str]] | None = None  # symlinks and submodules
 
     def _make(self, ie: pygit2.IndexEntry) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
@@ -624,29 +782,38 @@ class IndexTree(_GitTree):
             return None
 
     def entries(self, prefix: str = "") -> list[Entry]:
-        out = [self._make(ie) for ie in self._index if _under(ie.path, prefix)]
+        out = [self._make(ie) for ie in self._index
+               if _under(ie.path, prefix) and ie.mode != _GITLINK_MODE]
         out.sort(key=lambda e: e.path)
         return out
 
     def entry(self, path: str) -> Entry | None:
         ie = self._lookup(path)
-        return None if ie is None else self._make(ie)
+        # A submodule's entry names a commit of another repository: no file here.
+        return None if ie is None or ie.mode == _GITLINK_MODE else self._make(ie)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         path = prefix.strip("/")
         ie = self._lookup(path) if path and not prefix.endswith("/") else None
         if ie is not None:  # one lookup: the commit hook names single files
-            return {} if ie.mode == _LINK_MODE else {path: str(ie.id)}
+            return {} if ie.mode in _GIT_KINDS else {path: str(ie.id)}
         # SHAs from the index alone: reading blob headers for sizes is a measurable
         # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
         if self._regular is None:  # one pass over the index serves every listing
             self._regular = dict(sorted((ie.path, str(ie.id)) for ie in self._index
-                                        if ie.mode != _LINK_MODE))
+                                        if ie.mode not in _GIT_KINDS))
         return {p: sha for p, sha in self._regular.items() if _under(p, prefix)}
 
     def blob_sha(self, path: str) -> str | None:
         ie = self._lookup(path)
-        return None if ie is None else str(ie.id)
+        return None if ie is None or ie.mode == _GITLINK_MODE else str(ie.id)
+
+    def refused(self, prefix: str) -> dict[str, str]:
+        if self._special is None:  # one pass over the index serves every prefix
+            self._special = sorted((ie.path, _GIT_KINDS[ie.mode]) for ie in self._index
+                                   if ie.mode in _GIT_KINDS)
+        parents = _prefixes(prefix)
+        return {p: what for p, what in self._special if _under(p, prefix) or p in parents}
 
 
 class RevisionTree(_GitTree):
@@ -711,18 +878,99 @@ class RevisionTree(_GitTree):
         obj = self._lookup(path)
         return str(obj.id) if obj is not None and obj.type_str == "blob" else None
 
+    def refused(self, prefix: str) -> dict[str, str]:
+        from pygit2 import Tree
+
+        for parent in _prefixes(prefix):
+            obj = self._lookup(parent)
+            if obj is not None and not isinstance(obj, Tree):
+                return {parent: _GIT_KINDS.get(obj.filemode, "a file")}
+        top = prefix.strip("/")
+        node = self._lookup(top)
+        if node is None:
+            return {}
+        if not isinstance(node, Tree):
+            return {top: _GIT_KINDS[node.filemode]} if node.filemode in _GIT_KINDS else {}
+        out: dict[str, str] = {}
+        stack: list[tuple[pygit2.Tree, str]] = [(node, top + "/" if top else "")]
+        while stack:
+            tree, where = stack.pop()
+            for item in tree:
+                if item.filemode in _GIT_KINDS:
+                    out[f"{where}{item.name}"] = _GIT_KINDS[item.filemode]
+                elif isinstance(item, Tree):
+                    stack.append((item, f"{where}{item.name}/"))
+        return dict(sorted(out.items()))
+
     def materialize(self, dest: Path) -> None:
-        """Write every file of the commit below ``dest`` (for runs, never for lint)."""
-        for e in self.entries():
+        """Write every file of the commit below ``dest`` (for runs, never for lint).
+
+        Every entry is checked before anything is written (``unsafe_entry``): a tree
+        built with ``git mktree`` may name an entry ``..`` or hold a symlink out of the
+        tree. Regular files are written before symlinks, so no write passes through one.
+        """
+        bad = next(_bad_names(self._tree, ""), None)
+        if bad is not None:
+            self._refuse(bad, "is not a plain name (it is '.', '..', '.git', or holds '/' "
+                         "or NUL)")
+        entries = self.entries()
+        raw = self.repo.raw
+        for e in entries:
+            why = unsafe_entry(e, partial(blob_bytes, raw, e.sha))
+            if why is not None:
+                self._refuse(e.path, why)
+        for e in sorted(entries, key=lambda e: e.is_link):
             target = dest / e.path
             target.parent.mkdir(parents=True, exist_ok=True)
             data = blob_bytes(self.repo.raw, e.sha)
             if e.is_link:
                 os.symlink(data.decode("utf-8", "surrogateescape"), target)
                 continue
-            target.write_bytes(data)
-            if e.executable:
-                target.chmod(0o755)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                         0o755 if e.executable else 0o644)
+            with open(fd, "wb") as f:
+                f.write(data)
+        top = os.path.realpath(dest)
+        for e in entries:  # links through links: only the resolved path tells
+            real = os.path.realpath(dest / e.path) if e.is_link else top
+            if os.path.commonpath([top, real]) != top:
+                self._refuse(e.path, "is a symlink that leads out of the tree")
+
+    def _refuse(self, path: str, why: str) -> NoReturn:
+        raise RevisionError(f"commit {self.label}: tree entry {path!r} {why}; refusing to "
+                            "write the commit out, nothing was run (fix the commit)")
+
+
+def _bad_names(tree: pygit2.Tree, base: str) -> Iterator[str]:
+    """Paths of the entries whose own name could not be written as one plain file name."""
+    from pygit2 import Tree
+
+    for obj in tree:
+        name = obj.name or ""
+        if name in _BAD_NAMES or name.lower() == ".git" or "/" in name or "\0" in name:
+            yield f"{base}{name}"
+        elif isinstance(obj, Tree):
+            yield from _bad_names(obj, f"{base}{name}/")
+
+
+_BAD_NAMES = frozenset({"", ".", ".."})
+
+
+def unsafe_entry(e: Entry, target: Callable[[], bytes]) -> str | None:
+    """Why writing ``e`` out could reach outside the tree it is written to, or None.
+
+    Refused: a path component ``.``, ``..`` or ``.git`` (any case), and a symlink whose
+    target (``target()``) is absolute, holds NUL or climbs above the top of the tree.
+    """
+    if any(p in _BAD_NAMES or p.lower() == ".git" for p in e.path.split("/")):
+        return "is not a plain path inside the tree (it names '.', '..' or '.git')"
+    if not e.is_link:
+        return None
+    link = target().decode("utf-8", "surrogateescape")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(e.path), link))
+    if "\0" in link or posixpath.isabs(link) or resolved == ".." or resolved.startswith("../"):
+        return f"is a symlink to {link!r}, which leaves the tree"
+    return None
 
 
 def _tree_shas(tree: pygit2.Tree, base: str) -> dict[str, str]:

@@ -128,6 +128,7 @@ class _Run:
         self.data: dict[str, bytes] = {}
         self.full = True  # every case and goldens file is in this run (no PATH filter)
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
+        self.oversize: dict[str, Finding] = {}  # listed files too large to read (GE104)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -136,8 +137,12 @@ class _Run:
         if missing is not None:
             return LintResult((missing,), 0)
         cases, goldens = self._inputs(paths)
+        # Never cached: they cost a listing, and a file's kind is not in its blob SHA.
+        settings_findings = [*settings_findings, *self._refused(), *_case_layout(
+            self.root, [i.path for i in cases])]
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
+            found.extend(self.oversize.values())
             return LintResult(tuple(sorted([*settings_findings, *found])), files)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
@@ -150,6 +155,7 @@ class _Run:
             found, files = self._lint_inputs(cases, goldens, graders)
             self.store.put("run", everything, {"findings": [_row(f) for f in found],
                                                "files": files})
+        found = [*found, *self.oversize.values()]
         return LintResult(tuple(sorted([*settings_findings, *found])), files)
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
@@ -198,6 +204,41 @@ class _Run:
                        f"root {self.root!r} (set in {source}) does not exist in the "
                        f"{self.tree.label}, so nothing would be checked; add the eval tree "
                        "there (`gitevals init` scaffolds one) or set root to where it is")
+
+    def _refused(self) -> list[Finding]:
+        """GE801 for whatever under the root is not a regular file (a symlink, FIFO,
+        device, submodule, or the root itself as a link), GE104 for a working-tree file
+        over its size limit: neither is read, so lint never follows a link out of the
+        repository nor blocks on a FIFO; what is refused here, run would not see alike."""
+        out = self._misplaced()
+        refused = {p: w for prefix in (self.root, *SETTINGS_FILES)
+                   for p, w in self.tree.refused(prefix).items()}
+        for path, what in sorted(refused.items()):
+            if what.endswith(" limit"):
+                out.append(_oversize(path, what))
+                continue
+            out.append(Finding(path, 1, 1, "GE801", f"{what}, not a regular file: gitevals "
+                               "reads regular files only and follows no links; commit the "
+                               "file itself at this path (or remove it)"))
+        return out
+
+    def _misplaced(self) -> list[Finding]:
+        """GE801 for a directory where ``goldens.jsonl`` belongs and a file where a
+        directory (``cases``, ``graders``) belongs: either would lint as nothing at all."""
+        root = f"{self.root}/" if self.root else ""
+        out = []
+        goldens = f"{root}goldens.jsonl"
+        if self.tree.blob_shas(goldens + "/"):  # "/": files below it, were it a directory
+            out.append(Finding(goldens, 1, 1, "GE801", "a directory, not a regular file: "
+                               "goldens.jsonl is one file of JSON lines; move the directory"))
+        for name in ("cases", "graders"):
+            e = self.tree.entry(f"{root}{name}")
+            if e is not None and not e.is_link:  # a link is GE801 by ``refused``
+                out.append(Finding(e.path, 1, 1, "GE801", f"a file, not a directory: "
+                                   f"{root}{name}/ holds one file per "
+                                   f"{'case' if name == 'cases' else 'grader module'}; "
+                                   "move the file"))
+        return out
 
     def _inputs(self, paths: Sequence[str] | None) -> tuple[list[Input], list[Input]]:
         """Case and goldens files to lint; sets which grader modules are checked on their own.
@@ -261,7 +302,12 @@ class _Run:
     def _list(self, prefix: str, kind: str) -> list[Input]:
         """The files at or under ``prefix``, with SHAs from the tree's listing (no blob
         of a git tree is read to list it; the working tree keeps what it read)."""
-        return [Input(path, sha, kind) for path, sha in self.tree.blob_shas(prefix).items()]
+        listed = self.tree.blob_shas(prefix)
+        if kind == "grader":  # cases and goldens are sized when read (``_work``)
+            for path, what in self.tree.too_large(listed).items():  # a git tree's blobs
+                self.oversize[path] = _oversize(path, what)
+                del listed[path]
+        return [Input(path, sha, kind) for path, sha in listed.items()]
 
     def _load(self, inputs: Sequence[Input]) -> None:
         """Read the bytes of ``inputs`` not read yet, in one call to the tree."""
@@ -308,6 +354,14 @@ class _Run:
         return results
 
     def _work(self, todo: list[Input]) -> list[_Result]:
+        # Sized before read (a git tree's blob headers; cached files never get here):
+        # an oversize file is GE104 unread, and that finding is cached by its SHA.
+        big = self.tree.too_large({i.path: i.sha for i in todo})
+        if big:
+            rest = [i for i in todo if i.path not in big]
+            done = dict(zip((i.path for i in rest), self._work(rest), strict=True))
+            return [([_oversize(i.path, big[i.path])], []) if i.path in big
+                    else done[i.path] for i in todo]
         self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
         if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
@@ -335,6 +389,33 @@ class _Run:
                 self.store.put("grader", g.sha, index)
             out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
+
+
+def _oversize(path: str, what: str) -> Finding:
+    return Finding(path, 1, 1, "GE104", f"file is {what}; it was not read: split it "
+                   "into smaller files")
+
+
+def _case_layout(root: str, paths: Sequence[str]) -> list[Finding]:
+    """GE802 for two files of one case name (``x.yaml`` beside ``x.yml``), GE803 for a
+    case file in a subdirectory of ``cases/``: run takes ``<root>/cases/<name>.yaml``
+    (or ``.yml``) only, so either would pass lint and never run as written."""
+    prefix = f"{root}/cases/" if root else "cases/"
+    out: list[Finding] = []
+    seen: dict[str, str] = {}
+    for path in sorted(paths):
+        rest = path[len(prefix):] if path.startswith(prefix) else path
+        if "/" in rest:
+            out.append(Finding(path, 1, 1, "GE803", f"a case file in a subdirectory of "
+                               f"{prefix} is never run: run takes {prefix}<name>.yaml only; "
+                               f"move it to {prefix}{rest.rsplit('/', 1)[-1]}"))
+            continue
+        stem = rest.rsplit(".", 1)[0]
+        first = seen.setdefault(stem, path)
+        if first != path:
+            out.append(Finding(path, 1, 1, "GE802", f"{first} and {path} are both case "
+                               f"{stem!r}; run would take only {first}: keep one file"))
+    return out
 
 
 def _lint_one(i: Input, data: bytes, refused: dict[str, str]) -> _Result:

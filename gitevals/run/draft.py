@@ -10,6 +10,7 @@ never look for a commit's run, and never to the git note.
 from __future__ import annotations
 
 import hashlib
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from gitevals.findings import Finding
 from gitevals.git.tree import Entry, Tree, git_blob_sha
 from gitevals.model import case_name
 from gitevals.run.artifact import Draft, Run
+from gitevals.yamlsafe import MAX_BYTES
 
 #: Where draft runs are kept, under ``<root>/results/``.
 DRAFTS_DIR = "drafts"
@@ -50,6 +52,10 @@ def read_draft(given: str, root: str) -> DraftFile:
     if not given.endswith((".yaml", ".yml")):
         raise UsageError(f"--draft {given}: a draft is a case file named <name>.yaml")
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read forever
+            raise UsageError(f"--draft {given}: not a regular file; give a case file")
+        if path.stat().st_size > MAX_BYTES:
+            raise UsageError(f"--draft {given}: over the 1 MiB limit of a case file")
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"--draft {given}: cannot read it: {exc.strerror or exc}") from None
@@ -95,6 +101,11 @@ class DraftTree(Tree):
 
     def blob_sha(self, path: str) -> str | None:
         return self.sha if path == self.draft.path else self.base.blob_sha(path)
+
+    def refused(self, prefix: str) -> dict[str, str]:
+        # The draft is read from a regular file (read_draft); what the commit refuses stays.
+        return {p: why for p, why in self.base.refused(prefix).items()
+                if p != self.draft.path}
 
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         theirs = [s for s in shas if s != self.sha]

@@ -293,11 +293,21 @@ class _Graders:
 
     def _read(self, file: str) -> tuple[bytes, GraderFile]:
         """The file's bytes and what the resolver reads in them (executes nothing)."""
+        import stat
+
         from gitevals.graderfile import read
 
         path = os.path.join(self.dir, f"{file}.py")
-        if not file.isidentifier() or not os.path.isfile(path):
-            raise NoGrader(f"no grader file {self.rel}/{file}.py in this commit")
+        try:
+            st = os.lstat(path) if file.isidentifier() else None
+        except OSError:
+            st = None
+        if st is None or stat.S_ISLNK(st.st_mode):
+            # A link is not followed (lint refuses it as GE113): it may lead anywhere.
+            why = " (it is a symlink; graders are regular files)" if st is not None else ""
+            raise NoGrader(f"no grader file {self.rel}/{file}.py in this commit{why}")
+        if not stat.S_ISREG(st.st_mode):
+            raise NoGrader(f"{self.rel}/{file}.py is not a regular file")
         with open(path, "rb") as f:
             source = f.read()
         return source, read(source)
