@@ -10,6 +10,7 @@ looks. Commands ask the repository for notes, status, refs and hooks through a
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import posixpath
@@ -769,6 +770,7 @@ class IndexTree(_GitTree):
         self._index = _index_of(repo.raw)
         self._regular: dict[str, str] | None = None
         self._special: list[tuple[str, str]] | None = None  # symlinks and submodules
+        self._paths: list[str] | None = None  # every path, sorted (for ``exists``)
 
     def _make(self, ie: pygit2.IndexEntry) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
@@ -799,21 +801,42 @@ class IndexTree(_GitTree):
             return {} if ie.mode in _GIT_KINDS else {path: str(ie.id)}
         # SHAs from the index alone: reading blob headers for sizes is a measurable
         # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
-        if self._regular is None:  # one pass over the index serves every listing
-            self._regular = dict(sorted((ie.path, str(ie.id)) for ie in self._index
-                                        if ie.mode not in _GIT_KINDS))
-        return {p: sha for p, sha in self._regular.items() if _under(p, prefix)}
+        regular, _, _ = self._scan()
+        return {p: sha for p, sha in regular.items() if _under(p, prefix)}
+
+    def _scan(self) -> tuple[dict[str, str], list[tuple[str, str]], list[str]]:
+        """One pass over the index, shared by every listing, ``refused`` and ``exists``:
+        regular files (path -> sha), links and submodules (path, what), all paths sorted.
+        Each entry costs a Python-level call into pygit2, so the commit hook (which lints
+        one named file) makes this pass once at most (benchmarks/bench_lint.py, --staged)."""
+        if self._regular is None or self._special is None or self._paths is None:
+            regular: dict[str, str] = {}
+            special: list[tuple[str, str]] = []
+            for ie in self._index:
+                path, mode = ie.path, ie.mode
+                if mode in _GIT_KINDS:
+                    special.append((path, _GIT_KINDS[mode]))
+                else:
+                    regular[path] = str(ie.id)
+            self._regular, self._special = dict(sorted(regular.items())), sorted(special)
+            self._paths = sorted([*regular, *(p for p, _ in special)])
+        return self._regular, self._special, self._paths
+
+    def exists(self, path: str) -> bool:
+        paths = self._scan()[2]
+        top = path.strip("/")
+        i = bisect.bisect_left(paths, top)  # the file itself
+        j = bisect.bisect_left(paths, top + "/")  # the first file below it, were it a dir
+        return (i < len(paths) and paths[i] == top) or (
+            j < len(paths) and paths[j].startswith(top + "/"))
 
     def blob_sha(self, path: str) -> str | None:
         ie = self._lookup(path)
         return None if ie is None or ie.mode == _GITLINK_MODE else str(ie.id)
 
     def refused(self, prefix: str) -> dict[str, str]:
-        if self._special is None:  # one pass over the index serves every prefix
-            self._special = sorted((ie.path, _GIT_KINDS[ie.mode]) for ie in self._index
-                                   if ie.mode in _GIT_KINDS)
         parents = _prefixes(prefix)
-        return {p: what for p, what in self._special if _under(p, prefix) or p in parents}
+        return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
 
 
 class RevisionTree(_GitTree):
