@@ -19,13 +19,13 @@ from typing import cast
 from gitevals import __version__
 from gitevals.findings import Finding, has_errors
 from gitevals.git.tree import Tree
+from gitevals.jsontypes import JSONObject
 from gitevals.model import Case, Scenario, case_name, load_case
 from gitevals.run.artifact import (
     FORMAT,
     CaseRun,
     ErrorRecord,
     GraderAnswer,
-    JSONObject,
     Run,
     ScenarioRun,
     Transcript,
