@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.run.artifact import grader_calls, scenarios
-
 if TYPE_CHECKING:
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
@@ -119,6 +117,8 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     settings, bad = load_settings(tree)
     if bad:
         raise UsageError(f"{bad[0]} (at {tree.label})")
+    from gitevals.run.artifact import grader_calls, scenarios
+
     work = [(s, t) for _, s in scenarios(run) if grader_calls(s["expect"])
             for t in s["results"] if t["error"] is None]
     with workdir("regrade") as tmp:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import secrets
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -219,6 +218,8 @@ TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
 def new_run_id(commit: str, now: float | None = None) -> str:
     """``<UTC yyyymmddThhmmssZ>-<commit[:12]>-<6 hex>``: sortable by time, unique at once."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    import secrets  # here: its import (random, hashlib) would slow every command's start
+
     return f"{stamp}-{commit[:12]}-{secrets.token_hex(3)}"
 
 
