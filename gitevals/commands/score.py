@@ -109,6 +109,7 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     from gitevals.report.progress import progress
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config
+    from gitevals.run.reaper import subreaper
     from gitevals.run.runner import grade
     from gitevals.run.workdir import workdir
     from gitevals.settings import load_settings
@@ -121,7 +122,8 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 
     work = [(s, t) for _, s in scenarios(run) if grader_calls(s["expect"])
             for t in s["results"] if t["error"] is None]
-    with workdir("regrade") as tmp:
+    # Like a run: graders' leftover processes are adopted and killed before the tree goes.
+    with workdir("regrade") as tmp, subreaper():
         tree.materialize(tmp)
         pool = GraderPool(str(tmp), settings.root, judge_config(settings.judge))
         try:
