@@ -835,6 +835,10 @@ class IndexTree(_GitTree):
         return None if ie is None or ie.mode == _GITLINK_MODE else str(ie.id)
 
     def refused(self, prefix: str) -> dict[str, str]:
+        path = prefix.strip("/")
+        ie = self._lookup(path) if path and not prefix.endswith("/") else None
+        if ie is not None:  # one staged file: one lookup (its parents hold it: no links)
+            return {path: _GIT_KINDS[ie.mode]} if ie.mode in _GIT_KINDS else {}
         parents = _prefixes(prefix)
         return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
 

@@ -133,12 +133,13 @@ class _Run:
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
 
-        missing = None if settings_findings else self._missing_root()
+        missing = None if settings_findings else self._missing_root(paths)
         if missing is not None:
             return LintResult((missing,), 0)
         cases, goldens = self._inputs(paths)
         # Never cached: they cost a listing, and a file's kind is not in its blob SHA.
-        settings_findings = [*settings_findings, *self._refused(), *_case_layout(
+        named = None if self.full or paths is None else [p.strip("/") for p in paths]
+        settings_findings = [*settings_findings, *self._refused(named), *_case_layout(
             self.root, [i.path for i in cases])]
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
@@ -190,12 +191,12 @@ class _Run:
 
     # -- inputs ---------------------------------------------------------------
 
-    def _missing_root(self) -> Finding | None:
+    def _missing_root(self, paths: Sequence[str] | None) -> Finding | None:
         """GE702 when settings name a root the tree lacks: a lint that checks nothing must
         not read as "no problems". (Without settings the CLI says there is nothing to lint.)"""
         from gitevals.settings import load_settings
 
-        if not self.root or self.tree.exists(self.root):
+        if not self.root or self._holds_named(paths) or self.tree.exists(self.root):
             return None
         source = load_settings(self.tree)[0].source
         if source is None:
@@ -205,13 +206,23 @@ class _Run:
                        f"{self.tree.label}, so nothing would be checked; add the eval tree "
                        "there (`gitevals init` scaffolds one) or set root to where it is")
 
-    def _refused(self) -> list[Finding]:
+    def _holds_named(self, paths: Sequence[str] | None) -> bool:
+        """True when a named file under the root is in the tree: the root then exists, and
+        the commit hook (which names the staged files) skips listing the whole tree."""
+        top = f"{self.root}/"
+        return any(p.strip("/").startswith(top) and self.tree.blob_sha(p.strip("/"))
+                   for p in paths or ())
+
+    def _refused(self, named: list[str] | None = None) -> list[Finding]:
         """GE801 for whatever under the root is not a regular file (a symlink, FIFO,
         device, submodule, or the root itself as a link), GE104 for a working-tree file
         over its size limit: neither is read, so lint never follows a link out of the
         repository nor blocks on a FIFO; what is refused here, run would not see alike."""
         out = self._misplaced()
-        refused = {p: w for prefix in (self.root, *SETTINGS_FILES)
+        # The commit hook names every staged file: checking those (a new link is staged,
+        # so named) keeps it from listing the whole tree; full runs check everything.
+        prefixes = (self.root,) if named is None else tuple(named)
+        refused = {p: w for prefix in (*prefixes, *SETTINGS_FILES)
                    for p, w in self.tree.refused(prefix).items()}
         for path, what in sorted(refused.items()):
             if what.endswith(" limit"):
