@@ -47,6 +47,8 @@ REPLIES = [
      "reply cannot be kept in the run: it holds a lone UTF-16 surrogate"),
     ("surrogate-in-a-key", '\'{"final_answer": "ok", "\\\\udfff": 1}\'',
      "reply cannot be kept in the run: it holds a lone UTF-16 surrogate"),
+    ("float-past-1.8e308", '\'{"final_answer": "x", "tokens": 1e400}\'',
+     "reply cannot be kept in the run: it holds a number too large to read or hold"),
 ]
 
 

@@ -16,6 +16,9 @@ import re
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
+_CONTROL_RUN = re.compile(f"(?:{CONTROL.pattern})+")
+
+
 def visible(text: object) -> str:
     """``text`` with every control character written as its escape (``\\n``, ``\\x1b``)."""
     return CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
@@ -23,7 +26,7 @@ def visible(text: object) -> str:
 
 def one_line(text: object) -> str:
     """``text`` as one line: runs of control characters become one space."""
-    return re.sub(f"(?:{CONTROL.pattern})+", " ", str(text)).strip()
+    return _CONTROL_RUN.sub(" ", str(text)).strip()
 
 
 def fold(text: str, limit: int = 500) -> str:

@@ -179,34 +179,15 @@ class Run(_RunKeys, total=False):
     scored_with: ScoredWith
 
 
-#: Deepest nesting a value from a target or a grader may have. A run stores replies
-#: nested about ten levels down; this keeps the whole artifact far inside what
-#: ``json.dumps``/``json.loads`` can recurse through, so a kept run can always be read.
-MAX_DEPTH = 200
-
-
 def unkeepable(value: object) -> str | None:
     """Why ``value`` (parsed JSON from a target or grader) cannot be kept faithfully in a
-    run, or None: nested deeper than ``MAX_DEPTH``, or a string holding a lone UTF-16
-    surrogate (valid JSON escapes, but no UTF-8 file can hold it). Iterative: a value
-    nested 100,000 deep costs a walk, never a ``RecursionError``."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return "it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot"
-        elif isinstance(item, (dict, list)):
-            if depth > MAX_DEPTH:
-                return f"it is nested more than {MAX_DEPTH} levels deep"
-            children = item.items() if isinstance(item, dict) else enumerate(item)
-            for key, child in children:
-                stack.append((key, depth))
-                stack.append((child, depth + 1))
-    return None
+    run, or None: the same limits ``gitevals.jsonlimits`` puts on goldens rows (bounded
+    nesting, no lone surrogates, finite numbers), so a kept run can always be read."""
+    from gitevals import jsonlimits
 
+    kind = jsonlimits.problem(value)
+    return None if kind is None else jsonlimits.ADVICE[kind]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: The keys of a transcript, which are also what a grader's ``run`` argument holds.
 TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
