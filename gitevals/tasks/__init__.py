@@ -1,0 +1,1 @@
+"""Task directories (Harbor / Terminal-Bench): ``<root>/tasks/<name>/`` whose own verifier decides."""
