@@ -392,14 +392,14 @@ def _others(tree: Tree, path: str, verifier: Verifier | None) -> list[Finding]:
     for p, why in refused.items():
         if p in selected or why.endswith(" limit"):
             continue  # large data is normal under environment/ and tests/
-        if why == "a symlink":
-            target = _leaves(tree, path, p, refused)
-            if target is None:
-                continue
-            why = f"a symlink to {target!r}, which leads out of the task"
-        out.append(Finding(p, 1, 1, "GE911", f"{why}: a run copies the task's files and "
-                           "never follows a link out of it; commit the file itself here "
-                           "(or remove it)"))
+        if why != "a symlink":
+            out.append(Finding(p, 1, 1, "GE911", f"{why}, which a run cannot copy (it copies "
+                               "regular files, and links that stay inside the task); "
+                               "remove it"))
+        elif (target := _leaves(tree, path, p, refused)) is not None:
+            out.append(Finding(p, 1, 1, "GE911", f"a symlink to {target!r}, which leads out "
+                               "of the task: a run never follows a link out of a task; commit "
+                               "the file itself here (or remove the link)"))
     return out
 
 
