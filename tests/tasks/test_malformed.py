@@ -71,6 +71,9 @@ TABLE: list[tuple[str, str, str | bytes | None, dict[str, str | bytes | Callable
      ("task.toml", 6, 1, "GE905", "verifier.pass_threshold is 1.5, must be at most 1")),
     ("max-iterations-0", "max_iterations = 0\n" + GOOD_TOML, "Do it.\n", {},
      ("task.toml", 1, 1, "GE905", "max_iterations is 0, must be at least 1")),
+    ("workdir-climbs", GOOD_TOML + 'workdir = "/app/../etc"\n', "Do it.\n", {},
+     ("task.toml", 11, 1, "GE905", "environment.workdir '/app/../etc' is not valid; write it "
+                                   "like /app")),
     ("threshold-nan", _verifier("pass_threshold = nan"), "Do it.\n", {},
      ("task.toml", 6, 1, "GE904", "verifier.pass_threshold is a number too large to use "
                                   "(or not finite)")),
