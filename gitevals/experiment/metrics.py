@@ -125,4 +125,7 @@ def pass_rate(passes: int, trials: int) -> Rate:
     p, z2 = passes / trials, Z95 * Z95
     centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
     half = Z95 * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return Rate(passes, trials, p, max(0.0, centre - half), min(1.0, centre + half))
+    # At 0 or all passes the interval's end is exactly 0 or 1; floats would miss it by an ulp.
+    low = 0.0 if passes == 0 else max(0.0, centre - half)
+    high = 1.0 if passes == trials else min(1.0, centre + half)
+    return Rate(passes, trials, p, low, high)
