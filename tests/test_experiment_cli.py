@@ -5,7 +5,10 @@ is checked against a hand computation."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ from scipy import stats as scipy_stats
 
 from gitevals.diff.stats import two_sided
 
-from .conftest import Repo, run_cli
+from .conftest import GIT_ENV, Repo, run_cli
 
 HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
@@ -206,6 +209,11 @@ def test_a_sample_tampered_to_another_commit_fails_control_equivalence(repo: Rep
     assert _lane(doc, "b")["controls"] == {
         "held": False, "problems": [f"ran commit {c1[:12]}, not the lane's {c2[:12]}"]}
     assert doc == _report(repo)  # the kept report now says so too
+    r = run_cli("experiment", "--recheck", exp_id, "--format", "markdown", cwd=repo.path)
+    assert r.code == 1
+    assert "| lane | commit | env | pass rate \\[95% interval\\] | controls |" in r.out
+    assert r.out.rstrip().endswith("**control equivalence FAILED: the lanes' results cannot "
+                                   "be compared fairly**")
     r = run_cli("experiment", "--recheck", exp_id, cwd=repo.path)
     assert r.code == 1
     assert f"lane b: ran commit {c1[:12]}, not the lane's {c2[:12]}" in r.out
@@ -260,3 +268,29 @@ def test_bad_target_env_is_one_line(repo: Repo, flags: list[str], message: str) 
     r = run_cli("run", *flags, cwd=repo.path)
     assert (r.code, r.err.count("\n")) == (2, 1)
     assert message in r.err
+
+
+def test_an_interrupted_experiment_keeps_its_report_and_exits_130(
+        repo: Repo, tmp_path: Path) -> None:
+    import os
+
+    _base(repo)
+    marker = tmp_path / "started"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gitevals", "experiment", "math", "--format", "json",
+         "--lane", "stuck=HEAD,env:MODEL=hang", "--lane", "later=HEAD,env:MODEL=a"],
+        cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **GIT_ENV, "EXPERIMENT_MARKER": str(marker)})
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    assert doc == _report(repo)
+    stuck, later = _lane(doc, "stuck"), _lane(doc, "later")
+    assert (stuck["interrupted"], later["interrupted"], doc["passed"]) == (True, True, False)
+    assert later["controls"]["problems"] == [
+        "not run: the experiment was interrupted before this lane"]
+    assert stuck["pass_rate"]["trials"] == 0  # an abandoned conversation is not a sample

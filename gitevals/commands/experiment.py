@@ -162,14 +162,17 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     root = plans[0].settings.root
     exp_id = _new_id()
     started = time.time()
-    results = []
+    results: list[LaneResult] = []
+    stopped = False
     for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
         pins = pins_of(lane, the_plan.files, snap, args.repeat)
+        if stopped:  # listed, never left out: the report says which lanes did not run
+            results.append(_not_run(repo.work_root, root, exp_id, lane, pins))
+            continue
         result = _run_lane(repo, root, exp_id, lane, tree, repeated(the_plan, args.repeat),
                            pins, names, args)
         results.append(result)
-        if result.run is not None and result.run["interrupted"]:
-            break
+        stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], args, total, snaps[0], started, time.time())
     return _finish(repo, root, meta, results, args.format)
 
@@ -197,6 +200,14 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     path = _lane_path(repo.work_root, root, exp_id, lane.name)
     _write(path, dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
+
+
+def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
+    from gitevals.experiment.report import LaneResult
+
+    path = os.path.relpath(_lane_path(work_root, root, exp_id, lane.name), work_root)
+    return LaneResult(lane.name, lane.rev, pins, path, None,
+                      "not run: the experiment was interrupted before this lane", ran=False)
 
 
 def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> LaneResult:

@@ -39,6 +39,7 @@ class LaneResult:
     artifact_path: str
     run: Run | None
     problem: str | None = None
+    ran: bool = True  # False for a lane an interruption kept from starting
 
 
 def _trials(run: Run) -> list[Any]:
@@ -59,7 +60,7 @@ def _lane(lane: LaneResult) -> Doc:
         "tree": lane.pins.tree, "target_env": lane.pins.target_env,
         "artifact": lane.artifact_path, "pins": _pins_json(lane.pins),
         "run_id": run["run_id"] if run else None,
-        "interrupted": bool(run and run["interrupted"]),
+        "interrupted": run["interrupted"] if run else not lane.ran,
         "pass_rate": pass_rate(passes, len(trials)).as_json(),
         "scenarios": [{"case": c["name"], "scenario": s["id"],
                        "verdict": s["verdict"]["verdict"], "passes": s["verdict"]["passes"],

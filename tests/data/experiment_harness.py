@@ -7,11 +7,13 @@ MODEL=b: wrong on odd trials; usage prompt 200 + 2 * trial, completion 20 + tria
          reports ``retries`` = trial.
 MODEL=quiet: always right; omits ``usage`` on the second turn of odd trials.
 A lane's commit sets SKILL; SKILL 2 answers wrong on trial 4 of the geo case.
+MODEL=hang: never answers (a test interrupts the experiment).
 EXPERIMENT_MARKER: a file this harness creates as soon as it starts.
 """
 import json
 import os
 import sys
+import time
 
 SKILL = 1
 
@@ -19,6 +21,8 @@ marker = os.environ.get("EXPERIMENT_MARKER")
 if marker:
     open(marker, "a").close()
 model = os.environ.get("MODEL", "a")
+if model == "hang":
+    time.sleep(600)
 for line in sys.stdin:
     msg = json.loads(line)
     t, turn = msg["trial"], msg["turn"]
