@@ -20,7 +20,7 @@ from gitevals.diff.verdicts import compare_verdicts
 from gitevals.experiment.controls import Pins, after
 from gitevals.experiment.metrics import METRICS, lane_metrics, pass_rate
 from gitevals.report.text import md_inert, visible
-from gitevals.run.artifact import Run, scenarios
+from gitevals.run.artifact import Run, Trial, scenarios
 from gitevals.run.targetenv import shown
 
 FORMAT = "gitevals-experiment/1"
@@ -42,7 +42,7 @@ class LaneResult:
     ran: bool = True  # False for a lane an interruption kept from starting
 
 
-def _trials(run: Run) -> list[Any]:
+def _trials(run: Run) -> list[Trial]:
     return [t for _, s in scenarios(run) for t in s["results"]]
 
 
