@@ -161,3 +161,14 @@ def test_more_than_500_conversations_are_refused(
     log = _jsonl(tmp_path / "a.jsonl", [_turn(new, f"c{i}") for i in range(501)])
     r = run_cli("observe", new, "--from", log, cwd=repo.path)
     assert r.code == 2 and "501 conversations named, over the limit of 500" in r.err
+
+
+def test_a_conversation_over_10000_turns_is_refused_at_its_line(
+        release: tuple[Repo, str, str], tmp_path: Path) -> None:
+    repo, _, new = release
+    line = json.dumps(_turn(new, "long", retries=0, overflow_recoveries=0)) + "\n"
+    log = tmp_path / "long.jsonl"
+    log.write_text(line * 10_001)
+    r = run_cli("observe", new, "--from", str(log), cwd=repo.path)
+    assert r.code == 2
+    assert f"{log}:10001:1: conversation 'long' has more than 10,000 turns" in r.err
