@@ -294,3 +294,24 @@ def test_an_interrupted_experiment_keeps_its_report_and_exits_130(
     assert later["controls"]["problems"] == [
         "not run: the experiment was interrupted before this lane"]
     assert stuck["pass_rate"]["trials"] == 0  # an abandoned conversation is not a sample
+
+
+def test_samples_that_cannot_be_kept_in_results_go_to_a_temp_dir(repo: Repo) -> None:
+    import re
+    import shutil
+
+    _base(repo)
+    (repo.path / "evals/results").write_text("a file where the directory should be\n")
+    r = run_cli("experiment", "math", "--lane", "a=HEAD", "--format", "json", cwd=repo.path)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    kept = re.findall(r"a\.json is in (\S+) instead", r.err)
+    report = re.findall(rf"{doc['id']}\.json is in (\S+) instead", r.err)
+    try:
+        assert len(kept) == 1 and len(report) == 1
+        assert json.loads(Path(kept[0]).read_text())["commit"] == doc["lanes"][0]["commit"]
+        assert json.loads(Path(report[0]).read_text()) == doc
+        assert doc["lanes"][0]["artifact"] == kept[0]  # the report says where it really is
+    finally:
+        shutil.rmtree(Path(kept[0]).parent.parent if kept else "/nonexistent",
+                      ignore_errors=True)

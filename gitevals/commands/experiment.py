@@ -197,8 +197,7 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
     jobs = args.jobs or runner.DEFAULT_JOBS
     artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env)
-    path = _lane_path(repo.work_root, root, exp_id, lane.name)
-    _write(path, dumps(artifact))
+    path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 
 
@@ -215,7 +214,8 @@ def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> 
     from gitevals.experiment.report import LaneResult
     from gitevals.run.artifact import load
 
-    shown = os.path.relpath(path, work_root)
+    inside = work_root.resolve() in path.resolve().parents
+    shown = os.path.relpath(path, work_root) if inside else str(path)
     try:
         return LaneResult(name, rev, pins, shown, load(path, shown))
     except ArtifactError as exc:
@@ -255,15 +255,24 @@ def _lane_path(work_root: Path, root: str, exp_id: str, lane: str) -> Path:
     return experiments_dir(work_root, root) / exp_id / f"{lane}.json"
 
 
-def _write(path: Path, text: str) -> None:
-    from gitevals.errors import UsageError
+def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path:
+    """Write ``name`` under ``<root>/results/experiments/``, atomically; when that cannot be
+    written (read-only, full, a symlink out of the repository), to a temp directory
+    instead, and say so: finished samples are never thrown away."""
+    import tempfile
+
     from gitevals.files import write_atomic
 
     try:
+        path = experiments_dir(work_root, root) / name
         write_atomic(path, text)
+        return path
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}; make "
-                         f"{path.parent} writable and run again") from exc
+        fallback = Path(tempfile.gettempdir(), f"gitevals-experiment-{exp_id}", name)
+        write_atomic(fallback, text)
+        print(f"gitevals: warning: cannot write {root}/results/{EXPERIMENTS_DIR}/ "
+              f"({exc.strerror or exc}); {name} is in {fallback} instead", file=sys.stderr)
+        return fallback
 
 
 def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
@@ -271,8 +280,7 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
     from gitevals.experiment import report
 
     doc = report.build(meta, results)
-    path = experiments_dir(repo.work_root, root) / f"{meta['id']}.json"
-    _write(path, report.dumps(doc))
+    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
     sys.stdout.write(report.render(doc, fmt, tail))
     sys.stdout.flush()
