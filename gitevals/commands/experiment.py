@@ -282,7 +282,7 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
     doc = report.build(meta, results)
     path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
-    sys.stdout.write(report.render(doc, fmt, tail))
+    sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     if any(d["interrupted"] for d in doc["lanes"]):
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)

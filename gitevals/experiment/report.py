@@ -211,24 +211,58 @@ def _problems(doc: Doc) -> list[str]:
             for p in d["controls"]["problems"]]
 
 
-def render_text(doc: Doc, tail: str = "") -> str:
-    """The report as plain text: lanes, scenarios, measures, comparisons, controls."""
-    out = [_headline(doc), ""]
-    out += _table(["lane", "commit", "env", "pass rate [95% interval]", "controls"],
-                  _lane_rows(doc))
-    head, rows = _scenario_rows(doc)
-    out += ["", *_table(head, rows)]
-    metric_head = ["measure (per trial)", *(visible(d["name"]) for d in doc["lanes"])]
-    out += ["", *_table(metric_head, _metric_rows(doc))]
+Block = tuple[list[str], list[list[str]]] | str  # a table (head, rows) or a line
+
+
+def _blocks(doc: Doc, tail: str) -> list[Block]:
+    """The text report as tables and lines: lanes, scenarios, measures, comparisons."""
+    out: list[Block] = [_headline(doc), ""]
+    out.append((["lane", "commit", "env", "pass rate [95% interval]", "controls"],
+                _lane_rows(doc)))
+    out += ["", _scenario_rows(doc), ""]
+    out.append((["measure (per trial)", *(visible(d["name"]) for d in doc["lanes"])],
+                _metric_rows(doc)))
     silent = _unreported(doc)
     if silent:
         out.append(f"not reported by any reply (missing, not zero): {', '.join(silent)}")
     comp = _comparison_rows(doc)
     out += ["", f"pairwise ({doc['test']} exact test, beyond noise when p < {doc['alpha']:g}):"]
-    out += _table(["scenario", "lanes", "passes", "change", "p", ""], comp) if comp \
-        else ["  no scenario differs between lanes"]
+    out.append((["scenario", "lanes", "passes", "change", "p", ""], comp) if comp
+               else "  no scenario differs between lanes")
     out += ["", *_problems(doc), _verdict_line(doc) + tail]
+    return out
+
+
+def render_text(doc: Doc, tail: str = "") -> str:
+    """The report as plain text: lanes, scenarios, measures, comparisons, controls."""
+    out: list[str] = []
+    for block in _blocks(doc, tail):
+        out += [block] if isinstance(block, str) else _table(*block)
     return "\n".join(out) + "\n"
+
+
+def render_rich(doc: Doc, tail: str = "", width: int | None = None) -> str:
+    """The report with rich tables, for a terminal (cells are ``Text``: never markup)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width, highlight=False,
+                      color_system="standard", legacy_windows=False)
+    for block in _blocks(doc, tail):
+        if isinstance(block, str):
+            console.print(Text(block))
+            continue
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name in block[0]:
+            table.add_column(name, overflow="fold")
+        for row in block[1]:
+            table.add_row(*(Text(c, style="red" if c == "FAILED" else "") for c in row))
+        console.print(table)
+    return buf.getvalue()
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -253,8 +287,10 @@ def render_markdown(doc: Doc) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(doc: Doc, fmt: str, tail: str = "") -> str:
-    """``doc`` as ``fmt`` (text, json, markdown)."""
+def render(doc: Doc, fmt: str, tail: str = "", terminal: bool = False) -> str:
+    """``doc`` as ``fmt`` (text, json, markdown); text with rich tables on a terminal."""
     if fmt == "json":
         return dumps(doc)
-    return render_markdown(doc) if fmt == "markdown" else render_text(doc, tail)
+    if fmt == "markdown":
+        return render_markdown(doc)
+    return render_rich(doc, tail) if terminal else render_text(doc, tail)
