@@ -257,6 +257,8 @@ def test_run_target_env_reaches_the_target_and_hides_secrets(repo: Repo) -> None
     assert "hunter2" not in r.out
     turns = art["cases"][0]["scenarios"][0]["results"][0]["transcript"]["turns"]
     assert turns[0]["usage"]["prompt_tokens"] == 200  # MODEL=b's numbers: the env arrived
+    title = run_cli("show", cwd=repo.path).out.splitlines()[0]
+    assert title.endswith(", target env API_KEY=sha256:f52fbd32b2b3… MODEL=b")
 
 
 @pytest.mark.parametrize(("flags", "message"), [
