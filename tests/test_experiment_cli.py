@@ -307,7 +307,7 @@ def test_samples_that_cannot_be_kept_in_results_go_to_a_temp_dir(repo: Repo) -> 
     r = run_cli("experiment", "math", "--lane", "a=HEAD", "--format", "json", cwd=repo.path)
     assert r.code == 0, r.err
     doc = json.loads(r.out)
-    kept = re.findall(r"a\.json is in (\S+) instead", r.err)
+    kept = re.findall(r"/a\.json is in (\S+) instead", r.err)
     report = re.findall(rf"{doc['id']}\.json is in (\S+) instead", r.err)
     try:
         assert len(kept) == 1 and len(report) == 1
