@@ -64,3 +64,14 @@ def test_hostile_names_are_escaped_in_every_format() -> None:
     assert "[red]ok[/red]" in rich  # shown as text, never taken as markup
     assert "\\x1b]8;;http" in render(doc, "text")
     assert "\\[red\\]ok\\[/red\\]\\|\\*" in render(doc, "markdown")
+
+
+def test_the_pairwise_test_is_diffs_and_can_be_fishers() -> None:
+    from gitevals.diff.stats import two_sided
+
+    lanes = [_lane("a", ["Paris"] * 6), _lane("b", ["Lyon"] * 5 + ["Paris"])]
+    for test in ("boschloo", "fisher"):
+        doc = build(META, lanes, test)
+        (row,) = doc["comparisons"]
+        assert (doc["test"], row["p"]) == (test, two_sided(test, 6, 6, 1, 6))
+        assert row["beyond_noise"] is (row["p"] < 0.05)

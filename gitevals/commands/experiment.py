@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                         help="what to print on stdout (default text); the JSON report is "
                              "written to <root>/results/experiments/<id>.json either way")
+    parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
+                        help="two-sided exact test of the pairwise comparisons, as diff's "
+                             "(default boschloo; beyond noise when p < 0.05)")
     parser.add_argument("--recheck", metavar="ID",
                         help="run nothing: re-check the kept samples of experiment ID against "
                              "its lanes' pins and report again")
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
             raise UsageError("--recheck reads the lanes and cases the experiment kept: "
                              "give no --lane or CASE with it")
-        return _recheck(repo, args.recheck, args.format)
+        return _recheck(repo, args.recheck, args.format, args.test)
     return _experiment(repo, args)
 
 
@@ -174,7 +177,7 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
         results.append(result)
         stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], args, total, snaps[0], started, time.time())
-    return _finish(repo, root, meta, results, args.format)
+    return _finish(repo, root, meta, results, args.format, args.test)
 
 
 def _new_id() -> str:
@@ -276,10 +279,10 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path
 
 
 def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
-            fmt: str) -> int:
+            fmt: str, test: str) -> int:
     from gitevals.experiment import report
 
-    doc = report.build(meta, results)
+    doc = report.build(meta, results, test)
     path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
     sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
@@ -293,7 +296,7 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
 # -- --recheck ----------------------------------------------------------------------------
 
 
-def _recheck(repo: Repo, exp_id: str, fmt: str) -> int:
+def _recheck(repo: Repo, exp_id: str, fmt: str, test: str) -> int:
     """Re-read experiment ``exp_id``'s kept samples, re-check each against the pins its
     lanes recorded before they ran, and report (and keep) the result again."""
     import re
@@ -311,7 +314,7 @@ def _recheck(repo: Repo, exp_id: str, fmt: str) -> int:
     results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
     keys = ("id", "tool_version", "root", "cases", "repeat", "jobs", "conversations",
             "max_samples", "settings", "started_at", "finished_at")
-    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt)
+    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test)
 
 
 def _read_report(path: Path) -> dict[str, Any]:

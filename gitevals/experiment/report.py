@@ -71,11 +71,11 @@ def _lane(lane: LaneResult) -> Doc:
     }
 
 
-def _comparisons(lanes: Sequence[LaneResult]) -> list[Doc]:
+def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float) -> list[Doc]:
     out = []
     for i, a in enumerate(lanes):
         for b in lanes[i + 1:]:
-            for row in compare_verdicts(a.run, b.run, test=DEFAULT_TEST, alpha=DEFAULT_ALPHA):
+            for row in compare_verdicts(a.run, b.run, test=test, alpha=alpha):
                 out.append({
                     "a": a.name, "b": b.name, "case": row.case, "scenario": row.scenario,
                     "a_passes": row.a.passes if row.a else None,
@@ -86,15 +86,17 @@ def _comparisons(lanes: Sequence[LaneResult]) -> list[Doc]:
     return out
 
 
-def build(meta: Doc, lanes: Sequence[LaneResult]) -> Doc:
+def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
+          alpha: float = DEFAULT_ALPHA) -> Doc:
     """The report of an experiment: ``meta`` (id, root, cases, repeat, jobs, settings,
-    times...) with every lane, the pairwise comparisons and the two decisions."""
+    times...) with every lane, the pairwise comparisons (``test`` at ``alpha``, as
+    ``gitevals diff`` makes them) and the two decisions."""
     docs = [_lane(lane) for lane in lanes]
     held = all(d["controls"]["held"] for d in docs)
     ran = all(lane.run is not None and not lane.run["interrupted"] for lane in lanes)
     passed = ran and all(t["passed"] for lane in lanes if lane.run for t in _trials(lane.run))
-    return {"format": FORMAT, **meta, "test": DEFAULT_TEST, "alpha": DEFAULT_ALPHA,
-            "lanes": docs, "comparisons": _comparisons(lanes),
+    return {"format": FORMAT, **meta, "test": test, "alpha": alpha,
+            "lanes": docs, "comparisons": _comparisons(lanes, test, alpha),
             "controls_held": held, "passed": passed}
 
 
