@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from types import FrameType
 
     from gitevals.git.tree import Repo, RevisionTree, Tree
@@ -53,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run this case file, from outside the tree, against the commit's "
                              "graders and harness (linted first; kept in results/drafts/, "
                              "never as the commit's run or note)")
+    parser.add_argument("--target-env", action="append", metavar="KEY=VALUE",
+                        help="give the target this environment variable (repeatable); recorded "
+                             "in the artifact, as a SHA-256 when the name holds KEY, TOKEN or "
+                             "SECRET")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
@@ -185,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.model import case_name
     from gitevals.run import runner
+    from gitevals.run.targetenv import collect
 
+    target_env = collect(args.target_env)
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
     assert tree.commit is not None and tree.tree_sha is not None
@@ -218,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
+                        target_env)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -258,7 +266,7 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
 
 
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True) -> Run:
+             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -276,7 +284,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             from gitevals.run.preflight import check_target
 
             check_target(the_plan.settings.target, str(tmp))
-        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
+        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:

@@ -116,6 +116,10 @@ def _title(run: Run) -> str:
         rules_commit = str(scored.get("rules_commit") or "")[:12]
         text += (f", scored with the rules of {visible(scored.get('rules_rev'))} "
                  f"({visible(rules_commit)})")
+    if run.get("target_env"):  # --target-env, an experiment lane's env: (secrets hashed)
+        from gitevals.run.targetenv import shown
+
+        text += f", target env {visible(shown(run['target_env']))}"
     if run["dirty"]:  # --allow-dirty: the commit ran, the working tree differed
         text += ", dirty"
     if run["interrupted"]:

@@ -173,10 +173,19 @@ class _RunKeys(TypedDict):
     cases: list[CaseRun]
 
 
+class TargetEnvValue(TypedDict, total=False):
+    """A variable given to the target: its ``value``, or the ``sha256`` of a secret's."""
+
+    value: str
+    sha256: str
+
+
 class Run(_RunKeys, total=False):
-    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``."""
+    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
+    ``target_env`` only when variables were given to the target (``--target-env``)."""
 
     scored_with: ScoredWith
+    target_env: dict[str, TargetEnvValue]
 
 
 def unkeepable(value: object) -> str | None:

@@ -9,9 +9,10 @@ processes, so threads only wait), graders in warm worker processes, scoring by
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
@@ -195,8 +196,13 @@ class Execution:
     """Runs a ``Plan`` in ``tree_dir`` (a materialized commit). Thread-safe ``interrupt``."""
 
     def __init__(self, the_plan: Plan, tree_dir: str, jobs: int,
-                 grader_timeout: float = GRADER_TIMEOUT) -> None:
+                 grader_timeout: float = GRADER_TIMEOUT,
+                 target_env: Mapping[str, str] | None = None) -> None:
         self.plan = the_plan
+        # Given to the target only (``run --target-env``, an experiment lane's ``env:``):
+        # graders run with gitevals' own environment.
+        self.target_env = dict(sorted((target_env or {}).items()))
+        self._env = {**os.environ, **self.target_env} if self.target_env else None
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
@@ -224,7 +230,7 @@ class Execution:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
         done: list[_Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
-        with Conversation(self.argv, self.tree_dir, registry=self.registry,
+        with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                           python_target=self.python_target) as conv:
             for index, s in enumerate(case.scenarios):
                 if self.plan.trials_of(s) <= trial:
@@ -365,7 +371,7 @@ class Provenance:
 def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names: Sequence[str],
                    jobs: int, started: float, finished: float) -> Run:
     """The complete ``gitevals-run/1`` artifact of a finished (or interrupted) run."""
-    return {
+    run: Run = {
         "format": FORMAT,
         "run_id": new_run_id(prov.commit, started),
         "tool_version": __version__,
@@ -380,6 +386,11 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
         "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
         "cases": execution.cases(),
     }
+    if execution.target_env:  # only when given: runs without one stay byte-identical
+        from gitevals.run.targetenv import record
+
+        run["target_env"] = record(execution.target_env)
+    return run
 
 
 #: ``call(grader name, case, run) -> {"raw", "error", "duration_ms"}`` (``GraderPool.call``).

@@ -1,0 +1,80 @@
+"""``gitevals observe REV --from FILE...``: what one release did across an explicit list of
+recorded conversations (run artifacts or JSONL transcripts); changes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+NAME = "observe"
+HELP = ("report retries and recoveries per turn of one release from recorded conversations "
+        "of that commit (run artifacts or JSONL transcripts); changes nothing")
+
+
+def _positive(text: str) -> int:
+    from gitevals.commands.run import _positive as positive
+
+    return positive(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rev", metavar="REV", help="the release: a commit, branch or tag")
+    parser.add_argument("--from", dest="files", nargs="+", action="extend", required=True,
+                        metavar="FILE",
+                        help="recorded conversations of REV: run artifacts (.json) or JSONL "
+                             "transcripts, one target reply a line with its \"commit\"")
+    parser.add_argument("--minimum-samples", type=_positive, default=1, metavar="N",
+                        help="fewer conversations than N need review (default 1)")
+    parser.add_argument("--max", action="append", default=[], metavar="COUNTER=LIMIT",
+                        help="the most of COUNTER per completed turn (repeatable; e.g. "
+                             "retries=0.05); without any, retries and overflow_recoveries "
+                             "are reported for human review")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="what to print on stdout (default text)")
+
+
+def _read_file(path: str) -> bytes:
+    import stat
+
+    from gitevals.errors import UsageError
+
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path}: not a regular file; name a run artifact or a JSONL "
+                             "transcript")
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from gitevals.errors import UsageError
+    from gitevals.experiment import observe
+    from gitevals.git.tree import require_repo
+
+    limits = dict(observe.parse_limit(t) for t in args.max)
+    if len(limits) < len(args.max):
+        raise UsageError("--max names a counter twice: give each counter one limit")
+    commit = require_repo().resolve(args.rev)
+    seen: set[str] = set()
+    sources, convs = [], []
+    for path in args.files:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{path} is named twice in --from: name each file once")
+        seen.add(real)
+        source, found = observe.read(path, _read_file(path), commit)
+        sources.append(source)
+        convs += found
+        observe.check(convs)
+    doc = observe.report(args.rev, commit, sources, convs, args.minimum_samples, limits)
+    text = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+            if args.format == "json" else observe.render_text(doc))
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return observe.exit_code(doc)

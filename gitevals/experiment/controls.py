@@ -1,0 +1,160 @@
+"""Control equivalence: only the harness may differ between lanes (pure).
+
+``before`` compares what each lane would evaluate, read from its commit before any
+target starts: every file under the eval root (cases, graders, goldens, tasks...),
+the settings other than the target, each scenario's trials and timeout, and the
+gitevals version. ``after`` re-reads each lane's run artifact and checks it was pinned
+to that lane's commit, files and env, with a clean tree: the preflight snapshot is not
+trusted once work has begun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gitevals.experiment.lanes import Lane
+from gitevals.jsontypes import JSON
+from gitevals.run.artifact import Run, TargetEnvValue, scenarios
+from gitevals.run.targetenv import record
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one lane evaluates, apart from its harness."""
+
+    root: str
+    files: dict[str, str]                       # eval-root path -> blob sha (results/ left out)
+    settings: dict[str, JSON]                   # settings table without the target
+    timing: dict[str, tuple[int, float]]        # "case/scenario" -> (trials, timeout s)
+    tool_version: str
+
+
+def without_target(settings: Mapping[str, JSON]) -> dict[str, JSON]:
+    """The settings table with the target (which a lane may change) left out."""
+    return {k: v for k, v in sorted(settings.items()) if k != "target"}
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "absent"
+
+
+def _file_differences(ref: Snapshot, other: Snapshot) -> list[str]:
+    out = []
+    for path in sorted(set(ref.files) | set(other.files)):
+        a, b = ref.files.get(path), other.files.get(path)
+        if a != b:
+            out.append(f"{path}: blob {_short(b)}, not {_short(a)}")
+    return out
+
+
+def _setting_differences(ref: Snapshot, other: Snapshot) -> list[str]:
+    out = []
+    for key in sorted(set(ref.settings) | set(other.settings)):
+        a, b = ref.settings.get(key), other.settings.get(key)
+        if a != b:
+            out.append(f"setting {key!r} is {_json(b)}, not {_json(a)}")
+    return out
+
+
+def _timing_differences(ref: Snapshot, other: Snapshot) -> list[str]:
+    out = []
+    for key in sorted(set(ref.timing) | set(other.timing)):
+        a, b = ref.timing.get(key), other.timing.get(key)
+        if a != b:
+            out.append(f"{key}: {_timing(b)}, not {_timing(a)}")
+    return out
+
+
+def _timing(t: tuple[int, float] | None) -> str:
+    return "not selected" if t is None else f"{t[0]} trials, timeout {t[1]:g}s"
+
+
+def _json(value: JSON | None) -> str:
+    import json
+
+    return "absent" if value is None else json.dumps(value, sort_keys=True)
+
+
+def before(lanes: Sequence[Lane], snaps: Sequence[Snapshot]) -> list[str]:
+    """Every difference of each lane from the first, one line each (empty: controls hold)."""
+    ref_lane, ref = lanes[0], snaps[0]
+    out = []
+    for lane, snap in zip(lanes[1:], snaps[1:], strict=True):
+        diffs = []
+        if snap.root != ref.root:
+            diffs.append(f"eval root {snap.root!r}, not {ref.root!r}")
+        diffs += _file_differences(ref, snap) if snap.root == ref.root else []
+        diffs += _setting_differences(ref, snap)
+        diffs += _timing_differences(ref, snap)
+        if snap.tool_version != ref.tool_version:
+            diffs.append(f"gitevals {snap.tool_version}, not {ref.tool_version}")
+        out += [f"lane {lane.name} ({lane.commit[:12]}) differs from lane {ref_lane.name} "
+                f"({ref_lane.commit[:12]}): {d}" for d in diffs]
+    return out
+
+
+@dataclass(frozen=True)
+class Pins:
+    """What a lane's run must show it used: the lane's commit and tree, the env given to
+    its target (as recorded), the blobs of the files the plan read (cases, graders,
+    settings), the settings other than the target, each scenario's trials (with the
+    repeats) and timeout, and the gitevals version."""
+
+    commit: str
+    tree: str
+    target_env: dict[str, TargetEnvValue]
+    files: dict[str, str]
+    settings: dict[str, JSON]
+    timing: dict[str, tuple[int, float]]
+    tool_version: str
+    root: str
+
+
+def pins_of(lane: Lane, files: Mapping[str, str], snap: Snapshot, repeats: int) -> Pins:
+    """The pins of ``lane`` from its plan's ``files`` and its before-snapshot."""
+    return Pins(lane.commit, lane.tree, record(lane.env), dict(sorted(files.items())),
+                snap.settings, {k: (t * repeats, s) for k, (t, s) in snap.timing.items()},
+                snap.tool_version, snap.root)
+
+
+def after(pins: Pins, run: Run) -> list[str]:
+    """Why ``run`` (a lane's artifact) is not pinned to what the lane was to evaluate
+    (``pins``), one phrase each; empty when it is. A dirty tree is a failure too."""
+    problems = []
+    if run["commit"] != pins.commit:
+        problems.append(f"ran commit {_short(run['commit'])}, not the lane's {pins.commit[:12]}")
+    if run["tree"] != pins.tree:
+        problems.append(f"ran tree {_short(run['tree'])}, not the lane's {pins.tree[:12]}")
+    if run["dirty"]:
+        problems.append("ran with uncommitted changes (dirty)")
+    if run["root"] != pins.root:
+        problems.append(f"ran the eval root {run['root']!r}, not {pins.root!r}")
+    for path in sorted(set(pins.files) | set(run["files"])):
+        if pins.files.get(path) != run["files"].get(path):
+            problems.append(f"used {path} blob {_short(run['files'].get(path))}, not "
+                            f"{_short(pins.files.get(path))}")
+    ran = without_target(run["settings"])
+    problems += [f"setting {k!r} is {_json(ran.get(k))}, not {_json(pins.settings.get(k))}"
+                 for k in sorted(set(pins.settings) | set(ran))
+                 if pins.settings.get(k) != ran.get(k)]
+    if run["tool_version"] != pins.tool_version:
+        problems.append(f"ran gitevals {run['tool_version']}, not {pins.tool_version}")
+    if run.get("target_env", {}) != pins.target_env:
+        problems.append("the env given to the target is not the lane's")
+    got = run_timing(run)
+    problems += [f"{key}: {_timing(got.get(key))}, not {_timing(pins.timing.get(key))}"
+                 for key in sorted(set(got) | set(pins.timing))
+                 if got.get(key) != pins.timing.get(key)]
+    return problems
+
+
+def timing(run_scenarios: Mapping[str, tuple[int, float]]) -> dict[str, tuple[int, float]]:
+    """``case/scenario -> (trials, timeout)`` sorted (a ``Snapshot.timing``)."""
+    return dict(sorted(run_scenarios.items()))
+
+
+def run_timing(run: Run) -> dict[str, tuple[int, float]]:
+    """``case/scenario -> (trials, timeout)`` as ``run`` recorded them."""
+    return timing({f"{c['name']}/{s['id']}": (s["trials"], float(s["timeout"]))
+                   for c, s in scenarios(run)})
