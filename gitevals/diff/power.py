@@ -62,33 +62,40 @@ def _called(test: str, alpha: float, xa: int, n: int, xb: int) -> bool:
 
 @lru_cache(maxsize=4096)
 def cutoffs(n: int, test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA,
-            lo: int = 0, hi: int = -1) -> tuple[int, ...]:
-    """``c(x_a)`` for x_a = lo .. hi (hi -1: n): B's most passes still called regressed."""
+            lo: int = 0, hi: int = -1, n_b: int = -1) -> tuple[int, ...]:
+    """``c(x_a)`` for x_a = lo .. hi (hi -1: n) with ``n`` trials of A and ``n_b`` of B
+    (-1: n): the most passes of B that ``diff`` still calls regressed (-1: none)."""
     hi = n if hi < 0 else hi
+    n_b = n if n_b < 0 else n_b
     if test == "boschloo":
-        return _boschloo_cutoffs(n, alpha, lo, hi)
+        return _boschloo_cutoffs(n, n_b, alpha, lo, hi)
     out, c = [], -1
     for xa in range(lo, hi + 1):
-        while c + 1 < xa and _called(test, alpha, xa, n, c + 1):
+        while c + 1 <= n_b and _called(test, alpha, xa, n, c + 1, n_b):
             c += 1
         out.append(c)
     return tuple(out)
 
 
-def _boschloo_cutoffs(n: int, alpha: float, lo: int, hi: int) -> tuple[int, ...]:
+def _called(test: str, alpha: float, xa: int, n: int, xb: int, n_b: int) -> bool:
+    """Does ``diff`` call B regressed at ``xb`` of ``n_b`` against ``xa`` of ``n``?"""
+    return xb * n < xa * n_b and two_sided(test, xa, n, xb, n_b) < alpha
+
+
+def _boschloo_cutoffs(n: int, n_b: int, alpha: float, lo: int, hi: int) -> tuple[int, ...]:
     """Boschloo's region is a threshold on Fisher's one-sided p (its statistic): its
     p-value is the sup over the common rate of P[statistic <= observed], which grows
     with the observed statistic. So sort the tables by statistic and bisect for the last
     one whose p is below alpha / 2: about log2(tables) exact tests instead of one or
-    two per x_a. (Tables with x_b >= x_a are never called regressed.)"""
+    two per x_a. (Only tables where B passed less often can be called regressed.)"""
     half = alpha / 2
-    tables = sorted((stats._log_stat(xb, n, xa, n), xa, xb)
-                    for xa in range(max(lo, 1), hi + 1) for xb in range(xa))
+    tables = sorted((stats._log_stat(xb, n_b, xa, n), xa, xb)
+                    for xa in range(lo, hi + 1) for xb in range(n_b + 1) if xb * n < xa * n_b)
     first, last = 0, len(tables)  # tables[:first] are called; tables[last:] are not
     while first < last:
         mid = (first + last) // 2
         _, xa, xb = tables[mid]
-        if stats._less(xb, n, xa, n, enough=half) < half:
+        if stats._less(xb, n_b, xa, n, enough=half) < half:
             first = mid + 1
         else:
             last = mid

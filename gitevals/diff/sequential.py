@@ -32,11 +32,11 @@ from functools import lru_cache
 from math import asin, ceil, comb, sin, sqrt
 from statistics import NormalDist
 
-DEFAULT_LOOKS = 4
-DEFAULT_SHAPE = 0.25
+DEFAULT_LOOKS = 5
+DEFAULT_SHAPE = 0.0
 #: One-sided level of the futility bound at each look (not an error rate: futility never
 #: calls "regressed"; a lower level stops less often for futility and keeps more power).
-DEFAULT_FUTILITY = 0.01
+DEFAULT_FUTILITY = 0.025
 _GRID = 48
 _ITER = 20
 _GOLDEN = 0.6180339887498949
