@@ -62,7 +62,8 @@ def test_compare_verdicts_rows() -> None:
     b = _artifact(down=(2, 10), noise=(2, 5), up=(10, 10), same=(8, 10), new=(1, 1))
     rows = {r.scenario: r for r in compare_verdicts(a, b, test="fisher")}
     assert rows["down"] == VerdictRow("geo", "down", Tally("pass", 10, 10), Tally("flaky", 2, 10),
-                                      "regressed", pytest.approx(90 / 125970), True)
+                                      "regressed", pytest.approx(90 / 125970), True,
+                                      underpowered=True)  # 10 trials miss a 20-point drop
     assert (rows["noise"].change, rows["noise"].beyond_noise) == ("regressed", False)
     assert (rows["up"].change, rows["up"].beyond_noise) == ("improved", True)
     assert (rows["same"].change, rows["same"].p) == ("unchanged", None)  # 4/5 == 8/10

@@ -27,6 +27,7 @@ same bounds from the numbers a sequential run records.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from math import asin, ceil, comb, sin, sqrt
@@ -58,6 +59,19 @@ class Design:
         """B's trials in all at each look: ``ceil(k N / K)``, distinct, ending at N."""
         n, k = self.max_trials, max(1, min(self.looks, self.max_trials))
         return tuple(sorted({ceil(i * n / k) for i in range(1, k + 1)}))
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, object]) -> Design:
+        """The design ``as_dict`` wrote (a ValueError names what does not fit)."""
+        def number(name: str) -> float:
+            value = doc.get(name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"the design's {name!r} is not a number")
+            return float(value)
+
+        return cls(base_trials=int(number("base_trials")), max_trials=int(number("max_trials")),
+                   looks=int(number("looks")), alpha=number("alpha"), drop=number("drop"),
+                   shape=number("shape"), futility=number("futility"))
 
     def as_dict(self) -> dict[str, float | int | str]:
         return {"method": "group-sequential, pooled z, Wang-Tsiatis bounds, exact size",
