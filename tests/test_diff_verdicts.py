@@ -118,7 +118,8 @@ Verdicts (boschloo test, beyond noise when p < 0.05)
   geo   capital   pass 10/10  pass 10/10      flaky 2/10  regressed  0.0002   beyond noise
   geo   fresh     -           not_run 0/0     flaky 5/10  new        -
   geo   retired   flaky 4/10  flaky 4/10      -           gone       -
-  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise"""
+  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise \
+(underpowered)"""
     assert run_cli("diff", a, b, "--fail-on", "never", cwd=repo.path).code == 0
     strict = run_cli("diff", a, b, "--alpha", "0.0001", cwd=repo.path)
     assert strict.code == 0 and strict.out.startswith("0 regressed beyond noise, 2 regressed")
@@ -150,7 +151,7 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
                                "p", "noise"]
     # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
     assert rows[2].split() == ["geo", "steady", "flaky", "3/10", "flaky", "7/10", "flaky",
-                               "7/10", "improved", "0.1153", "within", "noise"]
+                               "7/10", "improved", "0.1153", "within", "noise", "(underpowered)"]
 
 
 def test_cli_explicit_run_files(two_runs: tuple[Repo, str, str], tmp_path: Path) -> None:

@@ -77,9 +77,9 @@ for line in sys.stdin:
 def test_plan_cli_reads_the_run_of_rev(repo: Repo) -> None:
     import sys
 
-    case = ("defaults: {trials: 4, timeout: 10s}\nscenarios:\n"
-            "  - id: sure\n    user: Capital of France?\n    expect: [{final_answer_contains: Paris}]\n"
-            "  - id: coin\n    user: Capital of France?\n    expect: [{final_answer_contains: Paris}]\n")
+    case = "defaults: {trials: 4, timeout: 10s}\nscenarios:\n" + "".join(
+        f"  - id: {i}\n    user: Capital of France?\n"
+        "    expect: [{final_answer_contains: Paris}]\n" for i in ("sure", "coin"))
     repo.commit({"harness.py": PASSING, "evals/cases/geo.yaml": case,
                  "pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{sys.executable}", '
                                    '"harness.py"]\n'}, "cases")

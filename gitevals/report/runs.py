@@ -223,7 +223,7 @@ def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     long it took and where the artifact is)."""
     line = usage_line(run_usage(artifact))
     weak = underpowered_line(table)
-    return [*([line] if line else []), *([weak] if weak else []), summary(table) + tail]
+    return [*([weak] if weak else []), *([line] if line else []), summary(table) + tail]
 
 
 def _underpowered(r: Row) -> bool:
