@@ -16,6 +16,9 @@ from gitevals.run.artifact import (
     Options,
     Run,
     ScenarioRun,
+    Sequential,
+    SequentialLook,
+    SequentialRecord,
     Transcript,
     Trial,
     Verdict,
@@ -36,6 +39,10 @@ MODELS = [
     ("assertion", AssertionOutcome, DEFS["assertion"]),
     ("verdict", Verdict, DEFS["verdict"]),
     ("error", ErrorRecord, DEFS["error"]),
+    ("sequential", Sequential, SCHEMA["properties"]["sequential"]),
+    ("sequential record", SequentialRecord, DEFS["scenario"]["properties"]["sequential"]),
+    ("sequential look", SequentialLook,
+     DEFS["scenario"]["properties"]["sequential"]["properties"]["looks"]["items"]),
 ]
 
 

@@ -62,7 +62,8 @@ def test_compare_verdicts_rows() -> None:
     b = _artifact(down=(2, 10), noise=(2, 5), up=(10, 10), same=(8, 10), new=(1, 1))
     rows = {r.scenario: r for r in compare_verdicts(a, b, test="fisher")}
     assert rows["down"] == VerdictRow("geo", "down", Tally("pass", 10, 10), Tally("flaky", 2, 10),
-                                      "regressed", pytest.approx(90 / 125970), True)
+                                      "regressed", pytest.approx(90 / 125970), True,
+                                      underpowered=True)  # 10 trials miss a 20-point drop
     assert (rows["noise"].change, rows["noise"].beyond_noise) == ("regressed", False)
     assert (rows["up"].change, rows["up"].beyond_noise) == ("improved", True)
     assert (rows["same"].change, rows["same"].p) == ("unchanged", None)  # 4/5 == 8/10
@@ -117,7 +118,8 @@ Verdicts (boschloo test, beyond noise when p < 0.05)
   geo   capital   pass 10/10  pass 10/10      flaky 2/10  regressed  0.0002   beyond noise
   geo   fresh     -           not_run 0/0     flaky 5/10  new        -
   geo   retired   flaky 4/10  flaky 4/10      -           gone       -
-  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise"""
+  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise \
+(underpowered)"""
     assert run_cli("diff", a, b, "--fail-on", "never", cwd=repo.path).code == 0
     strict = run_cli("diff", a, b, "--alpha", "0.0001", cwd=repo.path)
     assert strict.code == 0 and strict.out.startswith("0 regressed beyond noise, 2 regressed")
@@ -149,7 +151,7 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
                                "p", "noise"]
     # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
     assert rows[2].split() == ["geo", "steady", "flaky", "3/10", "flaky", "7/10", "flaky",
-                               "7/10", "improved", "0.1153", "within", "noise"]
+                               "7/10", "improved", "0.1153", "within", "noise", "(underpowered)"]
 
 
 def test_cli_explicit_run_files(two_runs: tuple[Repo, str, str], tmp_path: Path) -> None:

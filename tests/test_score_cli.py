@@ -83,6 +83,10 @@ def write(path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+UNDERPOWERED = ("underpowered: {} of {} scenarios cannot show a 20-point drop beyond noise "
+                "with their trials (`gitevals plan` says how many they need)")
+
+
 def test_stored_rules_give_the_stored_verdicts(two_commits: Any) -> None:
     repo, first, _, marker = two_commits
     art = write(repo.path / "evals/results/run.json", stored_run(first))
@@ -94,6 +98,7 @@ def test_stored_rules_give_the_stored_verdicts(two_commits: Any) -> None:
         "tone  capital   pass     2/2\n"
         "tone  judged    fail     0/2     grader quality.answers: score 0.5 below pass_below "
         "0.7\n"
+        f"{UNDERPOWERED.format(1, 2)}\n"
         "1 pass, 0 flaky, 1 fail, 0 broken\n")
     assert not marker.exists()
 
@@ -112,6 +117,7 @@ def test_rules_of_a_later_commit_change_verdicts_without_running(two_commits: An
         "'Paris'\n"
         "tone  judged       pass     2/2\n"
         "tone  added-later  not run  0/0     only in the rules: not run\n"
+        f"{UNDERPOWERED.format(1, 3)}\n"
         "1 pass, 0 flaky, 1 fail, 0 broken, 1 not run\n")
     assert not marker.exists(), "the target was started"
     assert sorted(p.name for p in (repo.path / "evals/results").iterdir()) == before

@@ -25,6 +25,8 @@ tone   capital   pass     2/2
 tone   flaky     flaky    1/2     final_answer_contains 'Paris': not in the answer 'Lyon'
 tone   wrong     fail     0/2     final_answer_contains 'Paris': not in the answer 'Lyon'
 tools  crashes   broken   0/1     target_crash: exited with status 1
+underpowered: 2 of 4 scenarios cannot show a 20-point drop beyond noise with their trials \
+(`gitevals plan` says how many they need)
 1 pass, 1 flaky, 1 fail, 1 broken
 """
 MARKDOWN = f"""\
@@ -67,8 +69,9 @@ def test_json_is_the_sorted_verdict_table() -> None:
     assert doc["scenarios"][3] == {"case": "tools", "scenario": "crashes", "verdict": "broken",
                                    "passes": 0, "trials": 1, "errors": {"target_crash": 1},
                                    "first_failure": "target_crash: exited with status 1",
-                                   "usage": nothing_reported(1)}
+                                   "usage": nothing_reported(1), "underpowered": False}
     assert doc["scenarios"][0]["first_failure"] is None
+    assert doc["scenarios"][0]["underpowered"]  # 2 trials cannot show a 20-point drop
     assert (doc["run_id"], doc["commit"], doc["interrupted"]) == (sample()["run_id"], SHA, False)
 
 

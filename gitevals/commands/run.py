@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
     from gitevals.run.runner import Plan, Provenance
+    from gitevals.run.sequential import Rounds
 
 NAME = "run"
 HELP = "run cases against the harness as committed at REV (default HEAD) and record verdicts"
@@ -31,6 +32,26 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _points(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of points") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most 100 points")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
     return value
 
 
@@ -58,6 +79,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="give the target this environment variable (repeatable); recorded "
                              "in the artifact, as a SHA-256 when the name holds KEY, TOKEN or "
                              "SECRET")
+    seq = parser.add_argument_group(
+        "sequential runs (docs/statistics.md)",
+        "run each scenario's trials in rounds against the run pinned to REV, and stop a "
+        "scenario as soon as its regression call is settled either way")
+    seq.add_argument("--against", metavar="REV",
+                     help="the base revision: its run's tallies are what each scenario is "
+                          "compared with after every round")
+    seq.add_argument("--max-trials", type=_positive, metavar="N",
+                     help="trials a scenario runs at most (default: its own trials)")
+    seq.add_argument("--looks", type=_positive, metavar="K",
+                     help="looks (rounds) at most (default 5)")
+    seq.add_argument("--drop", type=_points, metavar="PTS", default=20.0,
+                     help="the drop in pass rate, in points, that matters: ruling it out "
+                          "stops a scenario early (default 20)")
+    seq.add_argument("--alpha", type=_level, metavar="A", default=0.05,
+                     help="false 'regressed' calls at most, as diff's --alpha (default 0.05)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
@@ -225,9 +262,37 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
+    rounds = _rounds(repo, args, the_plan)
     artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
-                        target_env)
+                        target_env, rounds)
     return _record(repo, args, the_plan, artifact, draft, refused)
+
+
+def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
+    """``--against``: the base tallies from the run pinned to that revision, or None."""
+    from gitevals.errors import UsageError
+
+    if args.against is None:
+        if args.max_trials or args.looks:
+            raise UsageError("--max-trials and --looks shape a sequential run: give "
+                             "--against REV with them")
+        return None
+    if args.draft is not None:
+        raise UsageError("--draft and --against do not go together: a draft has no base")
+    from gitevals.diff.sequential import DEFAULT_LOOKS
+    from gitevals.run import sequential
+    from gitevals.run.store import run_of_commit
+
+    commit = repo.resolve(args.against)
+    found = run_of_commit(repo, repo.work_root, the_plan.settings.root, commit)
+    if found is None:
+        raise UsageError(f"no run of {args.against} ({commit[:12]}) to run against: make one "
+                         f"with `gitevals run --rev {args.against}`")
+    planned = {(c.name, s.id): the_plan.trials_of(s) for c in the_plan.cases
+               for s in c.scenarios}
+    settings = sequential.Settings(commit, found.run["run_id"], args.max_trials,
+                                   args.looks or DEFAULT_LOOKS, args.alpha, args.drop / 100)
+    return sequential.Rounds(settings, planned, sequential.bases_of(found.run))
 
 
 def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
@@ -266,7 +331,8 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
 
 
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None) -> Run:
+             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
+             rounds: Rounds | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -295,13 +361,26 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         try:
             with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total(),
                           groups=("cases", cases)) as update:
-                execution.run(lambda t: update(t.done, t.failures, t.running, t.cases_done))
+                def report(t: runner.Tally) -> None:
+                    update(t.done, t.failures, t.running, t.cases_done)
+
+                if rounds is None:
+                    execution.run(report)
+                else:
+                    from gitevals.run.sequential import run_rounds
+
+                    run_rounds(execution, rounds, report)
         finally:
             execution.registry.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()
-    return runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
+    artifact = runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
+    if rounds is not None:
+        from gitevals.run.sequential import annotate
+
+        annotate(artifact, rounds)
+    return artifact
 
 
 def _grader_timeout() -> float:

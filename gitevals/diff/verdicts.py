@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from gitevals.diff.graders import GraderUse
+from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
 from gitevals.run.artifact import Run, scenarios
 
@@ -33,6 +34,10 @@ class VerdictRow:
     beyond_noise: bool = False
     a_rescored: Tally | None = None
     graders_changed: tuple[str, ...] = ()  # graders it uses (on B) whose code changed
+    #: B is a sequential run (``run --against``): how its design settled the scenario
+    sequential: str | None = None
+    #: the trials a side cannot detect a 20-point drop from A's rate (``gitevals plan``)
+    underpowered: bool = False
 
 
 def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]
@@ -77,5 +82,55 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
             p = (two_sided(test, a.passes, a.trials, b.passes, b.trials)
                  if change in ("regressed", "improved") else None)
         beyond = p is not None and p < alpha
-        rows.append(VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key)))
+        row = VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key))
+        if a is not None and b is not None and a.trials and b.trials:
+            row = replace(row, underpowered=underpowered(
+                min(a.trials, b.trials), a.passes / a.trials, test=test, alpha=alpha))
+        seq = sequential_of(run_a, run_b, key)
+        if seq is not None:
+            # A stopped-early sample is read with its own design's bounds, never the
+            # fixed-n test (docs/statistics.md).
+            called, why = seq
+            row = replace(row, p=None, beyond_noise=called, sequential=why,
+                          underpowered=False)
+        rows.append(row)
     return tuple(rows)
+
+
+def sequential_of(run_a: Run | None, run_b: Run | None, key: tuple[str, str]
+                  ) -> tuple[bool, str] | None:
+    """For a scenario of a sequential run B: (called regressed?, how it was settled), from
+    B's recorded looks re-read with the design's bounds; None when B is not sequential.
+
+    Only a comparison with the run B was compared against is a sequential one: against
+    any other A, nothing is called (the fixed-n test does not hold for a sample that
+    stopped early) and the phrase says which revision to compare with."""
+    if run_b is None or "sequential" not in run_b:
+        return None
+    from gitevals.diff.sequential import Design, decide
+
+    record = next((s.get("sequential") for c, s in scenarios(run_b)
+                   if (c["name"], s["id"]) == key), None)
+    if record is None or "design" not in record or "base" not in record:
+        return None
+    against = run_b["sequential"]["against"]
+    if run_a is None or run_a["commit"] != against:
+        return False, f"sequential run against {against[:12]}: diff it with that revision"
+    try:
+        design = Design.from_dict(record["design"])
+    except ValueError as exc:
+        return False, f"sequential design unreadable ({exc}): nothing called"
+    base = record["base"]["passes"]
+    schedule = design.schedule()
+    for index, look in enumerate(record["looks"]):
+        if index >= len(schedule) or look["trials"] != schedule[index]:
+            return False, f"sequential look {index + 1} is incomplete: nothing called"
+        call = decide(design, base, index, look["passes"])
+        where = f"look {index + 1} of {len(schedule)}, {look['trials']} trials"
+        if call == "regressed":
+            return True, f"regressed at {where} (sequential bound)"
+        if call == "ruled_out":
+            return False, f"a {design.drop * 100:g}-point drop ruled out at {where}"
+        if call == "no_regression":
+            return False, f"no regression at the last look ({look['trials']} trials)"
+    return False, "sequential run stopped before its design settled it: nothing called"

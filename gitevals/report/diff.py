@@ -93,6 +93,10 @@ def _verdicts(diff: Diff) -> Section | None:
     rows = []
     for r in shown:
         noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
+        if r.sequential is not None:
+            noise = r.sequential
+        elif r.underpowered and not r.beyond_noise:  # "within noise" here: not measured
+            noise += " (underpowered)" if noise else "underpowered"
         row = [r.case, r.scenario, _tally(r.a), _tally(r.b), r.change, _p(r.p), noise]
         if diff.rescored:
             row.insert(3, _tally(r.a_rescored))

@@ -226,7 +226,25 @@ def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     """The last lines: usage when reported, then the summary (and ``tail``: run adds how
     long it took and where the artifact is)."""
     line = usage_line(run_usage(artifact))
-    return [*([line] if line else []), summary(table) + tail]
+    weak = underpowered_line(table)
+    return [*([weak] if weak else []), *([line] if line else []), summary(table) + tail]
+
+
+def _underpowered(r: Row) -> bool:
+    """Too few trials for ``diff`` to call a 20-point drop from this rate (power 0.8)."""
+    from gitevals.diff.power import underpowered
+
+    return r.trials > 0 and underpowered(r.trials, r.passes / r.trials)
+
+
+def underpowered_line(table: list[Row]) -> str | None:
+    """``underpowered: 2 of 5 scenarios ...``, or None when every scenario has enough."""
+    weak = sum(map(_underpowered, table))
+    if not weak:
+        return None
+    return (f"underpowered: {weak} of {len(table)} scenario{'s' * (len(table) != 1)} cannot "
+            "show a 20-point drop beyond noise with their trials (`gitevals plan` says how "
+            "many they need)")
 
 
 def plain(artifact: Run, tail: str = "") -> str:
@@ -287,7 +305,7 @@ def as_json(artifact: Run) -> str:
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
                        "first_failure": r.first_failure or None, "errors": r.errors,
-                       "usage": usage_json(r.usage)}
+                       "usage": usage_json(r.usage), "underpowered": _underpowered(r)}
                       for r in table],
     }
     if "scored_with" in artifact:

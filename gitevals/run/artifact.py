@@ -111,11 +111,39 @@ class _ScenarioRunKeys(TypedDict):
 
 # Optional keys as a total=False subclass (not NotRequired[...]): with postponed
 # annotations only this form is seen at run time, where tests compare with the schema.
+class SequentialLook(TypedDict):
+    """One look of a sequential run: B's trials and passes so far, and the design's call
+    (regressed, ruled_out, continue, no_regression at the last look, incomplete)."""
+
+    trials: int
+    passes: int
+    call: str
+
+
+class Tally(TypedDict):
+    passes: int
+    trials: int
+
+
+class _SequentialRecordKeys(TypedDict):
+    stopped: str  # regressed | ruled_out | max_trials | no_base | incomplete | interrupted
+    looks: list[SequentialLook]
+
+
+class SequentialRecord(_SequentialRecordKeys, total=False):
+    """A scenario of ``run --against``: its base tally, its design and every look."""
+
+    base: Tally
+    design: JSONObject
+
+
 class ScenarioRun(_ScenarioRunKeys, total=False):
     """One scenario: the rules used and a ``Trial`` per trial that ran; ``rules`` only
-    after ``score --rules`` (applied, stored, or added)."""
+    after ``score --rules`` (applied, stored, or added); ``sequential`` only from
+    ``run --against``."""
 
     rules: Literal["applied", "stored", "added"]
+    sequential: SequentialRecord
 
 
 class _CaseRunKeys(TypedDict):
@@ -178,14 +206,25 @@ class TargetEnvValue(TypedDict, total=False):
 
     value: str
     sha256: str
+class Sequential(TypedDict):
+    """What ``run --against`` was given: the base commit and run, and the design's numbers."""
+
+    against: str
+    base_run: str
+    max_trials: int | None
+    looks: int
+    alpha: float
+    drop: float
 
 
 class Run(_RunKeys, total=False):
     """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
-    ``target_env`` only when variables were given to the target (``--target-env``)."""
+    ``target_env`` only when variables were given to the target (``--target-env``);
+    ``sequential`` only from ``run --against``."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
+    sequential: Sequential
 
 
 def unkeepable(value: object) -> str | None:

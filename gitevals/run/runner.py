@@ -220,6 +220,8 @@ class Execution:
         self.failures = 0
         self.running = 0  # conversations in flight
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
+        #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
+        self.wanted: Callable[[Case, Scenario, int], bool] | None = None
 
     def interrupt(self) -> None:
         """Start no more work and kill every running target and grader."""
@@ -233,7 +235,7 @@ class Execution:
         with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                           python_target=self.python_target) as conv:
             for index, s in enumerate(case.scenarios):
-                if self.plan.trials_of(s) <= trial:
+                if not self.wants(case, s, trial):
                     continue  # this scenario sits out the later conversations
                 if self.stop.is_set():
                     return []
@@ -245,6 +247,13 @@ class Execution:
                 ms = int((time.monotonic() - started) * 1000)
                 done.append(_Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
+
+    def wants(self, case: Case, s: Scenario, trial: int) -> bool:
+        """Does conversation ``trial`` of ``case`` run scenario ``s``? (A sequential run
+        narrows this round by round: ``gitevals.run.sequential``.)"""
+        if self.wanted is not None:
+            return self.wanted(case, s, trial)
+        return self.plan.trials_of(s) > trial
 
     @staticmethod
     def _turns(conv: Conversation, case: Case, s: Scenario,
@@ -299,12 +308,16 @@ class Execution:
                 self.done += 1
                 self.failures += 0 if result["passed"] else 1
 
-    def run(self, progress: Progress | None = None) -> None:
-        """Run every conversation; returns early (with what finished) once interrupted."""
-        counts = [self.plan.conversations(c) for c in self.plan.cases]
-        # Trial-major order: every case gets its first conversations early.
-        work = [(ci, t) for t in range(max(counts, default=0))
-                for ci, n in enumerate(counts) if t < n]
+    def run(self, progress: Progress | None = None,
+            work: list[tuple[int, int]] | None = None, last: bool = True) -> None:
+        """Run every conversation (or the ``(case index, trial)`` pairs of ``work``);
+        returns early (with what finished) once interrupted. ``last=False`` keeps the
+        grader workers for another call."""
+        if work is None:
+            counts = [self.plan.conversations(c) for c in self.plan.cases]
+            # Trial-major order: every case gets its first conversations early.
+            work = [(ci, t) for t in range(max(counts, default=0))
+                    for ci, n in enumerate(counts) if t < n]
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         all_done = threading.Event()
         left = [len(work)]
@@ -334,7 +347,8 @@ class Execution:
                 pool.shutdown(wait=False, cancel_futures=True)
                 self.registry.kill_all()
             pool.shutdown(wait=True)
-            self.graders.close()
+            if last or self.stop.is_set():
+                self.graders.close()
         if progress is not None:
             progress(self.tally())
 
