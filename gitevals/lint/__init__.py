@@ -111,10 +111,21 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
-        return run.lint(paths, found)
+        result = run.lint(paths, found)
+        return _with_retired(result, tree, settings.root) if not found else result
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _with_retired(result: LintResult, tree: Tree, root: str) -> LintResult:
+    """``result`` with the retired-id findings (GE620-GE623: ``lint.retired``): whatever
+    files were named, as a commit that deletes goldens.jsonl names none of them."""
+    from gitevals.lint.retired import lint_retired
+
+    extra = lint_retired(tree, root)
+    return LintResult(tuple(sorted([*result.findings, *extra])), result.files) if extra \
+        else result
 
 
 class _Run:
