@@ -55,7 +55,7 @@ def lint_retired(tree: Tree, root: str) -> list[Finding]:
     now = (tree.blob_sha(g), tree.blob_sha(r))
     before_tree = previous_tree(tree)
     if before_tree is None:
-        if now == (None, None):
+        if now[1] is None:  # no retired ids and nothing before: nothing to check
             return []
         before = None
     else:
