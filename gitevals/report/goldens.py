@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from gitevals.report.text import visible
 
 if TYPE_CHECKING:
+    from gitevals.goldenset.doctor import Item
     from gitevals.goldenset.leak import Index, Leak, Unreadable
     from gitevals.goldenset.stats import Floor, Stats
 
@@ -101,4 +102,23 @@ def leak_json(report: LeakReport) -> str:
            "files": dict(sorted(report.rows.items())),
            "leaks": [leak.as_dict() for leak in report.leaks],
            "unreadable": [u.as_dict() for u in report.unreadable]}
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def doctor_text(items: list[Item], label: str) -> str:
+    """One line per item (status, name, what was found), its fix below a missing one."""
+    lines = [f"Phase 0 checklist of {visible(label)}:"]
+    for i in items:
+        lines.append(f"  {i.status:<7}  {i.name:<11}  {visible(i.detail)}")
+        if i.fix:
+            lines.append(f"  {'':<7}  {'':<11}  fix: {visible(i.fix)}")
+    missing = sum(i.status == "missing" for i in items)
+    lines.append(f"not Phase 0 complete: {missing} of {len(items)} missing" if missing
+                 else "Phase 0 complete")
+    return "\n".join(lines) + "\n"
+
+
+def doctor_json(items: list[Item], label: str) -> str:
+    doc = {"tree": label, "items": [i.as_dict() for i in items],
+           "complete": all(i.status != "missing" for i in items)}
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
