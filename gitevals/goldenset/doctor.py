@@ -57,6 +57,7 @@ class Facts:
     drift_suite: bool = False
     baselines: tuple[str, ...] = ()
     single_surface: bool = False
+    settings_problem: str = ""  # the first finding of settings that do not load
 
 
 def checklist(f: Facts) -> list[Item]:
@@ -98,6 +99,9 @@ def _buckets(f: Facts) -> Item:
 
 def _graders(f: Facts) -> Item:
     names = f.goldens.bucket_names if f.goldens else []
+    if f.settings_problem:
+        return Item("graders", "missing", f"settings do not load: {f.settings_problem}",
+                    "fix the settings (`gitevals lint` lists every problem)")
     if not names:
         return Item("graders", "missing", "no buckets to grade yet",
                     "name the buckets first (item buckets)")
@@ -164,7 +168,7 @@ def gather(tree: Tree, single_surface: bool = False) -> Facts:
     from gitevals.goldenset.stats import stats_of
     from gitevals.settings import load_settings
 
-    settings = load_settings(tree)[0]
+    settings, problems = load_settings(tree)
     root = settings.root
     data = tree.read(_join(root, "goldens.jsonl"))
     mapping = _mapping(settings.raw)
@@ -180,7 +184,7 @@ def gather(tree: Tree, single_surface: bool = False) -> Facts:
                  _unresolved(tree, root, graders), tuple(judges),
                  () if mapping else _llm_modules(tree, root), calibrated,
                  tree.blob_sha(_join(root, "drift-suite.yaml")) is not None, baselines,
-                 single_surface)
+                 single_surface, str(problems[0]) if problems else "")
 
 
 def _join(root: str, name: str) -> str:
