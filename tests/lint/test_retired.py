@@ -163,3 +163,16 @@ def test_compare(old_g: str, old_r: str | None, new_g: str, new_r: str | None,
                  expected: list[tuple[str, int, str]]) -> None:
     found = compare(side(old_g, old_r), side(new_g, new_r), "G", "R")
     assert [(f.path, f.line, f.code) for f in found] == expected
+
+
+def test_docs_and_code_agree_on_the_ge62x_codes() -> None:
+    import re
+
+    import gitevals.lint.retired as retired
+
+    root = Path(__file__).resolve().parents[2]
+    documented = set(re.findall(r"^\| (GE62\d) \|", (root / "docs/lint-codes.md").read_text(),
+                                re.M))
+    source = Path(retired.__file__).read_text()
+    emitted = set(re.findall(r'"(GE62\d)"', source))
+    assert documented == emitted == {"GE620", "GE621", "GE622", "GE623"}
