@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitevals.goldenset.leak import Leak, Unreadable, index_goldens, normalize, scan, text_of
 from tests.conftest import Repo, run_cli
@@ -179,3 +181,11 @@ def test_streams_a_file_not_held_in_memory(tmp_path: Path) -> None:
     with open(p, "rb") as f:
         found = list(scan(f, "t", index_goldens(GOLDENS.encode())))
     assert [type(x).__name__ for x in found] == ["Leak", "int"] and found[-1] == 1001
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_ascii_fast_path_equals_the_general_rule(text: str) -> None:
+    import re
+
+    assert normalize(text) == re.sub(r"[\W_]+", " ", text.casefold()).strip()
