@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import BinaryIO
 
     from gitevals.git.tree import Tree
@@ -93,9 +94,24 @@ def _leak_check(args: argparse.Namespace) -> int:
     report = LeakReport(path, tree.label, index.size)
     for name, f in files:
         with f:
-            report.add(name, index, f, args.field)
+            report.add(name, index, _shown(name, f) if sys.stderr.isatty() else f, args.field)
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
     return 1 if report.leaks or report.unreadable else 0
+
+
+def _shown(name: str, f: BinaryIO) -> Iterator[bytes]:
+    """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
+    import os
+
+    from gitevals.report.text import visible
+
+    total = os.fstat(f.fileno()).st_size or 1
+    for n, line in enumerate(f, 1):
+        yield line
+        if not n & 0xFFFF:
+            sys.stderr.write(f"\rleak-check: {visible(name)} {f.tell() * 100 // total}% "
+                             f"({n:,} lines)")
+    sys.stderr.write("\r\x1b[K")
 
 
 def _open_training(path: str) -> tuple[str, BinaryIO]:

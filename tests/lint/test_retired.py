@@ -176,3 +176,11 @@ def test_docs_and_code_agree_on_the_ge62x_codes() -> None:
     source = Path(retired.__file__).read_text()
     emitted = set(re.findall(r'"(GE62\d)"', source))
     assert documented == emitted == {"GE620", "GE621", "GE622", "GE623"}
+
+
+def test_goldens_turned_into_a_symlink_is_ge801_only(committed: Repo) -> None:
+    committed.remove(G)
+    os.symlink("elsewhere.jsonl", committed.path / G)
+    committed.git("add", "-A")
+    res = run_cli("lint", "--staged", cwd=committed.path)
+    assert res.code == 1 and "GE801" in res.out and "GE620" not in res.out
