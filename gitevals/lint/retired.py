@@ -12,7 +12,7 @@ and a retired id stays retired. Codes:
 What "before" means is ``previous_tree``: HEAD for the index (the commit hook) and the
 working tree, a revision's first parent for ``--rev`` and the publish check. When
 neither file changed since then there is nothing to compare and nothing is read: the
-one-file commit hook pays two blob-SHA lookups (benchmarks/bench_lint.py). When one
+one-file commit hook pays four blob-SHA lookups (benchmarks/bench_lint.py). When one
 did, only the lines that differ are parsed, unless an id left or the retired list
 changed (then every row's id is read, to be exact about where an id still is).
 
