@@ -24,6 +24,7 @@ the id it holds, surrounding whitespace stripped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -80,12 +81,14 @@ def compare(before: Side | None, now: Side, goldens_path: str, retired_path: str
     new_lines = _lines(now.goldens)
     old_lines = _lines(before.goldens) if before else []
     old_set, new_set = set(old_lines), set(new_lines)
-    fresh = {n: line for n, line in enumerate(new_lines, 1) if line not in old_set}
+    fresh = _ids((n, line) for n, line in enumerate(new_lines, 1) if line not in old_set)
     gone = _ids((n, line) for n, line in enumerate(old_lines, 1) if line not in new_set)
-    for key in _ids(fresh.items()):  # ids on new or edited lines are still here
+    for key in fresh:  # ids on new or edited lines are still here
         gone.pop(key, None)
-    everywhere = gone or retired.keys() != old_retired.keys() or before is None
-    present = _ids(enumerate(new_lines, 1) if everywhere else fresh.items())
+    # Ids that may sit on an unchanged line: one that left an edited line, and a newly
+    # retired one (at a root commit, every retired one).
+    wanted = {*gone, *(k for k in retired if before is None or k not in old_retired)}
+    present = _present(new_lines, now.goldens or b"", wanted, fresh)
     end = len(_retired_lines(now.retired)) + 1
     where = f" in {before.label}" if before and before.label else " before"
     for key, old_n in sorted(gone.items(), key=lambda kv: kv[1]):
@@ -161,6 +164,30 @@ def _ids(numbered: Iterable[tuple[int, str]]) -> dict[str, int]:
         if key is not None:
             out.setdefault(key, n)
     return out
+
+
+#: More ids than this to look for: reading every row's id is quicker than searching.
+_SEARCH_LIMIT = 32
+_UNPLAIN = re.compile(r'["\\\x00-\x1f]')
+
+
+def _present(lines: list[str], data: bytes, wanted: set[str], fresh: dict[str, int]
+             ) -> dict[str, int]:
+    """``id -> first line`` of the ids in ``fresh`` and of the ``wanted`` ids wherever
+    they are. A wanted id found nowhere in the text is absent without parsing a line:
+    sound when the file holds no ``\\u`` escape and the id nothing JSON must escape
+    (its characters then appear as they are); otherwise every row's id is read."""
+    todo = wanted - fresh.keys()
+    if not todo:
+        return fresh
+    if len(todo) > _SEARCH_LIMIT or b"\\u" in data or any(_UNPLAIN.search(k) for k in todo):
+        return _ids(enumerate(lines, 1))
+    text = data.decode("utf-8", "replace")
+    todo = {k for k in todo if k in text}
+    found = _ids((n, line) for n, line in enumerate(lines, 1)
+                 if any(k in line for k in todo)) if todo else {}
+    return {k: min(n, found.get(k, n)) for k, n in fresh.items()} | {
+        k: n for k, n in found.items() if k not in fresh}
 
 
 def _id_col(line: str) -> int:

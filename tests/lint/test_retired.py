@@ -184,3 +184,25 @@ def test_goldens_turned_into_a_symlink_is_ge801_only(committed: Repo) -> None:
     committed.git("add", "-A")
     res = run_cli("lint", "--staged", cwd=committed.path)
     assert res.code == 1 and "GE801" in res.out and "GE620" not in res.out
+
+
+SEARCH = [
+    ("gone id found on an unchanged line", rows("a", "b") + rows("b", x="2"), None,
+     rows("a") + rows("b", x="2"), None, []),
+    ("escaped file reads every row", rows("a", "b"), None,
+     rows("a") + '{"id": "\\u0062", "input": "same id, escaped"}\n', None, []),
+    ("newly retired id on an unchanged line", rows("a", "b"), None, rows("a", "b"), "a\n",
+     [("G", 1, "GE621")]),
+    ("id needing escapes", rows('q"1', "b"), None, rows("b"), 'q"1\n', []),
+    ("many ids gone at once", rows(*range(40)), None, rows(0), None,
+     [("R", 1, "GE620")] * 39),
+]
+
+
+@pytest.mark.parametrize(("old_g", "old_r", "new_g", "new_r", "expected"),
+                         [t[1:] for t in SEARCH], ids=[t[0] for t in SEARCH])
+def test_compare_finds_ids_on_unchanged_lines(old_g: str, old_r: str | None, new_g: str,
+                                              new_r: str | None,
+                                              expected: list[tuple[str, int, str]]) -> None:
+    found = compare(side(old_g, old_r), side(new_g, new_r), "G", "R")
+    assert [(f.path, f.line, f.code) for f in found] == expected
