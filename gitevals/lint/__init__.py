@@ -111,21 +111,10 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
-        result = run.lint(paths, found)
-        return _with_retired(result, tree, settings.root) if not found else result
+        return run.lint(paths, found)
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _with_retired(result: LintResult, tree: Tree, root: str) -> LintResult:
-    """``result`` with the retired-id findings (GE620-GE623: ``lint.retired``): whatever
-    files were named, as a commit that deletes goldens.jsonl names none of them."""
-    from gitevals.lint.retired import lint_retired
-
-    extra = lint_retired(tree, root)
-    return LintResult(tuple(sorted([*result.findings, *extra])), result.files) if extra \
-        else result
 
 
 class _Run:
@@ -143,6 +132,7 @@ class _Run:
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
+        from gitevals.lint.retired import lint_retired
 
         missing = None if settings_findings else self._missing_root(paths)
         if missing is not None:
@@ -150,7 +140,10 @@ class _Run:
         cases, goldens = self._inputs(paths)
         # Never cached: they cost a listing, and a file's kind is not in its blob SHA.
         named = None if self.full or paths is None else [p.strip("/") for p in paths]
-        settings_findings = [*settings_findings, *self._refused(named), *_case_layout(
+        # Retired ids (GE620-GE623) whatever files were named: a commit that deletes
+        # goldens.jsonl names none of them. Never cached: it costs four SHA lookups.
+        retired = [] if settings_findings else lint_retired(self.tree, self.root)
+        settings_findings = [*settings_findings, *retired, *self._refused(named), *_case_layout(
             self.root, [i.path for i in cases])]
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
