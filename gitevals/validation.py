@@ -358,8 +358,8 @@ def quick_check(name: str) -> Callable[[JSONObject], bool]:
 
 def compile_simple(schema: Mapping[str, JSON]) -> Callable[[JSONObject], bool] | None:
     """The sound fast check for ``schema``, or None when its shape is not understood: an
-    object with ``required`` and ``properties`` typed by ``type``/``minLength``, extra
-    keys allowed."""
+    object with ``required`` and ``properties`` typed by ``type``/``minLength`` or a
+    string ``enum``, extra keys allowed."""
     top = set(schema) - _SIMPLE_ANNOTATIONS
     if (schema.get("type") != "object" or top - {"type", "required", "properties",
                                                  "additionalProperties"}
@@ -371,7 +371,7 @@ def compile_simple(schema: Mapping[str, JSON]) -> Callable[[JSONObject], bool] |
     names = tuple(r for r in required if isinstance(r, str))
     if len(names) != len(required):
         return None
-    props: list[tuple[str, tuple[type, ...] | None, int]] = []
+    props: list[tuple[str, tuple[type, ...] | None, int, frozenset[str] | None]] = []
     for name, sub in properties.items():
         rule = _simple_property(sub)
         if rule is None:
@@ -380,30 +380,38 @@ def compile_simple(schema: Mapping[str, JSON]) -> Callable[[JSONObject], bool] |
     return _make_check(names, props)
 
 
-def _simple_property(sub: JSON) -> tuple[tuple[type, ...] | None, int] | None:
-    if not isinstance(sub, dict) or set(sub) - _SIMPLE_ANNOTATIONS - {"type", "minLength"}:
+def _simple_property(sub: JSON
+                     ) -> tuple[tuple[type, ...] | None, int, frozenset[str] | None] | None:
+    if not isinstance(sub, dict) or set(sub) - _SIMPLE_ANNOTATIONS - {"type", "minLength",
+                                                                       "enum"}:
         return None
+    allowed = sub.get("enum")
+    if allowed is not None:  # strings only: JSON equality is then Python's
+        if not isinstance(allowed, list) or not all(type(v) is str for v in allowed):
+            return None
+        rule = _simple_property({k: v for k, v in sub.items() if k != "enum"})
+        return None if rule is None else (rule[0], rule[1], frozenset(map(str, allowed)))
     min_len, names = sub.get("minLength", 0), sub.get("type")
     if not isinstance(min_len, int):
         return None
     if names is None:
-        return None, min_len
+        return None, min_len, None
     names = [names] if isinstance(names, str) else names
     known = [t for t in names if isinstance(t, str) and t in _TYPES] \
         if isinstance(names, list) else []
     if not isinstance(names, list) or len(known) != len(names):
         return None
-    return tuple(c for t in known for c in _TYPES[t]), min_len
+    return tuple(c for t in known for c in _TYPES[t]), min_len, None
 
 
 def _make_check(required: tuple[str, ...],
-                props: list[tuple[str, tuple[type, ...] | None, int]]
+                props: list[tuple[str, tuple[type, ...] | None, int, frozenset[str] | None]]
                 ) -> Callable[[JSONObject], bool]:
     def check(row: JSONObject) -> bool:
         for name in required:
             if name not in row:
                 return False
-        for name, types, min_len in props:
+        for name, types, min_len, allowed in props:
             if name not in row:
                 continue
             value = row[name]
@@ -412,6 +420,8 @@ def _make_check(required: tuple[str, ...],
             if types is not None and cls not in types:
                 return False
             if min_len and type(value) is str and len(value) < min_len:
+                return False
+            if allowed is not None and (cls is not str or value not in allowed):
                 return False
         return True
 

@@ -1025,3 +1025,17 @@ def open_tree(rev: str | None = None, staged: bool = False, start: Path | None =
         return IndexTree(repo) if staged else RevisionTree(repo, rev or "HEAD")
     found = open_repo(start)
     return WorkingTree(found.work_root if found else (start or Path.cwd()).resolve())
+
+
+def previous_tree(tree: Tree) -> Tree | None:
+    """The tree a commit of ``tree`` follows: a revision's first parent; HEAD for the
+    index or a working tree. None for a root commit, an unborn branch, or a directory
+    outside any repository (nothing came before it)."""
+    if isinstance(tree, RevisionTree):
+        with _translated("read the parents of a commit"):
+            parents = _commit(tree.repo.raw, tree.commit or "HEAD").parent_ids
+        return RevisionTree(tree.repo, str(parents[0])) if parents else None
+    repo = tree.repo if isinstance(tree, _GitTree) else open_repo(Path(tree.location))
+    if repo is None or repo.raw.head_is_unborn:
+        return None
+    return RevisionTree(repo, "HEAD")

@@ -135,6 +135,7 @@ class _Run:
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
+        from gitevals.lint.retired import lint_retired
 
         missing = None if settings_findings else self._missing_root(paths)
         if missing is not None:
@@ -142,7 +143,10 @@ class _Run:
         cases, goldens = self._inputs(paths)
         # Never cached: they cost a listing, and a file's kind is not in its blob SHA.
         named = None if self.full or paths is None else [p.strip("/") for p in paths]
-        settings_findings = [*settings_findings, *self._refused(named), *_case_layout(
+        # Retired ids (GE620-GE623) whatever files were named: a commit that deletes
+        # goldens.jsonl names none of them. Never cached: it costs four SHA lookups.
+        retired = [] if settings_findings else lint_retired(self.tree, self.root)
+        settings_findings = [*settings_findings, *retired, *self._refused(named), *_case_layout(
             self.root, [i.path for i in cases])]
         settings_findings, tasks = self._tasks(settings_findings, named)
         if not self.full:  # named files (the pre-commit hook): per-file cache only

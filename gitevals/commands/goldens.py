@@ -1,0 +1,124 @@
+"""``gitevals goldens stats`` and ``gitevals goldens leak-check``: the golden set as a
+whole (counts, the seed's floors) and training files checked for golden rows."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import BinaryIO
+
+    from gitevals.git.tree import Tree
+
+NAME = "goldens"
+HELP = "the golden set: counts per bucket/split/tag and floors (stats), training files " \
+       "checked for golden ids and inputs (leak-check)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="goldens_command", metavar="SUBCOMMAND", required=True,
+                                parser_class=type(parser))
+    stats = sub.add_parser("stats", help="items per bucket, split and tag; the seed's floors "
+                           "(>= 100 items, 4-8 buckets)",
+                           description="Count goldens.jsonl per bucket, split and tag, and "
+                           "say which of the seed's floors are not met.")
+    _tree_arguments(stats)
+    stats.set_defaults(_goldens=_stats)
+    leak = sub.add_parser("leak-check", help="exit 1 when a training file holds a golden "
+                          "(same id, or same input once normalized)",
+                          description="List every training row (file:line) that carries a "
+                          "golden id or a golden's input after normalization (case, "
+                          "whitespace, punctuation), holdout items included.")
+    leak.add_argument("training", nargs="+", metavar="TRAIN.jsonl",
+                      help="training files, one JSON object a line (streamed)")
+    leak.add_argument("--field", default="input", metavar="NAME",
+                      help="the training rows' field compared with each golden's input "
+                           "(default: input; a chat 'messages' list compares its user turns)")
+    _tree_arguments(leak)
+    leak.set_defaults(_goldens=_leak_check)
+
+
+def _tree_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rev", metavar="REV",
+                        help="read goldens.jsonl as committed at REV (default: working tree)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or json")
+
+
+def run(args: argparse.Namespace) -> int:
+    code: int = args._goldens(args)
+    return code
+
+
+def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
+    """``<root>/goldens.jsonl`` of ``tree``: its path and bytes (UsageError when absent)."""
+    from gitevals.errors import UsageError
+    from gitevals.settings import load_settings
+
+    root = load_settings(tree)[0].root
+    path = f"{root}/goldens.jsonl" if root else "goldens.jsonl"
+    data = tree.read(path)
+    if data is None:
+        why = "not a regular file gitevals reads" if tree.entry(path) else "no such file"
+        raise UsageError(f"{path}: {why} in {tree.label}; commit one JSON object a line "
+                         "(see docs/goldens.md)")
+    return path, data
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from gitevals.git.tree import open_tree
+    from gitevals.goldenset.stats import stats_of
+    from gitevals.report.goldens import stats_json, stats_text
+
+    tree = open_tree(rev=args.rev)
+    path, data = goldens_bytes(tree)
+    stats = stats_of(data)
+    render = stats_json if args.format == "json" else stats_text
+    sys.stdout.write(render(stats, path, tree.label))
+    return 0
+
+
+def _leak_check(args: argparse.Namespace) -> int:
+    from gitevals.git.tree import open_tree
+    from gitevals.goldenset.leak import index_goldens
+    from gitevals.report.goldens import LeakReport, leak_json, leak_text
+
+    files = [_open_training(p) for p in args.training]  # every file opens before any scan
+    tree = open_tree(rev=args.rev)
+    path, data = goldens_bytes(tree)
+    index = index_goldens(data)
+    del data
+    report = LeakReport(path, tree.label, index.size)
+    for name, f in files:
+        with f:
+            report.add(name, index, _shown(name, f) if sys.stderr.isatty() else f, args.field)
+    sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
+    return 1 if report.leaks or report.unreadable else 0
+
+
+def _shown(name: str, f: BinaryIO) -> Iterator[bytes]:
+    """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
+    import os
+
+    from gitevals.report.text import visible
+
+    total = os.fstat(f.fileno()).st_size or 1
+    for n, line in enumerate(f, 1):
+        yield line
+        if not n & 0xFFFF:
+            sys.stderr.write(f"\rleak-check: {visible(name)} {f.tell() * 100 // total}% "
+                             f"({n:,} lines)")
+    sys.stderr.write("\r\x1b[K")
+
+
+def _open_training(path: str) -> tuple[str, BinaryIO]:
+    from gitevals.errors import UsageError
+
+    try:
+        return path, open(path, "rb")  # closed after its scan
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}; name a training file "
+                         "(JSON lines)") from exc

@@ -1,0 +1,239 @@
+"""The seed's Phase 0 checklist over one commit: six items, each ok, missing or n/a, with
+the command that fixes a missing one.
+
+1. goldens: ``<root>/goldens.jsonl`` committed, with at least 100 items;
+2. buckets: 4-8 failure buckets (1-2 stated n/a with ``--single-surface``);
+3. graders: every bucket mapped to one grader (``[tool.gitevals.goldens] graders``)
+   that resolves to a top-level function of ``<root>/graders/<file>.py``;
+4. judges: every bucket grader whose module calls ``t.llm`` has a calibration record
+   ``<root>/calibration/<file>.<function>.json``; n/a when none does;
+5. drift suite: ``<root>/drift-suite.yaml`` committed;
+6. baseline: some ``<root>/baseline-<model>.json`` committed.
+
+``gather`` reads the facts through a ``Tree`` (grader modules are parsed, never
+imported: ``graderfile.read`` and ``run.judge.calls_llm``); ``checklist`` is a pure
+function of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from gitevals.goldenset.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
+
+if TYPE_CHECKING:
+    from gitevals.git.tree import Tree
+    from gitevals.jsontypes import JSONObject
+
+Status = Literal["ok", "missing", "n/a"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of the checklist: what, its status, what was found, and the fix."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> JSONObject:
+        return {"name": self.name, "status": self.status, "detail": self.detail,
+                "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the checklist is decided from (one commit's files)."""
+
+    root: str
+    goldens: Stats | None  # None: no goldens.jsonl in the commit
+    mapping: dict[str, str] | None  # bucket -> grader; None: no mapping in settings
+    unresolved: dict[str, str] = field(default_factory=dict)  # grader -> why not
+    judges: tuple[str, ...] = ()  # bucket graders that call t.llm
+    llm_modules: tuple[str, ...] = ()  # grader modules calling t.llm (no mapping)
+    calibrated: frozenset[str] = frozenset()  # graders with a calibration record
+    drift_suite: bool = False
+    baselines: tuple[str, ...] = ()
+    single_surface: bool = False
+    settings_problem: str = ""  # the first finding of settings that do not load
+
+
+def checklist(f: Facts) -> list[Item]:
+    """The six items, in the seed's order."""
+    return [_goldens(f), _buckets(f), _graders(f), _judges(f), _drift(f), _baseline(f)]
+
+
+def _p(f: Facts, name: str) -> str:
+    return f"{f.root}/{name}" if f.root else name
+
+
+def _goldens(f: Facts) -> Item:
+    path = _p(f, "goldens.jsonl")
+    if f.goldens is None:
+        return Item("goldens", "missing", f"no {path} in the commit",
+                    f"label >= {MIN_ITEMS} items in {path} and commit it")
+    n = f.goldens.items
+    if n < MIN_ITEMS:
+        return Item("goldens", "missing", f"{n:,} items in {path} (want >= {MIN_ITEMS})",
+                    f"label {MIN_ITEMS - n} more and commit them "
+                    "(`gitevals goldens stats` counts them)")
+    return Item("goldens", "ok", f"{n:,} items committed in {path}")
+
+
+def _buckets(f: Facts) -> Item:
+    names = f.goldens.bucket_names if f.goldens else []
+    n, want = len(names), f"want {MIN_BUCKETS}-{MAX_BUCKETS}"
+    if MIN_BUCKETS <= n <= MAX_BUCKETS:
+        return Item("buckets", "ok", f"{n} buckets: {', '.join(names)}")
+    if n in (1, 2) and f.single_surface:
+        return Item("buckets", "n/a", f"{n} bucket{'s' if n > 1 else ''}: stated a "
+                    "single-failure-surface task (--single-surface)")
+    fix = ('give each golden a "bucket" (axial coding into 4-8 failure modes)' if n == 0
+           else "merge buckets that are one failure mode" if n > MAX_BUCKETS
+           else "split into 4-8 failure modes, or run `gitevals doctor --single-surface` "
+                "for a single-failure-surface task")
+    return Item("buckets", "missing", f"{n} buckets ({want})", fix)
+
+
+def _graders(f: Facts) -> Item:
+    names = f.goldens.bucket_names if f.goldens else []
+    if f.settings_problem:
+        return Item("graders", "missing", f"settings do not load: {f.settings_problem}",
+                    "fix the settings (`gitevals lint` lists every problem)")
+    if not names:
+        return Item("graders", "missing", "no buckets to grade yet",
+                    "name the buckets first (item buckets)")
+    mapping = f.mapping or {}
+    unmapped = [b for b in names if b not in mapping]
+    fix = ("map each bucket to one grader in settings: [tool.gitevals.goldens] graders = "
+           '{bucket = "file.function"}')
+    if unmapped:
+        return Item("graders", "missing", f"no grader for bucket(s) {', '.join(unmapped)}",
+                    fix)
+    if f.unresolved:
+        first = sorted(f.unresolved)[0]
+        return Item("graders", "missing", f"grader {first} does not resolve: "
+                    f"{f.unresolved[first]}", "fix the name or the module "
+                    "(`gitevals lint` says where)")
+    return Item("graders", "ok", f"{len(names)} buckets, one grader each")
+
+
+def _judges(f: Facts) -> Item:
+    if f.mapping is None and f.llm_modules:
+        return Item("judges", "missing", "grader module(s) "
+                    f"{', '.join(f.llm_modules)} call t.llm but no bucket is mapped to a "
+                    "grader, so which judges gate is unknown",
+                    "map buckets to graders (item graders), then calibrate each judge")
+    if not f.judges:
+        return Item("judges", "n/a", "no bucket grader calls t.llm: nothing to calibrate "
+                    "(all deterministic)")
+    todo = [g for g in f.judges if g not in f.calibrated]
+    if todo:
+        return Item("judges", "missing", f"judge(s) without a calibration record: "
+                    f"{', '.join(todo)}", f"`gitevals calibrate` {todo[0]}, then commit "
+                    f"{_p(f, 'calibration/' + todo[0] + '.json')}")
+    return Item("judges", "ok", f"{len(f.judges)} judge(s) calibrated: {', '.join(f.judges)}")
+
+
+def _drift(f: Facts) -> Item:
+    path = _p(f, "drift-suite.yaml")
+    if f.drift_suite:
+        return Item("drift suite", "ok", f"{path} committed")
+    return Item("drift suite", "missing", f"no {path} in the commit",
+                f"write {path} (frozen benchmarks and drift budget, docs/goldens.md) and "
+                "commit it")
+
+
+def _baseline(f: Facts) -> Item:
+    if f.baselines:
+        return Item("baseline", "ok", f"{', '.join(f.baselines)} committed")
+    path = _p(f, "baseline-NAME.json")
+    return Item("baseline", "missing", f"no {_p(f, 'baseline-<model>.json')} in the commit",
+                "run the goldens against the base model, then `gitevals baseline "
+                f"ARTIFACT --model NAME` and commit {path}")
+
+
+def complete(items: list[Item]) -> bool:
+    """Phase 0 is complete when no item is missing (n/a counts as stated)."""
+    return all(i.status != "missing" for i in items)
+
+
+# -- reading the facts (IO through a Tree) ---------------------------------------------
+
+
+def gather(tree: Tree, single_surface: bool = False) -> Facts:
+    """The facts of ``tree`` (a commit), read through it; no code of it runs."""
+    from gitevals.goldenset.stats import stats_of
+    from gitevals.settings import load_settings
+
+    settings, problems = load_settings(tree)
+    root = settings.root
+    data = tree.read(_join(root, "goldens.jsonl"))
+    mapping = _mapping(settings.raw)
+    graders = sorted(set(mapping.values())) if mapping else []
+    judges = _llm_graders(tree, root, graders)
+    calibrated = frozenset(g for g in judges
+                           if tree.blob_sha(_join(root, f"calibration/{g}.json")))
+    top = _join(root, "")
+    baselines = tuple(p for p in tree.blob_shas(top)
+                      if "/" not in p[len(top):] and p[len(top):].startswith("baseline-")
+                      and p.endswith(".json"))
+    return Facts(root, stats_of(data) if data is not None else None, mapping,
+                 _unresolved(tree, root, graders), tuple(judges),
+                 () if mapping else _llm_modules(tree, root), calibrated,
+                 tree.blob_sha(_join(root, "drift-suite.yaml")) is not None, baselines,
+                 single_surface, str(problems[0]) if problems else "")
+
+
+def _join(root: str, name: str) -> str:
+    return f"{root}/{name}" if root else name
+
+
+def _mapping(raw: JSONObject) -> dict[str, str] | None:
+    """``[tool.gitevals.goldens] graders`` as bucket -> grader (string values only)."""
+    table = raw.get("goldens")
+    graders = table.get("graders") if isinstance(table, dict) else None
+    if not isinstance(graders, dict):
+        return None
+    return {str(k): v for k, v in graders.items() if isinstance(v, str)}
+
+
+def _unresolved(tree: Tree, root: str, graders: list[str]) -> dict[str, str]:
+    from gitevals.graderfile import read, why_not
+
+    out: dict[str, str] = {}
+    for name in graders:
+        file, _, function = name.partition(".")
+        path = _join(root, f"graders/{file}.py")
+        source = tree.read(path) if file and function else None
+        if source is None:
+            out[name] = (f"no module {path}" if file and function
+                         else "a grader is named <file>.<function>")
+            continue
+        why = why_not(read(source), function)
+        if why is not None:
+            out[name] = f"{path} has no function {function}: {why}"
+    return out
+
+
+def _llm_graders(tree: Tree, root: str, graders: list[str]) -> list[str]:
+    from gitevals.run.preflight import llm_graders
+
+    return llm_graders(tree, root, set(graders)) if graders else []
+
+
+def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:
+    from gitevals.run.judge import calls_llm
+
+    base = _join(root, "graders/")
+    out = []
+    for path, sha in tree.blob_shas(base).items():
+        rest = path[len(base):]
+        if "/" in rest or not rest.endswith(".py"):
+            continue
+        [source] = tree.read_blobs([sha])
+        if calls_llm(source):
+            out.append(rest[:-3])
+    return tuple(sorted(out))
