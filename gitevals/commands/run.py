@@ -34,8 +34,9 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", nargs="*", metavar="CASE",
-                        help="case names (file name without directory or .yaml); default all")
+    parser.add_argument("cases", nargs="*", metavar="NAME",
+                        help="case names (file name without directory or .yaml) or task "
+                             "names (directory under tasks/); default all")
     parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
     parser.add_argument("--trials", type=_positive, metavar="N",
                         help="run every scenario N times instead of its own trials")
@@ -53,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run this case file, from outside the tree, against the commit's "
                              "graders and harness (linted first; kept in results/drafts/, "
                              "never as the commit's run or note)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run task verifiers directly on this machine, without "
+                             "bubblewrap (no isolation; recorded in the artifact)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
@@ -149,9 +153,15 @@ def _refused(the_plan: Plan) -> list[Refused]:
     from gitevals.report.runs import Refused
 
     cases_dir = f"{the_plan.settings.root}/cases/"
+    tasks_dir = f"{the_plan.settings.root}/tasks/"
+
+    def owner(path: str) -> str | None:  # the case or task a finding belongs to
+        if path.startswith(cases_dir):
+            return case_name(path)
+        return path[len(tasks_dir):].split("/")[0] if path.startswith(tasks_dir) else None
+
     return [Refused(name, tuple(str(f) for f in the_plan.findings
-                                if f.severity == "error" and f.path.startswith(cases_dir)
-                                and case_name(f.path) == name))
+                                if f.severity == "error" and owner(f.path) == name))
             for name in the_plan.blocked]
 
 
@@ -201,11 +211,15 @@ def run(args: argparse.Namespace) -> int:
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
         print(draft.rename(f) if draft else f, file=sys.stderr)
+    tasks_dir = f"{the_plan.settings.root}/tasks/{{}}/"
     for name in the_plan.blocked:
-        what = f"draft {args.draft}" if draft else f"case {name!r}"
+        is_task = any(f.path.startswith(tasks_dir.format(name)) for f in the_plan.findings)
+        what = (f"draft {args.draft}" if draft else f"task {name!r}" if is_task
+                else f"case {name!r}")
         print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
-    if not the_plan.cases:
+    bwrap = _sandbox(the_plan, args.no_sandbox)
+    if not the_plan.cases and not the_plan.tasks:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
@@ -218,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight, bwrap)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -257,8 +271,35 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
     preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
 
 
+def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
+    """The bubblewrap that runs task verifiers (None: no tasks, or ``--no-sandbox``); what
+    a run of tasks cannot realize (an image) is said here, once."""
+    from gitevals.run.tasks import gap_lines
+
+    for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:
+        print(line if line.startswith("gitevals:") else f"gitevals: {line}", file=sys.stderr)
+    if not the_plan.tasks or no_sandbox:
+        return None
+    from gitevals.errors import UsageError
+    from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
+
+    bwrap = find_bwrap()
+    if bwrap is None:
+        where = f"${BWRAP_ENV}" if BWRAP_ENV in os.environ else "PATH"
+        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap on {where}: "
+                         "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
+                         "--no-sandbox to run them without isolation (recorded in the artifact)")
+    why = probe(bwrap)
+    if why is not None:
+        from gitevals.report.text import one_line, visible
+
+        raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
+                         " allow unprivileged user namespaces, or pass --no-sandbox")
+    return bwrap
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True) -> Run:
+             jobs: int, check: bool = True, bwrap: str | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -276,7 +317,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             from gitevals.run.preflight import check_target
 
             check_target(the_plan.settings.target, str(tmp))
-        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
+        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), bwrap)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -284,8 +325,11 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
+        label = f"{cases} case{'s' * (cases != 1)}" + (
+            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
+            if the_plan.tasks else "")
         try:
-            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total(),
+            with progress(label, the_plan.total(),
                           groups=("cases", cases)) as update:
                 execution.run(lambda t: update(t.done, t.failures, t.running, t.cases_done))
         finally:

@@ -115,7 +115,8 @@ def environment(call: Call, mounts: Mounts | None = None) -> dict[str, str]:
     places = ((mounts.tests, mounts.logs, mounts.workspace) if mounts
               else (TESTS, LOGS, call.workdir))
     env = dict(BASE_ENV)
-    env.update(zip(("GITEVALS_TESTS", "GITEVALS_LOGS", "GITEVALS_WORKSPACE"), places))
+    env.update(zip(("GITEVALS_TESTS", "GITEVALS_LOGS", "GITEVALS_WORKSPACE"), places,
+                   strict=True))
     env.update(call.env)
     return env
 
