@@ -60,6 +60,8 @@ class Settings:
     judge: Judge | None = None
     source: str | None = None  # the file the settings came from
     raw: JSONObject = field(default_factory=dict)  # the settings table as written
+    #: ``[tool.gitevals.tasks] max_instruction_chars``: the longest task instruction.
+    max_instruction_chars: int = 4096
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -139,7 +141,10 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):
         refused.update((k, str(v)) for k, v in extra.items())
-    return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw)
+    tasks = raw.get("tasks")
+    most = tasks.get("max_instruction_chars") if isinstance(tasks, dict) else None
+    return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
+                    **({"max_instruction_chars": most} if isinstance(most, int) else {}))
 
 
 def _text(value: JSON) -> str | None:
@@ -180,30 +185,33 @@ MAX_DEPTH = 100
 _LONG_NUMBER = re.compile(r"[0-9][0-9_]{4299,}")
 
 
-def _parse_toml(data: bytes, path: str) -> tuple[str, JSONObject, Finding | None]:
+def _parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settings",
+                depth_hint: str = "settings are at most three levels deep"
+                ) -> tuple[str, JSONObject, Finding | None]:
     """The text and table of a settings file, or a GE700 finding saying why it cannot be
-    read: bad UTF-8 or TOML, nesting past ``MAX_DEPTH``, a number too large to hold."""
+    read: bad UTF-8 or TOML, nesting past ``MAX_DEPTH``, a number too large to hold.
+    (``code``, ``what`` and ``depth_hint`` word it for another TOML file: task.toml.)"""
     text, doc = "", {}
     try:
         text = data.decode("utf-8")
         deep = _too_deep(text)
         if deep is not None:
-            return text, {}, Finding(path, deep[0], deep[1], "GE700",
-                                     f"cannot read settings: nested more than {MAX_DEPTH} "
-                                     "levels deep; settings are at most three levels deep")
+            return text, {}, Finding(path, deep[0], deep[1], code,
+                                     f"cannot read {what}: nested more than {MAX_DEPTH} "
+                                     "levels deep; " + depth_hint)
         doc = tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         line, col = _toml_error_position(str(exc))
-        return text, {}, Finding(path, line, col, "GE700",
-                                 f"cannot read settings: {exc}; fix the TOML syntax")
+        return text, {}, Finding(path, line, col, code,
+                                 f"cannot read {what}: {exc}; fix the TOML syntax")
     except (ValueError, RecursionError, MemoryError) as exc:
         # ValueError: an integer past int_max_str_digits; the others: nesting the
         # scan above did not see (it cannot: the parser refused first).
         m = _LONG_NUMBER.search(text)
         line, col = _offset_position(text, m.start()) if m else (1, 1)
-        what = "a number too large to read" if m else f"{type(exc).__name__}"
-        return text, {}, Finding(path, line, col, "GE700",
-                                 f"cannot read settings: {what}; fix the TOML")
+        why = "a number too large to read" if m else f"{type(exc).__name__}"
+        return text, {}, Finding(path, line, col, code,
+                                 f"cannot read {what}: {why}; fix the TOML")
     return text, doc, None
 
 

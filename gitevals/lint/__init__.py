@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
     from gitevals.lint.graders import Index, RefLike
+    from gitevals.settings import Settings
 
     #: One file's findings and the grader names it references.
     _Result = tuple[list[Finding], list[RefLike]]
@@ -111,6 +112,7 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
+        run.settings = settings
         return run.lint(paths, found)
     finally:
         if was_enabled:
@@ -129,6 +131,7 @@ class _Run:
         self.full = True  # every case and goldens file is in this run (no PATH filter)
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
         self.oversize: dict[str, Finding] = {}  # listed files too large to read (GE104)
+        self.settings: Settings | None = None  # for the task rules (lint_tree sets it)
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -141,10 +144,11 @@ class _Run:
         named = None if self.full or paths is None else [p.strip("/") for p in paths]
         settings_findings = [*settings_findings, *self._refused(named), *_case_layout(
             self.root, [i.path for i in cases])]
+        settings_findings, tasks = self._tasks(settings_findings, named)
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
             found.extend(self.oversize.values())
-            return LintResult(tuple(sorted([*settings_findings, *found])), files)
+            return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
                                       for i in (*cases, *goldens, *graders)))
@@ -157,7 +161,20 @@ class _Run:
             self.store.put("run", everything, {"findings": [_row(f) for f in found],
                                                "files": files})
         found = [*found, *self.oversize.values()]
-        return LintResult(tuple(sorted([*settings_findings, *found])), files)
+        return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks)
+
+    def _tasks(self, findings: list[Finding], named: list[str] | None
+               ) -> tuple[list[Finding], int]:
+        """``findings`` with the task directories' findings in place of the eval tree's
+        GE801/GE104 for their files (large data and inner links are normal in a task),
+        and how many tasks were checked."""
+        from gitevals.lint.tasks import inside, lint_tasks
+
+        if self.settings is None:
+            return findings, 0
+        found, checked, dirs = lint_tasks(self.tree, self.settings, self.store, named)
+        kept = [f for f in findings if not (f.code in ("GE801", "GE104") and inside(f.path, dirs))]
+        return [*kept, *found], checked
 
     def _lint_inputs(self, cases: list[Input], goldens: list[Input],
                      graders: list[Input] | None) -> tuple[list[Finding], int]:

@@ -37,6 +37,7 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 def _rule_sources() -> Iterable[Path]:
     """Files whose content decides findings: the lint package, its helpers and the schemas."""
     yield from sorted((_PACKAGE / "lint").glob("*.py"))
+    yield from sorted((_PACKAGE / "tasks").glob("*.py"))  # the task rules live there
     for name in ("yamlsafe.py", "findings.py", "model.py", "settings.py", "validation.py",
                  "graderfile.py"):
         yield _PACKAGE / name

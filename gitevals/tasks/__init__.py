@@ -1,1 +1,2 @@
-"""Task directories (Harbor / Terminal-Bench): ``<root>/tasks/<name>/`` whose own verifier decides."""
+"""Task directories (Harbor / Terminal-Bench): ``<root>/tasks/<name>/``, whose own verifier
+decides."""

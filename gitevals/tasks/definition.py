@@ -26,6 +26,9 @@ class Verifier:
     timeout_sec: float | None        # [verifier] timeout_sec
     env: tuple[tuple[str, str], ...]  # [verifier.env], sorted by name
     reward_format: str               # "reward_text" (reward.txt) | "reward_json" (reward.json)
+    #: True: task.toml does not set reward_format ("reward_text" above is the default);
+    #: Harbor's own convention then reads whichever of reward.txt / reward.json exists.
+    reward_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,11 @@ class Task:
     environment: Environment
     version: str | None = None
     metadata: JSONObject = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # tree path -> blob sha, every file of the task
+    #: tree path -> blob sha, every file of the task
+    files: dict[str, str] = field(default_factory=dict)
+    declared_name: str | None = None  # task.toml's own name (top-level name, or [task] name)
+    #: Dotted task.toml keys that were read and are not used by gitevals (shown by compile).
+    unused: tuple[str, ...] = ()
 
     def gaps(self) -> list[str]:
         """What gitevals does not realize of this task's environment, in words, sorted."""
