@@ -137,7 +137,8 @@ def _head(doc: JSONObject) -> list[str]:
     outcome = "passed" if doc.get("passed") is True else "FAILED"
     return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
             f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
-            f"({str(doc['commit'])[:12]}), case file {visible(doc['path'])}"]
+            f"({str(doc['commit'])[:12]}), {'task' if 'task' in doc else 'case file'} "
+            f"{visible(doc['path'])}"]
 
 
 def _turn(i: int, turn: JSONObject) -> list[str]:
@@ -203,7 +204,7 @@ def _iterations(task: JSONObject) -> list[str]:
                    f"{_ms(it.get('duration_ms'))}")
         if it.get("error") is not None:
             out.append(f"      error {_error(it['error'])}")
-        out.append(f"      verifier output: {_block(it.get('verifier_tail') or None, '        ')}")
+        out.append(f"      verifier output: {_block(_text(it.get('verifier_tail') or '').rstrip() or None, '        ')}")
     final = task.get("final_reward")
     out.append(f"state {_short(task.get('state'))}, final reward "
                f"{'(none)' if final is None else _value(final)}")
