@@ -204,7 +204,8 @@ def _iterations(task: JSONObject) -> list[str]:
                    f"{_ms(it.get('duration_ms'))}")
         if it.get("error") is not None:
             out.append(f"      error {_error(it['error'])}")
-        out.append(f"      verifier output: {_block(_text(it.get('verifier_tail') or '').rstrip() or None, '        ')}")
+        tail = _text(it.get("verifier_tail") or "").rstrip() or None
+        out.append(f"      verifier output: {_block(tail, '        ')}")
     final = task.get("final_reward")
     out.append(f"state {_short(task.get('state'))}, final reward "
                f"{'(none)' if final is None else _value(final)}")
