@@ -13,9 +13,12 @@ from gitevals.run.artifact import (
     CaseRun,
     ErrorRecord,
     GraderAnswer,
+    Iteration,
     Options,
     Run,
     ScenarioRun,
+    TaskInfo,
+    TaskTrial,
     Transcript,
     Trial,
     Verdict,
@@ -36,6 +39,9 @@ MODELS = [
     ("assertion", AssertionOutcome, DEFS["assertion"]),
     ("verdict", Verdict, DEFS["verdict"]),
     ("error", ErrorRecord, DEFS["error"]),
+    ("task", TaskInfo, DEFS["task"]),
+    ("task_trial", TaskTrial, DEFS["task_trial"]),
+    ("iteration", Iteration, DEFS["iteration"]),
 ]
 
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from gitevals.run.runner import Plan, Provenance
 
 NAME = "run"
-HELP = "run cases against the harness as committed at REV (default HEAD) and record verdicts"
+HELP = ("run cases and tasks against the harness as committed at REV (default HEAD) and "
+        "record verdicts")
 
 EXIT_INTERRUPTED = 130
 
