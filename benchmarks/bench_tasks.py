@@ -76,7 +76,8 @@ def main() -> int:
                 times[name].append(time.perf_counter() - started)
                 assert rewards == {"reward": 1.0}, why
     floor = statistics.median(times["direct"])
-    print(f"{'row':<12} {'median ms':>10} {'p90 ms':>8} {'x direct':>9}   ({args.calls} calls each)")
+    print(f"{'row':<12} {'median ms':>10} {'p90 ms':>8} {'x direct':>9}"
+          f"   ({args.calls} calls each)")
     for name, ts in times.items():
         med = statistics.median(ts)
         p90 = statistics.quantiles(ts, n=10)[-1]

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
@@ -84,6 +85,12 @@ def test_reward_one_is_satisfied_and_everything_is_recorded(repo: Repo) -> None:
     echo = trial["transcript"]["turns"][0]["echo"]
     assert echo["text"] == "Write the answer.\n" and echo["task"] == "fix"
     assert echo["iteration"] == 0 and os.path.isabs(echo["workspace"])
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "target-input.schema.json")
+                        .read_text())
+    jsonschema.Draft202012Validator(schema).validate(echo)
+    assert set(echo) == set(schema["properties"])
+    # the workspace held environment/ without its Dockerfile
+    assert trial["transcript"]["turns"][0]["workspace_files"] == ["plan.txt"]
     # every file of the task is pinned by blob
     blob = repo.git("rev-parse", f"{commit}:evals/tasks/fix/tests/test.sh")
     assert artifact["files"]["evals/tasks/fix/tests/test.sh"] == blob

@@ -10,6 +10,7 @@ import sys
 for line in sys.stdin:
     msg = json.loads(line)
     ws = msg["workspace"]
+    files = sorted(os.listdir(ws)) if msg["iteration"] == 0 else None
     with open(os.path.join(ws, "plan.txt")) as f:
         plan = f.read().splitlines()
     step = plan[min(msg["iteration"], len(plan) - 1)]
@@ -17,4 +18,4 @@ for line in sys.stdin:
         with open(os.path.join(ws, "answer.txt"), "w") as f:
             f.write(step + "\n")
     print(json.dumps({"final_answer": "wrote " + step, "tool_calls": [], "hooks": [],
-                      "error": None, "echo": msg}), flush=True)
+                      "error": None, "echo": msg, "workspace_files": files}), flush=True)
