@@ -197,3 +197,25 @@ def test_a_flood_of_output_keeps_only_the_tail(tmp_path: Path) -> None:
     out = sandbox.run_verifier(call, sandbox.Mounts(str(tmp_path), "/t", "/l"), None)
     assert out.exit_code == 0 and out.tail.endswith("END\n")
     assert len(out.tail.encode()) <= sandbox.TAIL_BYTES
+
+
+@needs_bwrap
+def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_path: Path) -> None:
+    dirs = []
+    for name in ("ws", "tests", "logs"):
+        (tmp_path / name).mkdir()
+        dirs.append(str(tmp_path / name))
+    mounts = sandbox.Mounts(*dirs)
+    call = sandbox.Call(("sh", "-c", "cat /app/late > /logs/verifier/reward.txt"), timeout=10)
+    pending = sandbox.prepare(call, mounts, sandbox.find_bwrap())
+    (tmp_path / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
+    out = pending.run()
+    assert out.exit_code == 0
+    assert verifier.read_reward(mounts.logs, "reward_text") == ({"reward": 0.5}, None)
+    os.unlink(tmp_path / "logs" / "reward.txt")
+    cancelled = sandbox.prepare(call, mounts, sandbox.find_bwrap())
+    assert cancelled.proc is not None
+    cancelled.cancel()
+    assert cancelled.proc.returncode is not None
+    assert not (tmp_path / "logs" / "reward.txt").exists()
+    assert cancelled.run().exit_code is None  # nothing left to run

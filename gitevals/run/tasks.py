@@ -37,7 +37,14 @@ from gitevals.run.artifact import (
     transcript,
 )
 from gitevals.tasks import verifier as rewards
-from gitevals.tasks.sandbox import DEFAULT_TIMEOUT, Call, Mounts, run_verifier, workdir_problem
+from gitevals.tasks.sandbox import (
+    DEFAULT_TIMEOUT,
+    Call,
+    Mounts,
+    Pending,
+    prepare,
+    workdir_problem,
+)
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
@@ -208,17 +215,25 @@ class TaskTrials:
 
         text = task.instruction
         timeout = task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT
+        call = _call(task)
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
             msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
                    "trial": k, "task": task.name, "workspace": mounts.workspace,
                    "iteration": i}
+            # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)
+            ahead = self._start(call, mounts, base, i, 1)
             try:
                 replies.append(conv.ask(msg, time.monotonic() + timeout))
             except TargetError as exc:
                 return exc.as_dict()
-            it = self._verify(task, i, text, mounts, base)
+            finally:
+                if self.stop.is_set() or len(replies) <= i:
+                    ahead.cancel()
+            if self.stop.is_set():
+                return None
+            it = self._verify(task, call, i, text, mounts, base, ahead)
             iterations.append(it)
             if it["error"] is not None:
                 return it["error"]
@@ -229,26 +244,32 @@ class TaskTrials:
                                             task.max_iterations, it["verifier_tail"])
         return None
 
-    def _verify(self, task: Task, i: int, text: str, mounts: Mounts, base: Path) -> Iteration:
-        """Run the verifier (twice when its reward cannot be read) on iteration ``i``."""
+    def _start(self, call: Call, mounts: Mounts, base: Path, i: int, attempt: int) -> Pending:
+        """Verifier call ``attempt`` of iteration ``i``, started and waiting, with fresh logs."""
+        logs = base / f"logs-{i}-{attempt}"
+        logs.mkdir()
+        return prepare(call, Mounts(mounts.workspace, mounts.tests, str(logs)), self.bwrap)
+
+    def _verify(self, task: Task, call: Call, i: int, text: str, mounts: Mounts, base: Path,
+                ahead: Pending) -> Iteration:
+        """Run the verifier (twice when its reward cannot be read) on iteration ``i``;
+        ``ahead`` is its first call, already started."""
         started = time.monotonic()
-        call = Call(task.verifier.argv, task.environment.workdir, task.verifier.env,
-                    task.verifier.timeout_sec or DEFAULT_TIMEOUT,
-                    task.environment.allow_internet)
         found: dict[str, float] = {}
         code, tail, attempt = None, "", 0
         bad = problem = workdir_problem(call.workdir)  # the definition: no call can help
+        if bad is not None:
+            ahead.cancel()
         while bad is None and attempt < ATTEMPTS:
             attempt += 1
-            logs = base / f"logs-{i}-{attempt}"
-            logs.mkdir()
-            out = run_verifier(call, Mounts(mounts.workspace, mounts.tests, str(logs)),
-                               self.bwrap)
+            pending = ahead if attempt == 1 else self._start(call, mounts, base, i, attempt)
+            out = pending.run()
             code, tail = out.exit_code, out.tail
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
             else:
-                found, problem = rewards.read_reward(str(logs), task.verifier.reward_format)
+                found, problem = rewards.read_reward(str(base / f"logs-{i}-{attempt}"),
+                                                     task.verifier.reward_format)
             if problem is None:
                 break
         error: ErrorRecord | None = None
@@ -272,6 +293,12 @@ class TaskTrials:
         result: Trial = {"trial": k, "transcript": transcript(replies, ms), "error": error,
                          "graders": [], "assertions": [], "passed": False, "task": record}
         return judged(result, task.pass_threshold, task.max_iterations)
+
+
+def _call(task: Task) -> Call:
+    """The verifier call ``task`` defines."""
+    return Call(task.verifier.argv, task.environment.workdir, task.verifier.env,
+                task.verifier.timeout_sec or DEFAULT_TIMEOUT, task.environment.allow_internet)
 
 
 # -- judging (pure) --------------------------------------------------------------------

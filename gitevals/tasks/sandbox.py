@@ -22,7 +22,8 @@ to their host copies where they start an argv member, and the environment names 
 A script that writes ``/logs/verifier`` literally only works sandboxed. There is no
 isolation then: it is recorded in the artifact (``sandbox: "none"``).
 
-``bwrap_argv`` and ``direct_call`` are pure; ``execute`` is the IO.
+``bwrap_argv`` and ``direct_call`` are pure; ``Pending`` (``prepare``) is the IO: the
+sandbox is started while the target works and waits for the go-ahead (``WAITER``).
 """
 
 from __future__ import annotations
@@ -164,45 +165,93 @@ def direct_call(call: Call, mounts: Mounts) -> tuple[list[str], dict[str, str], 
     return [host(a) for a in call.argv], environment(call, mounts), mounts.workspace
 
 
-def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
-    """Run ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``)."""
+#: What runs first in the sandbox: it waits for one line ``go`` on stdin, then becomes
+#: the verifier. Starting bubblewrap (namespaces, mounts) costs more than a trivial
+#: verifier (``benchmarks/bench_tasks.py``), so a run starts the sandbox while the
+#: target is still working and lets the verifier go when the target answers.
+WAITER = ("/bin/sh", "-c", 'read -r go && [ "$go" = go ] && exec "$@"', "gitevals-verifier")
+
+
+class Pending:
+    """A verifier call started ahead: its sandbox is up and waits for ``run``. Whichever
+    of ``run`` and ``cancel`` comes first ends it; every process of it is killed then."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> None:
+        self.timeout = timeout
+        self.argv = argv
+        self.problem: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.read = self.go = -1
+        read, write = os.pipe()
+        go_read, self.go = os.pipe()
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=go_read, stdout=write,
+                                         stderr=write, start_new_session=True)
+            self.read = read
+        except OSError as exc:
+            os.close(read)
+            self.problem = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        finally:
+            os.close(write)
+            os.close(go_read)
+
+    def run(self) -> Outcome:
+        """Let the verifier go; its outcome once it exits or its timeout passes."""
+        started = time.monotonic()
+        if self.proc is None or self.read < 0:
+            self.cancel()
+            return Outcome(None, self.problem or "cancelled before it ran", False, 0)
+        with suppress(OSError):
+            os.write(self.go, b"go\n")
+        self._close_go()
+        tail: deque[bytes] = deque()
+        os.set_blocking(self.read, False)
+        sel = selectors.DefaultSelector()
+        sel.register(self.read, selectors.EVENT_READ)
+        timed_out = True  # until _pump says otherwise: an exception kills it all too
+        try:
+            timed_out = _pump(self.proc, sel, self.read, started + self.timeout, tail, [0])
+        finally:
+            sel.close()
+            self._end(beneath=timed_out)
+        code = None if timed_out else self.proc.returncode
+        text = b"".join(tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+        return Outcome(code, text, timed_out, int((time.monotonic() - started) * 1000))
+
+    def cancel(self) -> None:
+        """End it without running the verifier (its trial ended first)."""
+        self._close_go()
+        self._end(beneath=True)
+
+    def _close_go(self) -> None:
+        if self.go >= 0:
+            os.close(self.go)
+            self.go = -1
+
+    def _end(self, beneath: bool) -> None:
+        # Not reaped until here: its pid, which is its group's id, cannot be reused
+        # before the group is killed.
+        if self.proc is not None and self.proc.returncode is None:
+            _kill(self.proc.pid, beneath=beneath and not _exited(self.proc.pid))
+            self.proc.wait()
+        if self.read >= 0:
+            os.close(self.read)
+            self.read = -1
+
+
+def prepare(call: Call, mounts: Mounts, bwrap: str | None) -> Pending:
+    """Start ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``), waiting to run."""
     if bwrap is None:
         argv, env, cwd = direct_call(call, mounts)
-        return execute(argv, env, cwd, call.timeout)
-    return execute(bwrap_argv(bwrap, call, mounts), {}, mounts.workspace, call.timeout)
+        return Pending([*WAITER, *argv], env, cwd, call.timeout)
+    waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
+                   call.allow_internet)
+    return Pending(bwrap_argv(bwrap, waiting, mounts), {}, mounts.workspace, call.timeout)
 
 
-def execute(argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> Outcome:
-    """Run ``argv`` in a new session until it exits or ``timeout`` s pass, keeping the tail
-    of its output; then kill its process group and everything still beneath it."""
-    started = time.monotonic()
-    read, write = os.pipe()
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=write, stderr=write, start_new_session=True)
-    except OSError as exc:
-        os.close(read)
-        return Outcome(None, f"cannot start {argv[0]!r}: {exc.strerror or exc}", False, 0)
-    finally:
-        os.close(write)
-    tail: deque[bytes] = deque()
-    kept = [0]
-    deadline = started + timeout
-    os.set_blocking(read, False)
-    sel = selectors.DefaultSelector()
-    sel.register(read, selectors.EVENT_READ)
-    timed_out = True  # until _pump says otherwise: an exception kills it all too
-    try:
-        timed_out = _pump(proc, sel, read, deadline, tail, kept)
-    finally:
-        _kill(proc.pid, beneath=timed_out)
-        sel.close()
-        os.close(read)
-    code = None if timed_out else proc.wait()
-    if timed_out:
-        proc.wait()
-    text = b"".join(tail)[-TAIL_BYTES:].decode("utf-8", "replace")
-    return Outcome(code, text, timed_out, int((time.monotonic() - started) * 1000))
+def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
+    """Run ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``) now."""
+    return prepare(call, mounts, bwrap).run()
 
 
 def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
@@ -212,8 +261,8 @@ def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return proc.poll() is None
-        exited = proc.poll() is not None
+            return not _exited(proc.pid)
+        exited = _exited(proc.pid)
         # Once it exited, read only what is already there: a leftover process holding
         # the pipe must not keep the call waiting.
         for _ in sel.select(0 if exited else min(left, 0.2)):
@@ -223,6 +272,14 @@ def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
             while _read(fd, tail, kept, drain=True):
                 pass
             return False
+
+
+def _exited(pid: int) -> bool:
+    """Whether child ``pid`` has exited, without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _read(fd: int, tail: deque[bytes], kept: list[int], drain: bool = False) -> bool:
