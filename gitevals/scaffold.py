@@ -168,10 +168,10 @@ RESULTS_IGNORE = """\
 
 
 def files_pattern(root: str) -> str:
-    """The lint hook's ``files:`` regex: cases, graders and goldens under ``root``, and
+    """The lint hook's ``files:`` regex: cases, graders, goldens and tasks under ``root``, and
     the settings files (they set the root and the refused keys)."""
     root_re = "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in root)
-    evals = r"(cases/.+\.ya?ml|graders/.+\.py|goldens\.jsonl)"
+    evals = r"(cases/.+\.ya?ml|graders/.+\.py|goldens\.jsonl|tasks/.+)"
     return rf"^({root_re}/{evals}|pyproject\.toml|gitevals\.toml)$"
 
 

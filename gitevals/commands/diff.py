@@ -16,13 +16,15 @@ if TYPE_CHECKING:
     from gitevals.diff.goldens import GoldensDiff
     from gitevals.diff.graders import GraderChange, GraderUse
     from gitevals.diff.rules import CaseFileChange
+    from gitevals.diff.tasks import TaskChange
     from gitevals.diff.verdicts import VerdictRow
     from gitevals.git.tree import Repo, Tree
     from gitevals.model import Case
     from gitevals.run.artifact import Run
 
 NAME = "diff"
-HELP = "what changed between two revisions: rules, graders, goldens, and verdicts of their runs"
+HELP = ("what changed between two revisions: rules (cases and task definitions), graders, "
+        "goldens, and verdicts of their runs")
 
 PARTS = ("rules", "graders", "goldens", "verdicts")
 FAIL_ON = ("regressed", "any-change", "never")
@@ -191,6 +193,45 @@ def _graders(s: _Sides, b_cases: dict[str, Case]
     return changes, grader_users(cases.values(), exact)
 
 
+def _task_listing(tree: Tree, root: str) -> dict[str, dict[str, str]]:
+    """Task name -> ``path -> blob sha`` of every file (and link) of its directory."""
+    from gitevals.tasks.load import tasks_dir
+
+    base = tasks_dir(root) + "/"
+    out: dict[str, dict[str, str]] = {}
+    for path in [*tree.blob_shas(base), *tree.refused(base)]:
+        name, sep, _ = path[len(base):].partition("/")
+        if sep:
+            out.setdefault(name, {})[path[len(base):]] = tree.blob_sha(path) or ""
+    return out
+
+
+def _tasks(s: _Sides) -> list[TaskChange]:
+    """Task directories whose files differ between A and B, compared field by field."""
+    from gitevals.diff.tasks import diff_task
+    from gitevals.settings import load_settings
+    from gitevals.tasks.load import load_task, task_dirs
+
+    found = [(_task_listing(t, r), task_dirs(t, r), load_settings(t)[0])
+             for t, r in zip(s.trees, s.roots, strict=True)]
+    (la, da, sa), (lb, db, sb) = found
+    out = []
+    for name in sorted(set(da) | set(db)):
+        if name in da and name in db and la.get(name) == lb.get(name):
+            continue
+        sides, problems = [], []
+        for label, tree, dirs, settings in (("A", s.trees[0], da, sa), ("B", s.trees[1], db, sb)):
+            task, findings = load_task(tree, dirs[name], settings) if name in dirs else (None, [])
+            sides.append(task)
+            bad = next((f for f in findings if f.severity == "error"), None)
+            if bad is not None:
+                problems.append(f"{label}: {bad.location()}: {bad.code} {bad.message}")
+        change = diff_task(name, sides[0], sides[1], "; ".join(problems) or None)
+        if change is not None:
+            out.append(change)
+    return out
+
+
 def _goldens(s: _Sides) -> GoldensDiff:
     from gitevals.diff.goldens import GoldensDiff, diff_goldens
 
@@ -303,6 +344,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     cases, b_cases = _rules(s) if parts & {"rules", "graders", "verdicts"} else ([], {})
     graders, users = _graders(s, b_cases) if "graders" in parts else ([], ())
     goldens = _goldens(s) if "goldens" in parts else None
+    tasks = _tasks(s) if "rules" in parts else []
     runs: list[tuple[Run | None, str | None]] = [(None, None), (None, None)]
     verdicts: tuple[VerdictRow, ...] = ()
     rescored = None
@@ -321,4 +363,4 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)))
+                tuple(_run_notes(sides)), tasks=tuple(tasks))

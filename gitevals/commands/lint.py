@@ -122,7 +122,7 @@ def repo_paths(tree: Tree, given: list[str]) -> list[str]:
 
 
 def staged_deletions(index: Tree) -> list[str]:
-    """Grader modules and settings files HEAD holds and the index does not.
+    """Grader modules, settings files and task files HEAD holds and the index does not.
 
     pre-commit passes a hook only added or modified files, yet deleting a grader module
     breaks the cases that name it: naming the deleted path re-lints them.
@@ -131,6 +131,7 @@ def staged_deletions(index: Tree) -> list[str]:
     from gitevals.git.tree import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
+    from gitevals.tasks.load import tasks_dir
 
     try:
         head = open_tree(rev="HEAD", start=Path(index.location))
@@ -138,5 +139,7 @@ def staged_deletions(index: Tree) -> list[str]:
         return []
     root = load_settings(index)[0].root
     graders = f"{root}/graders/" if root else "graders/"
-    before = [*head.blob_shas(graders), *(p for p in SETTINGS_FILES if head.exists(p))]
+    tasks = f"{tasks_dir(root)}/"  # a task's deleted tests/test.sh breaks the task
+    before = [*head.blob_shas(graders), *(p for p in SETTINGS_FILES if head.exists(p)),
+              *head.blob_shas(tasks)]
     return [p for p in before if not index.exists(p)]

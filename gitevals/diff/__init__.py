@@ -17,6 +17,7 @@ from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.graders import GraderChange, GraderUse
 from gitevals.diff.rules import CaseFileChange, ScenarioChange
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
+from gitevals.diff.tasks import TaskChange
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.run.artifact import JSONObject
 
@@ -48,6 +49,7 @@ class Diff:
     test: str = DEFAULT_TEST
     alpha: float = DEFAULT_ALPHA
     notes: tuple[str, ...] = field(default=())
+    tasks: tuple[TaskChange, ...] = ()  # task definitions that changed (the rules part)
 
     def scenario_changes(self) -> list[ScenarioChange]:
         return [s for c in self.cases for s in c.scenarios]
@@ -69,13 +71,14 @@ class Diff:
             "graders_changed": len(self.graders),
             "goldens_changed": len(g.changes) if g else 0,
             "goldens_problems": len(g.problems) if g else 0,
+            "tasks_changed": len(self.tasks),
         }
 
     def any_change(self) -> bool:
         c = self.counts()
         verdict_moves = any(r.change not in ("unchanged",) for r in self.verdicts)
         return bool(c["rules_changed"] or c["graders_changed"] or c["goldens_changed"]
-                    or verdict_moves)
+                    or c["tasks_changed"] or verdict_moves)
 
     def to_json(self) -> str:
         """The ``--format json`` document: every field, keys sorted, one line (C encoder)."""

@@ -51,6 +51,7 @@ def summary(diff: Diff) -> str:
     for key, noun, verb in (("rules_changed", "rule", "changed"),
                             ("graders_changed", "grader", "changed"),
                             ("goldens_changed", "golden", "changed"),
+                            ("tasks_changed", "task", "changed"),
                             ("goldens_problems", "goldens problem", "found")):
         if c[key]:
             parts.append(f"{c[key]} {noun}{'' if c[key] == 1 else 's'} {verb}")
@@ -206,10 +207,22 @@ def _goldens(diff: Diff, limit: int) -> list[Section]:
     return out
 
 
+def _tasks(diff: Diff) -> Section | None:
+    """One row per changed field of a task definition (long values cut; json has all)."""
+    rows: list[tuple[str, ...]] = []
+    for t in diff.tasks:
+        details = [t.problem or ""] if t.kind == "unreadable" else [
+            f"{c.what}: {short(c.before, 30) if c.before is not None else '(absent)'} -> "
+            f"{short(c.after, 30) if c.after is not None else '(absent)'}" for c in t.fields]
+        for i, d in enumerate(details or [""]):
+            rows.append((t.name if i == 0 else "", t.kind if i == 0 else "", d))
+    return Section("Tasks", ("task", "change", "detail"), tuple(rows)) if rows else None
+
+
 def sections(diff: Diff, limit: int = 50) -> list[Section]:
     """Every table, in reading order; empty ones left out."""
     out: list[Section] = []
-    for s in (_verdicts(diff), _rules(diff)):
+    for s in (_verdicts(diff), _rules(diff), _tasks(diff)):
         if s is not None:
             out.append(s)
     return out + _graders(diff) + _goldens(diff, limit)

@@ -71,3 +71,49 @@ def md_inert(text: object) -> str:
     end = block.end()  # ``-`` gets the escape; ``1.`` gets it on its ``.``
     return (f"\\{inline}" if not block.group()[0].isdigit()
             else f"{inline[:end]}\\{inline[end:]}")
+
+
+#: What ``task compile`` writes as ``\uXXXX`` in both of its outputs: C0 and C1 controls,
+#: DEL, U+2028/U+2029, the bidirectional controls (an RLO U+202E can make text read
+#: backwards), and lone surrogates (no terminal encoding can write them).
+_NOT_C0 = ("\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+           "\ud800-\udfff")
+UNSAFE = re.compile(f"[\x00-\x1f{_NOT_C0}]")
+_QUOTED = re.compile(f'[\\\\"]|{UNSAFE.pattern}')
+#: In a block, ``\u`` would read as an escape: its backslash is written ``\u005c``.
+_BLOCK = re.compile(f"\\\\(?=u)|{UNSAFE.pattern}")
+
+
+def _u(m: re.Match[str]) -> str:
+    c = m.group()
+    return "\\" + c if c in '\\"' and len(c) == 1 and m.re is _QUOTED else f"\\u{ord(c):04x}"
+
+
+def quoted(text: str) -> str:
+    """``text`` as a JSON string literal whose every unsafe character is ``\\uXXXX``: its
+    boundaries are visible (an argv member ``"a b"`` is one member) and it parses back."""
+    return '"' + _QUOTED.sub(_u, text) + '"'
+
+
+def block(text: str) -> list[str]:
+    """``text`` as display lines: split at each newline, every other unsafe character
+    written ``\\uXXXX`` (a literal backslash before ``u`` as ``\\u005c``), so each escape
+    reads back to exactly one character."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no new one
+    return [_BLOCK.sub(_u, line) for line in lines]
+
+
+def json_safe(doc: object) -> str:
+    """``doc`` as indented JSON (keys sorted) with no unsafe character left raw: JSON's own
+    escapes for C0, ``\\uXXXX`` for the rest. ``json.loads`` gives back exactly ``doc``."""
+    import json
+
+    text = json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True)
+    # json.dumps escapes C0 in strings; the newlines and spaces left are its indentation.
+    # Outside strings JSON holds none of the others: each one sits in a string.
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")

@@ -280,12 +280,12 @@ def _shell_message(text: str, line: int) -> str:
 
 
 def _twice(doc: JSONObject, text: str, path: str) -> list[Finding]:
-    """GE913 for a value written in two places (top level and [verifier], or two names)."""
+    """GE912 for a value written in two places (top level and [verifier], or two names)."""
     out = []
     for first, second in _TWICE:
         if _get(doc, first) is not None and _get(doc, second) is not None:
             line, col = _position(text, second)
-            out.append(Finding(path, line, col, "GE913", f"{'.'.join(second)} is also written "
+            out.append(Finding(path, line, col, "GE912", f"{'.'.join(second)} is also written "
                                f"as {'.'.join(first)}: write it once"))
     return out
 
@@ -300,7 +300,7 @@ def _steps_finding(text: str, path: str) -> Finding:
     m = re.search(r"^[ \t]*\[\[[ \t]*steps[ \t]*\]\]|^[ \t]*steps[ \t]*=", text, re.M)
     line = text.count("\n", 0, m.start()) + 1 if m else 1
     col = len(m.group()) - len(m.group().lstrip()) + 1 if m else 1
-    return Finding(path, line, col, "GE912", "a multi-step task ([[steps]]) is not supported "
+    return Finding(path, line, col, "GE911", "a multi-step task ([[steps]]) is not supported "
                    "yet: gitevals runs one instruction per task; split it into one task "
                    "directory per step")
 
@@ -333,7 +333,7 @@ def _script(tree: Tree, path: str, member: str, verifier: Verifier,
         return None
     rel = posixpath.normpath(member[len("/tests/"):])
     if rel.startswith(".."):
-        return Finding(*where, "GE910", f"{member} leaves /tests/; name a file under tests/")
+        return Finding(*where, "GE909", f"{member} leaves /tests/; name a file under tests/")
     script = f"{path}/tests/{rel}"
     text, found = read_selected(tree, script)
     if found and tree.entry(script) is None and not tree.refused(script):
@@ -343,10 +343,10 @@ def _script(tree: Tree, path: str, member: str, verifier: Verifier,
     if text is not None:
         return None
     if verifier.default:
-        return Finding(script, 1, 1, "GE910", "missing: with no [verifier] command in "
+        return Finding(script, 1, 1, "GE909", "missing: with no [verifier] command in "
                        "task.toml the verifier is Harbor's `bash /tests/test.sh`; add "
                        "tests/test.sh, or set [verifier] command")
-    return Finding(*where, "GE910", f"[verifier] command names {member}, which the task does "
+    return Finding(*where, "GE909", f"[verifier] command names {member}, which the task does "
                    f"not hold; add tests/{rel} or fix the command")
 
 
@@ -382,7 +382,7 @@ def _instruction(tree: Tree, path: str, most: int) -> tuple[str | None, list[Fin
 
 
 def _others(tree: Tree, path: str, verifier: Verifier | None) -> list[Finding]:
-    """GE911 for what a run could not copy safely: a symlink that leads out of the task,
+    """GE910 for what a run could not copy safely: a symlink that leads out of the task,
     a FIFO, socket, device or submodule. Selected files have their own findings."""
     selected = {f"{path}/{n}" for n in (TASK_TOML, INSTRUCTION, PROMPT, DOCKERFILE)}
     selected |= {f"{path}/tests/{posixpath.normpath(a[7:])}" for a in
@@ -393,11 +393,11 @@ def _others(tree: Tree, path: str, verifier: Verifier | None) -> list[Finding]:
         if p in selected or why.endswith(" limit"):
             continue  # large data is normal under environment/ and tests/
         if why != "a symlink":
-            out.append(Finding(p, 1, 1, "GE911", f"{why}, which a run cannot copy (it copies "
+            out.append(Finding(p, 1, 1, "GE910", f"{why}, which a run cannot copy (it copies "
                                "regular files, and links that stay inside the task); "
                                "remove it"))
         elif (target := _leaves(tree, path, p, refused)) is not None:
-            out.append(Finding(p, 1, 1, "GE911", f"a symlink to {target!r}, which leads out "
+            out.append(Finding(p, 1, 1, "GE910", f"a symlink to {target!r}, which leads out "
                                "of the task: a run never follows a link out of a task; commit "
                                "the file itself here (or remove the link)"))
     return out
