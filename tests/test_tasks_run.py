@@ -286,3 +286,19 @@ def test_diff_sees_a_task_regress(repo: Repo) -> None:
     assert res.code == 1, res.out + res.err
     (row,) = [x for x in res.out.splitlines() if x.split()[:2] == ["fix", "task"]]
     assert "pass 6/6" in row and "fail 0/6" in row and "regressed" in row
+
+
+def test_a_broken_task_is_not_run_and_a_tb1_directory_is_skipped_with_a_note(repo: Repo) -> None:
+    _task(repo, "1.0\n", extra={
+        "evals/tasks/broken/task.toml": "max_iterations = 0\n",
+        "evals/tasks/broken/instruction.md": "x\n",
+        "evals/tasks/broken/tests/test.sh": "true\n",
+        "evals/tasks/old/task.yaml": "instruction: hi\n"})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 1
+    assert "gitevals: task 'broken' does not lint and was not run" in res.err
+    assert "evals/tasks/broken/task.toml:1:" in res.err
+    assert "skipped evals/tasks/old: a Terminal-Bench 1 task.yaml directory" in res.err
+    artifact = _artifact(repo)
+    assert [c["name"] for c in artifact["cases"]] == ["fix"]
+    assert _entry(artifact)["scenarios"][0]["verdict"]["verdict"] == "pass"

@@ -89,18 +89,21 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
     if both:
         raise UsageError(f"{both[0]!r} names both case {cases[both[0]]} and task "
                          f"{dirs[both[0]]}: rename one (a run keys its results by name)")
+    if names and not dirs:  # every name is a case's (runner.select_cases says unknown)
+        return Selected(list(names), (), (), (), (), {})
     unknown = [n for n in names if n not in cases and n not in dirs]
     if unknown:
         raise UsageError(f"unknown case or task {unknown[0]!r}: available cases are "
                          f"{', '.join(cases) or 'none'}; tasks are {', '.join(dirs) or 'none'}")
-    wanted = sorted({n for n in names if n in dirs}) if names else sorted(dirs)
-    if not wanted:
-        return Selected([n for n in names if n in cases] if names else None, (), (), (), (), {})
+    wanted = sorted({n for n in names if n in dirs})
+    if names and not wanted:
+        return Selected([n for n in names if n in cases], (), (), (), (), {})
+    # all tasks when no name is given: the loader also notes directories it skipped
     tasks, findings, notes = load_tasks(tree, settings, names=wanted)
     errors = {f.path for f in findings if f.severity == "error"}
     ok = tuple(t for t in tasks if not any(p == t.path or p.startswith(t.path + "/")
                                           for p in errors))
-    blocked = tuple(n for n in wanted if n not in {t.name for t in ok})
+    blocked = tuple(n for n in (wanted or dirs) if n not in {t.name for t in ok})
     files = {p: sha for t in ok for p, sha in t.files.items()}
     return Selected([n for n in names if n in cases] if names else None, ok, blocked,
                     tuple(findings), tuple(str(n) for n in notes), files)
