@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,7 +23,7 @@ import pytest
 
 from gitevals.run.artifact import load as load_artifact
 
-from .conftest import Repo, run_cli
+from .conftest import GIT_ENV, Repo, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap is not installed (Debian: bubblewrap)")
@@ -302,3 +304,24 @@ def test_a_broken_task_is_not_run_and_a_tb1_directory_is_skipped_with_a_note(rep
     artifact = _artifact(repo)
     assert [c["name"] for c in artifact["cases"]] == ["fix"]
     assert _entry(artifact)["scenarios"][0]["verdict"]["verdict"] == "pass"
+
+
+def test_an_interrupt_stops_a_running_verifier(repo: Repo, tmp_path: Path) -> None:
+    token = f"gitevals-slow-verifier-{os.getpid()}-{time.monotonic_ns()}"
+    _task(repo, "1.0\n", test_sh=f"(exec -a {token} sleep 300)\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run"], cwd=repo.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **GIT_ENV, "TASK_HARNESS_MARKS": str(marks)})
+    deadline = time.monotonic() + 60
+    while not _alive(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(marks.iterdir()) and _alive(token)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 10
+    assert _alive(token) == []
+    assert _artifact(repo)["interrupted"] is True

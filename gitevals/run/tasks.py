@@ -41,6 +41,7 @@ from gitevals.tasks.sandbox import (
     DEFAULT_TIMEOUT,
     Call,
     Mounts,
+    Outcome,
     Pending,
     prepare,
     workdir_problem,
@@ -233,7 +234,7 @@ class TaskTrials:
                 return exc.as_dict()
             finally:
                 if self.stop.is_set() or len(replies) <= i:
-                    ahead.cancel()
+                    self._cancel(ahead)
             if self.stop.is_set():
                 return None
             it = self._verify(task, call, i, text, mounts, base, ahead)
@@ -251,7 +252,22 @@ class TaskTrials:
         """Verifier call ``attempt`` of iteration ``i``, started and waiting, with fresh logs."""
         logs = base / f"logs-{i}-{attempt}"
         logs.mkdir()
-        return prepare(call, Mounts(mounts.workspace, mounts.tests, str(logs)), self.bwrap)
+        pending = prepare(call, Mounts(mounts.workspace, mounts.tests, str(logs)), self.bwrap)
+        if pending.proc is not None:  # an interrupt kills it with the targets
+            self.registry.add(pending.proc)
+        return pending
+
+    def _cancel(self, pending: Pending) -> None:
+        pending.cancel()
+        if pending.proc is not None:
+            self.registry.discard(pending.proc)
+
+    def _run(self, pending: Pending) -> Outcome:
+        try:
+            return pending.run()
+        finally:
+            if pending.proc is not None:
+                self.registry.discard(pending.proc)
 
     def _verify(self, task: Task, call: Call, i: int, text: str, mounts: Mounts, base: Path,
                 ahead: Pending) -> Iteration:
@@ -262,11 +278,11 @@ class TaskTrials:
         code, tail, attempt = None, "", 0
         bad = problem = workdir_problem(call.workdir)  # the definition: no call can help
         if bad is not None:
-            ahead.cancel()
+            self._cancel(ahead)
         while bad is None and attempt < ATTEMPTS:
             attempt += 1
             pending = ahead if attempt == 1 else self._start(call, mounts, base, i, attempt)
-            out = pending.run()
+            out = self._run(pending)
             code, tail = out.exit_code, out.tail
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"

@@ -17,5 +17,8 @@ for line in sys.stdin:
     if step != "-":
         with open(os.path.join(ws, "answer.txt"), "w") as f:
             f.write(step + "\n")
+    marks = os.environ.get("TASK_HARNESS_MARKS")
+    if marks:  # lets a test see that the verifier of this iteration is about to run
+        open(os.path.join(marks, f"{msg['trial']}-{msg['iteration']}"), "w").close()
     print(json.dumps({"final_answer": "wrote " + step, "tool_calls": [], "hooks": [],
                       "error": None, "echo": msg, "workspace_files": files}), flush=True)
