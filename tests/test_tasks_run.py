@@ -325,3 +325,24 @@ def test_an_interrupt_stops_a_running_verifier(repo: Repo, tmp_path: Path) -> No
     assert time.monotonic() - started < 10
     assert _alive(token) == []
     assert _artifact(repo)["interrupted"] is True
+
+
+PY_TARGET = '''\
+import os
+
+
+def respond(messages):
+    last = messages[-1]
+    with open(os.path.join(last["workspace"], "answer.txt"), "w") as f:
+        f.write("1.0\\n" if last["iteration"] else "0.5\\n")
+    return {"final_answer": "done", "tool_calls": [], "hooks": [], "error": None}
+'''
+
+
+def test_a_python_target_gets_the_task_fields_too(repo: Repo) -> None:
+    _task(repo, "-\n", extra={"task_target.py": PY_TARGET, "pyproject.toml":
+                              '[tool.gitevals.target]\npython = "task_target:respond"\n'})
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 0, res.err
+    trial = _trial(_artifact(repo))
+    assert [i["reward"] for i in trial["task"]["iterations"]] == [0.5, 1.0]
