@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from gitevals.git.tree import Tree
 
 NAME = "lint"
-HELP = "Check cases, grader references and goldens of the eval tree (working tree, index or REV)."
+HELP = ("Check cases, grader references, goldens and task directories of the eval tree "
+        "(working tree, index or REV).")
 FORMATS = ("text", "json", "github")
 
 

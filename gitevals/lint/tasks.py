@@ -28,17 +28,36 @@ def lint_tasks(tree: Tree, settings: Settings, store: LintCache,
     """Findings of the task directories (all, or those ``named`` paths fall in), how many
     were checked, and the paths of every task directory looked at (their files are the
     task rules' business, not the eval tree's GE801/GE104)."""
-    from gitevals.tasks.load import task_dirs
+    from gitevals.tasks.load import children, tasks_dir
 
     wanted = _named_tasks(settings.root, named)
     if wanted is not None and not wanted:
         return [], 0, []
-    dirs = list(task_dirs(tree, settings.root).values()) if wanted is None \
-        else _existing(tree, wanted)
+    # One listing of every task's files (a working tree hashes each file once), grouped.
+    base = tasks_dir(settings.root) if wanted is None else None
+    listed = tree.blob_shas(base + "/") if base else {}
+    refused = tree.refused(base + "/") if base else {}
+    if wanted is None:
+        wanted = list(children(tasks_dir(settings.root), [*listed, *refused]).values())
+    dirs = _existing(tree, wanted)
+    files, links = _grouped(base or "", listed), _grouped(base or "", refused)
     found: list[Finding] = []
     for path in dirs:
-        found.extend(_lint_one(tree, path, settings, store))
+        mine = files.get(path, {}) if base else tree.blob_shas(path + "/")
+        odd = links.get(path, {}) if base else tree.refused(path + "/")
+        found.extend(_lint_one(tree, path, settings, store, mine, odd))
     return found, len(dirs), dirs
+
+
+def _grouped(base: str, listing: dict[str, str]) -> dict[str, dict[str, str]]:
+    """``<base>/<name>/...`` entries by their task directory ``<base>/<name>``."""
+    out: dict[str, dict[str, str]] = {}
+    top = base + "/"
+    for p, v in listing.items():
+        name, sep, _ = p[len(top):].partition("/")
+        if p.startswith(top) and sep:
+            out.setdefault(top + name, {})[p] = v
+    return out
 
 
 def _named_tasks(root: str, named: Sequence[str] | None) -> list[str] | None:
@@ -69,13 +88,14 @@ def inside(path: str, task_paths: Sequence[str]) -> bool:
     return any(path.startswith(t + "/") for t in task_paths)
 
 
-def _lint_one(tree: Tree, path: str, settings: Settings, store: LintCache) -> list[Finding]:
+def _lint_one(tree: Tree, path: str, settings: Settings, store: LintCache,
+              listed: dict[str, str], refused: dict[str, str]) -> list[Finding]:
+    """The findings of one task: from the cache when its files are as before."""
     from gitevals.lint.cache import key
     from gitevals.tasks.load import load_task
 
-    listed = tree.blob_shas(path + "/")
     links = [f"{p}:{why}:{tree.blob_sha(p) if why == 'a symlink' else ''}"
-             for p, why in tree.refused(path + "/").items()]
+             for p, why in refused.items()]
     k = key(path, str(settings.max_instruction_chars),
             *(f"{p}:{sha}" for p, sha in listed.items()), "\0", *links)
     cached = store.get("task", k)

@@ -63,6 +63,9 @@ def text(doc: JSONObject) -> str:
         out.append(f"{'':<18}note: {_value(v.get('note'))[1:-1]}")
     out += ["", *_block(f"description ({_value(doc.get('instruction_file'))})",
                         str(doc.get("description", "")))]
+    metadata = doc.get("metadata")
+    if metadata:
+        out.append(f"{'metadata':<18}{_value(metadata)}")
     out += ["", *_environment(env)]
     unused = _list(doc.get("unused_keys"))
     if unused:

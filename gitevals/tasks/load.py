@@ -74,11 +74,16 @@ def task_dirs(tree: Tree, root: str) -> dict[str, str]:
 def _children(tree: Tree, root: str) -> dict[str, str]:
     """Name -> path of each directory directly under ``<root>/tasks/`` (a symlink there is
     no directory: lint's GE801 names it)."""
-    base = tasks_dir(root) + "/"
-    listed = [*tree.blob_shas(base), *tree.refused(base)]
-    names = {p[len(base):].split("/", 1)[0] for p in listed
-             if p.startswith(base) and "/" in p[len(base):]}
-    return {n: base + n for n in sorted(names)}
+    base = tasks_dir(root)
+    return children(base, [*tree.blob_shas(base + "/"), *tree.refused(base + "/")])
+
+
+def children(base: str, paths: Sequence[str]) -> dict[str, str]:
+    """Name -> path of the directories directly under ``base`` that ``paths`` lie in."""
+    top = base + "/"
+    names = {p[len(top):].split("/", 1)[0] for p in paths
+             if p.startswith(top) and "/" in p[len(top):]}
+    return {n: top + n for n in sorted(names)}
 
 
 def load_tasks(tree: Tree, settings: Settings, names: Sequence[str] = ()

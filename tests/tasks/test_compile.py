@@ -23,7 +23,8 @@ RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u
 @pytest.fixture
 def hostile(repo: Repo) -> Repo:
     toml = GOOD_TOML.replace("[verifier]\n", "[verifier]\ncommand = " + json.dumps(ARGV) +
-                             '\nenv = {MODE = "a\\u001bb"}\n')
+                             '\nenv = {MODE = "a\\u001bb"}\n') + \
+        '[metadata]\nauthor = "Eve \\u001b]8;;http://x\\u0007link"\n'
     write_task(repo.path / "evals/tasks/evil", toml, HOSTILE,
                {"environment/Dockerfile": "FROM x\nRUN echo \x1b[5m\u202e\n"})
     repo.commit(msg="hostile task")
@@ -46,6 +47,7 @@ def test_text_escapes_every_control(hostile: Repo) -> None:
             "(4 members)") in lines
     assert 'verifier env      {"MODE": "a\\u001bb"}' in lines
     assert "  | RUN echo \\u001b[5m\\u202e" in lines
+    assert 'metadata          {"author": "Eve \\u001b]8;;http://x\\u0007link"}' in lines
 
 
 def test_json_is_safe_and_round_trips_exactly(hostile: Repo) -> None:
@@ -57,6 +59,7 @@ def test_json_is_safe_and_round_trips_exactly(hostile: Repo) -> None:
     assert doc["verifier"]["argv"] == ARGV and doc["verifier"]["default"] is False
     assert doc["verifier"]["note"] is None
     assert doc["verifier"]["env"] == {"MODE": "a\x1bb"}
+    assert doc["metadata"] == {"author": "Eve \x1b]8;;http://x\x07link"}
     assert doc["environment"]["dockerfile"] == "FROM x\nRUN echo \x1b[5m\u202e\n"
     assert "\\u202e" in r.out and "\\u2028" in r.out and "\\u007f" in r.out
     # and from git objects: the same document

@@ -7,6 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ..conftest import GIT_ENV, Repo, run_cli
 from .helpers import GOOD_TOML, write_task
@@ -65,7 +68,8 @@ def test_the_plain_git_hook_refuses_a_broken_task(repo: Repo) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_findings_are_cached_by_blob(repo: Repo) -> None:
+def test_findings_are_cached_by_blob(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gitevals.tasks.load as load
     from gitevals.git.tree import open_tree
     from gitevals.lint import lint_tree
 
@@ -75,16 +79,16 @@ def test_findings_are_cached_by_blob(repo: Repo) -> None:
     first = lint_tree(tree)
     assert [f.code for f in first.findings] == ["GE907"]
     calls: list[str] = []
-    import gitevals.tasks.load as load
-
     real = load.load_task
-    load.load_task = lambda *a: calls.append(a[1]) or real(*a)  # type: ignore[assignment]
-    try:
-        assert lint_tree(tree).findings == first.findings  # unchanged: from the cache
-        assert calls == []
-        (repo.path / TASK / "instruction.md").write_text("Do it now.\n")
-        repo.commit(msg="edit")
-        again = lint_tree(open_tree(rev="HEAD", start=repo.path))
-        assert calls == [TASK] and again.findings == first.findings
-    finally:
-        load.load_task = real  # type: ignore[assignment]
+
+    def counted(*args: Any) -> Any:  # the real loader, counted
+        calls.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(load, "load_task", counted)
+    assert lint_tree(tree).findings == first.findings  # unchanged: from the cache
+    assert calls == []
+    (repo.path / TASK / "instruction.md").write_text("Do it now.\n")
+    repo.commit(msg="edit")
+    again = lint_tree(open_tree(rev="HEAD", start=repo.path))
+    assert calls == [TASK] and again.findings == first.findings

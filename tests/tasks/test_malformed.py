@@ -71,6 +71,9 @@ TABLE: list[tuple[str, str, str | bytes | None, dict[str, str | bytes | Callable
      ("task.toml", 6, 1, "GE905", "verifier.pass_threshold is 1.5, must be at most 1")),
     ("max-iterations-0", "max_iterations = 0\n" + GOOD_TOML, "Do it.\n", {},
      ("task.toml", 1, 1, "GE905", "max_iterations is 0, must be at least 1")),
+    ("workdir-climbs", GOOD_TOML + 'workdir = "/app/../etc"\n', "Do it.\n", {},
+     ("task.toml", 11, 1, "GE905", "environment.workdir '/app/../etc' is not valid; write it "
+                                   "like /app")),
     ("threshold-nan", _verifier("pass_threshold = nan"), "Do it.\n", {},
      ("task.toml", 6, 1, "GE904", "verifier.pass_threshold is a number too large to use "
                                   "(or not finite)")),
@@ -104,20 +107,30 @@ TABLE: list[tuple[str, str, str | bytes | None, dict[str, str | bytes | Callable
 
 
 @pytest.fixture(scope="module")
-def linted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, object]]]:
-    """Every task of the table in one repository, linted once: findings by task."""
+def table_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every task of the table in one repository (not committed)."""
     top = tmp_path_factory.mktemp("malformed")
     git(top, "init", "-q", "-b", "main")
     for name, toml, instruction, extra, _ in TABLE:
         write_task(top / BASE / name, toml, instruction, extra)
-    r = run_cli("lint", "--format", "json", cwd=top,
+    return top
+
+
+def _lint(top: Path, *args: str) -> dict[str, list[dict[str, object]]]:
+    """``gitevals lint --format json ARGS`` in ``top``: findings by task name."""
+    r = run_cli("lint", "--format", "json", *args, cwd=top,
                 env={**GIT_ENV, "XDG_CACHE_HOME": str(top / ".cache")})
     assert r.code == 1, r.err
     out: dict[str, list[dict[str, object]]] = {name: [] for name, *_ in TABLE}
     for f in json.loads(r.out)["findings"]:
-        name = str(f["path"]).split("/")[2]
-        out[name].append(f)
+        out[str(f["path"]).split("/")[2]].append(f)
     return out
+
+
+@pytest.fixture(scope="module")
+def linted(table_repo: Path) -> dict[str, list[dict[str, object]]]:
+    """The table's repository linted once (the working tree)."""
+    return _lint(table_repo)
 
 
 @pytest.mark.parametrize(("name", "expected"), [(t[0], t[4]) for t in TABLE],
@@ -131,6 +144,22 @@ def test_one_clear_finding_at_its_line(linted: dict[str, list[dict[str, object]]
     assert words in str(f["message"])
     assert f["severity"] == ("warning" if code == "GE906" else "error")
     _SEEN.add(code)
+
+
+def test_committed_the_findings_are_the_same(table_repo: Path,
+                                             linted: dict[str, list[dict[str, object]]]
+                                             ) -> None:
+    """From git objects (``--rev``, ``--staged``) every task reads as on disk, but for what
+    git cannot hold: a FIFO (not added) and an empty directory."""
+    git(table_repo, "add", "-A")
+    staged = _lint(table_repo, "--staged")
+    git(table_repo, "commit", "-q", "--no-verify", "-m", "table")
+    committed = _lint(table_repo, "--rev", "HEAD")
+    assert staged == committed
+    differ = {n for n in linted if committed[n] != linted[n]}
+    assert differ == {"fifo-instruction", "fifo-in-tests"}
+    assert [f["code"] for f in committed["fifo-instruction"]] == ["GE908"]  # no file: missing
+    assert committed["fifo-in-tests"] == []
 
 
 def test_every_documented_task_code_is_exercised() -> None:

@@ -46,3 +46,20 @@ def test_framework_refuses_a_broken_task(repo: Repo, tmp_path: Path) -> None:
 
 def _project() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+def test_the_hook_definitions_select_task_files() -> None:
+    import re
+
+    from pre_commit.clientlib import load_manifest
+
+    from gitevals.scaffold import files_pattern
+
+    hooks = {h["id"]: h for h in load_manifest(str(_project() / ".pre-commit-hooks.yaml"))}
+    shipped, scaffolded = re.compile(hooks["gitevals-lint"]["files"]), re.compile(
+        files_pattern("qa"))
+    for path in ("tasks/t/task.toml", "tasks/t/instruction.md", "tasks/t/tests/test.sh",
+                 "tasks/t/environment/data.bin"):
+        assert shipped.search(f"evals/{path}") and scaffolded.search(f"qa/{path}"), path
+    assert not shipped.search("src/tasks/t/task.toml")
+    assert not scaffolded.search("evals/tasks/t/task.toml")
