@@ -275,9 +275,11 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
 def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     """The bubblewrap that runs task verifiers (None: no tasks, or ``--no-sandbox``); what
     a run of tasks cannot realize (an image) is said here, once."""
+    from gitevals.report.text import visible
     from gitevals.run.tasks import gap_lines
 
-    for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:
+    for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:  # names come from the tree
+        line = visible(line)
         print(line if line.startswith("gitevals:") else f"gitevals: {line}", file=sys.stderr)
     if not the_plan.tasks or no_sandbox:
         return None
@@ -286,13 +288,13 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
 
     bwrap = find_bwrap()
     if bwrap is None:
-        where = f"${BWRAP_ENV}" if BWRAP_ENV in os.environ else "PATH"
-        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap on {where}: "
+        where = f"at ${BWRAP_ENV}" if BWRAP_ENV in os.environ else "on PATH"
+        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
                          "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
                          "--no-sandbox to run them without isolation (recorded in the artifact)")
     why = probe(bwrap)
     if why is not None:
-        from gitevals.report.text import one_line, visible
+        from gitevals.report.text import one_line
 
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
                          " allow unprivileged user namespaces, or pass --no-sandbox")
