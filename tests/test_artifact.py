@@ -13,12 +13,15 @@ from gitevals.run.artifact import (
     CaseRun,
     ErrorRecord,
     GraderAnswer,
+    Iteration,
     Options,
     Run,
     ScenarioRun,
     Sequential,
     SequentialLook,
     SequentialRecord,
+    TaskInfo,
+    TaskTrial,
     Transcript,
     Trial,
     Verdict,
@@ -43,6 +46,9 @@ MODELS = [
     ("sequential record", SequentialRecord, DEFS["scenario"]["properties"]["sequential"]),
     ("sequential look", SequentialLook,
      DEFS["scenario"]["properties"]["sequential"]["properties"]["looks"]["items"]),
+    ("task", TaskInfo, DEFS["task"]),
+    ("task_trial", TaskTrial, DEFS["task_trial"]),
+    ("iteration", Iteration, DEFS["iteration"]),
 ]
 
 

@@ -192,14 +192,17 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
               ) -> LaneResult:
     """Run one lane's share with the ordinary runner, keep its artifact, and read it back
     from disk: the after-check reads the sample as kept, not the value in memory."""
-    from gitevals.commands.run import _execute
+    from gitevals.commands.run import _execute, _sandbox
     from gitevals.run import runner
     from gitevals.run.artifact import dumps
 
     print(f"gitevals: lane {lane.name} ({lane.commit[:12]})", file=sys.stderr)
     prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env)
+    # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
+    bwrap = _sandbox(the_plan, no_sandbox=False)
+    artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env,
+                        bwrap=bwrap)
     path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 

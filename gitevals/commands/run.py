@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from gitevals.run.sequential import Rounds
 
 NAME = "run"
-HELP = "run cases against the harness as committed at REV (default HEAD) and record verdicts"
+HELP = ("run cases and tasks against the harness as committed at REV (default HEAD) and "
+        "record verdicts")
 
 EXIT_INTERRUPTED = 130
 
@@ -56,8 +57,9 @@ def _level(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", nargs="*", metavar="CASE",
-                        help="case names (file name without directory or .yaml); default all")
+    parser.add_argument("cases", nargs="*", metavar="NAME",
+                        help="case names (file name without directory or .yaml) or task "
+                             "names (directory under tasks/); default all")
     parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
     parser.add_argument("--trials", type=_positive, metavar="N",
                         help="run every scenario N times instead of its own trials")
@@ -95,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "stops a scenario early (default 20)")
     seq.add_argument("--alpha", type=_level, metavar="A", default=0.05,
                      help="false 'regressed' calls at most, as diff's --alpha (default 0.05)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run task verifiers directly on this machine, without "
+                             "bubblewrap (no isolation; recorded in the artifact)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
@@ -191,9 +196,15 @@ def _refused(the_plan: Plan) -> list[Refused]:
     from gitevals.report.runs import Refused
 
     cases_dir = f"{the_plan.settings.root}/cases/"
+    tasks_dir = f"{the_plan.settings.root}/tasks/"
+
+    def owner(path: str) -> str | None:  # the case or task a finding belongs to
+        if path.startswith(cases_dir):
+            return case_name(path)
+        return path[len(tasks_dir):].split("/")[0] if path.startswith(tasks_dir) else None
+
     return [Refused(name, tuple(str(f) for f in the_plan.findings
-                                if f.severity == "error" and f.path.startswith(cases_dir)
-                                and case_name(f.path) == name))
+                                if f.severity == "error" and owner(f.path) == name))
             for name in the_plan.blocked]
 
 
@@ -245,11 +256,15 @@ def run(args: argparse.Namespace) -> int:
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
         print(draft.rename(f) if draft else f, file=sys.stderr)
+    tasks_dir = f"{the_plan.settings.root}/tasks/{{}}/"
     for name in the_plan.blocked:
-        what = f"draft {args.draft}" if draft else f"case {name!r}"
+        is_task = any(f.path.startswith(tasks_dir.format(name)) for f in the_plan.findings)
+        what = (f"draft {args.draft}" if draft else f"task {name!r}" if is_task
+                else f"case {name!r}")
         print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
-    if not the_plan.cases:
+    bwrap = _sandbox(the_plan, args.no_sandbox)
+    if not the_plan.cases and not the_plan.tasks:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
@@ -264,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or runner.DEFAULT_JOBS
     rounds = _rounds(repo, args, the_plan)
     artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
-                        target_env, rounds)
+                        target_env, rounds, bwrap)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -330,9 +345,38 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
     preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
 
 
+def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
+    """The bubblewrap that runs task verifiers (None: no tasks, or ``--no-sandbox``); what
+    a run of tasks cannot realize (an image) is said here, once."""
+    from gitevals.report.text import visible
+    from gitevals.run.tasks import gap_lines
+
+    for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:  # names come from the tree
+        line = visible(line)
+        print(line if line.startswith("gitevals:") else f"gitevals: {line}", file=sys.stderr)
+    if not the_plan.tasks or no_sandbox:
+        return None
+    from gitevals.errors import UsageError
+    from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
+
+    bwrap = find_bwrap()
+    if bwrap is None:
+        where = f"at ${BWRAP_ENV}" if BWRAP_ENV in os.environ else "on PATH"
+        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
+                         "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
+                         "--no-sandbox to run them without isolation (recorded in the artifact)")
+    why = probe(bwrap)
+    if why is not None:
+        from gitevals.report.text import one_line
+
+        raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
+                         " allow unprivileged user namespaces, or pass --no-sandbox")
+    return bwrap
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
-             rounds: Rounds | None = None) -> Run:
+             rounds: Rounds | None = None, bwrap: str | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -350,7 +394,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             from gitevals.run.preflight import check_target
 
             check_target(the_plan.settings.target, str(tmp))
-        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env)
+        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
+                                     bwrap)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -358,8 +403,11 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
+        label = f"{cases} case{'s' * (cases != 1)}" + (
+            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
+            if the_plan.tasks else "")
         try:
-            with progress(f"{cases} case{'s' * (cases != 1)}", the_plan.total(),
+            with progress(label, the_plan.total(),
                           groups=("cases", cases)) as update:
                 def report(t: runner.Tally) -> None:
                     update(t.done, t.failures, t.running, t.cases_done)

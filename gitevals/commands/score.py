@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     stored = load(args.artifact)
     rules, rules_commit = rules_at(args.rules) if args.rules else (None, None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
+    if args.rules:
+        ruled = _task_rules(ruled, args.rules)
     if args.regrade:
         ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
     scored = rescore(ruled)
@@ -88,6 +90,31 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     return 1 if failed(scored) else 0
+
+
+def _task_rules(run: Run, rev: str) -> Run:
+    """``run`` with each task judged by the definition of its task at ``rev`` (its
+    ``pass_threshold`` and ``max_iterations``): stored rewards, nothing runs."""
+    if not any("task" in c for c in run["cases"]):
+        return run
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.run.tasks import with_rules
+    from gitevals.settings import load_settings
+    from gitevals.tasks.load import load_tasks
+
+    tree = RevisionTree(require_repo(), rev)
+    names = [c["name"] for c in run["cases"] if "task" in c]
+    loaded, findings, _ = load_tasks(tree, load_settings(tree)[0], names)
+    bad = next((f for f in findings if f.severity == "error"), None)
+    if bad is not None:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"{bad} (at {tree.label}); fix it there or pick another --rules "
+                         "revision")
+    tasks = {t.name: t for t in loaded}
+    out: Run = {**run, "cases": [with_rules(c, tasks.get(c["name"])) if "task" in c else c
+                                 for c in run["cases"]]}
+    return out
 
 
 def _scored_with(args: argparse.Namespace, commit: str | None, version: str) -> ScoredWith:

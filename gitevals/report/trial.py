@@ -73,13 +73,17 @@ def _names(items: Mapping[str, object]) -> str:
 def document(run: Run, case: CaseRun, scenario: ScenarioRun, trial: Trial) -> JSONObject:
     """Everything about one trial as JSON data, values whole (``--format json``)."""
     t = trial["transcript"]
+    task = trial.get("task")
+    # a task's user turns: the instruction, then each revision message it was sent
+    users = ([scenario["user"][0], *(it["message"] for it in task["iterations"][1:])]
+             if task is not None and scenario["user"] else scenario["user"])
     turns: list[JSON] = [{"user": user, "reply": reply} for user, reply
-                         in zip_longest(scenario["user"], t["turns"])]
+                         in zip_longest(users, t["turns"])]
     expect = scenario["expect"]
     assertions: list[JSON] = [
         {**_object(a), "rule": expect[a["index"]] if a["index"] < len(expect) else None}
         for a in trial["assertions"]]
-    return {
+    doc: JSONObject = {
         "run_id": run["run_id"], "commit": run["commit"], "rev": run["rev"],
         "case": case["name"], "path": case["path"], "scenario": scenario["id"],
         "trial": trial["trial"], "trials": len(scenario["results"]),
@@ -90,6 +94,9 @@ def document(run: Run, case: CaseRun, scenario: ScenarioRun, trial: Trial) -> JS
         "graders": _json(trial["graders"]), "duration_ms": t["duration_ms"],
         "usage": _json(usage_json(trial_usage(trial))),
     }
+    if task is not None:
+        doc["task"] = _json(task)
+    return doc
 
 
 def _json(value: object) -> JSON:
@@ -119,6 +126,8 @@ def render_text(doc: JSONObject) -> str:
         lines.append(f"target error: {_block(doc['target_error'], '  ')}")
     if doc.get("error") is not None:
         lines.append(f"trial error: {_error(doc['error'])}")
+    if isinstance(doc.get("task"), dict):
+        lines += ["", *_iterations(doc["task"])]  # type: ignore[arg-type]
     lines += ["", "assertions", *_assertions(doc), *_graders(doc), "", _footer(doc)]
     return "\n".join(lines) + "\n"
 
@@ -128,7 +137,8 @@ def _head(doc: JSONObject) -> list[str]:
     outcome = "passed" if doc.get("passed") is True else "FAILED"
     return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
             f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
-            f"({str(doc['commit'])[:12]}), case file {visible(doc['path'])}"]
+            f"({str(doc['commit'])[:12]}), {'task' if 'task' in doc else 'case file'} "
+            f"{visible(doc['path'])}"]
 
 
 def _turn(i: int, turn: JSONObject) -> list[str]:
@@ -176,6 +186,29 @@ def _graders(doc: JSONObject) -> list[str]:
             out.append(f"{head}: error {_error(g['error'])}")
         else:
             out.append(f"{head}: {_answer(g.get('raw'))}")
+    return out
+
+
+def _iterations(task: JSONObject) -> list[str]:
+    """A task trial's iterations: each reward, the verifier's exit and output tail."""
+    out = [f"iterations (sandbox {_short(task.get('sandbox'))})"]
+    for it in _list(task.get("iterations")):
+        it = it if isinstance(it, dict) else {}
+        rewards = it.get("rewards")
+        named = (", ".join(f"{_short(k)} {_value(v)}" for k, v in sorted(rewards.items()))
+                 if isinstance(rewards, dict) and rewards else "no reward")
+        verdict = "satisfied" if it.get("passed") is True else (
+            "error" if it.get("error") is not None else "needs_revision")
+        out.append(f"  [{_value(it.get('iteration'))}] {verdict}: {named}; verifier exit "
+                   f"{_value(it.get('verifier_exit'))}, {_value(it.get('attempts'))} call(s), "
+                   f"{_ms(it.get('duration_ms'))}")
+        if it.get("error") is not None:
+            out.append(f"      error {_error(it['error'])}")
+        tail = _text(it.get("verifier_tail") or "").rstrip() or None
+        out.append(f"      verifier output: {_block(tail, '        ')}")
+    final = task.get("final_reward")
+    out.append(f"state {_short(task.get('state'))}, final reward "
+               f"{'(none)' if final is None else _value(final)}")
     return out
 
 

@@ -75,15 +75,44 @@ class AssertionOutcome(TypedDict):
     score: float | None
 
 
-class Trial(TypedDict):
-    """One trial of one scenario: transcript, grader answers, outcomes."""
+class Iteration(TypedDict):
+    """One turn of a task's conversation and the verifier's reward on it (``gitevals.tasks``)."""
 
+    iteration: int
+    message: str                 # the user turn the target got
+    rewards: dict[str, float]    # every reward the verifier wrote; {} when unreadable
+    reward: float | None         # the deciding one (gitevals.tasks.verifier.deciding)
+    passed: bool                 # reached the threshold the run used
+    verifier_exit: int | None    # None: killed on its timeout, or not started
+    verifier_tail: str           # the end of its output (stdout and stderr)
+    attempts: int                # verifier calls: 2 after a retried grading failure
+    error: ErrorRecord | None    # the grading failure that ended the trial, if any
+    duration_ms: int | float
+
+
+class TaskTrial(TypedDict):
+    """What a task trial adds to a ``Trial``: its iterations and where they led."""
+
+    state: str                   # satisfied | needs_revision | max_iterations_reached | error
+    final_reward: float | None
+    sandbox: str                 # "bwrap", or "none" (run --no-sandbox)
+    iterations: list[Iteration]
+
+
+class _TrialKeys(TypedDict):
     trial: int
     transcript: Transcript
     error: ErrorRecord | None
     graders: list[GraderAnswer]
     assertions: list[AssertionOutcome]
     passed: bool
+
+
+class Trial(_TrialKeys, total=False):
+    """One trial of one scenario: transcript, grader answers, outcomes; ``task`` only on
+    a trial of a task directory."""
+
+    task: TaskTrial
 
 
 class Verdict(TypedDict):
@@ -161,10 +190,27 @@ class Draft(TypedDict):
     sha256: str
 
 
+class TaskInfo(TypedDict):
+    """What a run used of a task directory's definition, and what it did not realize."""
+
+    instruction_file: str
+    max_iterations: int
+    pass_threshold: float
+    verifier: list[str]          # the argv, never a shell string
+    verifier_default: bool       # the Harbor convention, not written in task.toml
+    reward_format: str
+    workdir: str
+    allow_internet: bool
+    sandbox: str                 # "bwrap" | "none"
+    gaps: list[str]              # unrealized: image_build, image_pull, cpus, memory_mb, ...
+
+
 class CaseRun(_CaseRunKeys, total=False):
-    """One case; ``draft`` only for a case ``run --draft`` read from outside the tree."""
+    """One case; ``draft`` only for a case ``run --draft`` read from outside the tree;
+    ``task`` only for a task directory (one scenario, ``task``)."""
 
     draft: Draft
+    task: TaskInfo
 
 
 class Options(TypedDict):
@@ -514,7 +560,10 @@ def _explain(v: Violation | None, where: str) -> str:
     return f"at {json_path(v.path, where)}: {v.message}; see schemas/result.schema.json"
 
 
-_TRIAL_KEYS = frozenset(Trial.__annotations__)
+_TRIAL_KEYS = frozenset(Trial.__required_keys__)
+_ITERATION_KEYS = frozenset(Iteration.__annotations__)
+_TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
+_TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__annotations__)
@@ -567,4 +616,28 @@ def _trial_ok(r: object) -> bool:
             and type(r["passed"]) is bool and _error_ok(r["error"])
             and _transcript_ok(r["transcript"])
             and type(r["graders"]) is list and all(map(_grader_ok, r["graders"]))
-            and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"])))
+            and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"]))
+            and ("task" not in r or _task_trial_ok(r["task"])))
+
+
+def _reward_ok(x: object) -> bool:
+    return (type(x) is int or type(x) is float) and 0 <= x <= 1
+
+
+def _iteration_ok(i: object) -> bool:
+    return (type(i) is dict and i.keys() >= _ITERATION_KEYS and _count_ok(i["iteration"])
+            and type(i["message"]) is str and type(i["rewards"]) is dict
+            and all(type(k) is str and _reward_ok(v) for k, v in i["rewards"].items())
+            and (i["reward"] is None or _reward_ok(i["reward"]))
+            and type(i["passed"]) is bool
+            and (i["verifier_exit"] is None or type(i["verifier_exit"]) is int)
+            and type(i["verifier_tail"]) is str and _count_ok(i["attempts"])
+            and _error_ok(i["error"]) and _ms_ok(i["duration_ms"]))
+
+
+def _task_trial_ok(t: object) -> bool:
+    """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
+    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
+            and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
+            and t["sandbox"] in ("bwrap", "none")
+            and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
 from gitevals.findings import Finding, has_errors
@@ -42,6 +42,9 @@ from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
 from gitevals.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from gitevals.tasks.definition import Task
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,12 @@ class Plan:
     findings: tuple[Finding, ...]     # lint findings of the selected cases
     files: dict[str, str]             # path -> blob sha of every case/grader/settings used
     trials: int | None = None
+    tasks: tuple[Task, ...] = ()      # task directories that loaded clean (gitevals.run.tasks)
+    notes: tuple[str, ...] = ()       # what the task loader skipped, in words
+
+    def task_trials(self) -> int:
+        """Trials of each task: ``--trials``, else one."""
+        return self.trials or 1
 
     def trials_of(self, scenario: Scenario) -> int:
         return self.trials if self.trials is not None else scenario.trials
@@ -83,7 +92,8 @@ class Plan:
         return max((self.trials_of(s) for s in case.scenarios), default=0)
 
     def total(self) -> int:
-        return sum(self.trials_of(s) for c in self.cases for s in c.scenarios)
+        return (sum(self.trials_of(s) for c in self.cases for s in c.scenarios)
+                + len(self.tasks) * self.task_trials())
 
 
 def case_paths(tree: Tree, root: str) -> dict[str, str]:
@@ -156,10 +166,14 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
     if bad:
         raise UsageError(f"{bad[0]}")
     available = case_paths(tree, settings.root)
-    if not available:
+    from gitevals.run import tasks
+
+    picked = tasks.select(tree, settings, available, names)
+    if not available and not picked.tasks and not picked.blocked:
         raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: add a "
                          f"<name>.yaml there (see `gitevals init`)")
-    chosen = select_cases(available, names)
+    chosen = (available if picked.cases is None
+              else select_cases(available, picked.cases) if picked.cases else {})
     findings = _lint(tree, list(chosen.values()))
     cases, blocked = [], []
     for name, path in chosen.items():
@@ -169,8 +183,11 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
             blocked.append(name)
         else:
             cases.append(case)
-    the_plan = Plan(settings, tuple(cases), tuple(blocked), tuple(sorted(findings)),
-                    _used_files(tree, settings, cases), trials)
+    findings += [f for f in picked.findings if f not in findings]
+    the_plan = Plan(settings, tuple(cases), (*blocked, *picked.blocked),
+                    tuple(sorted(findings)),
+                    {**_used_files(tree, settings, cases), **picked.files}, trials,
+                    picked.tasks, picked.notes)
     if the_plan.total() > MAX_TRIALS:
         # Refused before anything starts: a typo such as `trials: 1000000000000` must not
         # allocate (or bill) without bound.
@@ -197,7 +214,7 @@ class Execution:
 
     def __init__(self, the_plan: Plan, tree_dir: str, jobs: int,
                  grader_timeout: float = GRADER_TIMEOUT,
-                 target_env: Mapping[str, str] | None = None) -> None:
+                 target_env: Mapping[str, str] | None = None, bwrap: str | None = None) -> None:
         self.plan = the_plan
         # Given to the target only (``run --target-env``, an experiment lane's ``env:``):
         # graders run with gitevals' own environment.
@@ -222,6 +239,28 @@ class Execution:
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
         #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
+        from gitevals.run.tasks import TaskTrials
+
+        # bwrap None: the verifier runs without a sandbox (`run --no-sandbox`)
+        self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
+                                      self.stop, bwrap)
+        self.task_results: dict[int, dict[int, Trial]] = {}
+
+    def _task(self, ti: int, trial: int) -> None:
+        """Trial ``trial`` of task ``ti``: a conversation and its verifier calls."""
+        with self._lock:
+            self.running += 1
+        try:
+            result = self.task_trials.trial(self.plan.tasks[ti], trial)
+        finally:
+            with self._lock:
+                self.running -= 1
+        if result is None:
+            return
+        with self._lock:
+            self.task_results.setdefault(ti, {})[trial] = result
+            self.done += 1
+            self.failures += 0 if result["passed"] else 1
 
     def interrupt(self) -> None:
         """Start no more work and kill every running target and grader."""
@@ -309,19 +348,24 @@ class Execution:
                 self.failures += 0 if result["passed"] else 1
 
     def run(self, progress: Progress | None = None,
-            work: list[tuple[int, int]] | None = None, last: bool = True) -> None:
-        """Run every conversation (or the ``(case index, trial)`` pairs of ``work``);
-        returns early (with what finished) once interrupted. ``last=False`` keeps the
-        grader workers for another call."""
+            work: list[tuple[int, int]] | None = None, last: bool = True,
+            tasks: bool = True) -> None:
+        """Run every conversation and task trial (or the ``(case index, trial)`` pairs of
+        ``work``, and the task trials only when ``tasks``); returns early (with what
+        finished) once interrupted. ``last=False`` keeps the grader workers for another
+        call."""
         if work is None:
             counts = [self.plan.conversations(c) for c in self.plan.cases]
             # Trial-major order: every case gets its first conversations early.
             work = [(ci, t) for t in range(max(counts, default=0))
                     for ci, n in enumerate(counts) if t < n]
+        task_work = [(ti, t) for t in range(self.plan.task_trials()
+                                            if self.plan.tasks and tasks else 0)
+                     for ti in range(len(self.plan.tasks))]
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         all_done = threading.Event()
-        left = [len(work)]
-        if not work:
+        left = [len(work) + len(task_work)]
+        if not left[0]:
             all_done.set()
 
         def finished(_: Future[None]) -> None:
@@ -334,6 +378,7 @@ class Execution:
             # One waiter for the whole run: waiting on every future each time one
             # finishes would cost O(trials^2).
             futures = [pool.submit(self._trial, ci, t) for ci, t in work]
+            futures += [pool.submit(self._task, ti, t) for ti, t in task_work]
             for f in futures:
                 f.add_done_callback(finished)
             while not all_done.wait(0.1 if progress else 0.5) and not self.stop.is_set():
@@ -368,6 +413,15 @@ class Execution:
                     "results": results, "verdict": verdict(results)})
             out.append({"name": case.name, "path": case.path,
                         "blob": self.plan.files.get(case.path), "scenarios": scenarios})
+        if self.plan.tasks:
+            from gitevals.run.tasks import case_run
+
+            for ti, task in enumerate(self.plan.tasks):
+                by_trial = self.task_results.get(ti, {})
+                out.append(case_run(task, self.plan.task_trials(),
+                                    [by_trial[t] for t in sorted(by_trial)],
+                                    self.task_trials.sandbox))
+            out.sort(key=lambda c: c["name"])
         return out
 
 

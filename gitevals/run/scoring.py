@@ -335,7 +335,9 @@ def apply_rules(run: Run, rules: Mapping[str, Case]) -> Run:
     whole case when the run selected all cases. Outcomes are not recomputed: ``rescore``
     does that (so ``score --regrade`` can grade the expectations scoring will score).
     """
-    cases = [_apply_to_case(c, rules.get(c["name"])) for c in run["cases"]]
+    # a task's entry takes its rules from task definitions (gitevals.run.tasks.with_rules)
+    cases = [c if "task" in c else _apply_to_case(c, rules.get(c["name"]))
+             for c in run["cases"]]
     if not run["options"]["cases"]:
         seen = {c["name"] for c in cases}
         cases += [_new_case(r) for n, r in rules.items() if n not in seen]
@@ -353,6 +355,11 @@ def rescore(run: Run) -> Run:
     """
     cases = []
     for c in run["cases"]:
+        if "task" in c:  # judged from its stored rewards, not by assertions
+            from gitevals.run.tasks import rescore_task
+
+            cases.append(rescore_task(c))
+            continue
         scenarios = []
         for s in c["scenarios"]:
             results = _rescore_trials(s["expect"], s["results"])

@@ -142,7 +142,8 @@ def run_rounds(execution: Execution, rounds: Rounds,
                     for c in cases]
             for t in range(max([*tops, 0])):
                 work += [(ci, t) for ci in range(len(cases)) if done[ci] <= t < tops[ci]]
-            execution.run(progress, work=work, last=False)
+            # task trials (no base tallies to look at) run once, in the first round
+            execution.run(progress, work=work, last=False, tasks=rounds.round == 0)
             done = [max(d, t) for d, t in zip(done, tops, strict=True)]
             if execution.stop.is_set():
                 break

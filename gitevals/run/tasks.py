@@ -1,0 +1,414 @@
+"""Task directories in a run: which ones a run takes, and one trial's conversation.
+
+A trial of a task is one conversation with the configured target (pinned as for
+cases) in a fresh scratch workspace, a copy of the task's ``environment/`` without
+its Dockerfile. Iteration *i* sends one user turn -- the instruction, then a
+revision message (``gitevals.tasks.verifier.revision_message``) -- with the fields
+``task``, ``workspace`` (absolute path) and ``iteration`` added to the protocol
+message; then the task's verifier runs in the sandbox (``gitevals.tasks.sandbox``)
+and its reward decides: satisfied, or another iteration until ``max_iterations``.
+A reward that cannot be read is tried once more, then it is the trial's error.
+
+The outcome is a ``CaseRun`` marked ``task`` with one scenario (``task``), so
+verdicts, ``show``, ``score`` and ``diff`` treat tasks and cases alike.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitevals.run.artifact import (
+    AssertionOutcome,
+    CaseRun,
+    ErrorRecord,
+    Iteration,
+    JSONObject,
+    ScenarioRun,
+    TaskInfo,
+    TaskTrial,
+    Trial,
+    transcript,
+)
+from gitevals.tasks import verifier as rewards
+from gitevals.tasks.sandbox import (
+    DEFAULT_TIMEOUT,
+    Call,
+    Mounts,
+    Outcome,
+    Pending,
+    prepare,
+    workdir_problem,
+)
+
+if TYPE_CHECKING:
+    from gitevals.findings import Finding
+    from gitevals.git.tree import Tree
+    from gitevals.run.targets import Conversation, ProcessRegistry
+    from gitevals.settings import Settings
+    from gitevals.tasks.definition import Task
+
+#: The one scenario id of a task's entry in a run.
+SCENARIO = "task"
+#: The target's budget for one iteration when ``[agent] timeout_sec`` is absent.
+DEFAULT_AGENT_TIMEOUT = 600.0
+#: Verifier calls per iteration: a grading failure is retried once.
+ATTEMPTS = 2
+
+
+# -- selection ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What a run takes: case names (None: all), the tasks that loaded, the selected
+    tasks that did not, the loader's findings and notes, and the tasks' files."""
+
+    cases: list[str] | None
+    tasks: tuple[Task, ...]
+    blocked: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    files: dict[str, str]
+
+
+def select(tree: Tree, settings: Settings, cases: dict[str, str],
+           names: Sequence[str]) -> Selected:
+    """Split ``names`` between cases and tasks (none: every case and task) and load the
+    selected tasks. A name that is neither, or both, is a usage error."""
+    from gitevals.errors import UsageError
+    from gitevals.tasks.load import load_tasks, task_dirs
+
+    dirs = task_dirs(tree, settings.root)
+    both = sorted(set(cases) & set(dirs) & (set(names) if names else set(cases)))
+    if both:
+        raise UsageError(f"{both[0]!r} names both case {cases[both[0]]} and task "
+                         f"{dirs[both[0]]}: rename one (a run keys its results by name)")
+    if names and not dirs:  # every name is a case's (runner.select_cases says unknown)
+        return Selected(list(names), (), (), (), (), {})
+    unknown = [n for n in names if n not in cases and n not in dirs]
+    if unknown:
+        raise UsageError(f"unknown case or task {unknown[0]!r}: available cases are "
+                         f"{', '.join(cases) or 'none'}; tasks are {', '.join(dirs) or 'none'}")
+    wanted = sorted({n for n in names if n in dirs})
+    if names and not wanted:
+        return Selected([n for n in names if n in cases], (), (), (), (), {})
+    # all tasks when no name is given: the loader also notes directories it skipped
+    tasks, findings, notes = load_tasks(tree, settings, names=wanted)
+    errors = {f.path for f in findings if f.severity == "error"}
+    ok = tuple(t for t in tasks if not any(p == t.path or p.startswith(t.path + "/")
+                                          for p in errors))
+    blocked = tuple(n for n in (wanted or dirs) if n not in {t.name for t in ok})
+    files = {p: sha for t in ok for p, sha in t.files.items()}
+    return Selected([n for n in names if n in cases] if names else None, ok, blocked,
+                    tuple(findings), tuple(str(n) for n in notes), files)
+
+
+def gaps(task: Task) -> list[str]:
+    """What a run does not realize of ``task``: its image, and resource limits it names."""
+    env = task.environment
+    limits = [n for n, v in (("cpus", env.cpus), ("memory_mb", env.memory_mb),
+                             ("storage_mb", env.storage_mb)) if v is not None]
+    return sorted({*task.gaps(), *limits})
+
+
+def gap_lines(tasks: Sequence[Task]) -> list[str]:
+    """One line per task with unrealized parts, for the run to print once."""
+    out = []
+    for t in tasks:
+        missing = gaps(t)
+        if missing:
+            out.append(f"gitevals: task {t.name!r}: not realized: {', '.join(missing)} "
+                       "(the verifier runs on this machine's system, read-only, in the "
+                       "sandbox; see docs/tasks.md)")
+    return out
+
+
+# -- one trial -----------------------------------------------------------------------
+
+
+def copy_within(src: Path, dest: Path, skip: frozenset[str] = frozenset()) -> None:
+    """Copy the directory ``src`` to ``dest`` (created) as bytes; a symlink is copied as
+    a link only when it resolves inside ``src``, and never followed. Top-level names in
+    ``skip`` are left out."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir() or src.is_symlink():
+        return
+    top = os.path.realpath(src)
+    for dirpath, dirnames, filenames in os.walk(src):
+        here = Path(dirpath)
+        rel = here.relative_to(src)
+        for name in [*dirnames, *filenames]:
+            if rel == Path(".") and name in skip:
+                continue
+            _copy_entry(here / name, dest / rel / name, top)
+        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()
+                       and not (rel == Path(".") and d in skip)]
+
+
+def _copy_entry(path: Path, to: Path, top: str) -> None:
+    if path.is_symlink():
+        real = os.path.realpath(path)
+        if os.path.commonpath([top, real]) == top:
+            os.symlink(os.readlink(path), to)
+    elif path.is_dir():
+        to.mkdir(exist_ok=True)
+    elif path.is_file():
+        shutil.copy2(path, to)
+
+
+class TaskTrials:
+    """Runs the trials of tasks in a materialized commit (``tree_dir``); thread-safe."""
+
+    def __init__(self, tree_dir: str, argv: list[str], python_target: bool,
+                 registry: ProcessRegistry, stop: threading.Event, bwrap: str | None) -> None:
+        self.tree_dir = tree_dir
+        self.argv = argv
+        self.python_target = python_target
+        self.registry = registry
+        self.stop = stop
+        self.bwrap = bwrap
+        self.scratch = Path(tree_dir).parent / "tasks"
+
+    @property
+    def sandbox(self) -> str:
+        return "none" if self.bwrap is None else "bwrap"
+
+    def trial(self, task: Task, k: int) -> Trial | None:
+        """Trial ``k`` of ``task``; None when the run was interrupted meanwhile."""
+        from gitevals.run.targets import Conversation
+
+        base = self.scratch / task.name / str(k)
+        started = time.monotonic()
+        iterations: list[Iteration] = []
+        replies: list[JSONObject] = []
+        try:
+            ws, tests = self._prepare(task, base)
+        except OSError as exc:
+            return self._trial(task, k, [], [], started,
+                               {"kind": "workspace_error", "message": f"cannot make the "
+                                f"workspace: {exc.strerror or exc}"})
+        with Conversation(self.argv, self.tree_dir, registry=self.registry,
+                          python_target=self.python_target) as conv:
+            error = self._iterate(task, k, conv, Mounts(str(ws), str(tests), ""), base,
+                                  iterations, replies)
+        shutil.rmtree(base, ignore_errors=True)
+        if self.stop.is_set():
+            return None
+        return self._trial(task, k, iterations, replies, started, error)
+
+    def _prepare(self, task: Task, base: Path) -> tuple[Path, Path]:
+        """A fresh workspace (``environment/`` without its Dockerfile) and tests copy."""
+        shutil.rmtree(base, ignore_errors=True)
+        source = Path(self.tree_dir) / task.path
+        ws, tests = base / "workspace", base / "tests"
+        copy_within(source / "environment", ws, frozenset(("Dockerfile",)))
+        copy_within(source / "tests", tests)
+        return ws.resolve(), tests.resolve()
+
+    def _iterate(self, task: Task, k: int, conv: Conversation, mounts: Mounts, base: Path,
+                 iterations: list[Iteration], replies: list[JSONObject]) -> ErrorRecord | None:
+        """The iterations of one trial; the error that ended it, if any."""
+        from gitevals.run.targets import TargetError
+
+        text = task.instruction
+        timeout = task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT
+        call = _call(task)
+        for i in range(task.max_iterations):
+            if self.stop.is_set():
+                return None
+            msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
+                   "trial": k, "task": task.name, "workspace": mounts.workspace,
+                   "iteration": i}
+            # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)
+            ahead = self._start(call, mounts, base, i, 1)
+            try:
+                replies.append(conv.ask(msg, time.monotonic() + timeout))
+            except TargetError as exc:
+                return exc.as_dict()
+            finally:
+                if self.stop.is_set() or len(replies) <= i:
+                    self._cancel(ahead)
+            if self.stop.is_set():
+                return None
+            it = self._verify(task, call, i, text, mounts, base, ahead)
+            iterations.append(it)
+            if it["error"] is not None:
+                return it["error"]
+            if it["passed"]:
+                return None
+            assert it["reward"] is not None
+            text = rewards.revision_message(it["reward"], task.pass_threshold, i,
+                                            task.max_iterations, it["verifier_tail"])
+        return None
+
+    def _start(self, call: Call, mounts: Mounts, base: Path, i: int, attempt: int) -> Pending:
+        """Verifier call ``attempt`` of iteration ``i``, started and waiting, with fresh logs."""
+        logs = base / f"logs-{i}-{attempt}"
+        logs.mkdir()
+        pending = prepare(call, Mounts(mounts.workspace, mounts.tests, str(logs)), self.bwrap)
+        if pending.proc is not None:  # an interrupt kills it with the targets
+            self.registry.add(pending.proc)
+        return pending
+
+    def _cancel(self, pending: Pending) -> None:
+        pending.cancel()
+        if pending.proc is not None:
+            self.registry.discard(pending.proc)
+
+    def _run(self, pending: Pending) -> Outcome:
+        try:
+            return pending.run()
+        finally:
+            if pending.proc is not None:
+                self.registry.discard(pending.proc)
+
+    def _verify(self, task: Task, call: Call, i: int, text: str, mounts: Mounts, base: Path,
+                ahead: Pending) -> Iteration:
+        """Run the verifier (twice when its reward cannot be read) on iteration ``i``;
+        ``ahead`` is its first call, already started."""
+        started = time.monotonic()
+        found: dict[str, float] = {}
+        code, tail, attempt = None, "", 0
+        bad = problem = workdir_problem(call.workdir)  # the definition: no call can help
+        if bad is not None:
+            self._cancel(ahead)
+        while bad is None and attempt < ATTEMPTS:
+            attempt += 1
+            pending = ahead if attempt == 1 else self._start(call, mounts, base, i, attempt)
+            out = self._run(pending)
+            code, tail = out.exit_code, out.tail
+            if out.timed_out:
+                found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
+            else:
+                found, problem = rewards.read_reward(str(base / f"logs-{i}-{attempt}"),
+                                                     task.verifier.reward_format)
+            if problem is None:
+                break
+        error: ErrorRecord | None = None
+        if problem is not None:
+            error = {"kind": "reward_unreadable",
+                     "message": f"{problem} (after {attempt} verifier run"
+                                f"{'s' * (attempt != 1)}: a grading failure, not a verdict)"}
+            if attempt == 0:
+                error = {"kind": "verifier_error", "message": f"cannot run the verifier: {problem}"}
+        return {"iteration": i, "message": text, "rewards": found,
+                "reward": rewards.deciding(found),
+                "passed": error is None and rewards.satisfied(found, task.pass_threshold),
+                "verifier_exit": code, "verifier_tail": tail, "attempts": attempt,
+                "error": error, "duration_ms": int((time.monotonic() - started) * 1000)}
+
+    def _trial(self, task: Task, k: int, iterations: list[Iteration],
+               replies: list[JSONObject], started: float, error: ErrorRecord | None) -> Trial:
+        ms = int((time.monotonic() - started) * 1000)
+        record: TaskTrial = {"state": "error", "final_reward": None, "sandbox": self.sandbox,
+                             "iterations": iterations}
+        result: Trial = {"trial": k, "transcript": transcript(replies, ms), "error": error,
+                         "graders": [], "assertions": [], "passed": False, "task": record}
+        return judged(result, task.pass_threshold, task.max_iterations)
+
+
+def _call(task: Task) -> Call:
+    """The verifier call ``task`` defines."""
+    return Call(task.verifier.argv, task.environment.workdir, task.verifier.env,
+                task.verifier.timeout_sec or DEFAULT_TIMEOUT, task.environment.allow_internet)
+
+
+# -- judging (pure) --------------------------------------------------------------------
+
+
+def judged(result: Trial, threshold: float, budget: int) -> Trial:
+    """``result`` (a task trial) with state, final reward, outcome and ``passed`` derived
+    from its stored iterations under ``threshold`` and ``budget``."""
+    record = result["task"]
+    iterations: list[Iteration] = []
+    for it in record["iterations"]:
+        again: Iteration = {**it, "passed": it["error"] is None
+                            and rewards.satisfied(it["rewards"], threshold)}
+        iterations.append(again)
+    state, final = rewards.judge(iterations, threshold, budget, result["error"] is not None)
+    used = next((n for n, it in enumerate(iterations, 1) if it["passed"]), len(iterations))
+    passed = state == rewards.SATISFIED
+    outcome: AssertionOutcome = {
+        "index": 0, "kind": "reward", "passed": passed, "error": None, "score": final,
+        "message": rewards.summary(state, final, threshold, used)}
+    task: TaskTrial = {**record, "state": state, "final_reward": final,
+                       "iterations": iterations}
+    out: Trial = {**result, "assertions": [outcome], "passed": passed, "task": task}
+    return out
+
+
+def rule(threshold: float, budget: int) -> JSONObject:
+    """A task's one ``expect`` item: what its trials are judged by."""
+    return {"reward": {"pass_threshold": threshold, "max_iterations": budget}}
+
+
+def rule_of(expect: list[JSONObject]) -> tuple[float, int] | None:
+    """``(pass_threshold, max_iterations)`` of a task scenario's ``expect``, or None."""
+    arg = expect[0].get("reward") if len(expect) == 1 else None
+    if not isinstance(arg, dict):
+        return None
+    threshold, budget = arg.get("pass_threshold"), arg.get("max_iterations")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        return None
+    return float(threshold), budget
+
+
+def rescore_task(case: CaseRun) -> CaseRun:
+    """A task's entry re-judged from its stored rewards by its scenario's ``expect``."""
+    from gitevals.run.scoring import verdict
+
+    scenarios: list[ScenarioRun] = []
+    for s in case["scenarios"]:
+        got = rule_of(s["expect"])
+        results = s["results"] if got is None else [judged(r, *got) if "task" in r else r
+                                                    for r in s["results"]]
+        scored: ScenarioRun = {**s, "results": results, "verdict": verdict(results)}
+        scenarios.append(scored)
+    out: CaseRun = {**case, "scenarios": scenarios}
+    return out
+
+
+def with_rules(case: CaseRun, task: Task | None) -> CaseRun:
+    """A task's entry judged by ``task``'s threshold (another revision's definition):
+    ``rules`` says applied, or stored when that revision has no such task."""
+    scenarios: list[ScenarioRun] = []
+    for s in case["scenarios"]:
+        if task is None:
+            kept: ScenarioRun = {**s, "rules": "stored"}
+            scenarios.append(kept)
+        else:
+            new = [rule(task.pass_threshold, task.max_iterations)]
+            applied: ScenarioRun = {**s, "expect": new, "rules": "applied"}
+            scenarios.append(applied)
+    out: CaseRun = {**case, "scenarios": scenarios}
+    return out
+
+
+def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> CaseRun:
+    """The run's entry for ``task``: one scenario, its trials in order."""
+    from gitevals.run.scoring import verdict
+
+    info: TaskInfo = {
+        "instruction_file": task.instruction_file, "max_iterations": task.max_iterations,
+        "pass_threshold": task.pass_threshold, "verifier": list(task.verifier.argv),
+        "verifier_default": task.verifier.default,
+        "reward_format": task.verifier.reward_format, "workdir": task.environment.workdir,
+        "allow_internet": task.environment.allow_internet, "sandbox": sandbox,
+        "gaps": gaps(task)}
+    scenario: ScenarioRun = {
+        "id": SCENARIO, "user": [task.instruction],
+        "expect": [rule(task.pass_threshold, task.max_iterations)], "trials": trials,
+        "timeout": task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT, "results": results,
+        "verdict": verdict(results)}
+    toml = f"{task.path}/task.toml"
+    return {"name": task.name, "path": task.path, "blob": task.files.get(toml),
+            "scenarios": [scenario], "task": info}

@@ -1,0 +1,333 @@
+"""Run a task's verifier in a sandbox: bubblewrap, or (``--no-sandbox``) directly.
+
+Under bubblewrap (``bwrap``) the verifier sees a small root of its own:
+
+- the host system read-only (``/usr``, ``/etc``, ``/opt`` and the ``/bin``/``/lib``
+  entries, as links where the host has links) and nothing else of the host: no home,
+  no repository, no ``/work``, no ``/run``;
+- the trial's workspace read-write at the task's ``workdir`` (default ``/app``), the
+  task's ``tests/`` read-only at ``/tests``, a fresh writable ``/logs/verifier/``, a
+  fresh ``/tmp``, its own ``/proc`` and ``/dev``;
+- every namespace unshared (``--unshare-all``): no network unless the task says
+  ``allow_internet = true`` (``--share-net``), its own pid namespace, so when the
+  verifier's first process ends the kernel kills everything it left behind;
+- a scrubbed environment (``--clearenv``) plus ``[verifier.env]``;
+- ``--die-with-parent`` and ``--new-session``; on the timeout gitevals kills the
+  process group of ``bwrap``, which takes the pid namespace with it.
+
+``--no-sandbox`` runs the same argv on the host with the workspace as its working
+directory; the mount points ``/tests``, ``/logs/verifier`` and the workdir are rewritten
+to their host copies where they start an argv member, and the environment names them
+(``GITEVALS_TESTS``, ``GITEVALS_LOGS``, ``GITEVALS_WORKSPACE``, set in the sandbox too).
+A script that writes ``/logs/verifier`` literally only works sandboxed. There is no
+isolation then: it is recorded in the artifact (``sandbox: "none"``).
+
+``bwrap_argv`` and ``direct_call`` are pure; ``Pending`` (``prepare``) is the IO: the
+sandbox is started while the target works and waits for the go-ahead (``WAITER``).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass
+
+#: ``[verifier] timeout_sec`` when the task gives none (Harbor's default verifier budget).
+DEFAULT_TIMEOUT = 600.0
+#: Bytes of the verifier's output (stdout and stderr, interleaved) kept for the artifact.
+TAIL_BYTES = 4096
+#: Environment variable naming the bubblewrap executable (else ``bwrap`` on PATH).
+BWRAP_ENV = "GITEVALS_BWRAP"
+TESTS = "/tests"
+LOGS = "/logs/verifier"
+#: The environment every verifier starts from (then ``[verifier.env]``).
+BASE_ENV: tuple[tuple[str, str], ...] = (
+    ("HOME", "/tmp"),
+    ("LANG", "C.UTF-8"),
+    ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+)
+#: Host directories the sandbox sees read-only; the ``_LINKS`` entries follow the host
+#: (a link on merged-/usr systems, else a read-only bind).
+_SYSTEM = ("/usr", "/etc", "/opt")
+_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: A workdir may not hide these (the verifier needs them as the sandbox makes them).
+_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, "/logs", *_LINKS)
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """Host paths of what a verifier call sees: workspace (rw), tests (ro), logs (rw)."""
+
+    workspace: str
+    tests: str
+    logs: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """One verifier call as the task defines it."""
+
+    argv: tuple[str, ...]
+    workdir: str = "/app"
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    allow_internet: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a verifier call ended: exit code (None when killed on its timeout), the tail
+    of its output, whether it timed out, and how long it took."""
+
+    exit_code: int | None
+    tail: str
+    timed_out: bool
+    duration_ms: int
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable: ``$GITEVALS_BWRAP`` when set (an empty value or a path
+    that is not executable means none), else ``bwrap`` on PATH."""
+    given = os.environ.get(BWRAP_ENV)
+    if given is not None:
+        return given if given and os.access(given, os.X_OK) and os.path.isfile(given) else None
+    return shutil.which("bwrap")
+
+
+def workdir_problem(workdir: str) -> str | None:
+    """Why ``workdir`` cannot be the workspace's mount point, or None."""
+    norm = os.path.normpath(workdir) if workdir.startswith("/") else ""
+    if not norm or norm != workdir.rstrip("/") or norm in ("/", "//"):
+        return f"workdir {workdir!r} is not a normalized absolute path below /"
+    hit = next((r for r in _RESERVED if norm == r or norm.startswith(r + "/")), None)
+    if hit is not None:
+        return f"workdir {workdir!r} would hide {hit}, which the sandbox provides"
+    return None
+
+
+def environment(call: Call, mounts: Mounts | None = None) -> dict[str, str]:
+    """The verifier's environment: ``BASE_ENV``, the locations, then ``[verifier.env]``."""
+    places = ((mounts.tests, mounts.logs, mounts.workspace) if mounts
+              else (TESTS, LOGS, call.workdir))
+    env = dict(BASE_ENV)
+    env.update(zip(("GITEVALS_TESTS", "GITEVALS_LOGS", "GITEVALS_WORKSPACE"), places,
+                   strict=True))
+    env.update(call.env)
+    return env
+
+
+def bwrap_argv(bwrap: str, call: Call, mounts: Mounts,
+               host_links: dict[str, str | None] | None = None) -> list[str]:
+    """The bubblewrap command line of ``call``. ``host_links`` maps each ``_LINKS`` entry
+    to its link target on the host (None: a directory or absent); read from the host
+    when not given."""
+    links = host_links if host_links is not None else _host_links()
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    if call.allow_internet:
+        out.append("--share-net")
+    for d in _SYSTEM:
+        out += ["--ro-bind-try", d, d]
+    for d in _LINKS:
+        target = links.get(d)
+        out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--ro-bind", mounts.tests, TESTS, "--bind", mounts.logs, LOGS,
+            "--bind", mounts.workspace, call.workdir, "--chdir", call.workdir, "--clearenv"]
+    for k, v in sorted(environment(call).items()):
+        out += ["--setenv", k, v]
+    return [*out, "--", *call.argv]
+
+
+def _host_links() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for d in _LINKS:
+        out[d] = os.readlink(d) if os.path.islink(d) else None
+    return out
+
+
+def direct_call(call: Call, mounts: Mounts) -> tuple[list[str], dict[str, str], str]:
+    """``call`` without a sandbox: argv with the mount points rewritten to host paths,
+    environment, working directory."""
+    places = ((LOGS, mounts.logs), (TESTS, mounts.tests), (call.workdir, mounts.workspace))
+
+    def host(arg: str) -> str:
+        for inside, outside in places:
+            if arg == inside or arg.startswith(inside + "/"):
+                return outside + arg[len(inside):]
+        return arg
+
+    return [host(a) for a in call.argv], environment(call, mounts), mounts.workspace
+
+
+#: What runs first in the sandbox: it waits for one line ``go`` on stdin, then becomes
+#: the verifier. Starting bubblewrap (namespaces, mounts) costs more than a trivial
+#: verifier (``benchmarks/bench_tasks.py``), so a run starts the sandbox while the
+#: target is still working and lets the verifier go when the target answers.
+WAITER = ("/bin/sh", "-c", 'read -r go && [ "$go" = go ] && exec "$@"', "gitevals-verifier")
+
+
+class Pending:
+    """A verifier call started ahead: its sandbox is up and waits for ``run``. Whichever
+    of ``run`` and ``cancel`` comes first ends it; every process of it is killed then."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> None:
+        self.timeout = timeout
+        self.argv = argv
+        self.problem: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.read = self.go = -1
+        read, write = os.pipe()
+        go_read, self.go = os.pipe()
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=go_read, stdout=write,
+                                         stderr=write, start_new_session=True)
+            self.read = read
+        except OSError as exc:
+            os.close(read)
+            self.problem = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        finally:
+            os.close(write)
+            os.close(go_read)
+
+    def run(self) -> Outcome:
+        """Let the verifier go; its outcome once it exits or its timeout passes."""
+        started = time.monotonic()
+        if self.proc is None or self.read < 0:
+            self.cancel()
+            return Outcome(None, self.problem or "cancelled before it ran", False, 0)
+        with suppress(OSError):
+            os.write(self.go, b"go\n")
+        self._close_go()
+        tail: deque[bytes] = deque()
+        os.set_blocking(self.read, False)
+        sel = selectors.DefaultSelector()
+        sel.register(self.read, selectors.EVENT_READ)
+        timed_out = True  # until _pump says otherwise: an exception kills it all too
+        try:
+            timed_out = _pump(self.proc, sel, self.read, started + self.timeout, tail, [0])
+        finally:
+            sel.close()
+            self._end(beneath=timed_out)
+        code = None if timed_out else self.proc.returncode
+        text = b"".join(tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+        return Outcome(code, text, timed_out, int((time.monotonic() - started) * 1000))
+
+    def cancel(self) -> None:
+        """End it without running the verifier (its trial ended first)."""
+        self._close_go()
+        self._end(beneath=True)
+
+    def _close_go(self) -> None:
+        if self.go >= 0:
+            os.close(self.go)
+            self.go = -1
+
+    def _end(self, beneath: bool) -> None:
+        # Not reaped until here: its pid, which is its group's id, cannot be reused
+        # before the group is killed.
+        if self.proc is not None and self.proc.returncode is None:
+            _kill(self.proc.pid, beneath=beneath and not _exited(self.proc.pid))
+            self.proc.wait()
+        if self.read >= 0:
+            os.close(self.read)
+            self.read = -1
+
+
+def prepare(call: Call, mounts: Mounts, bwrap: str | None) -> Pending:
+    """Start ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``), waiting to run."""
+    if bwrap is None:
+        argv, env, cwd = direct_call(call, mounts)
+        return Pending([*WAITER, *argv], env, cwd, call.timeout)
+    waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
+                   call.allow_internet)
+    return Pending(bwrap_argv(bwrap, waiting, mounts), {}, mounts.workspace, call.timeout)
+
+
+def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
+    """Run ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``) now."""
+    return prepare(call, mounts, bwrap).run()
+
+
+def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
+          deadline: float, tail: deque[bytes], kept: list[int]) -> bool:
+    """Read output into ``tail`` until the process exits (and its output is drained) or
+    the deadline passes; True when the deadline passed first."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return not _exited(proc.pid)
+        exited = _exited(proc.pid)
+        # Once it exited, read only what is already there: a leftover process holding
+        # the pipe must not keep the call waiting.
+        for _ in sel.select(0 if exited else min(left, 0.2)):
+            if not _read(fd, tail, kept):
+                return False
+        if exited:
+            while _read(fd, tail, kept, drain=True):
+                pass
+            return False
+
+
+def _exited(pid: int) -> bool:
+    """Whether child ``pid`` has exited, without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _read(fd: int, tail: deque[bytes], kept: list[int], drain: bool = False) -> bool:
+    """Read one chunk into ``tail`` (bounded); False at end of file or nothing left."""
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        return not drain
+    except OSError:
+        return False
+    if not chunk:
+        return False
+    tail.append(chunk)
+    kept[0] += len(chunk)
+    while kept[0] - len(tail[0]) >= TAIL_BYTES:
+        kept[0] -= len(tail.popleft())
+    return True
+
+
+def _kill(pid: int, beneath: bool) -> None:
+    """SIGKILL ``pid``'s process group and, when ``beneath`` (it is still running: a
+    timeout), first every process beneath it. Once it has exited its children have
+    been re-parented already (to gitevals, a subreaper for the run, which sweeps them;
+    under bubblewrap the pid namespace took them), so the scan of /proc -- tens of ms
+    on a busy machine (``benchmarks/bench_tasks.py``) -- would find nothing."""
+    if beneath:
+        from gitevals.run.reaper import kill_beneath
+
+        kill_beneath(pid)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def probe(bwrap: str) -> str | None:
+    """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, ...), or None."""
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/usr", "/usr",
+            *[x for d in _LINKS for x in _link_args(d)], "--proc", "/proc", "--dev", "/dev",
+            "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode != 0:
+        return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+    return None
+
+
+def _link_args(d: str) -> list[str]:
+    if os.path.islink(d):
+        return ["--symlink", os.readlink(d), d]
+    return ["--ro-bind-try", d, d]
