@@ -65,8 +65,17 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
                      test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
                      ) -> tuple[VerdictRow, ...]:
     """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``)."""
-    ta, tb = tallies(run_a), tallies(run_b)
     tr = tallies(rescored_a) if rescored_a is not None else {}
+    return compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha)
+
+
+def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], Tally],
+                    tr: dict[tuple[str, str], Tally] | None = None,
+                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
+                    ) -> tuple[VerdictRow, ...]:
+    """``compare_verdicts`` on tallies already taken (``tallies``): what the history of
+    many runs (``report.history``) compares, one pair of runs at a time."""
+    tr = tr or {}
     rows = []
     for key in sorted(set(ta) | set(tb)):
         a, b = ta.get(key), tb.get(key)
