@@ -1,0 +1,94 @@
+"""``gitevals report [REV|A..B] [-o report.html]``: one self-contained static HTML file.
+
+The IO edge: it gathers the history (``commands.log.gather``: the runs along first-parent
+history), the run of the tip, and the diff between two commits (``commands.diff.collect``,
+exactly what ``gitevals diff`` compares), hands them to ``report.html`` (pure) and
+writes the page atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitevals.commands.log import Gathered
+    from gitevals.diff import Diff
+    from gitevals.git.tree import Repo
+
+NAME = "report"
+HELP = "write one self-contained HTML report: overview, history along git, diff, transcripts"
+DEFAULT_OUT = "gitevals-report.html"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gitevals.commands.log import LIMIT, positive
+
+    parser.add_argument("what", nargs="?", default="HEAD", metavar="REV|A..B",
+                        help="the run of REV (default HEAD) with the history before it, or "
+                             "the history from A to B (both included) and the diff A B")
+    parser.add_argument("-o", "--output", default=DEFAULT_OUT, metavar="FILE",
+                        help=f"where to write the page (default {DEFAULT_OUT}; - for stdout)")
+    parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
+                        help=f"at most N commits with runs in the history, the newest "
+                             f"(default {LIMIT})")
+
+
+def run(args: argparse.Namespace) -> int:
+    import gc
+
+    from gitevals import __version__
+    from gitevals.commands.log import eval_root, gather, split_range
+    from gitevals.git.tree import require_repo
+    from gitevals.report import html
+
+    gc.disable()  # many big acyclic trees read once: see commands/score.py
+    repo = require_repo()
+    root = eval_root(repo)
+    got = gather(repo, root, args.what, args.limit, keep_tip=True)
+    if got.tip_run is None:
+        from gitevals.errors import UsageError
+
+        _, b = split_range(args.what)
+        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {root}/results/ or its git "
+                         f"note: make one with `gitevals run --rev {got.tip}`")
+    diff, note = _diff(repo, got)
+    page = html.render(html.Report(got.tip_run, got.history, args.what, diff, note,
+                                   __version__))
+    return _write(page, args.output)
+
+
+def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
+    """The diff A B for ``A..B``; for one revision, the previous commit with a run
+    against it; none when the history holds one commit only."""
+    from gitevals.commands.diff import PARTS, collect
+    from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
+
+    commits = got.history.commits
+    if got.start is not None:
+        a = got.start
+    elif len(commits) >= 2:
+        a = commits[-2].sha
+    else:
+        return None, ("No earlier commit along this history has a run: there is nothing "
+                      "to compare with yet.")
+    labels = {c.sha: c.tags[0] for c in commits if c.tags}
+    return collect(repo, labels.get(a, a), labels.get(got.tip, got.tip), None, None,
+                   set(PARTS), DEFAULT_TEST, DEFAULT_ALPHA), ""
+
+
+def _write(page: str, output: str) -> int:
+    if output == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return 0
+    import os
+    from pathlib import Path
+
+    from gitevals.files import write_atomic
+
+    write_atomic(Path(output), page)
+    size = len(page.encode())
+    print(f"wrote {os.path.relpath(output)} ({size / 1024:,.0f} KiB)", file=sys.stderr)
+    return 0
