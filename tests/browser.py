@@ -68,7 +68,8 @@ def png_colours(data: bytes) -> tuple[int, int]:
     raw, stride = zlib.decompress(idat), width * bpp
     rows, prev = [], bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
         _unfilter(kind, line, prev, bpp)
         rows.append(bytes(line))
         prev = line

@@ -103,7 +103,7 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
 
 def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False) -> Gathered:
     """Read the runs along the history ``spec`` names (``REV`` or ``A..B``)."""
-    from gitevals.diff.verdicts import tallies
+    from gitevals.diff.verdicts import Tally, tallies
     from gitevals.errors import ArtifactError
     from gitevals.report.history import Commit, build
     from gitevals.run.store import run_of_commit
@@ -112,7 +112,7 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False)
     tip = repo.resolve(b)
     start = repo.resolve(a) if a is not None else None
     tags = repo.tags_by_commit()
-    points = []
+    points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
     tip_run = None
     for sha, subject in _with_runs(repo, root, tip, start, limit):
         try:

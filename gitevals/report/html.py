@@ -334,13 +334,12 @@ def _change_cell(text: str) -> str:
 def _transcripts(run: Run) -> str:
     out = ["<section id=\"transcripts\"><h2>Transcripts</h2><p>Every trial of the run; "
            "click one to read it as a conversation.</p>"]
-    index, case_name = 0, None
-    for case, s in scenarios(run):
+    case_name = None
+    for index, (case, s) in enumerate(scenarios(run)):
         if case["name"] != case_name:
             case_name = case["name"]
             out.append(f"<h3>{esc(case['name'])}</h3>{_extras(case, _CASE_KEYS)}")
         out.append(_scenario(run, case, s, index))
-        index += 1
     return "".join(out) + "</section>\n"
 
 

@@ -1,0 +1,111 @@
+"""``report.html`` (pure): escaping, the policy, generic fields, plots."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+from gitevals.diff.verdicts import Tally
+from gitevals.report.history import Commit, build
+from gitevals.report.html import Report, esc, plot, render, value
+
+from .test_scoring import PARIS, artifact, result, sample, scenario, transcript
+
+EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&</style>"
+
+
+class Tags(HTMLParser):
+    """Every start tag and attribute name of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.update(name for name, _ in attrs)
+
+
+def page(run: dict[str, Any]) -> str:
+    history = build([(Commit(run["commit"], "subject"), {
+        (c["name"], s["id"]): Tally(s["verdict"]["verdict"], s["verdict"]["passes"],
+                                    s["verdict"]["trials"]) for c in run["cases"]
+        for s in c["scenarios"]})])
+    return render(Report(run, history, "HEAD", None, "nothing to compare", "0.1.0"))  # type: ignore[arg-type]
+
+
+def test_data_is_escaped_everywhere() -> None:
+    bad = transcript(EVIL, calls=[{"name": EVIL, "args": {EVIL: EVIL}, "result": EVIL}])
+    bad["hooks"] = [{"name": EVIL, "decision": EVIL}]
+    bad["turns"] = [{"final_answer": EVIL, EVIL: [EVIL]}]
+    run = artifact({"evil": [scenario("s", PARIS, [result(0, PARIS, bad)])]})
+    run["rev"] = run["run_id"] = EVIL
+    text = page(run)
+    assert EVIL not in text and "<script" not in text and "<img" not in text
+    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8
+    parsed = Tags()
+    parsed.feed(text)
+    assert parsed.tags.count("style") == 1 and "script" not in parsed.tags
+    assert not {a for a in parsed.attrs if a.startswith("on")}
+    assert {a for a in parsed.attrs} <= {"lang", "charset", "http-equiv", "content", "name",
+                                         "href", "id", "class", "type", "checked", "xmlns",
+                                         "width", "height", "viewbox", "role", "x", "y", "x1",
+                                         "x2", "y1", "y2", "cx", "cy", "r", "d", "text-anchor",
+                                         "transform"}
+    hrefs = re.findall(r'href="([^"]*)"', text)
+    assert hrefs and all(re.fullmatch(r"#[a-z]+\d*", h) for h in hrefs)
+
+
+def test_the_policy_allows_exactly_the_one_stylesheet() -> None:
+    text = page(sample())
+    style = text.split("<style>", 1)[1].split("</style>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)
+    assert policy is not None
+    assert policy.group(1) == (f"default-src 'none'; style-src 'sha256-{digest}'; "
+                               "script-src 'none'; base-uri 'none'; form-action 'none'")
+
+
+def test_text_no_encoding_can_write_is_shown_as_an_escape() -> None:
+    assert esc("a\x00b\ud800c\x1b") == "a\\x00b\\ud800c\\x1b"
+    page(artifact({"odd": [scenario("s", PARIS, [result(0, PARIS, transcript("\ud800\x07"))])]}
+                  )).encode("utf-8")  # writable: no lone surrogate left
+
+
+def test_fields_without_a_view_are_shown_generically() -> None:
+    """A task trial's iterations and rewards (or any field a newer gitevals adds)."""
+    t = result(0, PARIS, transcript())
+    t["task"] = {"state": "needs_revision", "final_reward": 0.5, "iterations": [
+        {"iteration": 0, "reward": 0.25, "verifier_tail": EVIL},
+        {"iteration": 1, "reward": 0.5, "verifier_tail": "ok"}]}
+    text = page(artifact({"task": [scenario("s", PARIS, [t])]}))
+    assert "<h5>task</h5>" in text
+    table = text.split("<h5>task</h5>", 1)[1]
+    assert "<dt>iterations</dt>" in table and "<dt>state</dt>" in table
+    assert ("<th>iteration</th><th>reward</th><th>verifier_tail</th>" in table)
+    assert "<code class=\"json\">0.25</code>" in table and esc(EVIL) in table
+
+
+def test_value_shapes() -> None:
+    assert value(None) == "<code class=\"json\">null</code>"
+    assert value({}) == "<code class=\"json\">{}</code>"
+    assert value([1, "a"]) == ("<ol class=\"list\"><li><code class=\"json\">1</code></li>"
+                               "<li><span class=\"text\">a</span></li></ol>")
+    deep: Any = "x"
+    for _ in range(10):
+        deep = [deep]
+    assert "[[[[" in value(deep)  # past DEPTH: its JSON text
+
+
+def test_one_point_per_commit_holding_the_scenario() -> None:
+    key = ("c", "s")
+    history = build([(Commit("1" * 40, "a"), {key: Tally("pass", 3, 3)}),
+                     (Commit("2" * 40, "b"), {}),
+                     (Commit("3" * 40, "c"), {key: Tally("fail", 0, 3)})])
+    svg = plot(history, 0)
+    assert svg.count("<circle") == 2 and svg.count("class=\"xl\"") == 3
+    assert "class=\"pt v-fail\"" in svg and "regressed" not in svg  # 3/3 -> 0/3: p 0.1
