@@ -135,7 +135,8 @@ scenarios:
 SETTINGS = '[tool.gitevals.target]\ncommand = ["python3", "harness.py"]\n'
 
 
-def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("static", ["1000", "0"], ids=["inline", "as-data"])
+def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path, static: str) -> None:
     golden = json.dumps({"id": "g-1", "input": "hi"})
     repo.commit({"pyproject.toml": SETTINGS, "harness.py": HARNESS,
                  "evals/cases/hostile.yaml": CASE, "evals/goldens.jsonl": golden + "\n",
@@ -147,7 +148,8 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path) -> No
     repo.commit({"evals/goldens.jsonl": f"{golden}\n{bad}\n"}, msg=P)
     assert run_cli("run", cwd=repo.path).code == 1
     page = tmp_path / "report.html"
-    made = run_cli("report", "HEAD~2..HEAD", "-o", str(page), cwd=repo.path)
+    made = run_cli("report", "HEAD~2..HEAD", "-o", str(page), "--static-transcripts", static,
+                   cwd=repo.path)
     assert made.code == 0, made.err
     open_report(browser, page)
 
@@ -155,7 +157,7 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path) -> No
     assert requests(browser) == [page.as_uri()]
     assert browser.get_log("browser") == []
     found = browser.execute_script("""return {
-        scripts: document.querySelectorAll('script').length,
+        scripts: document.querySelectorAll('script:not([type="application/json"])').length,
         styles: document.querySelectorAll('style').length,
         loaders: document.querySelectorAll('img, iframe, object, embed, link, base').length,
         handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes]
@@ -165,7 +167,7 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path) -> No
         svgs: document.querySelectorAll('svg').length,
         plots: document.querySelectorAll('figure.plot').length,
         visible: getComputedStyle(document.body).display}""")
-    assert found == {"scripts": 0, "styles": 1, "loaders": 0, "handlers": 0, "urls": 0,
+    assert found == {"scripts": 0 if static == "1000" else 1, "styles": 1, "loaders": 0, "handlers": 0, "urls": 0,
                      "svgs": found["plots"], "plots": 1, "visible": "block"}
     text = browser.find_element("tag name", "body").text
     assert "<script>window.__pwned=1</script>" in text  # shown as text in the diff (goldens)
@@ -176,3 +178,5 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path) -> No
     details.find_element("tag name", "summary").click()
     assert P in details.find_element("css selector", ".answer").text
     assert browser.execute_script("return window.__pwned") is None
+    assert browser.execute_script("return document.querySelectorAll('img, svg image').length") == 0
+    assert browser.get_log("browser") == []  # the script ran under the policy, nothing refused

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from html.parser import HTMLParser
 from typing import Any
+
+import pytest
 
 from gitevals.diff.verdicts import Tally
 from gitevals.report.history import Commit, build
@@ -30,32 +33,36 @@ class Tags(HTMLParser):
         self.attrs.update(name for name, _ in attrs)
 
 
-def page(run: dict[str, Any]) -> str:
+def page(run: dict[str, Any], static: int = 1000) -> str:
     history = build([(Commit(run["commit"], "subject"), {
         (c["name"], s["id"]): Tally(s["verdict"]["verdict"], s["verdict"]["passes"],
                                     s["verdict"]["trials"]) for c in run["cases"]
         for s in c["scenarios"]})])
-    return render(Report(run, history, "HEAD", None, "nothing to compare", "0.1.0"))  # type: ignore[arg-type]
+    report = Report(run, history, "HEAD", None, "nothing to compare", "0.1.0",  # type: ignore[arg-type]
+                    static)
+    return render(report)
 
 
-def test_data_is_escaped_everywhere() -> None:
+@pytest.mark.parametrize("static", [1000, 0], ids=["inline", "as-data"])
+def test_data_is_escaped_everywhere(static: int) -> None:
     bad = transcript(EVIL, calls=[{"name": EVIL, "args": {EVIL: EVIL}, "result": EVIL}])
     bad["hooks"] = [{"name": EVIL, "decision": EVIL}]
     bad["turns"] = [{"final_answer": EVIL, EVIL: [EVIL]}]
     run = artifact({"evil": [scenario("s", PARIS, [result(0, PARIS, bad)])]})
     run["rev"] = run["run_id"] = EVIL
-    text = page(run)
-    assert EVIL not in text and "<script" not in text and "<img" not in text
+    text = page(run, static)
+    assert EVIL not in text and "<img" not in text
     assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8
     parsed = Tags()
     parsed.feed(text)
-    assert parsed.tags.count("style") == 1 and "script" not in parsed.tags
+    assert parsed.tags.count("style") == 1
+    assert parsed.tags.count("script") == (0 if static else 2)
     assert not {a for a in parsed.attrs if a.startswith("on")}
     assert {a for a in parsed.attrs} <= {"lang", "charset", "http-equiv", "content", "name",
                                          "href", "id", "class", "type", "checked", "xmlns",
                                          "width", "height", "viewbox", "role", "x", "y", "x1",
                                          "x2", "y1", "y2", "cx", "cy", "r", "d", "text-anchor",
-                                         "transform"}
+                                         "transform", "data-n"}
     hrefs = re.findall(r'href="([^"]*)"', text)
     assert hrefs and all(re.fullmatch(r"#[a-z]+\d*", h) for h in hrefs)
 
@@ -68,6 +75,22 @@ def test_the_policy_allows_exactly_the_one_stylesheet() -> None:
     assert policy is not None
     assert policy.group(1) == (f"default-src 'none'; style-src 'sha256-{digest}'; "
                                "script-src 'none'; base-uri 'none'; form-action 'none'")
+    assert "<script" not in text
+
+
+def test_a_large_run_keeps_transcripts_as_inert_data() -> None:
+    text = page(sample(), static=3)  # 7 trials
+    policy = re.search(r'content="(default-src[^"]*)"', text)
+    script = text.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert policy is not None and f"script-src 'sha256-{digest}';" in policy.group(1)
+    data = text.split('<script type="application/json" id="bodies">', 1)[1]
+    data = data.split("</script>", 1)[0]
+    assert "<" not in data
+    bodies = json.loads(data)
+    assert len(bodies) == 7 and text.count('<details class="trial" data-n=') == 7
+    assert "<h5>Assertions</h5>" in bodies[0]
+    assert text.count('<div class="body"></div>') == 7
 
 
 def test_text_no_encoding_can_write_is_shown_as_an_escape() -> None:
@@ -87,14 +110,13 @@ def test_fields_without_a_view_are_shown_generically() -> None:
     table = text.split("<h5>task</h5>", 1)[1]
     assert "<dt>iterations</dt>" in table and "<dt>state</dt>" in table
     assert ("<th>iteration</th><th>reward</th><th>verifier_tail</th>" in table)
-    assert "<code class=\"json\">0.25</code>" in table and esc(EVIL) in table
+    assert "<code>0.25</code>" in table and esc(EVIL) in table
 
 
 def test_value_shapes() -> None:
-    assert value(None) == "<code class=\"json\">null</code>"
-    assert value({}) == "<code class=\"json\">{}</code>"
-    assert value([1, "a"]) == ("<ol class=\"list\"><li><code class=\"json\">1</code></li>"
-                               "<li><span class=\"text\">a</span></li></ol>")
+    assert value(None) == "<code>null</code>"
+    assert value({}) == "<code>{}</code>"
+    assert value([1, "<a>"]) == "<ol class=\"list\"><li><code>1</code></li><li>&lt;a&gt;</li></ol>"
     deep: Any = "x"
     for _ in range(10):
         deep = [deep]

@@ -24,6 +24,7 @@ DEFAULT_OUT = "gitevals-report.html"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gitevals.commands.log import LIMIT, positive
+    from gitevals.report.html import STATIC
 
     parser.add_argument("what", nargs="?", default="HEAD", metavar="REV|A..B",
                         help="the run of REV (default HEAD) with the history before it, or "
@@ -33,6 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
                         help=f"at most N commits with runs in the history, the newest "
                              f"(default {LIMIT})")
+    parser.add_argument("--static-transcripts", type=_count, default=STATIC, metavar="N",
+                        help=f"a run of up to N trials has every transcript as HTML that "
+                             f"reads with JavaScript off; a larger one keeps them as data a "
+                             f"small script shows on opening (default {STATIC})")
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                          f"note: make one with `gitevals run --rev {got.tip}`")
     diff, note = _diff(repo, got)
     page = html.render(html.Report(got.tip_run, got.history, args.what, diff, note,
-                                   __version__))
+                                   __version__, args.static_transcripts))
     return _write(page, args.output)
 
 

@@ -9,11 +9,19 @@ prints) and every trial's transcript as a ``<details>`` element.
 Safety: everything that comes from a tree, a target or a run is data. Each value goes
 through ``esc`` (``html.escape`` after ``xml_text``) and lands in element text only: no
 attribute, URL, style or script is ever built from data (ids and links are indexes,
-classes come from fixed tables). The page carries no script at all, and its CSP
-(``default-src 'none'``, the one stylesheet allowed by its hash) would refuse any
-script, style, image or connection that escaped escaping: nothing can load, nothing
-can run. Filters and expanding work without JavaScript (checkboxes read by CSS
-``:has()``, ``<details>``), and charts are SVG written here, so the file renders offline.
+classes come from fixed tables). The CSP (``default-src 'none'``; the one stylesheet
+and the one script allowed by their hashes) would refuse any script, style, image or
+connection that escaped escaping: nothing can load, nothing else can run. Filters and
+expanding work without JavaScript (checkboxes read by CSS ``:has()``, ``<details>``),
+and charts are SVG written here, so the file renders offline.
+
+Size: a run of up to ``STATIC`` trials has every transcript in the page as HTML (no
+script at all). Beyond, the page would be tens of megabytes of elements for Chromium
+to build before it shows anything (``benchmarks/bench_report.py``): each transcript is
+still rendered here, by the same escaping code, but kept as a string in one JSON data
+block, and a fixed script of a few lines (``SCRIPT``) puts a trial's body into its
+``<details>`` when it is opened. The data block is inert (``type="application/json"``,
+every ``<`` written ``\u003c``, so it cannot close its element).
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ if TYPE_CHECKING:
 
 #: Characters of one value shown in a transcript (the run artifact has all of it).
 LIMIT = 4000
+#: Runs with up to this many trials get every transcript as HTML; larger ones as data a
+#: script renders on opening (``--static-transcripts``).
+STATIC = 1000
 #: Nesting shown as elements; deeper values are shown as their JSON text.
 DEPTH = 6
 _MARK = {"pass": "✓", "flaky": "~", "fail": "✗", "broken": "!", "not_run": "-"}
@@ -57,6 +68,7 @@ class Report:
     diff: Diff | None = None
     diff_note: str = ""
     tool_version: str = ""
+    static: int = STATIC
 
 
 def esc(value: object) -> str:
@@ -71,12 +83,16 @@ def _verdict_class(verdict: object) -> str:
 
 def render(report: Report) -> str:
     """The whole page."""
+    trials = sum(len(s["results"]) for _, s in scenarios(report.run))
+    bodies: list[str] | None = [] if trials > report.static else None
     body = "".join([
         _header(report), _filters(), _overview(report.run), _history(report.history),
-        _diff(report.diff, report.diff_note), _transcripts(report.run)])
+        _diff(report.diff, report.diff_note), _transcripts(report.run, bodies),
+        _data(bodies)])
     title = f"gitevals report: {report.spec}"
+    csp = policy(bodies is not None)
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
             "<meta name=\"referrer\" content=\"no-referrer\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n"
@@ -331,16 +347,30 @@ def _change_cell(text: str) -> str:
 # -- transcripts ----------------------------------------------------------------------------
 
 
-def _transcripts(run: Run) -> str:
+def _transcripts(run: Run, bodies: list[str] | None) -> str:
+    """Every trial as a ``<details>``; its body inline, or appended to ``bodies`` (then
+    the script fills it in on opening)."""
+    note = ("" if bodies is None else "<noscript><p class=\"bad\">This run is large: its "
+            "transcripts open with JavaScript on (or read one with <code>gitevals show "
+            "--trial CASE/SCENARIO/N</code>).</p></noscript>")
     out = ["<section id=\"transcripts\"><h2>Transcripts</h2><p>Every trial of the run; "
-           "click one to read it as a conversation.</p>"]
+           f"click one to read it as a conversation.</p>{note}"]
     case_name = None
     for index, (case, s) in enumerate(scenarios(run)):
         if case["name"] != case_name:
             case_name = case["name"]
             out.append(f"<h3>{esc(case['name'])}</h3>{_extras(case, _CASE_KEYS)}")
-        out.append(_scenario(run, case, s, index))
+        out.append(_scenario(run, case, s, index, bodies))
     return "".join(out) + "</section>\n"
+
+
+def _data(bodies: list[str] | None) -> str:
+    """The trial bodies as one inert JSON data block, and the script that reads it."""
+    if bodies is None:
+        return ""
+    data = json.dumps(bodies, ensure_ascii=False).replace("<", "\\u003c")
+    return (f"<script type=\"application/json\" id=\"bodies\">{data}</script>\n"
+            f"<script>{SCRIPT}</script>\n")
 
 
 _CASE_KEYS = frozenset(("name", "path", "blob", "scenarios"))
@@ -348,16 +378,18 @@ _SCENARIO_KEYS = frozenset(("id", "user", "expect", "trials", "timeout", "result
                             "verdict", "rules"))
 
 
-def _scenario(run: Run, case: CaseRun, s: ScenarioRun, index: int) -> str:
+def _scenario(run: Run, case: CaseRun, s: ScenarioRun, index: int,
+              bodies: list[str] | None) -> str:
     v = s["verdict"]
-    trials = "".join(_trial(run, case, s, t) for t in s["results"]) or "<p>Not run.</p>"
+    trials = "".join(_trial(run, case, s, t, bodies) for t in s["results"]) \
+        or "<p>Not run.</p>"
     return (f"<section class=\"scenario f {_verdict_class(v['verdict'])}\" id=\"s{index}\">"
             f"<h4>{esc(s['id'])} {_verdict(v['verdict'])} "
             f"<span class=\"num\">{v['passes']}/{v['trials']}</span></h4>"
             f"{_extras(s, _SCENARIO_KEYS)}{trials}</section>")
 
 
-def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial) -> str:
+def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial, bodies: list[str] | None) -> str:
     from gitevals.report.trial import document
 
     doc = document(run, case, s, t)
@@ -366,9 +398,13 @@ def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial) -> str:
     why = f" · {esc(fold(one_line(failing), 140))}" if failing and not ok else ""
     summary = (f"<summary><span class=\"{'good' if ok else 'bad'}\">trial {t['trial']} · "
                f"{'passed' if ok else 'FAILED'}</span>{why}</summary>")
-    body = [_conversation(doc), _answer_block(doc), _assertions(doc), _graders(doc),
-            _extras(t, _TRIAL_KEYS), _footer(doc)]
-    return f"<details class=\"trial\">{summary}<div class=\"body\">{''.join(body)}</div></details>"
+    body = "".join([_conversation(doc), _answer_block(doc), _assertions(doc), _graders(doc),
+                    _extras(t, _TRIAL_KEYS), _footer(doc)])
+    if bodies is None:
+        return f"<details class=\"trial\">{summary}<div class=\"body\">{body}</div></details>"
+    bodies.append(body)
+    return (f"<details class=\"trial\" data-n=\"{len(bodies) - 1}\">{summary}"
+            "<div class=\"body\"></div></details>")
 
 
 _REPLY_KEYS = ("final_answer", "tool_calls", "hooks", "error")
@@ -427,13 +463,20 @@ def _assertions(doc: dict[str, JSON]) -> str:
         error = value(a["error"]) if a.get("error") is not None else ""
         rows.append(f"<tr><td class=\"{'good' if ok else 'bad'}\">{'pass' if ok else 'FAIL'}"
                     f"</td><td><code>{esc(_str(a.get('kind')))}</code></td>"
-                    f"<td>{value(a.get('rule'))}</td><td>{esc(_str(a.get('message')))}</td>"
+                    f"<td>{_rule(a.get('rule'))}</td><td>{esc(_str(a.get('message')))}</td>"
                     f"<td>{error}</td></tr>")
     if not rows:
         return "<h5>Assertions</h5><p class=\"muted\">none</p>"
     return ("<h5>Assertions</h5><table class=\"small\"><thead><tr><th></th><th>kind</th>"
             "<th>rule</th><th>outcome</th><th>error</th></tr></thead><tbody>"
             f"{''.join(rows)}</tbody></table>")
+
+
+def _rule(rule: JSON) -> str:
+    """An assertion's argument as one line of JSON (its kind has a column)."""
+    arg = next(iter(rule.values())) if isinstance(rule, dict) and len(rule) == 1 else rule
+    text = json.dumps(arg, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+    return f"<code>{esc(fold(text, 300))}</code>"
 
 
 def _graders(doc: dict[str, JSON]) -> str:
@@ -476,18 +519,18 @@ def value(v: JSON, depth: int = 0) -> str:
     if isinstance(v, str):
         return _text(v)
     if v is None or isinstance(v, (bool, int, float)):
-        return f"<code class=\"json\">{esc(json.dumps(v))}</code>"
+        return f"<code>{esc(json.dumps(v))}</code>"
     if depth >= DEPTH:
         return _text(json.dumps(v, ensure_ascii=False, sort_keys=True))
     if isinstance(v, dict):
         if not v:
-            return "<code class=\"json\">{}</code>"
+            return "<code>{}</code>"
         return "<dl class=\"obj\">" + "".join(
             f"<dt>{esc(k)}</dt><dd>{value(v[k], depth + 1)}</dd>" for k in sorted(v)) + "</dl>"
     if v and all(isinstance(x, dict) for x in v):
         return _records(v, depth)
     if not v:
-        return "<code class=\"json\">[]</code>"
+        return "<code>[]</code>"
     return "<ol class=\"list\">" + "".join(f"<li>{value(x, depth + 1)}</li>" for x in v) + "</ol>"
 
 
@@ -507,8 +550,7 @@ def _text(v: JSON) -> str:
         return "<span class=\"muted\">(none)</span>"
     text = fold(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True),
                 LIMIT)
-    return f"<pre>{esc(text)}</pre>" if "\n" in text or len(text) > 80 else \
-        f"<span class=\"text\">{esc(text)}</span>"
+    return f"<pre>{esc(text)}</pre>" if "\n" in text or len(text) > 80 else esc(text)
 
 
 def _str(v: JSON) -> str:
@@ -602,7 +644,19 @@ def _hash(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-#: Nothing loads and nothing runs; the one stylesheet is allowed by its hash (so a
-#: ``<style>`` that escaped escaping would not apply either).
-CSP = (f"default-src 'none'; style-src 'sha256-{_hash(STYLE)}'; script-src 'none'; "
-       "base-uri 'none'; form-action 'none'")
+#: Opening a trial of a large run puts its body (a string from the data block, made by
+#: this module: data in it is escaped as everywhere else) into its ``<details>``.
+SCRIPT = ("let bodies;document.addEventListener('toggle',e=>{const d=e.target;"
+          "if(!d.open||!d.dataset||d.dataset.n===undefined)return;"
+          "const b=d.querySelector('.body');if(b.childNodes.length)return;"
+          "bodies=bodies||JSON.parse(document.getElementById('bodies').textContent);"
+          "b.innerHTML=bodies[Number(d.dataset.n)];},true);")
+
+
+def policy(script: bool) -> str:
+    """The CSP: nothing loads; the stylesheet, and ``SCRIPT`` when the page has it, are
+    allowed by their hashes (a ``<style>`` or ``<script>`` that escaped escaping could
+    not apply or run)."""
+    scripts = f"'sha256-{_hash(SCRIPT)}'" if script else "'none'"
+    return (f"default-src 'none'; style-src 'sha256-{_hash(STYLE)}'; script-src {scripts}; "
+            "base-uri 'none'; form-action 'none'")
