@@ -90,3 +90,24 @@ def test_no_runs_yet(repo: Repo) -> None:
     report = run_cli("report", "-o", str(repo.path / "r.html"), cwd=repo.path)
     assert report.code == 2 and "no run of HEAD" in report.err
     assert not (repo.path / "r.html").exists()
+
+
+def test_a_clone_reads_the_history_from_notes(demo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(demo), str(clone)], check=True)
+    none = run_cli("log", cwd=clone)
+    assert none.out.startswith("no runs along the first-parent history of HEAD")
+    subprocess.run(["git", "fetch", "-q", "origin", "refs/notes/gitevals:refs/notes/gitevals"],
+                   cwd=clone, check=True)
+    assert run_cli("log", cwd=clone).out.split("\n")[:3] == [HEAD, V2, V1]
+    # a note that holds no run: said on its row, and v2 is compared with nothing
+    subprocess.run(["git", "notes", "--ref", "gitevals", "add", "-f", "-m",
+                    '{"format": "gitevals-run/1"}', "v1"], cwd=clone, check=True,
+                   capture_output=True)
+    rows = run_cli("log", "basics/answers-in-one-line", cwd=clone).out.split("\n")
+    assert rows[1:3] == ["v2      demo agent v2                ✗ 0/10",
+                         "v1      (run unreadable: see below)"]
+    assert rows[3].startswith("v1: run unreadable: git note refs/notes/gitevals on ")
+    report = run_cli("report", "-o", str(clone / "r.html"), cwd=clone)
+    assert report.code == 0, report.err
+    assert "unreadable: git note refs/notes/gitevals on" in (clone / "r.html").read_text()

@@ -76,17 +76,23 @@ def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
     from gitevals.commands.diff import PARTS, collect
     from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 
+    from gitevals.errors import ArtifactError
+
     commits = got.history.commits
+    earlier = [c.sha for c in commits[:-1] if c.run_id is not None]
     if got.start is not None:
         a = got.start
-    elif len(commits) >= 2:
-        a = commits[-2].sha
+    elif earlier:
+        a = earlier[-1]
     else:
-        return None, ("No earlier commit along this history has a run: there is nothing "
-                      "to compare with yet.")
+        return None, ("No earlier commit along this history has a readable run: there is "
+                      "nothing to compare with yet.")
     labels = {c.sha: c.tags[0] for c in commits if c.tags}
-    return collect(repo, labels.get(a, a), labels.get(got.tip, got.tip), None, None,
-                   set(PARTS), DEFAULT_TEST, DEFAULT_ALPHA), ""
+    try:
+        return collect(repo, labels.get(a, a), labels.get(got.tip, got.tip), None, None,
+                       set(PARTS), DEFAULT_TEST, DEFAULT_ALPHA), ""
+    except ArtifactError as exc:  # the history already says which run; the page still helps
+        return None, f"No diff: {exc}"
 
 
 def _write(page: str, output: str) -> int:

@@ -29,7 +29,7 @@ def cell(point: Point | None) -> str:
 
 def _subject(commit: Commit) -> str:
     if commit.problem is not None:
-        return f"(run unreadable: {commit.problem})"
+        return "(run unreadable: see below)"
     text = visible(commit.subject)
     return text if len(text) <= SUBJECT else text[: SUBJECT - 1] + "…"
 
@@ -48,6 +48,8 @@ def render_text(history: History, tip: str) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in rows]
+    lines += [f"{visible(c.label)}: run unreadable: {visible(c.problem)}"
+              for c in reversed(history.commits) if c.problem is not None]
     n, r = len(history.commits), history.regressions()
     lines += [f"{n} commit{'' if n == 1 else 's'} with runs along the first-parent history of "
               f"{visible(tip)}, newest first; {r} regressed beyond noise "
