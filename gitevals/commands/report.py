@@ -75,7 +75,6 @@ def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
     against it; none when the history holds one commit only."""
     from gitevals.commands.diff import PARTS, collect
     from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
-
     from gitevals.errors import ArtifactError
 
     commits = got.history.commits
