@@ -131,3 +131,19 @@ def test_one_point_per_commit_holding_the_scenario() -> None:
     svg = plot(history, 0)
     assert svg.count("<circle") == 2 and svg.count("class=\"xl\"") == 3
     assert "class=\"pt v-fail\"" in svg and "regressed" not in svg  # 3/3 -> 0/3: p 0.1
+
+
+def test_tokens_and_cost_columns_when_reported() -> None:
+    def paid(tokens: int) -> dict[str, Any]:
+        t = transcript("Paris")
+        t["turns"] = [{"final_answer": "Paris", "cost": 0.5,
+                       "usage": {"prompt_tokens": tokens, "completion_tokens": 1}}]
+        return t
+
+    run = artifact({"paid": [scenario("s", PARIS, [result(0, PARIS, paid(1200)),
+                                                   result(1, PARIS, paid(34))])]})
+    text = page(run)
+    table = text.split('<table class="overview">', 1)[1].split("</table>", 1)[0]
+    assert "<th>tokens in/out</th><th>cost</th>" in table
+    assert "<td>1,234/2</td><td>1</td>" in table
+    assert page(sample()).count("tokens in/out") == 0
