@@ -42,12 +42,15 @@ def chromium(profile: Path) -> Iterator[Any]:
 
 
 def requests(driver: Any) -> list[str]:
-    """The URLs of every request the page made (from the performance log)."""
+    """The URLs of every request made since the last call (from the performance log),
+    but Chromium's own ``chrome://`` pages (its start-up tab), which are no page's."""
     out = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
         if message["method"] == "Network.requestWillBeSent":
-            out.append(message["params"]["request"]["url"])
+            url = message["params"]["request"]["url"]
+            if not url.startswith("chrome://"):
+                out.append(url)
     return out
 
 

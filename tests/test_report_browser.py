@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.support.ui import WebDriverWait
 
 from .browser import chromium, png_colours, requests
 from .conftest import Repo, run_cli
@@ -157,7 +158,7 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path, stati
     assert requests(browser) == [page.as_uri()]
     assert browser.get_log("browser") == []
     found = browser.execute_script("""return {
-        scripts: document.querySelectorAll('script:not([type="application/json"])').length,
+        scripts: document.querySelectorAll('script:not([type="text/plain"])').length,
         styles: document.querySelectorAll('style').length,
         loaders: document.querySelectorAll('img, iframe, object, embed, link, base').length,
         handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes]
@@ -177,7 +178,9 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path, stati
     assert browser.execute_script("return document.querySelectorAll('circle.pt').length") == 2
     details = browser.find_element("css selector", "details.trial")
     details.find_element("tag name", "summary").click()
-    assert P in details.find_element("css selector", ".answer").text
+    answer = WebDriverWait(browser, 10).until(  # as data, the body is filled in on opening
+        lambda d: details.find_elements("css selector", ".answer"))
+    assert P in answer[0].text
     assert browser.execute_script("return window.__pwned") is None
     images = "return document.querySelectorAll('img, svg image').length"
     assert browser.execute_script(images) == 0

@@ -16,17 +16,19 @@ expanding work without JavaScript (checkboxes read by CSS ``:has()``, ``<details
 and charts are SVG written here, so the file renders offline.
 
 Size: a run of up to ``STATIC`` trials has every transcript in the page as HTML (no
-script at all). Beyond, the page would be tens of megabytes of elements for Chromium
-to build before it shows anything (``benchmarks/bench_report.py``): each transcript is
-still rendered here, by the same escaping code, but kept as a string in one JSON data
-block, and a fixed script of a few lines (``SCRIPT``) puts a trial's body into its
-``<details>`` when it is opened. The data block is inert (``type="application/json"``,
-every ``<`` written ``\u003c``, so it cannot close its element).
+script at all). Beyond, the page would be tens of megabytes for Chromium to read before
+it shows anything (``benchmarks/bench_report.py``: 25 MB and 6 s for 5,000 trials): each
+transcript is still rendered here, by the same escaping code, but the bodies are kept
+as one gzip-compressed JSON list, base64 in an inert data block (``type="text/plain"``;
+base64 holds no ``<``, so it cannot close its element), and a fixed script of a few
+lines (``SCRIPT``) decompresses it (the browser's ``DecompressionStream``) and puts a
+trial's body into its ``<details>`` when it is opened.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
 import json
@@ -365,12 +367,13 @@ def _transcripts(run: Run, bodies: list[str] | None) -> str:
 
 
 def _data(bodies: list[str] | None) -> str:
-    """The trial bodies as one inert JSON data block, and the script that reads it."""
+    """The trial bodies as one inert data block (a JSON list, gzip, base64: byte-stable,
+    ``mtime=0``), and the script that reads it."""
     if bodies is None:
         return ""
-    data = json.dumps(bodies, ensure_ascii=False).replace("<", "\\u003c")
-    return (f"<script type=\"application/json\" id=\"bodies\">{data}</script>\n"
-            f"<script>{SCRIPT}</script>\n")
+    packed = gzip.compress(json.dumps(bodies, ensure_ascii=False).encode(), 6, mtime=0)
+    return (f"<script type=\"text/plain\" id=\"bodies\">{base64.b64encode(packed).decode()}"
+            f"</script>\n<script>{SCRIPT}</script>\n")
 
 
 _CASE_KEYS = frozenset(("name", "path", "blob", "scenarios"))
@@ -646,11 +649,14 @@ def _hash(text: str) -> str:
 
 #: Opening a trial of a large run puts its body (a string from the data block, made by
 #: this module: data in it is escaped as everywhere else) into its ``<details>``.
-SCRIPT = ("let bodies;document.addEventListener('toggle',e=>{const d=e.target;"
+SCRIPT = ("let bodies;function unpack(){const t=document.getElementById('bodies').textContent;"
+          "const s=new Blob([Uint8Array.from(atob(t),c=>c.charCodeAt(0))]).stream()"
+          ".pipeThrough(new DecompressionStream('gzip'));"
+          "return new Response(s).text().then(JSON.parse);}"
+          "document.addEventListener('toggle',async e=>{const d=e.target;"
           "if(!d.open||!d.dataset||d.dataset.n===undefined)return;"
           "const b=d.querySelector('.body');if(b.childNodes.length)return;"
-          "bodies=bodies||JSON.parse(document.getElementById('bodies').textContent);"
-          "b.innerHTML=bodies[Number(d.dataset.n)];},true);")
+          "bodies=bodies||unpack();b.innerHTML=(await bodies)[Number(d.dataset.n)];},true);")
 
 
 def policy(script: bool) -> str:
