@@ -111,3 +111,17 @@ def test_a_clone_reads_the_history_from_notes(demo: Path, tmp_path: Path) -> Non
     report = run_cli("report", "-o", str(clone / "r.html"), cwd=clone)
     assert report.code == 0, report.err
     assert "unreadable: git note refs/notes/gitevals on" in (clone / "r.html").read_text()
+
+
+def test_report_bad_output_and_outside_a_repo(demo: Path, tmp_path: Path) -> None:
+    kept = tmp_path / "kept.html"
+    kept.write_text("an earlier report")
+    into_dir = run_cli("report", "-o", str(tmp_path), cwd=demo)
+    assert into_dir.code == 2 and into_dir.err.count("\n") == 1
+    assert "Traceback" not in into_dir.err
+    limited = run_cli("report", "HEAD~1..HEAD", "-o", str(kept), "--limit", "1", cwd=demo)
+    assert limited.code == 0  # v2 has a run: --limit 1 leaves v1 out of the history
+    html = kept.read_text()
+    assert html.startswith("<!doctype html>") and html.count('class="pt ') == 5
+    outside = run_cli("log", cwd=tmp_path)
+    assert outside.code == 2 and outside.err.count("\n") == 1 and "git" in outside.err
