@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.git.tree import require_repo
     from gitevals.report import html
 
+    _check_output(args.output)
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
     root = eval_root(repo)
@@ -92,6 +93,17 @@ def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
                        set(PARTS), DEFAULT_TEST, DEFAULT_ALPHA), ""
     except ArtifactError as exc:  # the history already says which run; the page still helps
         return None, f"No diff: {exc}"
+
+
+def _check_output(output: str) -> None:
+    """Refuse, before any work, an output that is a directory."""
+    import os
+
+    if output != "-" and os.path.isdir(output):
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"-o {output}: is a directory; name a file, e.g. "
+                         f"{os.path.join(output, DEFAULT_OUT)}")
 
 
 def _write(page: str, output: str) -> int:
