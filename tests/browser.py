@@ -36,6 +36,9 @@ def chromium(profile: Path) -> Iterator[Any]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
+        driver.get("about:blank")  # the start-up tab's own loads end here
+        driver.get_log("performance")
+        driver.get_log("browser")
         yield driver
     finally:
         driver.quit()

@@ -246,71 +246,75 @@ def _x(j: int) -> float:
 
 
 def plot(history: History, i: int) -> str:
-    """Scenario ``i`` of ``history`` as an SVG: a point per commit whose run holds it."""
+    """Scenario ``i`` of ``history`` as an SVG: a point per commit whose run holds it.
+
+    Few elements (the lines, bars and triangles of a plot are one path each): a history
+    of hundreds of scenarios stays quick for a browser to build."""
     n = len(history.commits)
     width = _LEFT + _STEP * max(n, 1) + 10
+    points = history.points[i]
+    marks = [(j, p) for j, p in enumerate(points) if p is not None]
+    regressed = "".join(_triangle(j, p) for j, p in marks if p.regressed)
     parts = [f"<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" "
              f"height=\"{_TOP + _HEIGHT + _BELOW}\" viewBox=\"0 0 {width} "
-             f"{_TOP + _HEIGHT + _BELOW}\" role=\"img\">", _axes(width)]
-    points = history.points[i]
-    parts.append(_line(points))
-    for j, p in enumerate(points):
-        if p is not None:
-            parts.append(_mark(history, j, p))
-    parts += [_label(history, j) for j in range(n)]
+             f"{_TOP + _HEIGHT + _BELOW}\" role=\"img\">", _axes(width),
+             f"<path class=\"trend\" d=\"{_trend(points)}\"/>",
+             f"<path class=\"ci\" d=\"{''.join(_bar(j, p) for j, p in marks)}\"/>",
+             *([f"<path class=\"reg\" d=\"{regressed}\"/>"] if regressed else []),
+             *(_point(history, j, p) for j, p in marks),
+             *(_label(history, j) for j in range(n))]
     return "".join(parts) + "</svg>"
 
 
 def _axes(width: int) -> str:
-    out = []
-    for rate, text in ((1.0, "100 %"), (0.5, "50 %"), (0.0, "0 %")):
-        y = _y(rate)
-        out.append(f"<line class=\"grid\" x1=\"{_LEFT}\" x2=\"{width - 6}\" y1=\"{y:.1f}\" "
-                   f"y2=\"{y:.1f}\"/><text class=\"tick\" x=\"{_LEFT - 6}\" y=\"{y + 4:.1f}\" "
-                   f"text-anchor=\"end\">{text}</text>")
+    grid = "".join(f"M{_LEFT} {_y(r):.1f}H{width - 6}" for r in (1.0, 0.5, 0.0))
+    ticks = "".join(f"<text class=\"tick\" x=\"{_LEFT - 6}\" y=\"{_y(r) + 4:.1f}\" "
+                    f"text-anchor=\"end\">{text}</text>"
+                    for r, text in ((1.0, "100 %"), (0.5, "50 %"), (0.0, "0 %")))
+    return f"<path class=\"grid\" d=\"{grid}\"/>{ticks}"
+
+
+def _trend(points: Sequence[Point | None]) -> str:
+    """Path data joining points at neighbouring commits (a gap where a run lacks it)."""
+    out, drawing = [], False
+    for j, p in enumerate(points):
+        if p is None or p.rate is None:
+            drawing = False
+            continue
+        out.append(f"{'L' if drawing else 'M'}{_x(j):.1f} {_y(p.rate):.1f}")
+        drawing = True
     return "".join(out)
 
 
-def _line(points: Sequence[Point | None]) -> str:
-    """Lines between points at neighbouring commits (a gap where a run lacks it)."""
-    out = []
-    for j in range(1, len(points)):
-        a, b = points[j - 1], points[j]
-        if a is not None and b is not None and a.rate is not None and b.rate is not None:
-            out.append(f"<line class=\"trend\" x1=\"{_x(j - 1):.1f}\" y1=\"{_y(a.rate):.1f}\" "
-                       f"x2=\"{_x(j):.1f}\" y2=\"{_y(b.rate):.1f}\"/>")
-    return "".join(out)
+def _bar(j: int, p: Point) -> str:
+    """Path data of the 95 % interval: a vertical bar with a cap at each end."""
+    x, lo, hi = _x(j), _y(p.low), _y(p.high)
+    return f"M{x:.1f} {lo:.1f}V{hi:.1f}M{x - 4:.1f} {lo:.1f}h8M{x - 4:.1f} {hi:.1f}h8"
 
 
-def _mark(history: History, j: int, p: Point) -> str:
-    x, commit = _x(j), history.commits[j]
+def _triangle(j: int, p: Point) -> str:
+    x, y = _x(j), _y(p.high) - 6
+    return f"M{x - 5:.1f} {y - 8:.1f}H{x + 5:.1f}L{x:.1f} {y:.1f}Z"
+
+
+def _point(history: History, j: int, p: Point) -> str:
+    commit = history.commits[j]
     rate = p.rate if p.rate is not None else 0.0
-    lo, hi = _y(p.low), _y(p.high)
     tip = (f"{commit.label}: {commit.subject}\n{p.verdict} {p.passes}/{p.trials} "
            f"({rate:.0%}, 95 % interval {p.low:.0%}–{p.high:.0%})")
     if p.change in ("regressed", "improved") and p.p is not None:
         tip += f"\n{p.change} {'beyond' if p.beyond_noise else 'within'} noise, p = {p.p:.3g}"
-    out = (f"<line class=\"ci\" x1=\"{x:.1f}\" x2=\"{x:.1f}\" y1=\"{lo:.1f}\" y2=\"{hi:.1f}\"/>"
-           f"<line class=\"ci\" x1=\"{x - 4:.1f}\" x2=\"{x + 4:.1f}\" y1=\"{lo:.1f}\" "
-           f"y2=\"{lo:.1f}\"/><line class=\"ci\" x1=\"{x - 4:.1f}\" x2=\"{x + 4:.1f}\" "
-           f"y1=\"{hi:.1f}\" y2=\"{hi:.1f}\"/>")
     cls = f"pt {_verdict_class(p.verdict)}" + (" regressed" if p.regressed else "")
-    out += (f"<circle class=\"{cls}\" cx=\"{x:.1f}\" cy=\"{_y(rate):.1f}\" r=\"5\">"
+    return (f"<circle class=\"{cls}\" cx=\"{_x(j):.1f}\" cy=\"{_y(rate):.1f}\" r=\"5\">"
             f"<title>{esc(tip)}</title></circle>")
-    if p.regressed:
-        y = hi - 6
-        out += (f"<path class=\"reg\" d=\"M{x - 5:.1f} {y - 8:.1f}H{x + 5:.1f}L{x:.1f} "
-                f"{y:.1f}Z\"/>")
-    return out
 
 
 def _label(history: History, j: int) -> str:
-    commit = history.commits[j]
+    label = history.commits[j].label
     x, y = _x(j), _TOP + _HEIGHT + 14
-    text = commit.label if len(commit.label) <= 14 else commit.label[:13] + "…"
+    text = label if len(label) <= 14 else label[:13] + "…"
     return (f"<text class=\"xl\" x=\"{x:.1f}\" y=\"{y:.1f}\" text-anchor=\"end\" "
-            f"transform=\"rotate(-35 {x:.1f} {y:.1f})\"><title>{esc(commit.subject)}</title>"
-            f"{esc(text)}</text>")
+            f"transform=\"rotate(-35 {x:.1f} {y:.1f})\">{esc(text)}</text>")
 
 
 # -- diff -----------------------------------------------------------------------------------
@@ -399,14 +403,16 @@ def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial, bodies: list[str] 
     ok = t["passed"]
     failing = next((a["message"] for a in t["assertions"] if not a["passed"]), None)
     why = f" · {esc(fold(one_line(failing), 140))}" if failing and not ok else ""
-    summary = (f"<summary><span class=\"{'good' if ok else 'bad'}\">trial {t['trial']} · "
-               f"{'passed' if ok else 'FAILED'}</span>{why}</summary>")
+    summary = (f"<summary><b>trial {t['trial']} · {'passed' if ok else 'FAILED'}</b>{why}"
+               "</summary>")
+    state = "ok" if ok else "ko"
     body = "".join([_conversation(doc), _answer_block(doc), _assertions(doc), _graders(doc),
                     _extras(t, _TRIAL_KEYS), _footer(doc)])
     if bodies is None:
-        return f"<details class=\"trial\">{summary}<div class=\"body\">{body}</div></details>"
+        return (f"<details class=\"trial {state}\">{summary}<div class=\"body\">{body}</div>"
+                "</details>")
     bodies.append(body)
-    return (f"<details class=\"trial\" data-n=\"{len(bodies) - 1}\">{summary}"
+    return (f"<details class=\"trial {state}\" data-n=\"{len(bodies) - 1}\">{summary}"
             "<div class=\"body\"></div></details>")
 
 
@@ -615,14 +621,17 @@ figure.plot{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px 
 max-width:100%;overflow-x:auto}
 figcaption{font-weight:600;font-size:13px}
 svg.chart{display:block;font-size:11px}
-svg .grid{stroke:#d8dee4;stroke-width:1}svg .tick,svg .xl{fill:var(--muted)}
-svg .trend{stroke:#8c959f;stroke-width:1.5}svg .ci{stroke:#57606a;stroke-width:1.5}
+svg .grid{stroke:#d8dee4;stroke-width:1;fill:none}svg .tick,svg .xl{fill:var(--muted)}
+svg .trend{stroke:#8c959f;stroke-width:1.5;fill:none}
+svg .ci{stroke:#57606a;stroke-width:1.5;fill:none}
 svg .pt{fill:var(--c);stroke:#fff;stroke-width:1.5}svg .pt.regressed{stroke:var(--fail);
 stroke-width:2.5}svg .reg{fill:var(--fail)}.reg{color:var(--fail)}
 section.scenario{border-left:3px solid var(--c);padding:0 0 4px 12px;margin:10px 0}
 details.trial{border:1px solid var(--line);border-radius:6px;margin:4px 0;
 content-visibility:auto;contain-intrinsic-size:auto 32px}
 details.trial>summary{cursor:pointer;padding:4px 10px;background:var(--soft)}
+details.trial>summary b{font-weight:normal}details.ok>summary b{color:var(--pass)}
+details.ko>summary b{color:var(--fail)}
 details.trial[open]>summary{border-bottom:1px solid var(--line)}
 details.trial .body{padding:6px 12px}
 ol.turns{padding-left:20px}ol.turns>li{margin-bottom:10px}
