@@ -98,9 +98,9 @@ def test_a_large_run_keeps_transcripts_as_inert_data() -> None:
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert policy is not None and f"script-src 'sha256-{digest}';" in policy.group(1)
     bodies = bodies_of(text)
-    assert len(bodies) == 7 and text.count('" data-n="') == 7
-    assert "<h5>Assertions</h5>" in bodies[0]
-    assert text.count('<div class="body"></div>') == 7
+    assert len(bodies) == 4 and text.count('<details class="trials" data-n="') == 4
+    assert bodies[0].count('<details class="trial ') == 2 and "<h5>Assertions</h5>" in bodies[0]
+    assert text.count('<div class="body"></div>') == 4 and "2 trials: 1 passed, 1 failed" in text
 
 
 def test_text_no_encoding_can_write_is_shown_as_an_escape() -> None:

@@ -18,11 +18,11 @@ and charts are SVG written here, so the file renders offline.
 Size: a run of up to ``STATIC`` trials has every transcript in the page as HTML (no
 script at all). Beyond, the page would be tens of megabytes for Chromium to read before
 it shows anything (``benchmarks/bench_report.py``: 25 MB and 6 s for 5,000 trials): each
-transcript is still rendered here, by the same escaping code, but the bodies are kept
-as one gzip-compressed JSON list, base64 in an inert data block (``type="text/plain"``;
+transcript is still rendered here, by the same escaping code, but each scenario's trials are kept
+in one gzip-compressed JSON list, base64 in an inert data block (``type="text/plain"``;
 base64 holds no ``<``, so it cannot close its element), and a fixed script of a few
 lines (``SCRIPT``) decompresses it (the browser's ``DecompressionStream``) and puts a
-trial's body into its ``<details>`` when it is opened.
+scenario's trials into its list when the list is opened.
 """
 
 from __future__ import annotations
@@ -354,8 +354,8 @@ def _change_cell(text: str) -> str:
 
 
 def _transcripts(run: Run, bodies: list[str] | None) -> str:
-    """Every trial as a ``<details>``; its body inline, or appended to ``bodies`` (then
-    the script fills it in on opening)."""
+    """Every trial as a ``<details>``; inline, or, per scenario, appended to ``bodies``
+    (then the script puts a scenario's trials in on opening its list)."""
     note = ("" if bodies is None else "<noscript><p class=\"bad\">This run is large: its "
             "transcripts open with JavaScript on (or read one with <code>gitevals show "
             "--trial CASE/SCENARIO/N</code>).</p></noscript>")
@@ -388,15 +388,20 @@ _SCENARIO_KEYS = frozenset(("id", "user", "expect", "trials", "timeout", "result
 def _scenario(run: Run, case: CaseRun, s: ScenarioRun, index: int,
               bodies: list[str] | None) -> str:
     v = s["verdict"]
-    trials = "".join(_trial(run, case, s, t, bodies) for t in s["results"]) \
-        or "<p>Not run.</p>"
+    trials = "".join(_trial(run, case, s, t) for t in s["results"]) or "<p>Not run.</p>"
+    if bodies is not None and s["results"]:
+        bodies.append(trials)
+        n, passed = len(s["results"]), sum(t["passed"] for t in s["results"])
+        trials = (f"<details class=\"trials\" data-n=\"{len(bodies) - 1}\"><summary>{n} "
+                  f"trial{'' if n == 1 else 's'}: {passed} passed, {n - passed} failed"
+                  "</summary><div class=\"body\"></div></details>")
     return (f"<section class=\"scenario f {_verdict_class(v['verdict'])}\" id=\"s{index}\">"
             f"<h4>{esc(s['id'])} {_verdict(v['verdict'])} "
             f"<span class=\"num\">{v['passes']}/{v['trials']}</span></h4>"
             f"{_extras(s, _SCENARIO_KEYS)}{trials}</section>")
 
 
-def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial, bodies: list[str] | None) -> str:
+def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial) -> str:
     from gitevals.report.trial import document
 
     doc = document(run, case, s, t)
@@ -408,12 +413,8 @@ def _trial(run: Run, case: CaseRun, s: ScenarioRun, t: Trial, bodies: list[str] 
     state = "ok" if ok else "ko"
     body = "".join([_conversation(doc), _answer_block(doc), _assertions(doc), _graders(doc),
                     _extras(t, _TRIAL_KEYS), _footer(doc)])
-    if bodies is None:
-        return (f"<details class=\"trial {state}\">{summary}<div class=\"body\">{body}</div>"
-                "</details>")
-    bodies.append(body)
-    return (f"<details class=\"trial {state}\" data-n=\"{len(bodies) - 1}\">{summary}"
-            "<div class=\"body\"></div></details>")
+    return (f"<details class=\"trial {state}\">{summary}<div class=\"body\">{body}</div>"
+            "</details>")
 
 
 _REPLY_KEYS = ("final_answer", "tool_calls", "hooks", "error")
@@ -629,6 +630,7 @@ stroke-width:2.5}svg .reg{fill:var(--fail)}.reg{color:var(--fail)}
 section.scenario{border-left:3px solid var(--c);padding:0 0 4px 12px;margin:10px 0}
 details.trial{border:1px solid var(--line);border-radius:6px;margin:4px 0;
 content-visibility:auto;contain-intrinsic-size:auto 32px}
+details.trials>summary{cursor:pointer;color:#0969da;padding:2px 0}
 details.trial>summary{cursor:pointer;padding:4px 10px;background:var(--soft)}
 details.trial>summary b{font-weight:normal}details.ok>summary b{color:var(--pass)}
 details.ko>summary b{color:var(--fail)}
@@ -656,8 +658,8 @@ def _hash(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-#: Opening a trial of a large run puts its body (a string from the data block, made by
-#: this module: data in it is escaped as everywhere else) into its ``<details>``.
+#: Opening the trial list of a scenario of a large run puts its trials (a string from the
+#: data block, made by this module: data in it is escaped as everywhere else) into it.
 SCRIPT = ("let bodies;function unpack(){const t=document.getElementById('bodies').textContent;"
           "const s=new Blob([Uint8Array.from(atob(t),c=>c.charCodeAt(0))]).stream()"
           ".pipeThrough(new DecompressionStream('gzip'));"
