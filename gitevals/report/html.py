@@ -17,12 +17,12 @@ and charts are SVG written here, so the file renders offline.
 
 Size: a run of up to ``STATIC`` trials has every transcript in the page as HTML (no
 script at all). Beyond, the page would be tens of megabytes for Chromium to read before
-it shows anything (``benchmarks/bench_report.py``: 25 MB and 6 s for 5,000 trials): each
-transcript is still rendered here, by the same escaping code, but each scenario's trials are kept
-in one gzip-compressed JSON list, base64 in an inert data block (``type="text/plain"``;
-base64 holds no ``<``, so it cannot close its element), and a fixed script of a few
-lines (``SCRIPT``) decompresses it (the browser's ``DecompressionStream``) and puts a
-scenario's trials into its list when the list is opened.
+it shows anything (``benchmarks/bench_report.py``: 25 MB and 6 s for 5,000 trials).
+Each transcript is still rendered here, by the same escaping code, but each scenario's
+trials are one string of a gzip-compressed JSON list, base64 in an inert data block
+(``type="text/plain"``; base64 holds no ``<``, so it cannot close its element), and a
+fixed script of a few lines (``SCRIPT``) decompresses it (the browser's
+``DecompressionStream``) and puts a scenario's trials into its list when it is opened.
 """
 
 from __future__ import annotations
