@@ -70,8 +70,30 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
                      test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
                      ) -> tuple[VerdictRow, ...]:
     """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``)."""
-    ta, tb = tallies(run_a), tallies(run_b)
     tr = tallies(rescored_a) if rescored_a is not None else {}
+    rows = compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha)
+    if run_b is None or "sequential" not in run_b:
+        return rows
+    out = []
+    for row in rows:
+        seq = sequential_of(run_a, run_b, (row.case, row.scenario))
+        if seq is not None:
+            # A stopped-early sample is read with its own design's bounds, never the
+            # fixed-n test (docs/statistics.md).
+            called, why = seq
+            row = replace(row, p=None, beyond_noise=called, sequential=why,
+                          underpowered=False)
+        out.append(row)
+    return tuple(out)
+
+
+def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], Tally],
+                    tr: dict[tuple[str, str], Tally] | None = None,
+                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
+                    ) -> tuple[VerdictRow, ...]:
+    """``compare_verdicts`` on tallies already taken (``tallies``): what the history of
+    many runs (``report.history``) compares, one pair of runs at a time."""
+    tr = tr or {}
     rows = []
     for key in sorted(set(ta) | set(tb)):
         a, b = ta.get(key), tb.get(key)
@@ -86,13 +108,6 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
         if a is not None and b is not None and a.trials and b.trials:
             row = replace(row, underpowered=underpowered(
                 min(a.trials, b.trials), a.passes / a.trials, test=test, alpha=alpha))
-        seq = sequential_of(run_a, run_b, key)
-        if seq is not None:
-            # A stopped-early sample is read with its own design's bounds, never the
-            # fixed-n test (docs/statistics.md).
-            called, why = seq
-            row = replace(row, p=None, beyond_noise=called, sequential=why,
-                          underpowered=False)
         rows.append(row)
     return tuple(rows)
 

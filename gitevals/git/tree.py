@@ -652,6 +652,45 @@ class Repo:
             raise GitError(f"cannot run git {args[0]}: {exc.strerror or exc}") from exc
         return proc.returncode, proc.stderr
 
+    # -- history (``gitevals report``, ``gitevals log``) -------------------------------
+
+    def first_parents(self, tip: str) -> Iterator[tuple[str, str]]:
+        """``(sha, subject)`` of ``tip`` and its first-parent ancestors, newest first
+        (lazily: a caller that stops early walks no further)."""
+        import pygit2
+
+        with _translated(f"walk the history of {tip[:12]}"):
+            walker = self.raw.walk(tip, pygit2.enums.SortMode.NONE)
+            walker.simplify_first_parent()
+            for commit in walker:
+                yield str(commit.id), commit.message.split("\n", 1)[0].strip()
+
+    def tags_by_commit(self) -> dict[str, list[str]]:
+        """``commit sha -> names of the tags on it`` (annotated tags peeled, names sorted);
+        a tag on a tree or a blob is left out."""
+        import pygit2
+
+        out: dict[str, list[str]] = {}
+        with _translated("read the tags"):
+            for name in self.raw.references:
+                if not name.startswith("refs/tags/"):
+                    continue
+                try:
+                    commit = self.raw.references[name].peel(pygit2.Commit)
+                except (pygit2.GitError, ValueError, KeyError):
+                    continue
+                out.setdefault(str(commit.id), []).append(name[len("refs/tags/"):])
+        return {sha: sorted(names) for sha, names in out.items()}
+
+    def noted_commits(self, ref: str = NOTES_REF) -> set[str]:
+        """The commits that carry a note under ``ref`` (no note is read)."""
+        if self.ref_target(ref) is None:
+            return set()
+        with _translated(f"list the notes under {ref}"):
+            # pygit2's stubs omit notes()'s ``ref`` argument (see ``notes``).
+            notes = self.raw.notes(ref)  # type: ignore[call-arg]
+            return {str(n.annotated_id) for n in notes}
+
 
 _HEX = frozenset("0123456789abcdef")
 
