@@ -64,15 +64,20 @@ class GraderAnswer(TypedDict):
     duration_ms: int | float
 
 
-class AssertionOutcome(TypedDict):
-    """One assertion's outcome on one trial."""
-
+class _AssertionOutcomeKeys(TypedDict):
     index: int
     kind: str
     passed: bool
     message: str
     error: ErrorRecord | None
     score: float | None
+
+
+class AssertionOutcome(_AssertionOutcomeKeys, total=False):
+    """One assertion's outcome on one trial; ``advisory`` (true) only for a grader the
+    run's ``calibration`` says is advisory: its failure is shown, never counted."""
+
+    advisory: bool
 
 
 class Trial(TypedDict):
@@ -173,10 +178,22 @@ class _RunKeys(TypedDict):
     cases: list[CaseRun]
 
 
+class GraderCalibration(TypedDict):
+    """A judge grader's calibration when the run started (``gitevals.calibration``):
+    ``status`` calibrated or advisory, why, and the lint code of an advisory reason."""
+
+    status: str
+    reason: str
+    code: str | None
+
+
 class Run(_RunKeys, total=False):
-    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``."""
+    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
+    ``calibration`` (grader name -> its calibration) in runs since judge calibration:
+    empty when no grader of the run asks the judge."""
 
     scored_with: ScoredWith
+    calibration: dict[str, GraderCalibration]
 
 
 def unkeepable(value: object) -> str | None:
@@ -469,7 +486,7 @@ def _explain(v: Violation | None, where: str) -> str:
 _TRIAL_KEYS = frozenset(Trial.__annotations__)
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
-_ASSERTION_KEYS = frozenset(AssertionOutcome.__annotations__)
+_ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

@@ -1,0 +1,37 @@
+"""What ``status`` needs, read from a ``Tree`` (a revision, the index or the working
+tree): the grader's source and blob, and its committed record. Reads, never imports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from gitevals.calibration.record import parse, path_of
+from gitevals.calibration.status import Status, status
+from gitevals.git.tree import Tree
+from gitevals.settings import Settings
+
+
+def _valid(name: str) -> bool:
+    file, dot, fn = name.partition(".")
+    return bool(dot) and file.isidentifier() and fn.isidentifier()
+
+
+def grader_status(tree: Tree, settings: Settings, name: str, now: datetime) -> Status:
+    """The calibration status of grader ``name`` in ``tree``."""
+    from gitevals.run.judge import calls_llm
+
+    gpath = f"{settings.root}/graders/{name.partition('.')[0]}.py"
+    entry = tree.entry(gpath)
+    source = tree.read(gpath) if entry is not None else None
+    asks = source is not None and calls_llm(source)
+    data = tree.read(path_of(settings.root, name)) if asks else None
+    record, problem = parse(data) if data is not None else (None, None)
+    return status(name, asks, entry.sha if entry is not None else None, settings.judge,
+                  record, problem, now)
+
+
+def statuses(tree: Tree, settings: Settings, names: Iterable[str], now: datetime
+             ) -> dict[str, Status]:
+    """The status of every well-formed grader name of ``names``, sorted by name."""
+    return {n: grader_status(tree, settings, n, now) for n in sorted(set(names)) if _valid(n)}
