@@ -66,7 +66,7 @@ def status(grader: str, asks_judge: bool, grader_blob: str | None, judge: Judge 
     if model is None or record.get("judge_model") != model:
         return _advisory("GE514", f"it was calibrated with judge model "
                                   f"{record.get('judge_model')!r}, not {model!r}; {fix}")
-    below = _below(record, judge)
+    below = below_bar(record, judge)
     if below:
         return _advisory("GE515", f"it is below the bar: {below}; improve the grader "
                                   "(prompt, few-shot examples) and calibrate it again")
@@ -87,7 +87,7 @@ def _value(record: JSONObject, key: str) -> float | None:
         else None
 
 
-def _below(record: JSONObject, judge: Judge | None) -> str:
+def below_bar(record: JSONObject, judge: Judge | None) -> str:
     """What falls short of the bar ("" when nothing does); no measurement is short."""
     bars = (("TPR", "tpr", judge.min_tpr if judge else 0.9),
             ("TNR", "tnr", judge.min_tnr if judge else 0.9))

@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
     artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
+    artifact = _calibrated(tree, the_plan, artifact)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -246,6 +247,16 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
     return 1 if the_plan.blocked or failed(artifact) else 0
+
+
+def _calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
+    """The run with its judge graders' calibration; an advisory one's failures don't count."""
+    from datetime import UTC, datetime
+
+    from gitevals.calibration.runs import attach
+
+    started = datetime.fromisoformat(artifact["started_at"].replace("Z", "+00:00"))
+    return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
 
 
 def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
