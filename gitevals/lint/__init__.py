@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
     from gitevals.lint.graders import Index, RefLike
+    from gitevals.settings import Settings
 
     #: One file's findings and the grader names it references.
     _Result = tuple[list[Finding], list[RefLike]]
@@ -111,6 +112,7 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
+        run.settings = settings  # for the calibration warnings (GE51x)
         return run.lint(paths, found)
     finally:
         if was_enabled:
@@ -129,6 +131,7 @@ class _Run:
         self.full = True  # every case and goldens file is in this run (no PATH filter)
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
         self.oversize: dict[str, Finding] = {}  # listed files too large to read (GE104)
+        self.settings: Settings | None = None
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -147,7 +150,8 @@ class _Run:
             return LintResult(tuple(sorted([*settings_findings, *found])), files)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
-                                      for i in (*cases, *goldens, *graders)))
+                                      for i in (*cases, *goldens, *graders)),
+                         *self._calibration_key())
         cached = self.store.get("run", everything)
         if _valid_run(cached):  # nothing changed since a run that was cached whole
             found = [Finding(*f) for f in cached["findings"]]
@@ -173,11 +177,27 @@ class _Run:
             graders = self._graders_for(stems)
         indexes = self._indexes(graders, stems, self.checked_graders)
         found.extend(resolve_all(refs, self.root, indexes))
+        found.extend(self._advisory(refs))
         # A broken module that no case names was not reported by resolve_all.
         found.extend(f for p, ix in indexes.items() if ix.get("checked")
                      and not ix.get("referenced") and (f := module_finding(p, ix)))
         parsed = sum(1 for ix in indexes.values() if ix.get("referenced") or ix.get("checked"))
         return found, len(cases) + len(goldens) + parsed
+
+    def _advisory(self, refs: Sequence[RefLike]) -> list[Finding]:
+        """GE510-GE516: references to a judge grader that is not calibrated."""
+        if self.settings is None or not refs:
+            return []
+        from gitevals.lint.calibration import advisory_findings
+
+        return advisory_findings(self.tree, self.settings, refs)
+
+    def _calibration_key(self) -> list[str]:
+        from datetime import UTC, datetime
+
+        from gitevals.lint.calibration import cache_key
+
+        return cache_key(self.tree, self.settings, datetime.now(UTC).date().isoformat())
 
     def _graders_for(self, stems: set[str]) -> list[Input]:
         """Grader modules a PATH-restricted run needs: those named by stems, looked up one
