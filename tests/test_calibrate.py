@@ -12,9 +12,13 @@ import pytest
 
 from gitevals.calibration.metrics import split_of, wilson
 
+from . import test_judge
 from .conftest import Repo, run_cli
-from .test_judge import FakeJudge, judge  # noqa: F401 -- the judge server fixture
+from .test_judge import FakeJudge
 from .test_run_cli import HARNESS, SETTINGS
+
+#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
+judge = test_judge.judge
 
 JUDGED = """\
 def tone(t, case, run):

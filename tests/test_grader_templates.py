@@ -14,8 +14,12 @@ import pytest
 
 from gitevals.grader_templates import TEMPLATES
 
+from . import test_judge
 from .conftest import Repo, run_cli
-from .test_judge import FakeJudge, judge  # noqa: F401 -- the judge server fixture
+from .test_judge import FakeJudge
+
+#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
+judge = test_judge.judge
 
 ECHO = """\
 import json, sys

@@ -19,12 +19,13 @@ def _valid(name: str) -> bool:
 
 def grader_status(tree: Tree, settings: Settings, name: str, now: datetime) -> Status:
     """The calibration status of grader ``name`` in ``tree``."""
-    from gitevals.run.judge import calls_llm
+    from gitevals.calibration.asks import asks_judge
 
-    gpath = f"{settings.root}/graders/{name.partition('.')[0]}.py"
+    file, _, fn = name.partition(".")
+    gpath = f"{settings.root}/graders/{file}.py"
     entry = tree.entry(gpath)
     source = tree.read(gpath) if entry is not None else None
-    asks = source is not None and calls_llm(source)
+    asks = source is not None and asks_judge(source, fn)
     data = tree.read(path_of(settings.root, name)) if asks else None
     record, problem = parse(data) if data is not None else (None, None)
     return status(name, asks, entry.sha if entry is not None else None, settings.judge,

@@ -91,10 +91,10 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     """The blob of the grader's module at HEAD, after checking the grader can be
     calibrated: a well-formed name that resolves, committed as it is in the working
     tree, asking a configured judge."""
+    from gitevals.calibration.asks import asks_judge
     from gitevals.errors import UsageError
     from gitevals.git.tree import WorkingTree
     from gitevals.graderfile import read, why_not
-    from gitevals.run.judge import calls_llm
 
     file, dot, fn = name.partition(".")
     if not (dot and file.isidentifier() and fn.isidentifier()):
@@ -112,7 +112,7 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     if here is None or here.sha != entry.sha:
         raise UsageError(f"{path} has uncommitted changes: calibrate measures the committed "
                          "grader (a run uses that one); commit it, then calibrate")
-    if not calls_llm(source):
+    if not asks_judge(source, fn):
         raise UsageError(f"grader {name} does not call t.llm or t.judge: a deterministic "
                          "grader needs no calibration (calibration is N/A for it)")
     if settings.judge is None:

@@ -138,7 +138,7 @@ def _grader_kit(top: Path, root: str) -> int:
     for rel, text in zip(paths, TEMPLATES.values(), strict=True):
         _write(top / rel, text, False)
         print(f"created {rel}")
-    print(f"next: edit them, name one in a case (grader: {{name: exact_match.matches}}), "
+    print("next: edit them, name one in a case (grader: {name: exact_match.matches}), "
           "then run `gitevals lint`; see docs/graders.md")
     return 0
 
