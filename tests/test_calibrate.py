@@ -300,3 +300,17 @@ def test_an_uncommitted_grader_is_refused(repo: Repo, judge: FakeJudge) -> None:
     Path(repo.path / "evals/graders/q.py").write_text(JUDGED + "\n# edited\n")
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2 and "has uncommitted changes" in res.err
+
+
+def test_diff_marks_the_advisory_judge_of_each_side(repo: Repo, judge: FakeJudge) -> None:
+    _setup(repo, judge)
+    _answer(judge, "PASS")
+    a = repo.git("rev-parse", "HEAD")
+    assert run_cli("run", cwd=repo.path).code == 0
+    repo.commit({"harness2.txt": "b\n"})
+    _answer(judge, "FAIL")
+    assert run_cli("run", cwd=repo.path).code == 0  # the judge's failures are not counted
+    res = run_cli("diff", a, "HEAD", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    assert "A: grader q.tone is advisory, its failures shown but not counted" in res.out
+    assert "B: grader q.tone is advisory, its failures shown but not counted" in res.out
