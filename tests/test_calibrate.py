@@ -223,20 +223,30 @@ def test_show_states_calibration_na_when_no_grader_asks_the_judge(
     assert refused.code == 2 and "needs no calibration" in refused.err
 
 
+MIXED = """\
+def mixed(t, case, run):
+    if run["final_answer"] == "good":
+        return True
+    return t.judge("Is this good? " + run["final_answer"])
+"""
+
+
 def test_an_unparseable_answer_is_an_error_never_a_fail(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
+    _setup(repo, judge, graders={"q": JUDGED + "\n\n" + MIXED})
     _answer(judge, "Maybe")
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", "q.mixed", "--labels", "labels.jsonl", cwd=repo.path)
     pos, neg = _split_counts(200, "dev")
-    assert "TPR n/a [no items]  0 of 0 labelled pass judged PASS" in res.out, res.out + res.err
+    assert "TPR 1.00" in res.out and f"{pos} of {pos} labelled pass" in res.out, res.err
     assert "TNR n/a [no items]  0 of 0 labelled fail judged FAIL" in res.out
-    assert f"errors {pos + neg} (not counted" in res.out
-    assert "judge_unparseable: grader q.tone raised JudgeParseError: the judge answered " \
+    assert f"errors {neg} (not counted" in res.out
+    assert "judge_unparseable: grader q.mixed raised JudgeParseError: the judge answered " \
            "'Maybe', not PASS or FAIL (asked 2 times)" in res.out
-    record = json.loads((repo.path / "evals/calibration/q.tone.json").read_text())
-    assert record["errors"]["count"] == pos + neg
-    # retried per the judge's retry setting (retries = 1: two asks per item)
-    assert len(judge.requests) == 2 * (pos + neg)
+    assert "bar: not met: TNR not measured" in res.out and res.code == 1
+    record = json.loads((repo.path / "evals/calibration/q.mixed.json").read_text())
+    assert record["errors"]["count"] == neg and record["tnr"]["of"] == 0
+    # retried per the judge's retry setting (retries = 1: two asks per item); the preflight
+    # asks once more (GET, not counted here: only POSTs are)
+    assert len(judge.requests) == 2 * neg
     # in a run: an error of the grader, not a judged fail
     ran = run_cli("run", "--no-note", "--trials", "1", cwd=repo.path)
     [path] = (repo.path / "evals/results").glob("*.json")
@@ -244,6 +254,28 @@ def test_an_unparseable_answer_is_an_error_never_a_fail(repo: Repo, judge: FakeJ
         "assertions"][1]
     assert outcome["error"]["kind"] == "judge_unparseable", ran.out
     assert "judged fail" not in outcome["message"]
+
+
+def test_when_no_item_is_judged_nothing_is_recorded_and_the_test_split_stays_sealed(
+        repo: Repo, judge: FakeJudge) -> None:
+    _setup(repo, judge)
+    _answer(judge, "Maybe")
+    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    assert res.code == 1
+    assert "no item of the test split was judged" in res.err and "nothing was recorded" in res.err
+    assert not (repo.path / "evals/calibration").exists()
+    _answer(judge, "PASS")
+    again = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    assert "sealed test, measured once" in again.out, again.err
+
+
+def test_an_unreachable_judge_is_refused_before_anything_is_asked(repo: Repo) -> None:
+    fake = FakeJudge("http://127.0.0.1:9/v1")
+    _setup(repo, fake)
+    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    assert res.code == 2, res.err
+    assert "the judge at http://127.0.0.1:9/v1 does not answer" in res.err
+    assert not (repo.path / "evals/calibration").exists()
 
 
 def test_the_same_family_for_judge_and_target_is_a_lint_error(

@@ -37,8 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "model (a second --final is refused)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="what to print on stdout (default text)")
-    parser.add_argument("--jobs", "-j", type=int, default=4, metavar="N",
+    parser.add_argument("--jobs", "-j", type=_positive, default=4, metavar="N",
                         help="grader calls in parallel (default 4)")
+    parser.add_argument("--no-preflight", action="store_true",
+                        help="skip checking that the judge is keyed and answering first")
+
+
+def _positive(text: str) -> int:
+    from gitevals.commands.run import _positive as positive
+
+    return positive(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +73,13 @@ def run(args: argparse.Namespace) -> int:
 
         raise UsageError(f"{args.labels}: no item falls in the {split} split; add labelled "
                          "items (the split is decided by a hash of each id)")
+    if not args.no_preflight:
+        from gitevals.run.preflight import check_judge
+
+        check_judge(settings, [args.grader])
     measured = _measure(tree, settings, args.grader, chosen, args.jobs)
+    if not measured.tpr.of and not measured.tnr.of:
+        _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
     record = _record(tree, settings, args, blob, measured, now, labels_sha,
                      metrics.sizes(i.id for i in items), previous)
@@ -75,6 +89,21 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(record, verdict, args.format, unlabelled=unlabelled, kept=kept,
                             items=len(items), below=below))
     return 1 if below else 0
+
+
+def _nothing_judged(measured: Measured, split: str) -> None:
+    """Every item was an error: nothing is recorded (a --final keeps the sealed split)."""
+    from gitevals.errors import GitevalsError
+    from gitevals.report.text import visible
+
+    first = measured.errors[0] if measured.errors else ("", "no item")
+    for item_id, message in measured.errors[:20]:
+        print(visible(f"  {item_id}: {message}"), file=sys.stderr)
+    error = GitevalsError(f"no item of the {split} split was judged ({len(measured.errors)} "
+                          f"errors, the first: {first[1]}); nothing was recorded: fix the "
+                          "grader or the judge and calibrate again")
+    error.exit_code = 1
+    raise error
 
 
 def _settings(tree: RevisionTree) -> Settings:
