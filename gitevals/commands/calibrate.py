@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from gitevals.calibration import metrics
+    from gitevals.calibration.record import path_of
     from gitevals.calibration.status import below_bar, status
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.report.calibration import render
@@ -86,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     kept = _write(repo, settings, args.grader, record, previous, args.final)
     verdict = status(args.grader, True, blob, settings.judge, record, None, now)
     below = below_bar(record, settings.judge)
+    where = path_of(settings.root, args.grader)
     sys.stdout.write(render(record, verdict, args.format, unlabelled=unlabelled, kept=kept,
-                            items=len(items), below=below))
+                            items=len(items), below=below, where=where))
     return 1 if below else 0
 
 

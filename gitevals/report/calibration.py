@@ -19,14 +19,15 @@ _NAMES = (("TPR", "tpr", "pass", "PASS"), ("TNR", "tnr", "fail", "FAIL"))
 
 
 def render(record: JSONObject, verdict: Status, fmt: str, *, unlabelled: int, kept: str | None,
-           items: int, below: str) -> str:
+           items: int, below: str, where: str) -> str:
     """The calibration report, as text or JSON; ``below`` says what misses the bar."""
     if fmt == "json":
         doc: JSONObject = {"record": record, "status": verdict.as_dict(), "items": items,
                            "unlabelled_rows": unlabelled, "recorded": kept is None,
-                           "meets_bar": not below, "below_bar": below or None}
+                           "meets_bar": not below, "below_bar": below or None,
+                           "path": where}
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    lines = _text(record, verdict, unlabelled, kept, items)
+    lines = _text(record, verdict, unlabelled, kept, items, where)
     lines.insert(-2, f"bar: {'not met: ' + below if below else 'met'}")
     return "\n".join(lines) + "\n"
 
@@ -45,7 +46,7 @@ def rate_line(label: str, rate: JSON, said: str, word: str) -> str:
 
 
 def _text(record: JSONObject, verdict: Status, unlabelled: int, kept: str | None,
-          items: int) -> list[str]:
+          items: int, where: str) -> list[str]:
     splits = record.get("splits")
     sizes = splits if isinstance(splits, dict) else {}
     split = str(record.get("split"))
@@ -68,8 +69,7 @@ def _text(record: JSONObject, verdict: Status, unlabelled: int, kept: str | None
         lines.append(f"{unlabelled} row{'s' * (unlabelled != 1)} without a label skipped")
     lines.append(visible(f"status: {verdict.state}: {verdict.reason}"))
     lines.append(visible(kept) if kept else
-                 f"recorded in {visible(str(record.get('grader')))}.json under calibration/; "
-                 "commit it so lint and runs read it")
+                 f"recorded in {visible(where)}; commit it so lint and runs read it")
     return lines
 
 
