@@ -17,22 +17,30 @@ def _valid(name: str) -> bool:
     return bool(dot) and file.isidentifier() and fn.isidentifier()
 
 
-def grader_status(tree: Tree, settings: Settings, name: str, now: datetime) -> Status:
-    """The calibration status of grader ``name`` in ``tree``."""
+def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
+                  sources: dict[str, tuple[str, bytes] | None] | None = None) -> Status:
+    """The calibration status of grader ``name`` in ``tree``; ``sources`` keeps each
+    module's blob and bytes across calls (a module of many graders is read once)."""
     from gitevals.calibration.asks import asks_judge
 
     file, _, fn = name.partition(".")
     gpath = f"{settings.root}/graders/{file}.py"
-    entry = tree.entry(gpath)
-    source = tree.read(gpath) if entry is not None else None
+    sources = {} if sources is None else sources
+    if gpath not in sources:
+        entry = tree.entry(gpath)
+        data = tree.read(gpath) if entry is not None else None
+        sources[gpath] = (entry.sha, data) if entry is not None and data is not None else None
+    found = sources[gpath]
+    blob, source = found if found is not None else (None, None)
     asks = source is not None and asks_judge(source, fn)
     data = tree.read(path_of(settings.root, name)) if asks else None
     record, problem = parse(data) if data is not None else (None, None)
-    return status(name, asks, entry.sha if entry is not None else None, settings.judge,
-                  record, problem, now)
+    return status(name, asks, blob, settings.judge, record, problem, now)
 
 
 def statuses(tree: Tree, settings: Settings, names: Iterable[str], now: datetime
              ) -> dict[str, Status]:
     """The status of every well-formed grader name of ``names``, sorted by name."""
-    return {n: grader_status(tree, settings, n, now) for n in sorted(set(names)) if _valid(n)}
+    sources: dict[str, tuple[str, bytes] | None] = {}
+    return {n: grader_status(tree, settings, n, now, sources)
+            for n in sorted(set(names)) if _valid(n)}
