@@ -11,6 +11,7 @@ therefore still deterministic: calibration concerns the judge graders alone.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 from gitevals.run.judge import JUDGE_METHODS
 
@@ -19,14 +20,10 @@ def asks_judge(source: bytes, function: str) -> bool:
     """Whether grader ``function`` of the module ``source`` may ask the judge. A module
     that does not parse, or a name that is not a top-level ``def``, falls back to the
     module as a whole (``judge.calls_llm``): when in doubt, the grader is a judge."""
-    from gitevals.graderfile import parse
     from gitevals.run.judge import calls_llm
 
-    module = parse(source)
-    if not isinstance(module, ast.Module):
-        return calls_llm(source)
-    defs = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
-    if function not in defs:
+    defs = _defs(source)
+    if defs is None or function not in defs:
         return calls_llm(source)
     seen: set[str] = set()
     todo = [function]
@@ -41,6 +38,18 @@ def asks_judge(source: bytes, function: str) -> bool:
             return True
         todo.extend(c for c in called if c in defs)
     return False
+
+
+@lru_cache(maxsize=64)
+def _defs(source: bytes) -> dict[str, ast.FunctionDef] | None:
+    """The top-level ``def``s of a module, parsed once per source (a module of many graders
+    is asked about each); None when it does not parse."""
+    from gitevals.graderfile import parse
+
+    module = parse(source)
+    if not isinstance(module, ast.Module):
+        return None
+    return {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
 
 
 def _scan(fn: ast.FunctionDef, grader: bool) -> tuple[bool, set[str]]:
