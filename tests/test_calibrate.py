@@ -200,8 +200,8 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
     assert "calibration: q.tone advisory (it is not calibrated" in res.out
     [path] = (repo.path / "evals/results").glob("*.json")
     art = json.loads(path.read_text())
-    assert art["calibration"]["q.tone"]["status"] == "advisory"
-    assert art["calibration"]["q.tone"]["code"] == "GE510"
+    assert art["judge_calibration"]["q.tone"]["status"] == "advisory"
+    assert art["judge_calibration"]["q.tone"]["code"] == "GE510"
     (scenario,) = art["cases"][0]["scenarios"]
     assert scenario["verdict"]["verdict"] == "pass"
     grader = scenario["results"][0]["assertions"][1]

@@ -1,5 +1,5 @@
 """A finished run, told which of its judge graders are calibrated: the statuses go into
-the artifact (``calibration``) and the run is re-scored by them (``scoring.rescore``),
+the artifact (``judge_calibration``) and the run is re-scored by them (``scoring.rescore``),
 so an advisory grader's failures are marked and never fail a trial or a verdict."""
 
 from __future__ import annotations
@@ -21,4 +21,4 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     calibration: dict[str, GraderCalibration] = {
         name: {"status": st.state, "reason": st.reason, "code": st.code}
         for name, st in statuses(tree, settings, names, now).items() if st.state != "n/a"}
-    return rescore({**run, "calibration": calibration})
+    return rescore({**run, "judge_calibration": calibration})

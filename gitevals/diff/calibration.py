@@ -13,7 +13,7 @@ def advisory_notes(run_a: Run | None, run_b: Run | None) -> list[str]:
     for label, run in (("A", run_a), ("B", run_b)):
         if run is None:
             continue
-        for name, c in sorted(run.get("calibration", {}).items()):
+        for name, c in sorted(run.get("judge_calibration", {}).items()):
             if c["status"] == "advisory":
                 out.append(f"{label}: grader {name} is advisory, its failures shown but not "
                            f"counted in the verdicts ({c['reason']})")

@@ -229,8 +229,8 @@ def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     from gitevals.report.calibration import run_line
 
     line = usage_line(run_usage(artifact))
-    judged = run_line(artifact.get("calibration"))
-    return [*([line] if line else []), *([judged] if judged else []), summary(table) + tail]
+    judged = run_line(artifact.get("judge_calibration"))
+    return [*([judged] if judged else []), *([line] if line else []), summary(table) + tail]
 
 
 def plain(artifact: Run, tail: str = "") -> str:

@@ -75,7 +75,7 @@ class _AssertionOutcomeKeys(TypedDict):
 
 class AssertionOutcome(_AssertionOutcomeKeys, total=False):
     """One assertion's outcome on one trial; ``advisory`` (true) only for a grader the
-    run's ``calibration`` says is advisory: its failure is shown, never counted."""
+    run's ``judge_calibration`` says is advisory: its failure is shown, never counted."""
 
     advisory: bool
 
@@ -189,11 +189,11 @@ class GraderCalibration(TypedDict):
 
 class Run(_RunKeys, total=False):
     """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
-    ``calibration`` (grader name -> its calibration) in runs since judge calibration:
+    ``judge_calibration`` (grader name -> its calibration) in runs since judge calibration:
     empty when no grader of the run asks the judge."""
 
     scored_with: ScoredWith
-    calibration: dict[str, GraderCalibration]
+    judge_calibration: dict[str, GraderCalibration]
 
 
 def unkeepable(value: object) -> str | None:

@@ -298,8 +298,8 @@ def expect_of(s: Scenario) -> list[JSONObject]:
 
 
 def advisory_graders(run: Run) -> frozenset[str]:
-    """The graders the run's ``calibration`` marks advisory (none in older runs)."""
-    return frozenset(name for name, c in run.get("calibration", {}).items()
+    """The graders the run's ``judge_calibration`` marks advisory (none in older runs)."""
+    return frozenset(name for name, c in run.get("judge_calibration", {}).items()
                      if c.get("status") == "advisory")
 
 
