@@ -346,3 +346,24 @@ def test_diff_marks_the_advisory_judge_of_each_side(repo: Repo, judge: FakeJudge
     assert res.code == 0, res.out + res.err
     assert "A: grader q.tone is advisory, its failures shown but not counted" in res.out
     assert "B: grader q.tone is advisory, its failures shown but not counted" in res.out
+
+
+def test_a_stale_or_unreadable_record_leaves_the_judge_advisory(
+        repo: Repo, judge: FakeJudge) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    _setup(repo, judge)
+    blob = repo.git("rev-parse", "HEAD:evals/graders/q.py")
+    old = (datetime.now(UTC) - timedelta(days=91)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    record = {"format": "gitevals-calibration/1", "grader": "q.tone", "grader_blob": blob,
+              "judge_model": "judge-2026-01-15", "date": old, "final": True,
+              "tpr": {"value": 0.97}, "tnr": {"value": 0.95}}
+    repo.commit({"evals/calibration/q.tone.json": json.dumps(record)})
+    assert _lint_codes(repo) == ["GE516"]
+    fresh = {**record, "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    repo.commit({"evals/calibration/q.tone.json": json.dumps(fresh)})
+    assert _lint_codes(repo) == []
+    repo.commit({"evals/calibration/q.tone.json": json.dumps({**fresh, "tnr": {"value": 0.5}})})
+    assert _lint_codes(repo) == ["GE515"]
+    repo.commit({"evals/calibration/q.tone.json": "{ not json"})
+    assert _lint_codes(repo) == ["GE511"]
