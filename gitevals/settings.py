@@ -39,6 +39,7 @@ class Target:
 
     command: tuple[str, ...] | None = None
     python: str | None = None
+    family: str | None = None  # the model family under test (the judge must differ)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ class Judge:
     api_key_env: str | None = None
     timeout: float = 60.0
     retries: int = 3  # on HTTP 429, 5xx and timeouts (gitevals.run.judge)
+    # The calibration bar (gitevals.calibration.status) and the judge's model family.
+    min_tpr: float = 0.9
+    min_tnr: float = 0.9
+    family: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     if isinstance(t, dict):
         cmd = t.get("command")
         target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
-                        _text(t.get("python")))
+                        _text(t.get("python")), _text(t.get("family")))
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
@@ -136,7 +141,9 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
         retries = j.get("retries", 3)
         judge = Judge(str(j["base_url"]), str(j["model"]), _text(j.get("api_key_env")),
                       float(timeout) if isinstance(timeout, int | float) else 60.0,
-                      retries if isinstance(retries, int) else 3)
+                      retries if isinstance(retries, int) else 3,
+                      _rate(j.get("min_tpr")), _rate(j.get("min_tnr")),
+                      _text(j.get("family")))
     refused = dict(REFUSED_KEYS)
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):
@@ -149,6 +156,12 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
 
 def _text(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _rate(value: JSON) -> float:
+    """A calibration bar (``min_tpr``/``min_tnr``): the schema keeps it in 0..1; 0.9 unset."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else 0.9
 
 
 def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
@@ -171,7 +184,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         if big is not None:
             return Settings(source=path), [big]
         findings = _validate(raw, path, text, section or "") or _root_findings(
-            raw, path, text, section)
+            raw, path, text, section) or _family_findings(raw, path, text, section)
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
         return _from_raw(raw, path), []
@@ -337,3 +350,21 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
 def _toml_error_position(message: str) -> tuple[int, int]:
     m = re.search(r"line (\d+), column (\d+)", message)
     return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+
+
+def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
+    """GE704 when the judge's model family is the target's: a judge grades its own
+    family's habits kindly, so it must come from another one."""
+    if not isinstance(raw, dict):
+        return []
+    judge, target = raw.get("judge"), raw.get("target")
+    jf = judge.get("family") if isinstance(judge, dict) else None
+    tf = target.get("family") if isinstance(target, dict) else None
+    if not (isinstance(jf, str) and isinstance(tf, str)) or jf.strip().casefold() != \
+            tf.strip().casefold():
+        return []
+    line, col = _key_position(text, "family", ".".join([section, "judge"]).strip("."))
+    return [Finding(path, line, col, "GE704",
+                    f"judge family {jf!r} is the target's family: a judge must come from "
+                    "another model family than the model under test; pin a judge model of "
+                    "another family and set its family")]

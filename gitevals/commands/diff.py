@@ -363,4 +363,11 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)), tasks=tuple(tasks))
+                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]),
+                tasks=tuple(tasks))
+
+
+def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:
+    from gitevals.diff.calibration import advisory_notes
+
+    return tuple(advisory_notes(run_a, run_b))

@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", metavar="DIR",
                         help="the eval root, relative to the top of the repository "
                         "(default: the configured root, else evals)")
+    parser.add_argument("--graders", action="store_true",
+                        help="write the grader starter kit into <root>/graders/ instead: "
+                             "schema compliance, exact match, execution (sandboxed), LLM judge")
 
 
 def _top() -> Path:
@@ -93,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     for rel in (root, "pyproject.toml", "gitevals.toml", PRE_COMMIT_CONFIG):
         if (why := _outside(top, rel)) is not None:
             raise UsageError(why)
+    if args.graders:
+        return _grader_kit(top, root)
     pyproject = _read(top / "pyproject.toml")
     settings_exist = (top / "gitevals.toml").exists() or scaffold.has_settings(pyproject)
     schema = (SCHEMA_DIR / "case.schema.json").read_text(encoding="utf-8")
@@ -113,6 +118,28 @@ def run(args: argparse.Namespace) -> int:
         _write(top / f.path, f.text, f.append)
         print(f"{'appended [tool.gitevals] to' if f.append else 'created'} {f.path}")
     _next_steps(root, write_config, scaffold.pre_commit_config(root))
+    return 0
+
+
+def _grader_kit(top: Path, root: str) -> int:
+    """``--graders``: the four templates, each checked before any is written."""
+    from gitevals.errors import UsageError
+    from gitevals.grader_templates import TEMPLATES
+
+    paths = [f"{root}/graders/{name}" for name in TEMPLATES]
+    for rel in paths:
+        if (why := _outside(top, rel)) is not None:
+            raise UsageError(why)
+    blocked = [b for rel in paths if (b := _blocked(top, rel))]
+    for line in blocked:
+        print(f"gitevals: {line}", file=sys.stderr)
+    if blocked:
+        return 1
+    for rel, text in zip(paths, TEMPLATES.values(), strict=True):
+        _write(top / rel, text, False)
+        print(f"created {rel}")
+    print("next: edit them, name one in a case (grader: {name: exact_match.matches}), "
+          "then run `gitevals lint`; see docs/graders.md")
     return 0
 
 

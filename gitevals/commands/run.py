@@ -255,7 +255,8 @@ def run(args: argparse.Namespace) -> int:
                          "command = [...] or python = \"module:function\"")
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
-        print(draft.rename(f) if draft else f, file=sys.stderr)
+        if not _calibration_warning(f.code):  # the run states calibration itself
+            print(draft.rename(f) if draft else f, file=sys.stderr)
     tasks_dir = f"{the_plan.settings.root}/tasks/{{}}/"
     for name in the_plan.blocked:
         is_task = any(f.path.startswith(tasks_dir.format(name)) for f in the_plan.findings)
@@ -280,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
     rounds = _rounds(repo, args, the_plan)
     artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
                         target_env, rounds, bwrap)
+    artifact = _calibrated(tree, the_plan, artifact)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -334,6 +336,21 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
     return 1 if the_plan.blocked or failed(artifact) else 0
+
+
+def _calibration_warning(code: str) -> bool:
+    """GE510-GE519: an advisory judge grader; the run's report says so in its own words."""
+    return code.startswith("GE51") and len(code) == 5
+
+
+def _calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
+    """The run with its judge graders' calibration; an advisory one's failures don't count."""
+    from datetime import UTC, datetime
+
+    from gitevals.calibration.runs import attach
+
+    started = datetime.fromisoformat(artifact["started_at"].replace("Z", "+00:00"))
+    return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
 
 
 def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:

@@ -155,7 +155,8 @@ class _Run:
             return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
-                                      for i in (*cases, *goldens, *graders)))
+                                      for i in (*cases, *goldens, *graders)),
+                         *self._calibration_key())
         cached = self.store.get("run", everything)
         if _valid_run(cached):  # nothing changed since a run that was cached whole
             found = [Finding(*f) for f in cached["findings"]]
@@ -194,11 +195,27 @@ class _Run:
             graders = self._graders_for(stems)
         indexes = self._indexes(graders, stems, self.checked_graders)
         found.extend(resolve_all(refs, self.root, indexes))
+        found.extend(self._advisory(refs))
         # A broken module that no case names was not reported by resolve_all.
         found.extend(f for p, ix in indexes.items() if ix.get("checked")
                      and not ix.get("referenced") and (f := module_finding(p, ix)))
         parsed = sum(1 for ix in indexes.values() if ix.get("referenced") or ix.get("checked"))
         return found, len(cases) + len(goldens) + parsed
+
+    def _advisory(self, refs: Sequence[RefLike]) -> list[Finding]:
+        """GE510-GE516: references to a judge grader that is not calibrated."""
+        if self.settings is None or not refs:
+            return []
+        from gitevals.lint.calibration import advisory_findings
+
+        return advisory_findings(self.tree, self.settings, refs)
+
+    def _calibration_key(self) -> list[str]:
+        from datetime import UTC, datetime
+
+        from gitevals.lint.calibration import cache_key
+
+        return cache_key(self.tree, self.settings, datetime.now(UTC).date().isoformat())
 
     def _graders_for(self, stems: set[str]) -> list[Input]:
         """Grader modules a PATH-restricted run needs: those named by stems, looked up one

@@ -68,6 +68,11 @@ def _note(scenario: ScenarioRun) -> str:
     v = scenario["verdict"]
     if v["first_failure"]:
         return one_line(v["first_failure"])
+    from gitevals.report.calibration import advisory_failure
+
+    advisory = advisory_failure(scenario)
+    if advisory:
+        return one_line(advisory)
     if v["verdict"] == "not_run":
         return "only in the rules: not run" if scenario.get("rules") == "added" else "not run"
     return ""
@@ -225,9 +230,13 @@ HEADER = ("case", "scenario", "verdict", "passes", "first failure")
 def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     """The last lines: usage when reported, then the summary (and ``tail``: run adds how
     long it took and where the artifact is)."""
+    from gitevals.report.calibration import run_line
+
     line = usage_line(run_usage(artifact))
+    judged = run_line(artifact.get("judge_calibration"))
     weak = underpowered_line(table)
-    return [*([weak] if weak else []), *([line] if line else []), summary(table) + tail]
+    return [*([judged] if judged else []), *([weak] if weak else []),
+            *([line] if line else []), summary(table) + tail]
 
 
 def _underpowered(r: Row) -> bool:

@@ -64,15 +64,20 @@ class GraderAnswer(TypedDict):
     duration_ms: int | float
 
 
-class AssertionOutcome(TypedDict):
-    """One assertion's outcome on one trial."""
-
+class _AssertionOutcomeKeys(TypedDict):
     index: int
     kind: str
     passed: bool
     message: str
     error: ErrorRecord | None
     score: float | None
+
+
+class AssertionOutcome(_AssertionOutcomeKeys, total=False):
+    """One assertion's outcome on one trial; ``advisory`` (true) only for a grader the
+    run's ``judge_calibration`` says is advisory: its failure is shown, never counted."""
+
+    advisory: bool
 
 
 class Iteration(TypedDict):
@@ -252,6 +257,8 @@ class TargetEnvValue(TypedDict, total=False):
 
     value: str
     sha256: str
+
+
 class Sequential(TypedDict):
     """What ``run --against`` was given: the base commit and run, and the design's numbers."""
 
@@ -263,14 +270,25 @@ class Sequential(TypedDict):
     drop: float
 
 
+class GraderCalibration(TypedDict):
+    """A judge grader's calibration when the run started (``gitevals.calibration``):
+    ``status`` calibrated or advisory, why, and the lint code of an advisory reason."""
+
+    status: str
+    reason: str
+    code: str | None
+
+
 class Run(_RunKeys, total=False):
     """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
     ``target_env`` only when variables were given to the target (``--target-env``);
-    ``sequential`` only from ``run --against``."""
+    ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
+    calibration) in runs since judge calibration: empty when no grader asks the judge."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
     sequential: Sequential
+    judge_calibration: dict[str, GraderCalibration]
 
 
 def unkeepable(value: object) -> str | None:
@@ -566,7 +584,7 @@ _TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
 _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
-_ASSERTION_KEYS = frozenset(AssertionOutcome.__annotations__)
+_ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

@@ -143,13 +143,13 @@ class GraderWorker:
         ``judge.budget``) for a grader file that calls ``t.llm``: a slow judge must end
         as the ``judge_error`` it is, not as this grader's timeout."""
         if file not in self._limits:
-            from gitevals.run.judge import budget, calls_llm
+            from gitevals.run.judge import module_budget
 
             extra = 0.0
             if self.judge is not None and file.isidentifier():
                 path = os.path.join(self.tree_dir, self.root, "graders", f"{file}.py")
                 with suppress(OSError), open(path, "rb") as f:
-                    extra = budget(self.judge) if calls_llm(f.read()) else 0.0
+                    extra = module_budget(self.judge, f.read())
             self._limits[file] = self.timeout + extra
         return self._limits[file]
 
@@ -344,10 +344,12 @@ def _where(exc: BaseException, graders_dir: str, rel: str) -> str:
 
 
 def _exc_kind(exc: BaseException) -> str:
-    from gitevals.run.judge import JudgeError
+    from gitevals.run.judge import JudgeError, JudgeParseError
 
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, JudgeParseError):
+            return "judge_unparseable"
         if isinstance(seen, JudgeError):
             return "judge_error"
         seen = seen.__cause__ or seen.__context__

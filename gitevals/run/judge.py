@@ -31,6 +31,11 @@ class JudgeError(Exception):
     """``t.llm`` could not get an answer; recorded as error kind ``judge_error``."""
 
 
+class JudgeParseError(Exception):
+    """``t.judge`` got an answer that is not PASS or FAIL, as many times as it may ask:
+    recorded as error kind ``judge_unparseable``, never coerced into a FAIL."""
+
+
 def judge_config(judge: Judge | None) -> JSONObject | None:
     """``settings.Judge`` (or None) -> the plain dict the worker receives (as JSON)."""
     if judge is None:
@@ -55,16 +60,38 @@ def budget(config: JSONObject | None) -> float:
     return _timeout(config) * (retries + 1) + MAX_WAIT * retries
 
 
+#: The methods of ``t`` that ask the judge model.
+JUDGE_METHODS = frozenset(("llm", "judge"))
+
+
 def calls_llm(source: bytes) -> bool:
-    """Whether a grader module visibly calls ``<something>.llm(...)`` (read, not run)."""
+    """Whether a grader module visibly calls ``<something>.llm(...)`` or
+    ``<something>.judge(...)`` (read, not run)."""
+    return bool(_judge_calls(source))
+
+
+def _judge_calls(source: bytes) -> set[str]:
+    """Which of ``JUDGE_METHODS`` a module visibly calls (read, not run)."""
     import ast
 
     from gitevals.graderfile import parse
 
     module = parse(source)
-    return isinstance(module, ast.Module) and any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "llm"
-        for n in ast.walk(module))
+    if not isinstance(module, ast.Module):
+        return set()
+    return {n.func.attr for n in ast.walk(module) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr in JUDGE_METHODS}
+
+
+def module_budget(config: JSONObject | None, source: bytes) -> float:
+    """Seconds a call of a grader from ``source`` may add to the grader limit for the
+    judge: one ``budget`` for ``t.llm``; for ``t.judge``, which asks again when the answer
+    is not PASS or FAIL, one per ask it may make (``retries`` + 1)."""
+    calls = _judge_calls(source)
+    if config is None or not calls:
+        return 0.0
+    asks = _retries(config) + 1 if "judge" in calls else 1
+    return budget(config) * asks
 
 
 def _request(config: JSONObject, prompt: str) -> urllib.request.Request:
@@ -183,8 +210,33 @@ def _backoff() -> float:
         return BACKOFF
 
 
+def verdict(answer: str) -> bool | None:
+    """``PASS`` -> True, ``FAIL`` -> False (any case, surrounding whitespace allowed);
+    anything else (``Maybe``, ``PASS.``, ``I think PASS``) -> None."""
+    word = answer.strip().upper() if isinstance(answer, str) else ""
+    return True if word == "PASS" else False if word == "FAIL" else None
+
+
+def judge(config: JSONObject | None, prompt: str) -> bool:
+    """Ask the judge ``prompt`` for exactly PASS or FAIL; True for PASS.
+
+    An answer that is neither is asked again, up to ``retries`` more times (the judge's
+    retry setting); then ``JudgeParseError`` names the last answer. It is never read as
+    a FAIL: a judge that cannot say is an error, not a decision."""
+    last = ""
+    for _ in range(_retries(config or {}) + 1):
+        last = llm(config, prompt)
+        said = verdict(last)
+        if said is not None:
+            return said
+    shown = last if len(last) <= 80 else last[:79] + "…"
+    raise JudgeParseError(f"the judge answered {shown!r}, not PASS or FAIL "
+                          f"(asked {_retries(config or {}) + 1} times); ask for exactly one "
+                          "word, PASS or FAIL")
+
+
 class T:
-    """The ``t`` graders receive: ``t.llm(prompt) -> str``."""
+    """The ``t`` graders receive: ``t.llm(prompt) -> str``, ``t.judge(prompt) -> bool``."""
 
     def __init__(self, config: JSONObject | None) -> None:
         self._config = config
@@ -192,3 +244,8 @@ class T:
     def llm(self, prompt: str) -> str:
         """Ask the configured judge model; raises ``JudgeError`` when it cannot."""
         return llm(self._config, prompt)
+
+    def judge(self, prompt: str) -> bool:
+        """Ask the judge for exactly PASS or FAIL (temperature 0, the pinned model): True
+        for PASS, False for FAIL; ``JudgeParseError`` for any other answer."""
+        return judge(self._config, prompt)

@@ -154,13 +154,15 @@ _Step = tuple[int, str, JSON, Check | None]
 
 
 def score_trial(expect: list[JSONObject], transcript: Transcript, graders: list[GraderAnswer],
-                error: ErrorRecord | None) -> tuple[list[AssertionOutcome], bool]:
+                error: ErrorRecord | None, advisory: frozenset[str] = frozenset()
+                ) -> tuple[list[AssertionOutcome], bool]:
     """Outcomes of ``expect`` on one trial, and whether the trial passed.
 
     ``error`` is the trial's infrastructure error: it fails the trial (and any
     ``no_error`` assertion) whatever the assertions say. Outcomes are in ``expect`` order.
+    Outcomes of graders named in ``advisory`` are marked so and never fail the trial.
     """
-    return _score(_steps(expect), transcript, graders, error)
+    return _score(_steps(expect), transcript, graders, error, advisory)
 
 
 def _steps(expect: list[JSONObject]) -> list[_Step]:
@@ -173,9 +175,15 @@ def _steps(expect: list[JSONObject]) -> list[_Step]:
 
 
 def _score(steps: list[_Step], transcript: Transcript, graders: list[GraderAnswer],
-           error: ErrorRecord | None) -> tuple[list[AssertionOutcome], bool]:
+           error: ErrorRecord | None, advisory: frozenset[str] = frozenset()
+           ) -> tuple[list[AssertionOutcome], bool]:
     records = [_assess(step, transcript, graders, error) for step in steps]
-    return records, error is None and all(r["passed"] for r in records)
+    if advisory:
+        for step, rec in zip(steps, records, strict=True):
+            if step[1] == "grader" and isinstance(step[2], dict) \
+                    and step[2].get("name") in advisory:
+                rec["advisory"] = True
+    return records, error is None and all(r["passed"] or r.get("advisory") for r in records)
 
 
 def _assess(step: _Step, transcript: Transcript, graders: list[GraderAnswer],
@@ -226,7 +234,7 @@ def _trial_errors(result: Trial) -> list[str]:
     if result["error"] is not None:
         kinds.append(str(result["error"].get("kind", "error")))
     for a in result["assertions"]:
-        if a["error"] is not None:
+        if a["error"] is not None and not a.get("advisory"):
             kinds.append(str(a["error"].get("kind", "error")))
     return kinds
 
@@ -243,7 +251,7 @@ def _first_failure(result: Trial) -> str | None:
         # the verdict keeps a line, not a copy: the whole error stays in the transcript
         return "target error: " + (text if len(text) <= 300 else text[:299] + "…")
     for a in result["assertions"]:
-        if not a["passed"]:
+        if not a["passed"] and not a.get("advisory"):
             return a["message"]
     return None
 
@@ -289,11 +297,19 @@ def expect_of(s: Scenario) -> list[JSONObject]:
     return [a.as_dict() for a in s.expect]
 
 
-def _rescore_trials(expect: list[JSONObject], results: list[Trial]) -> list[Trial]:
+def advisory_graders(run: Run) -> frozenset[str]:
+    """The graders the run's ``judge_calibration`` marks advisory (none in older runs)."""
+    return frozenset(name for name, c in run.get("judge_calibration", {}).items()
+                     if c.get("status") == "advisory")
+
+
+def _rescore_trials(expect: list[JSONObject], results: list[Trial],
+                    advisory: frozenset[str] = frozenset()) -> list[Trial]:
     steps = _steps(expect)
     out = []
     for r in results:
-        assertions, passed = _score(steps, r["transcript"], r["graders"], r["error"])
+        assertions, passed = _score(steps, r["transcript"], r["graders"], r["error"],
+                                    advisory)
         trial: Trial = {**r, "assertions": assertions, "passed": passed}
         out.append(trial)
     return out
@@ -354,6 +370,7 @@ def rescore(run: Run) -> Run:
     shared with it, not copied).
     """
     cases = []
+    advisory = advisory_graders(run)
     for c in run["cases"]:
         if "task" in c:  # judged from its stored rewards, not by assertions
             from gitevals.run.tasks import rescore_task
@@ -362,7 +379,7 @@ def rescore(run: Run) -> Run:
             continue
         scenarios = []
         for s in c["scenarios"]:
-            results = _rescore_trials(s["expect"], s["results"])
+            results = _rescore_trials(s["expect"], s["results"], advisory)
             scored: ScenarioRun = {**s, "results": results, "verdict": verdict(results)}
             scenarios.append(scored)
         case: CaseRun = {**c, "scenarios": scenarios}

@@ -1,0 +1,24 @@
+"""A finished run, told which of its judge graders are calibrated: the statuses go into
+the artifact (``judge_calibration``) and the run is re-scored by them (``scoring.rescore``),
+so an advisory grader's failures are marked and never fail a trial or a verdict."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gitevals.calibration.tree import statuses
+from gitevals.git.tree import Tree
+from gitevals.run.artifact import GraderCalibration, Run, grader_calls, scenarios
+from gitevals.settings import Settings
+
+
+def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
+    """``run`` with the calibration of every grader it named that asks the judge (read
+    from ``tree``, the revision it ran, at ``now``), re-scored by it."""
+    from gitevals.run.scoring import rescore
+
+    names = {name for _, s in scenarios(run) for _, name in grader_calls(s["expect"])}
+    calibration: dict[str, GraderCalibration] = {
+        name: {"status": st.state, "reason": st.reason, "code": st.code}
+        for name, st in statuses(tree, settings, names, now).items() if st.state != "n/a"}
+    return rescore({**run, "judge_calibration": calibration})

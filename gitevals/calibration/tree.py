@@ -1,0 +1,46 @@
+"""What ``status`` needs, read from a ``Tree`` (a revision, the index or the working
+tree): the grader's source and blob, and its committed record. Reads, never imports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from gitevals.calibration.record import parse, path_of
+from gitevals.calibration.status import Status, status
+from gitevals.git.tree import Tree
+from gitevals.settings import Settings
+
+
+def _valid(name: str) -> bool:
+    file, dot, fn = name.partition(".")
+    return bool(dot) and file.isidentifier() and fn.isidentifier()
+
+
+def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
+                  sources: dict[str, tuple[str, bytes] | None] | None = None) -> Status:
+    """The calibration status of grader ``name`` in ``tree``; ``sources`` keeps each
+    module's blob and bytes across calls (a module of many graders is read once)."""
+    from gitevals.calibration.asks import asks_judge
+
+    file, _, fn = name.partition(".")
+    gpath = f"{settings.root}/graders/{file}.py"
+    sources = {} if sources is None else sources
+    if gpath not in sources:
+        entry = tree.entry(gpath)
+        data = tree.read(gpath) if entry is not None else None
+        sources[gpath] = (entry.sha, data) if entry is not None and data is not None else None
+    found = sources[gpath]
+    blob, source = found if found is not None else (None, None)
+    asks = source is not None and asks_judge(source, fn)
+    data = tree.read(path_of(settings.root, name)) if asks else None
+    record, problem = parse(data) if data is not None else (None, None)
+    return status(name, asks, blob, settings.judge, record, problem, now)
+
+
+def statuses(tree: Tree, settings: Settings, names: Iterable[str], now: datetime
+             ) -> dict[str, Status]:
+    """The status of every well-formed grader name of ``names``, sorted by name."""
+    sources: dict[str, tuple[str, bytes] | None] = {}
+    return {n: grader_status(tree, settings, n, now, sources)
+            for n in sorted(set(names)) if _valid(n)}

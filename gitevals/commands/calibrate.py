@@ -1,0 +1,296 @@
+"""``gitevals calibrate GRADER --labels FILE``: measure a judge grader against human labels.
+
+TPR and TNR apart, each with its Wilson 95 % interval and counts, on the dev split (or,
+with ``--final``, once, on the sealed test split); the record goes to
+``<root>/calibration/<file>.<function>.json``, written atomically. The grader runs as
+committed at HEAD, in the same grader workers a run uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+
+    from gitevals.calibration.labels import Item
+    from gitevals.calibration.metrics import Measured
+    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.jsontypes import JSONObject
+    from gitevals.run.grading import GraderPool
+    from gitevals.settings import Settings
+
+NAME = "calibrate"
+HELP = "measure a judge grader's TPR and TNR on human labels (dev split, or --final: sealed test)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("grader", metavar="GRADER", help="the grader, as <file>.<function>")
+    parser.add_argument("--labels", required=True, metavar="FILE.jsonl",
+                        help="labelled items, one JSON object a line: id, input, output (or "
+                             "run), label pass|fail; goldens rows with a label qualify")
+    parser.add_argument("--final", action="store_true",
+                        help="measure the sealed test split: once per grader blob and judge "
+                             "model (a second --final is refused)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="what to print on stdout (default text)")
+    parser.add_argument("--jobs", "-j", type=_positive, default=4, metavar="N",
+                        help="grader calls in parallel (default 4)")
+    parser.add_argument("--no-preflight", action="store_true",
+                        help="skip checking that the judge is keyed and answering first")
+
+
+def _positive(text: str) -> int:
+    from gitevals.commands.run import _positive as positive
+
+    return positive(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from gitevals.calibration import metrics
+    from gitevals.calibration.record import path_of
+    from gitevals.calibration.status import below_bar, status
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.report.calibration import render
+
+    repo = require_repo()
+    tree = RevisionTree(repo, "HEAD")
+    settings = _settings(tree)
+    blob = _grader_blob(repo, tree, settings, args.grader)
+    items, unlabelled, labels_sha = _labels(args.labels)
+    split = "test" if args.final else "dev"
+    chosen = [i for i in items if metrics.split_of(i.id) == split]
+    previous = _previous(repo, tree, settings, args.grader)
+    assert settings.judge is not None  # _grader_blob refused a run without a judge
+    if args.final:
+        _refuse_second_final(previous, blob, settings.judge.model, args.grader)
+    if not chosen:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"{args.labels}: no item falls in the {split} split; add labelled "
+                         "items (the split is decided by a hash of each id)")
+    if not args.no_preflight:
+        from gitevals.run.preflight import check_judge
+
+        check_judge(settings, [args.grader])
+    measured = _measure(tree, settings, args.grader, chosen, args.jobs)
+    if not measured.tpr.of and not measured.tnr.of:
+        _nothing_judged(measured, split)
+    now = datetime.now(UTC).replace(microsecond=0)
+    record = _record(tree, settings, args, blob, measured, now, labels_sha,
+                     metrics.sizes(i.id for i in items), previous)
+    kept = _write(repo, settings, args.grader, record, previous, args.final)
+    verdict = status(args.grader, True, blob, settings.judge, record, None, now)
+    below = below_bar(record, settings.judge)
+    where = path_of(settings.root, args.grader)
+    sys.stdout.write(render(record, verdict, args.format, unlabelled=unlabelled, kept=kept,
+                            items=len(items), below=below, where=where))
+    return 1 if below else 0
+
+
+def _nothing_judged(measured: Measured, split: str) -> None:
+    """Every item was an error: nothing is recorded (a --final keeps the sealed split)."""
+    from gitevals.errors import GitevalsError
+    from gitevals.report.text import visible
+
+    first = measured.errors[0] if measured.errors else ("", "no item")
+    for item_id, message in measured.errors[:20]:
+        print(visible(f"  {item_id}: {message}"), file=sys.stderr)
+    error = GitevalsError(f"no item of the {split} split was judged ({len(measured.errors)} "
+                          f"errors, the first: {first[1]}); nothing was recorded: fix the "
+                          "grader or the judge and calibrate again")
+    error.exit_code = 1
+    raise error
+
+
+def _settings(tree: RevisionTree) -> Settings:
+    from gitevals.errors import UsageError
+    from gitevals.settings import load_settings
+
+    settings, bad = load_settings(tree)
+    if bad:
+        raise UsageError(f"{bad[0]}")
+    return settings
+
+
+def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) -> str:
+    """The blob of the grader's module at HEAD, after checking the grader can be
+    calibrated: a well-formed name that resolves, committed as it is in the working
+    tree, asking a configured judge."""
+    from gitevals.calibration.asks import asks_judge
+    from gitevals.errors import UsageError
+    from gitevals.git.tree import WorkingTree
+    from gitevals.graderfile import read, why_not
+
+    file, dot, fn = name.partition(".")
+    if not (dot and file.isidentifier() and fn.isidentifier()):
+        raise UsageError(f"grader {name!r}: name it <file>.<function>, e.g. quality.tone")
+    path = f"{settings.root}/graders/{file}.py"
+    entry = tree.entry(path)
+    source = tree.read(path) if entry is not None else None
+    if entry is None or source is None:
+        raise UsageError(f"{path} is not in HEAD ({tree.label}): commit the grader first")
+    module = read(source)
+    if module.function(fn) is None:
+        raise UsageError(f"{path} has no grader {fn!r}: {why_not(module, fn)}; run "
+                         "`gitevals lint`")
+    here = WorkingTree(repo.work_root).entry(path)
+    if here is None or here.sha != entry.sha:
+        raise UsageError(f"{path} has uncommitted changes: calibrate measures the committed "
+                         "grader (a run uses that one); commit it, then calibrate")
+    if not asks_judge(source, fn):
+        raise UsageError(f"grader {name} does not call t.llm or t.judge: a deterministic "
+                         "grader needs no calibration (calibration is N/A for it)")
+    if settings.judge is None:
+        raise UsageError("no judge configured: set [tool.gitevals.judge] base_url and model")
+    return entry.sha
+
+
+def _labels(path: str) -> tuple[list[Item], int, str]:
+    """The labelled items of ``path``, how many rows had no label, and its sha256."""
+    import hashlib
+
+    from gitevals.calibration.labels import read_labels
+    from gitevals.calibration.metrics import MIN_ITEMS
+    from gitevals.errors import UsageError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UsageError(f"--labels {path}: {exc.strerror or exc}; name the labels file"
+                         ) from None
+    labels = read_labels(data, path)
+    n = len(labels.items)
+    if n < MIN_ITEMS:
+        raise UsageError(f"{path}: {n} labelled item{'s' * (n != 1)}; calibration needs at "
+                         f"least {MIN_ITEMS}: label {MIN_ITEMS - n} more")
+    return list(labels.items), labels.unlabelled, hashlib.sha256(data).hexdigest()
+
+
+def _record_path(repo: Repo, settings: Settings, name: str) -> Path:
+    from gitevals.calibration.record import path_of
+
+    return repo.work_root / path_of(settings.root, name)
+
+
+def _previous(repo: Repo, tree: RevisionTree, settings: Settings, name: str
+              ) -> JSONObject | None:
+    """The record as it stands (working tree, else HEAD), with the sealed uses of both;
+    an existing record that cannot be read is refused, never overwritten."""
+    from gitevals.calibration.record import parse, path_of, sealed_uses
+    from gitevals.errors import UsageError
+
+    where = _record_path(repo, settings, name)
+    here = where.read_bytes() if where.is_file() else None
+    committed = tree.read(path_of(settings.root, name))
+    found = []
+    for data, label in ((here, str(where)), (committed, f"{path_of(settings.root, name)} at HEAD")):
+        if data is None:
+            continue
+        record, problem = parse(data)
+        if record is None:
+            raise UsageError(f"{label}: cannot read the calibration record ({problem}); "
+                             "restore it from git or move it away (it is never overwritten)")
+        found.append(record)
+    if not found:
+        return None
+    merged = dict(found[0])
+    uses = {(str(u.get("grader_blob")), str(u.get("judge_model"))): u
+            for r in found for u in sealed_uses(r)}
+    merged["sealed"] = list(uses.values())
+    return merged
+
+
+def _refuse_second_final(previous: JSONObject | None, blob: str, model: str, name: str
+                         ) -> None:
+    from gitevals.calibration.record import already_sealed
+    from gitevals.errors import UsageError
+
+    use = already_sealed(previous, blob, model)
+    if use is not None:
+        raise UsageError(f"the sealed test split was already measured for this version of "
+                         f"{name} (blob {blob[:12]}) with judge model {model!r} on "
+                         f"{use.get('date')}; it is measured once: change the grader or the "
+                         "judge model to measure again, or drop --final to use the dev split")
+
+
+def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item],
+             jobs: int) -> Measured:
+    """Call the grader on every item in the grader workers a run uses; measure it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gitevals.calibration.metrics import measure
+    from gitevals.report.progress import progress
+    from gitevals.run.grading import GraderPool
+    from gitevals.run.judge import judge_config
+    from gitevals.run.reaper import subreaper
+    from gitevals.run.workdir import workdir
+
+    with workdir("calibrate") as tmp, subreaper():
+        tree.materialize(tmp)
+        pool = GraderPool(str(tmp), settings.root, judge_config(settings.judge))
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex, \
+                    progress(f"calibrating {name}", len(items), unit="items") as update:
+                said: dict[str, bool | str] = {}
+                futures = {i.id: ex.submit(_one, pool, name, i) for i in items}
+                for n, (item_id, fut) in enumerate(futures.items(), 1):
+                    said[item_id] = fut.result()
+                    update(n, sum(isinstance(v, str) for v in said.values()))
+        finally:
+            pool.close()
+    return measure({i.id: i.label for i in items}, said)
+
+
+def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
+    """The grader's decision on one item, or what went wrong (an error is never a FAIL)."""
+    from typing import cast
+
+    from gitevals.run.artifact import ErrorRecord
+    from gitevals.run.scoring import decide_grader
+
+    answer = pool.call(name, item.case, item.run)
+    # The worker's frames are JSON it built itself: error is {kind, message} or None.
+    error = cast("ErrorRecord | None", answer.get("error"))
+    outcome = decide_grader({"name": name}, {"index": 0, "name": name,
+                                             "raw": answer.get("raw"), "error": error,
+                                             "duration_ms": 0})
+    err = outcome["error"]
+    if err is not None:
+        return f"{err['kind']}: {err['message']}"
+    return outcome["passed"]
+
+
+def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, blob: str,
+            measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
+            previous: JSONObject | None) -> JSONObject:
+    from gitevals.calibration.record import Context, build
+
+    assert settings.judge is not None and tree.commit is not None
+    ctx = Context(args.grader, blob, tree.commit, settings.judge.model,
+                  settings.judge.base_url, settings.judge.family,
+                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), args.labels, labels_sha, sizes)
+    return build(ctx, measured, args.final, previous)
+
+
+def _write(repo: Repo, settings: Settings, name: str, record: JSONObject,
+           previous: JSONObject | None, final: bool) -> str | None:
+    """Write the record atomically; a dev run never replaces the final measurement of the
+    same grader blob and judge model (returns why it was kept instead)."""
+    from gitevals.calibration.record import dumps
+    from gitevals.files import write_atomic
+
+    path = _record_path(repo, settings, name)
+    if (not final and previous is not None and previous.get("final") is True
+            and previous.get("grader_blob") == record["grader_blob"]
+            and previous.get("judge_model") == record["judge_model"]):
+        return (f"{path.relative_to(repo.work_root)} keeps the final measurement of this "
+                "grader and judge model; these dev numbers were not recorded")
+    write_atomic(path, dumps(record))
+    return None

@@ -1,0 +1,45 @@
+"""GE510-GE516: a case gates on a judge grader that is advisory (``calibration.status``).
+
+Warnings, at the grader name in the case: the case still lints, but its judge's verdicts
+will not count until the grader is calibrated. Read from the linted tree (the grader's
+source and blob, the committed record), never imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from gitevals.findings import Finding
+from gitevals.git.tree import Tree
+from gitevals.lint.graders import RefLike
+from gitevals.settings import Settings
+
+
+def advisory_findings(tree: Tree, settings: Settings, refs: Sequence[RefLike],
+                      now: datetime | None = None) -> list[Finding]:
+    """One warning per grader reference whose grader is advisory at ``now`` (default: now)."""
+    from gitevals.calibration.tree import statuses
+
+    found = statuses(tree, settings, {r.name for r in refs}, now or datetime.now(UTC))
+    out = []
+    for r in refs:
+        st = found.get(r.name)
+        if st is not None and st.advisory and st.code is not None:
+            out.append(Finding(r.path, r.line, r.col, st.code,
+                               f"grader {r.name} asks the judge and is advisory (its failures "
+                               f"will not count): {st.reason}", "warning"))
+    return out
+
+
+def cache_key(tree: Tree, settings: Settings | None, today: str) -> list[str]:
+    """What the calibration warnings depend on beyond the linted files: the day, the
+    judge settings and the committed records (part of the whole-run cache key)."""
+    if settings is None:
+        return []
+    from gitevals.calibration.record import DIR
+
+    prefix = f"{settings.root}/{DIR}" if settings.root else DIR
+    records = sorted(tree.blob_shas(prefix).items())
+    return [f"calibration:{today}:{settings.judge!r}",
+            *(f"record:{path}:{sha}" for path, sha in records)]
