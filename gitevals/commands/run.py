@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
+    from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
 
 NAME = "run"
@@ -56,6 +57,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
+    parser.add_argument("--executor", choices=("local", "ray"),
+                        help="where conversations run: local (this machine, the default) or "
+                             "ray (a Ray cluster; docs/run.md); default from [executor] settings")
+    parser.add_argument("--ray-address", metavar="HOST:PORT",
+                        help="the Ray cluster's head (implies --executor ray; default the "
+                             "[executor] address, RAY_ADDRESS, or the cluster on this machine)")
+    parser.add_argument("--graders-on-workers", action="store_true",
+                        help="with --executor ray, grade on the cluster's nodes rather than "
+                             "on this machine (the judge's key must be set there too)")
 
 
 def _refuse_dirty(repo: Repo, root: str, allow: bool,
@@ -218,7 +228,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight)
+    cluster = _cluster(the_plan, args, jobs)  # joined before anything starts
+    try:
+        artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
+                            cluster, args.graders_on_workers)
+    finally:
+        if cluster is not None:
+            cluster.close()
     return _record(repo, args, the_plan, artifact, draft, refused)
 
 
@@ -257,8 +273,27 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
     preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
 
 
+def _cluster(the_plan: Plan, args: argparse.Namespace, jobs: int) -> RayExecutor | None:
+    """The Ray executor, connected, when the run asked for one (flags over settings)."""
+    from gitevals.errors import UsageError
+    from gitevals.run.executors import choose
+
+    choice = choose(the_plan.settings.raw, args.executor, args.ray_address)
+    if choice.kind != "ray":
+        if args.graders_on_workers:
+            raise UsageError("--graders-on-workers needs --executor ray: drop it, or run on "
+                             "a cluster")
+        return None
+    from gitevals.run.ray_executor import RayExecutor
+
+    cluster = RayExecutor(choice.address, jobs)
+    cluster.connect()
+    return cluster
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True) -> Run:
+             jobs: int, check: bool = True, cluster: RayExecutor | None = None,
+             graders_on_workers: bool = False) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -276,7 +311,12 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             from gitevals.run.preflight import check_target
 
             check_target(the_plan.settings.target, str(tmp))
-        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout())
+        if cluster is not None:
+            from gitevals.run.executors import RunShared
+
+            cluster.start(str(tmp), prov.tree,
+                          RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers))
+        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), cluster)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -290,6 +330,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                 execution.run(lambda t: update(t.done, t.failures, t.running, t.cases_done))
         finally:
             execution.registry.close()
+            if cluster is not None:
+                cluster.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()

@@ -75,8 +75,7 @@ class AssertionOutcome(TypedDict):
     score: float | None
 
 
-class Trial(TypedDict):
-    """One trial of one scenario: transcript, grader answers, outcomes."""
+class _TrialKeys(TypedDict):
 
     trial: int
     transcript: Transcript
@@ -84,6 +83,22 @@ class Trial(TypedDict):
     graders: list[GraderAnswer]
     assertions: list[AssertionOutcome]
     passed: bool
+
+
+class Placement(TypedDict):
+    """Where a trial's conversation ran on a cluster (``run --executor ray``): the node
+    that finished it, how many attempts it took, and the nodes lost under it before."""
+
+    node: str
+    attempts: int
+    lost: list[str]
+
+
+class Trial(_TrialKeys, total=False):
+    """One trial of one scenario: transcript, grader answers, outcomes; ``placement`` only
+    for a conversation run on a cluster."""
+
+    placement: Placement
 
 
 class Verdict(TypedDict):
@@ -173,10 +188,21 @@ class _RunKeys(TypedDict):
     cases: list[CaseRun]
 
 
+class ExecutorRecord(TypedDict):
+    """What ran the conversations: ``local`` (this machine's thread pool) or ``ray`` (the
+    cluster at ``address``, on ``nodes``)."""
+
+    kind: str
+    address: str | None
+    nodes: list[str]
+
+
 class Run(_RunKeys, total=False):
-    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``."""
+    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
+    ``executor`` in runs written since executors could be chosen."""
 
     scored_with: ScoredWith
+    executor: ExecutorRecord
 
 
 def unkeepable(value: object) -> str | None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
 from gitevals.findings import Finding, has_errors
@@ -41,6 +41,9 @@ from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
 from gitevals.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from gitevals.run.executors import Executor
 
 
 @dataclass(frozen=True)
@@ -189,21 +192,29 @@ class _Done:
     scenario: int
     transcript: Transcript
     error: ErrorRecord | None
+    graders: list[GraderAnswer] | None = None  # already graded (on a cluster's worker)
 
 
 class Execution:
     """Runs a ``Plan`` in ``tree_dir`` (a materialized commit). Thread-safe ``interrupt``."""
 
     def __init__(self, the_plan: Plan, tree_dir: str, jobs: int,
-                 grader_timeout: float = GRADER_TIMEOUT) -> None:
+                 grader_timeout: float = GRADER_TIMEOUT, executor: Executor | None = None,
+                 registry: ProcessRegistry | None = None,
+                 stop: threading.Event | None = None) -> None:
+        from gitevals.run.executors import LocalExecutor
+
         self.plan = the_plan
+        # Where conversations run (gitevals.run.executors); grading stays here unless
+        # the executor graded on its workers.
+        self.executor: Executor = executor or LocalExecutor()
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
         self.argv = target_argv(target.command, target.python) if target else []
         self.python_target = bool(target and not target.command and target.python)
-        self.stop = threading.Event()
-        self.registry = ProcessRegistry()
+        self.stop = stop or threading.Event()
+        self.registry = registry or ProcessRegistry()
         self.graders = GraderPool(tree_dir, the_plan.settings.root,
                                   judge_config(the_plan.settings.judge), grader_timeout,
                                   self.registry)
@@ -219,6 +230,7 @@ class Execution:
         """Start no more work and kill every running target and grader."""
         self.stop.set()
         self.registry.kill_all()
+        self.executor.interrupt()
 
     def _converse(self, case: Case, trial: int) -> list[_Done]:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
@@ -276,14 +288,18 @@ class Execution:
 
         case = self.plan.cases[ci]
         scored = []
-        for d in self._converse(case, trial):
+        placed = self.executor.converse(self, ci, trial)
+        for d in placed.done:
             s = case.scenarios[d.scenario]
             expect = expect_of(s)
-            graders = (grade(self.graders.call, s.id, list(s.user), expect, d.transcript)
-                       if d.error is None else [])
+            graders = d.graders if d.graders is not None else (
+                grade(self.graders.call, s.id, list(s.user), expect, d.transcript)
+                if d.error is None else [])
             assertions, passed = score_trial(expect, d.transcript, graders, d.error)
             result: Trial = {"trial": trial, "transcript": d.transcript, "error": d.error,
                              "graders": graders, "assertions": assertions, "passed": passed}
+            if placed.placement is not None:
+                result["placement"] = placed.placement
             scored.append((d.scenario, result))
         if self.stop.is_set():
             return  # abandoned: an interrupted conversation is not recorded
@@ -379,6 +395,7 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
         "interrupted": execution.stop.is_set(),
         "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
         "cases": execution.cases(),
+        "executor": execution.executor.record(),
     }
 
 
