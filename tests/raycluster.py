@@ -8,6 +8,7 @@ and everything beneath them).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -56,12 +57,14 @@ class LocalCluster:
     def _env(self, node: Node) -> dict[str, str]:
         path = os.environ.get("PYTHONPATH")
         return {**os.environ, **HEALTH, "PYTHONPATH": f"{SRC}{os.pathsep}{path}" if path else
-                str(SRC), "XDG_CACHE_HOME": str(node.cache), "RAY_USAGE_STATS_ENABLED": "0"}
+                str(SRC), "XDG_CACHE_HOME": str(node.cache), "RAY_USAGE_STATS_ENABLED": "0",
+                # each node's work copies in a tmp of its own: a target's cwd names its node
+                "TMPDIR": str(node.cache / "tmp")}
 
     def _start(self, name: str, args: list[str]) -> Node:
         node = Node(name, Path(tempfile.mkdtemp(prefix=f"ge-ray-{name}-")),
                     self.root / f"cache-{name}")
-        node.cache.mkdir(parents=True, exist_ok=True)
+        (node.cache / "tmp").mkdir(parents=True, exist_ok=True)
         common = [f"--temp-dir={node.temp}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                   "--object-store-memory=100000000", "--disable-usage-stats",
                   f"--dashboard-agent-listen-port={free_port()}",
@@ -110,10 +113,8 @@ class LocalCluster:
 
     def kill(self, node: Node) -> None:
         for pid in self.pids(node):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         node.killed = True
 
     def alive(self, node: Node) -> bool:

@@ -31,6 +31,7 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import tarfile
 import tempfile
 import threading
@@ -118,6 +119,8 @@ class RayExecutor:
         self._nodes: set[str] = set()
         self._tree: Any = None  # (tree sha, object ref of the packed tree, shared ref)
         self._remote: dict[str, Any] = {}  # HostActor and run_sized_job, made remote once
+        self._run = os.urandom(4).hex()
+        self._stdout = sys.stdout
 
     def connect(self) -> None:
         """Reach the cluster, before anything of the run starts; one line and exit 2 when
@@ -125,10 +128,16 @@ class RayExecutor:
         if self.address is not None:
             check_reachable(self.address)
         ray = _import_ray()
+        # Ray's driver prints cluster events ("(raylet) The node ... has been marked dead")
+        # to whatever sys.stdout is: they go to stderr until ``close``, so stdout holds the
+        # result alone (``--format json`` stays one JSON document).
+        self._stdout = sys.stdout
+        sys.stdout = sys.stderr
         try:
             ray.init(address=self.address or "auto", log_to_driver=False,
                      logging_level=logging.ERROR, namespace="gitevals")
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            sys.stdout = self._stdout
             where = self.address or "auto (RAY_ADDRESS, or the cluster started on this machine)"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UsageError(f"cannot join the Ray cluster at {where}: {first}; start one "
@@ -159,8 +168,11 @@ class RayExecutor:
         tree_sha, tree_ref, shared_ref = self._tree
         cls = self._remote.setdefault("host", ray.remote(HostActor))
         # Two threads more than --jobs: interrupt and shutdown always find one free.
+        # Named (in the gitevals namespace) so that `ray list actors` and the tests can
+        # see every host a run left behind: none, once it ends.
         actor = cls.options(num_cpus=0, max_concurrency=self.jobs + 2, max_restarts=0,
                             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                            name=f"host-{self._run}-{node[:12]}",
                             ).remote(tree_ref, tree_sha, shared_ref)
         return _Host(actor, node)
 
@@ -279,6 +291,7 @@ class RayExecutor:
         with contextlib.suppress(Exception):
             ray.shutdown()
         self.ray = None
+        sys.stdout = self._stdout
 
     def record(self) -> ExecutorRecord:
         with self._lock:
