@@ -128,3 +128,25 @@ class LocalCluster:
             time.sleep(0.2)
         for node in self.nodes:
             shutil.rmtree(node.temp, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class SizedProbe:
+    """A conversation job with resource hints (as a task trial's ``cpus``/``memory_mb``
+    will be): says what Ray gave it and where it ran. Importable on the nodes."""
+
+    cpus: float
+    memory_mb: int
+
+    @property
+    def resources(self) -> object:
+        from gitevals.run.executors import Resources
+
+        return Resources(self.cpus, self.memory_mb)
+
+    def __call__(self, ctx: object) -> dict[str, object]:
+        import ray
+
+        tree = Path(ctx.tree_dir)  # type: ignore[attr-defined]
+        return {"assigned": ray.get_runtime_context().get_assigned_resources(),
+                "harness": (tree / "harness.py").is_file()}

@@ -247,3 +247,75 @@ def test_bad_executor_flags_are_one_line(repo: Repo, tmp_path: Path, args: list[
     _slow_repo(repo, tmp_path / "marks", trials=1, delay=0)
     res = run_cli("run", *args, cwd=repo.path)
     assert (res.code, res.err.strip()) == (2, message)
+
+
+SIZED = """\
+import json, sys
+from gitevals.run.executors import RunShared
+from gitevals.run.ray_executor import RayExecutor
+from tests.raycluster import SizedProbe
+
+executor = RayExecutor(sys.argv[1], jobs=2)
+executor.connect()
+try:
+    executor.start(sys.argv[2], "0" * 40, RunShared(None, 2, 30.0))
+    result, placement = executor.submit(SizedProbe(0.5, 64))
+finally:
+    executor.close()
+print(json.dumps({"result": result, "placement": placement}))
+"""
+
+
+def test_resource_hints_become_ray_resource_requests(cluster: LocalCluster,
+                                                     tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "harness.py").write_text("print('hi')\n")
+    proc = subprocess.run([sys.executable, "-c", SIZED, cluster.address, str(tree)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **_ray_env(cluster, tree)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["result"] == {"assigned": {"CPU": 0.5, "memory": 64 * 1024 * 1024},
+                             "harness": True}
+    assert out["placement"]["attempts"] == 1 and out["placement"]["lost"] == []
+
+
+def test_a_node_unpacks_a_tree_once_and_refuses_paths_out_of_it(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from gitevals.run.ray_executor import pack_tree, unpack_cached
+
+    tree = tmp_path / "tree"
+    (tree / "evals").mkdir(parents=True)
+    (tree / "evals" / "a.txt").write_text("a")
+    (tree / "link").symlink_to("evals/a.txt")
+    cache = tmp_path / "cache"
+    first = unpack_cached(pack_tree(str(tree)), "ab" * 20, cache)
+    assert (first / "evals" / "a.txt").read_text() == "a"
+    assert os.readlink(first / "link") == "evals/a.txt"
+    (first / "evals" / "a.txt").write_text("kept")
+    assert unpack_cached(b"not a tar", "ab" * 20, cache) == first  # not unpacked again
+    assert (first / "evals" / "a.txt").read_text() == "kept"
+    hostile = io.BytesIO()
+    with tarfile.open(fileobj=hostile, mode="w") as tar:
+        info = tarfile.TarInfo("../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(tarfile.OutsideDestinationError):
+        unpack_cached(hostile.getvalue(), "cd" * 20, cache)
+    assert not (cache / "escaped").exists() and not (cache / ("cd" * 20)).exists()
+    assert [p.name for p in cache.iterdir()] == ["ab" * 20]  # no scratch left behind
+
+
+def test_placement_and_executor_records_match_the_schema() -> None:
+    from gitevals.run.artifact import ExecutorRecord, Placement
+    from gitevals.validation import schema_path
+
+    schema = json.loads(schema_path("result").read_text())
+    placement = schema["$defs"]["result"]["properties"]["placement"]
+    executor = schema["properties"]["executor"]
+    for model, part in ((Placement, placement), (ExecutorRecord, executor)):
+        assert model.__required_keys__ == frozenset(part["required"])
+        assert model.__required_keys__ | model.__optional_keys__ == set(part["properties"])

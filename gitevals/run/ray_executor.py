@@ -121,40 +121,59 @@ class RayExecutor:
         self._remote: dict[str, Any] = {}  # HostActor and run_sized_job, made remote once
         self._run = os.urandom(4).hex()
         self._stdout = sys.stdout
+        self._joining: threading.Thread | None = None
+        self._failed: UsageError | None = None
 
     def connect(self) -> None:
-        """Reach the cluster, before anything of the run starts; one line and exit 2 when
-        it cannot be reached."""
+        """Reach the cluster before anything of the run starts: an address nobody answers
+        on is one line and exit 2 here. Importing Ray, joining the cluster and starting
+        a host per node then go on in the background while the driver materializes the
+        commit (together about 4 s on 2 cores: half of it is ``import ray``);
+        ``start`` waits for them."""
         if self.address is not None:
             check_reachable(self.address)
-        ray = _import_ray()
         # Ray's driver prints cluster events ("(raylet) The node ... has been marked dead")
         # to whatever sys.stdout is: they go to stderr until ``close``, so stdout holds the
         # result alone (``--format json`` stays one JSON document).
         self._stdout = sys.stdout
         sys.stdout = sys.stderr
+        self._joining = threading.Thread(target=self._join, name="gitevals-ray-join",
+                                         daemon=True)
+        self._joining.start()
+
+    def _join(self) -> None:
         try:
-            ray.init(address=self.address or "auto", log_to_driver=False,
-                     logging_level=logging.ERROR, namespace="gitevals")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            sys.stdout = self._stdout
-            where = self.address or "auto (RAY_ADDRESS, or the cluster started on this machine)"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UsageError(f"cannot join the Ray cluster at {where}: {first}; start one "
-                             "with `ray start --head` (docs/run.md)") from None
-        self.ray = ray
+            ray = _import_ray()
+            try:
+                ray.init(address=self.address or "auto", log_to_driver=False,
+                         logging_level=logging.ERROR, namespace="gitevals")
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = self.address or "auto (RAY_ADDRESS, or a cluster on this machine)"
+                text = str(exc).strip()
+                first = text.splitlines()[0] if text else type(exc).__name__
+                raise UsageError(f"cannot join the Ray cluster at {where}: {first}; start "
+                                 "one with `ray start --head` (docs/run.md)") from None
+            self.ray = ray
+            nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+            self._hosts = [self._host(n) for n in nodes]
+        except UsageError as exc:
+            self._failed = exc
 
     def start(self, tree_dir: str, tree_sha: str, shared: RunShared) -> None:
-        """Ship the tree and the plan once, and start a host on every live node."""
+        """Ship the tree and the plan once; every host unpacks them (once per node)."""
+        if self._joining is not None:
+            self._joining.join()
+        if self._failed is not None:
+            raise self._failed
         ray = self.ray
         tree_ref, shared_ref = ray.put(pack_tree(tree_dir)), ray.put(shared)
         self._tree = (tree_sha, tree_ref, shared_ref)
-        nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-        self._hosts = [self._host(n) for n in nodes]
-        # Wait until every host has its tree: a node that cannot start one is left out.
-        for h in self._hosts:
+        loading = [(h, h.actor.load.remote(tree_ref, tree_sha, shared_ref))
+                   for h in self._hosts]
+        # A node that cannot start a host (or unpack the tree) is left out of the run.
+        for h, ref in loading:
             try:
-                ray.get(h.actor.ready.remote())
+                ray.get(ref)
             except ray.exceptions.RayError:
                 h.alive = False
         if not any(h.alive for h in self._hosts):
@@ -165,15 +184,13 @@ class RayExecutor:
         ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        tree_sha, tree_ref, shared_ref = self._tree
         cls = self._remote.setdefault("host", ray.remote(HostActor))
         # Two threads more than --jobs: interrupt and shutdown always find one free.
         # Named (in the gitevals namespace) so that `ray list actors` and the tests can
         # see every host a run left behind: none, once it ends.
         actor = cls.options(num_cpus=0, max_concurrency=self.jobs + 2, max_restarts=0,
                             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-                            name=f"host-{self._run}-{node[:12]}",
-                            ).remote(tree_ref, tree_sha, shared_ref)
+                            name=f"host-{self._run}-{node[:12]}").remote()
         return _Host(actor, node)
 
     # -- running jobs --
@@ -274,8 +291,11 @@ class RayExecutor:
 
     def close(self) -> None:
         """Stop the hosts (their targets killed, work copies removed) and leave the cluster."""
+        if self._joining is not None:
+            self._joining.join()
         ray = self.ray
         if ray is None:
+            sys.stdout = self._stdout
             return
         with self._lock:
             hosts = [h for h in self._hosts if h.alive]
@@ -380,33 +400,40 @@ class HostActor:
     """One node's host (a Ray actor): runs conversation jobs in threads against the node's
     copy of the tree, and kills their targets on interrupt and shutdown."""
 
-    def __init__(self, archive: bytes, tree_sha: str, shared: RunShared) -> None:
+    def __init__(self) -> None:
+        self.node = _node_id()
+        self.space: _Workspace | None = None
+        self.ctx: Context | None = None
+
+    def load(self, archive: bytes, tree_sha: str, shared: RunShared) -> str:
+        """Take the run's tree (from the node's cache when it is there) and plan."""
         from gitevals.run.targets import ProcessRegistry
 
         self.space = _Workspace(archive, tree_sha)
-        self.node = _node_id()
         self.ctx = Context(str(self.space.tree), ProcessRegistry(), threading.Event(), shared,
                            self.node)
-
-    def ready(self) -> str:
         return self.node
 
     def run(self, job: Job[Any]) -> tuple[Any, str]:
+        assert self.ctx is not None, "load comes first"
         return job(self.ctx), self.node
 
     def interrupt(self) -> None:
-        self.ctx.stop.set()
-        self.ctx.registry.kill_all()
+        if self.ctx is not None:
+            self.ctx.stop.set()
+            self.ctx.registry.kill_all()
 
     def shutdown(self) -> None:
         from gitevals.run.runner import Execution
 
         self.interrupt()
-        execution = self.ctx.state.get("execution")
-        if isinstance(execution, Execution):
-            execution.graders.close()
-        self.ctx.registry.close()
-        self.space.close()
+        if self.ctx is not None:
+            execution = self.ctx.state.get("execution")
+            if isinstance(execution, Execution):
+                execution.graders.close()
+            self.ctx.registry.close()
+        if self.space is not None:
+            self.space.close()
 
 
 def run_sized_job(job: Job[Any], archive: bytes, tree_sha: str,
