@@ -191,6 +191,20 @@ def _with_draft(tree: RevisionTree, args: argparse.Namespace) -> tuple[Tree, Dra
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals.run.runner import DEFAULT_JOBS
+
+    # With --ray-address, joining the cluster (seconds: importing Ray, starting a host per
+    # node) goes on while the plan is made; an address nobody answers on stops it here.
+    early = (_join(args.ray_address, args.jobs or DEFAULT_JOBS)
+             if args.ray_address is not None and args.executor != "local" else None)
+    try:
+        return _run(args, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     from gitevals.errors import UsageError
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.model import case_name
@@ -228,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    cluster = _cluster(the_plan, args, jobs)  # joined before anything starts
+    cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
     try:
         artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
                             cluster, args.graders_on_workers)
@@ -284,9 +298,13 @@ def _cluster(the_plan: Plan, args: argparse.Namespace, jobs: int) -> RayExecutor
             raise UsageError("--graders-on-workers needs --executor ray: drop it, or run on "
                              "a cluster")
         return None
+    return _join(choice.address, jobs)
+
+
+def _join(address: str | None, jobs: int) -> RayExecutor:
     from gitevals.run.ray_executor import RayExecutor
 
-    cluster = RayExecutor(choice.address, jobs)
+    cluster = RayExecutor(address, jobs)
     cluster.connect()
     return cluster
 
