@@ -35,10 +35,12 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitevals import __version__
 from gitevals.errors import UsageError
 from gitevals.run.executors import Context, Placed, RunShared
 
@@ -51,8 +53,10 @@ if TYPE_CHECKING:
 ATTEMPTS = 3
 #: How long the address check waits for the cluster's head to accept a connection.
 CONNECT_TIMEOUT = 5.0
-#: A ``ray.init`` that takes longer than this is reported, not waited for.
-INIT_TIMEOUT = 60.0
+#: A host with no run for this long exits (seconds); the next run starts a new one.
+IDLE_EXIT = float(os.environ.get("GITEVALS_RAY_HOST_IDLE", "600"))
+#: Conversation threads of a host, for all the runs it serves at once (--jobs each).
+HOST_THREADS = 512
 _MIB = 1024 * 1024
 
 
@@ -168,29 +172,40 @@ class RayExecutor:
         ray = self.ray
         tree_ref, shared_ref = ray.put(pack_tree(tree_dir)), ray.put(shared)
         self._tree = (tree_sha, tree_ref, shared_ref)
-        loading = [(h, h.actor.load.remote(tree_ref, tree_sha, shared_ref))
+        loading = [(h, h.actor.load.remote(self._run, tree_ref, tree_sha, shared_ref))
                    for h in self._hosts]
         # A node that cannot start a host (or unpack the tree) is left out of the run.
         for h, ref in loading:
             try:
                 ray.get(ref)
+            except ray.exceptions.RayActorError:
+                self._reload(h)  # found as it exited idle: a new one, once
             except ray.exceptions.RayError:
                 h.alive = False
         if not any(h.alive for h in self._hosts):
             raise UsageError("no node of the Ray cluster could start a gitevals host: is "
                              "the same gitevals installed on every node? (docs/run.md)")
 
+    def _reload(self, host: _Host) -> None:
+        ray = self.ray
+        _sha, tree_ref, shared_ref = self._tree
+        try:
+            host.actor = self._host(host.node).actor
+            ray.get(host.actor.load.remote(self._run, tree_ref, _sha, shared_ref))
+        except ray.exceptions.RayError:
+            host.alive = False
+
     def _host(self, node: str) -> _Host:
         ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         cls = self._remote.setdefault("host", ray.remote(HostActor))
-        # Two threads more than --jobs: interrupt and shutdown always find one free.
-        # Named (in the gitevals namespace) so that `ray list actors` and the tests can
-        # see every host a run left behind: none, once it ends.
-        actor = cls.options(num_cpus=0, max_concurrency=self.jobs + 2, max_restarts=0,
+        # One host per node and gitevals version, shared by the runs of every driver:
+        # named in the gitevals namespace, found if it exists, kept warm between runs.
+        actor = cls.options(num_cpus=0, max_concurrency=HOST_THREADS, max_restarts=0,
                             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-                            name=f"host-{self._run}-{node[:12]}").remote()
+                            name=f"host-{__version__}-{node}", lifetime="detached",
+                            get_if_exists=True).remote()
         return _Host(actor, node)
 
     # -- running jobs --
@@ -255,7 +270,7 @@ class RayExecutor:
             ref = sized.options(**options).remote(
                 job, tree_ref, _tree_sha, shared_ref)
         else:
-            ref = host.actor.run.remote(job)
+            ref = host.actor.run.remote(self._run, job)
         with self._lock:
             self._refs.add(ref)
         try:
@@ -284,7 +299,7 @@ class RayExecutor:
             refs = list(self._refs)
         for h in hosts:
             with contextlib.suppress(Exception):
-                h.actor.interrupt.remote()
+                h.actor.interrupt.remote(self._run)
         for ref in refs:
             with contextlib.suppress(Exception):
                 self.ray.cancel(ref)
@@ -302,12 +317,9 @@ class RayExecutor:
         closing = []
         for h in hosts:
             with contextlib.suppress(Exception):
-                closing.append(h.actor.shutdown.remote())
+                closing.append(h.actor.finish.remote(self._run))
         with contextlib.suppress(Exception):
             ray.wait(closing, num_returns=len(closing), timeout=10)
-        for h in self._hosts:
-            with contextlib.suppress(Exception):
-                ray.kill(h.actor)
         with contextlib.suppress(Exception):
             ray.shutdown()
         self.ray = None
@@ -397,43 +409,86 @@ def _node_id() -> str:
 
 
 class HostActor:
-    """One node's host (a Ray actor): runs conversation jobs in threads against the node's
-    copy of the tree, and kills their targets on interrupt and shutdown."""
+    """One node's gitevals host (a detached Ray actor): runs the conversation jobs of any
+    number of runs in threads, each run against its own copy of its tree, and kills a
+    run's targets when that run is interrupted or finishes.
+
+    It outlives the run that started it, so the next run on the cluster finds it warm
+    (a Ray worker process takes seconds to start); after ``IDLE_EXIT`` seconds with no
+    run it exits, and the next run starts a new one.
+    """
 
     def __init__(self) -> None:
         self.node = _node_id()
-        self.space: _Workspace | None = None
-        self.ctx: Context | None = None
+        self.runs: dict[str, tuple[_Workspace, Context]] = {}
+        self.inflight: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.idle_since = time.monotonic()
+        threading.Thread(target=self._exit_when_idle, daemon=True).start()
 
-    def load(self, archive: bytes, tree_sha: str, shared: RunShared) -> str:
-        """Take the run's tree (from the node's cache when it is there) and plan."""
+    def _exit_when_idle(self) -> None:
+        while True:
+            time.sleep(min(IDLE_EXIT / 4, 15.0))
+            with self.lock:
+                if not self.runs and time.monotonic() - self.idle_since > IDLE_EXIT:
+                    os._exit(0)  # Ray frees the name; the next run starts a new host
+
+    def load(self, run: str, archive: bytes, tree_sha: str, shared: RunShared) -> str:
+        """Take run ``run``'s tree (from the node's cache when it is there) and plan."""
         from gitevals.run.targets import ProcessRegistry
 
-        self.space = _Workspace(archive, tree_sha)
-        self.ctx = Context(str(self.space.tree), ProcessRegistry(), threading.Event(), shared,
-                           self.node)
+        space = _Workspace(archive, tree_sha)
+        ctx = Context(str(space.tree), ProcessRegistry(), threading.Event(), shared, self.node)
+        with self.lock:
+            self.runs[run] = (space, ctx)
         return self.node
 
-    def run(self, job: Job[Any]) -> tuple[Any, str]:
-        assert self.ctx is not None, "load comes first"
-        return job(self.ctx), self.node
+    def _context(self, run: str) -> Context | None:
+        with self.lock:
+            found = self.runs.get(run)
+        return found[1] if found else None
 
-    def interrupt(self) -> None:
-        if self.ctx is not None:
-            self.ctx.stop.set()
-            self.ctx.registry.kill_all()
+    def run(self, run: str, job: Job[Any]) -> tuple[Any, str]:
+        ctx = self._context(run)
+        if ctx is None:
+            raise RuntimeError(f"run {run} is not loaded on this host")
+        with self.lock:
+            self.inflight[run] = self.inflight.get(run, 0) + 1
+        try:
+            return job(ctx), self.node
+        finally:
+            with self.lock:
+                self.inflight[run] -= 1
 
-    def shutdown(self) -> None:
+    def interrupt(self, run: str) -> None:
+        ctx = self._context(run)
+        if ctx is not None:
+            ctx.stop.set()
+            ctx.registry.kill_all()
+
+    def finish(self, run: str) -> None:
+        """Kill what is left of run ``run`` (targets, grader workers) and remove its copy."""
         from gitevals.run.runner import Execution
 
-        self.interrupt()
-        if self.ctx is not None:
-            execution = self.ctx.state.get("execution")
-            if isinstance(execution, Execution):
-                execution.graders.close()
-            self.ctx.registry.close()
-        if self.space is not None:
-            self.space.close()
+        self.interrupt(run)
+        with self.lock:
+            found = self.runs.pop(run, None)
+            self.inflight.pop(run, None)
+            self.idle_since = time.monotonic()
+        if found is None:
+            return
+        space, ctx = found
+        execution = ctx.state.get("execution")
+        if isinstance(execution, Execution):
+            execution.graders.close()
+        ctx.registry.close()
+        space.close()
+
+    def active(self) -> dict[str, int]:
+        """The runs loaded here, each with its conversations in flight: empty once every
+        run that used this host has ended."""
+        with self.lock:
+            return {run: self.inflight.get(run, 0) for run in self.runs}
 
 
 def run_sized_job(job: Job[Any], archive: bytes, tree_sha: str,
