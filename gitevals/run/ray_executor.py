@@ -11,13 +11,16 @@ The plan is made on the driver as for every run; then:
   conversations in threads, as the local executor does: targets are processes, so a
   conversation waiting on a model must not hold a whole CPU of the node, and a Ray
   worker process per conversation would cost more to start than a turn takes
-  (benchmarks/bench_ray.py). ``--jobs`` bounds the calls in flight across the cluster;
+  (benchmarks/bench_ray.py). Hosts are detached and shared by runs, and exit after
+  ``IDLE_EXIT`` idle seconds: a run finds them warm. ``--jobs`` bounds the calls in
+  flight across the cluster;
 - a job with resource hints (a task's ``cpus``/``memory_mb``) runs as a plain Ray task
   asking for exactly those resources instead;
 - a node that dies under a conversation: the conversation is started again on a live
   node, up to ``ATTEMPTS`` attempts in all (recorded in the trial's ``placement``),
   then recorded as an infrastructure error (``node_lost``), never dropped;
-- an interrupt stops every host's targets, cancels what is queued, and kills the hosts.
+- an interrupt stops the run's targets on every host and cancels what is queued; the
+  end of a run (interrupted or not) removes its copies of the tree.
 
 Ray's own log lines never reach stdout: workers do not log to the driver and the
 driver logs errors only, to stderr.
