@@ -492,7 +492,7 @@ def _explain(v: Violation | None, where: str) -> str:
     return f"at {json_path(v.path, where)}: {v.message}; see schemas/result.schema.json"
 
 
-_TRIAL_KEYS = frozenset(Trial.__annotations__)
+_TRIAL_KEYS = Trial.__required_keys__
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__annotations__)
@@ -545,4 +545,11 @@ def _trial_ok(r: object) -> bool:
             and type(r["passed"]) is bool and _error_ok(r["error"])
             and _transcript_ok(r["transcript"])
             and type(r["graders"]) is list and all(map(_grader_ok, r["graders"]))
-            and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"])))
+            and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"]))
+            and ("placement" not in r or _placement_ok(r["placement"])))
+
+
+def _placement_ok(p: object) -> bool:
+    return (type(p) is dict and type(p.get("node")) is str and type(p.get("attempts")) is int
+            and p["attempts"] >= 0 and type(p.get("lost")) is list
+            and all(type(n) is str for n in p["lost"]))
