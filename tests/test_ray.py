@@ -330,3 +330,37 @@ def test_placement_and_executor_records_match_the_schema() -> None:
     for model, part in ((Placement, placement), (ExecutorRecord, executor)):
         assert model.__required_keys__ == frozenset(part["required"])
         assert model.__required_keys__ | model.__optional_keys__ == set(part["properties"])
+
+
+def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path) -> None:
+    """The driver's side of the last retry: every node of the run is gone (no cluster
+    needed: the executor has no live host), so each conversation is a ``node_lost``
+    error of its trials, the scenarios are broken, and the run is still a valid one."""
+    import time as clock
+
+    from gitevals.git.tree import WorkingTree
+    from gitevals.run import runner
+    from gitevals.run.artifact import checked
+    from gitevals.run.ray_executor import RayExecutor
+
+    (tmp_path / "evals" / "cases").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.gitevals.target]\ncommand = ["true"]\n')
+    (tmp_path / "evals" / "cases" / "c.yaml").write_text(
+        "defaults: {trials: 3}\nscenarios:\n  - id: a\n    user: hi\n"
+        "    expect: [{no_error: true}]\n  - id: b\n    user: [x, y]\n    trials: 1\n"
+        "    expect: [{no_error: true}]\n")
+    the_plan = runner.plan(WorkingTree(tmp_path), [])
+    execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
+    execution.run()
+    prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
+    run = checked(runner.build_artifact(prov, the_plan, execution, [], 2, clock.time(),
+                                        clock.time()), "built")
+    scenarios = run["cases"][0]["scenarios"]
+    assert [len(s["results"]) for s in scenarios] == [3, 1]  # every trial accounted for
+    assert [s["verdict"]["verdict"] for s in scenarios] == ["broken", "broken"]
+    for s in scenarios:
+        for r in s["results"]:
+            assert r["error"] == {"kind": "node_lost", "message": "no node of the Ray "
+                                  "cluster was left to run this conversation"}
+            assert r["placement"] == {"node": "", "attempts": 0, "lost": []}
+    assert run["executor"] == {"kind": "ray", "address": None, "nodes": []}

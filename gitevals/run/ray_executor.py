@@ -340,16 +340,24 @@ def _sized(job: Job[Any]) -> bool:
     return res is not None and bool(res.cpus or res.memory_mb)
 
 
+def _lost_why(placement: Placement) -> str:
+    lost = placement["lost"]
+    if not lost:
+        return "no node of the Ray cluster was left to run this conversation"
+    nodes = ", ".join(n[:12] for n in lost)
+    if placement["attempts"] < ATTEMPTS:
+        return f"the Ray nodes under this conversation died ({nodes}) and no node was left"
+    return (f"the Ray nodes under this conversation died {len(lost)} times ({nodes}); "
+            f"not retried past {ATTEMPTS} attempts")
+
+
 def _lost(execution: Execution, ci: int, trial: int, placement: Placement) -> list[_Done]:
     """Every scenario of a conversation whose nodes all died: an infrastructure error."""
     from gitevals.run.artifact import transcript
     from gitevals.run.runner import _Done
 
-    nodes = ", ".join(n[:12] for n in placement["lost"]) or "none left"
-    error: ErrorRecord = {
-        "kind": "node_lost",
-        "message": f"the Ray node under this conversation died {len(placement['lost'])} "
-                   f"time(s) (nodes {nodes}); not retried past {ATTEMPTS} attempts"}
+    why = _lost_why(placement)
+    error: ErrorRecord = {"kind": "node_lost", "message": why}
     plan = execution.plan
     case = plan.cases[ci]
     return [_Done(i, transcript([], 0), error) for i, s in enumerate(case.scenarios)
