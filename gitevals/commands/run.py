@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
+    from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
 
@@ -103,6 +104,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
+    parser.add_argument("--executor", choices=("local", "ray"),
+                        help="where conversations run: local (this machine, the default) or "
+                             "ray (a Ray cluster; docs/run.md); default from [executor] settings")
+    parser.add_argument("--ray-address", metavar="HOST:PORT",
+                        help="the Ray cluster's head (implies --executor ray; default the "
+                             "[executor] address, RAY_ADDRESS, or the cluster on this machine)")
+    parser.add_argument("--graders-on-workers", action="store_true",
+                        help="with --executor ray, grade on the cluster's nodes rather than "
+                             "on this machine (the judge's key must be set there too)")
 
 
 def _refuse_dirty(repo: Repo, root: str, allow: bool,
@@ -234,6 +244,20 @@ def _with_draft(tree: RevisionTree, args: argparse.Namespace) -> tuple[Tree, Dra
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals.run.runner import DEFAULT_JOBS
+
+    # With --ray-address, joining the cluster (seconds: importing Ray, starting a host per
+    # node) goes on while the plan is made; an address nobody answers on stops it here.
+    early = (_join(args.ray_address, args.jobs or DEFAULT_JOBS)
+             if args.ray_address is not None and args.executor != "local" else None)
+    try:
+        return _run(args, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     from gitevals.errors import UsageError
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.model import case_name
@@ -279,8 +303,17 @@ def run(args: argparse.Namespace) -> int:
         _preflight_judge(tree, the_plan)
     jobs = args.jobs or runner.DEFAULT_JOBS
     rounds = _rounds(repo, args, the_plan)
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
-                        target_env, rounds, bwrap)
+    cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
+    if cluster is not None and rounds is not None:
+        cluster.close()
+        raise UsageError("--against runs in rounds on this machine: drop --executor ray "
+                         "(or --ray-address) for a sequential run")
+    try:
+        artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
+                            target_env, rounds, bwrap, cluster, args.graders_on_workers)
+    finally:
+        if cluster is not None:
+            cluster.close()
     artifact = _calibrated(tree, the_plan, artifact)
     return _record(repo, args, the_plan, artifact, draft, refused)
 
@@ -391,9 +424,32 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     return bwrap
 
 
+def _cluster(the_plan: Plan, args: argparse.Namespace, jobs: int) -> RayExecutor | None:
+    """The Ray executor, connected, when the run asked for one (flags over settings)."""
+    from gitevals.errors import UsageError
+    from gitevals.run.executors import choose
+
+    choice = choose(the_plan.settings.raw, args.executor, args.ray_address)
+    if choice.kind != "ray":
+        if args.graders_on_workers:
+            raise UsageError("--graders-on-workers needs --executor ray: drop it, or run on "
+                             "a cluster")
+        return None
+    return _join(choice.address, jobs)
+
+
+def _join(address: str | None, jobs: int) -> RayExecutor:
+    from gitevals.run.ray_executor import RayExecutor
+
+    cluster = RayExecutor(address, jobs)
+    cluster.connect()
+    return cluster
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
-             rounds: Rounds | None = None, bwrap: str | None = None) -> Run:
+             rounds: Rounds | None = None, bwrap: str | None = None,
+             cluster: RayExecutor | None = None, graders_on_workers: bool = False) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -411,8 +467,14 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             from gitevals.run.preflight import check_target
 
             check_target(the_plan.settings.target, str(tmp))
+        if cluster is not None:
+            from gitevals.run.executors import RunShared
+
+            cluster.start(str(tmp), prov.tree,
+                          RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers,
+                                    dict(target_env or {})))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
-                                     bwrap)
+                                     bwrap, executor=cluster)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -437,6 +499,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                     run_rounds(execution, rounds, report)
         finally:
             execution.registry.close()
+            if cluster is not None:
+                cluster.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()

@@ -113,11 +113,21 @@ class _TrialKeys(TypedDict):
     passed: bool
 
 
+class Placement(TypedDict):
+    """Where a trial's conversation ran on a cluster (``run --executor ray``): the node
+    that finished it, how many attempts it took, and the nodes lost under it before."""
+
+    node: str
+    attempts: int
+    lost: list[str]
+
+
 class Trial(_TrialKeys, total=False):
     """One trial of one scenario: transcript, grader answers, outcomes; ``task`` only on
-    a trial of a task directory."""
+    a trial of a task directory; ``placement`` only for a conversation run on a cluster."""
 
     task: TaskTrial
+    placement: Placement
 
 
 class Verdict(TypedDict):
@@ -279,16 +289,27 @@ class GraderCalibration(TypedDict):
     code: str | None
 
 
+class ExecutorRecord(TypedDict):
+    """What ran the conversations: ``local`` (this machine's thread pool) or ``ray`` (the
+    cluster at ``address``, on ``nodes``)."""
+
+    kind: str
+    address: str | None
+    nodes: list[str]
+
+
 class Run(_RunKeys, total=False):
     """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
     ``target_env`` only when variables were given to the target (``--target-env``);
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
-    calibration) in runs since judge calibration: empty when no grader asks the judge."""
+    calibration) in runs since judge calibration: empty when no grader asks the judge;
+    ``executor`` in runs written since executors could be chosen."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
     sequential: Sequential
     judge_calibration: dict[str, GraderCalibration]
+    executor: ExecutorRecord
 
 
 def unkeepable(value: object) -> str | None:
@@ -635,7 +656,8 @@ def _trial_ok(r: object) -> bool:
             and _transcript_ok(r["transcript"])
             and type(r["graders"]) is list and all(map(_grader_ok, r["graders"]))
             and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"]))
-            and ("task" not in r or _task_trial_ok(r["task"])))
+            and ("task" not in r or _task_trial_ok(r["task"]))
+            and ("placement" not in r or _placement_ok(r["placement"])))
 
 
 def _reward_ok(x: object) -> bool:
@@ -659,3 +681,9 @@ def _task_trial_ok(t: object) -> bool:
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
             and t["sandbox"] in ("bwrap", "none")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))
+
+
+def _placement_ok(p: object) -> bool:
+    return (type(p) is dict and type(p.get("node")) is str and type(p.get("attempts")) is int
+            and p["attempts"] >= 0 and type(p.get("lost")) is list
+            and all(type(n) is str for n in p["lost"]))

@@ -44,6 +44,7 @@ from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, tar
 from gitevals.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from gitevals.run.executors import Executor
     from gitevals.tasks.definition import Task
 
 
@@ -207,6 +208,7 @@ class _Done:
     scenario: int
     transcript: Transcript
     error: ErrorRecord | None
+    graders: list[GraderAnswer] | None = None  # already graded (on a cluster's worker)
 
 
 class Execution:
@@ -214,19 +216,26 @@ class Execution:
 
     def __init__(self, the_plan: Plan, tree_dir: str, jobs: int,
                  grader_timeout: float = GRADER_TIMEOUT,
-                 target_env: Mapping[str, str] | None = None, bwrap: str | None = None) -> None:
+                 target_env: Mapping[str, str] | None = None, bwrap: str | None = None,
+                 executor: Executor | None = None, registry: ProcessRegistry | None = None,
+                 stop: threading.Event | None = None) -> None:
+        from gitevals.run.executors import LocalExecutor
+
         self.plan = the_plan
         # Given to the target only (``run --target-env``, an experiment lane's ``env:``):
         # graders run with gitevals' own environment.
         self.target_env = dict(sorted((target_env or {}).items()))
         self._env = {**os.environ, **self.target_env} if self.target_env else None
+        # Where conversations run (gitevals.run.executors); grading stays here unless
+        # the executor graded on its workers.
+        self.executor: Executor = executor or LocalExecutor()
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
         self.argv = target_argv(target.command, target.python) if target else []
         self.python_target = bool(target and not target.command and target.python)
-        self.stop = threading.Event()
-        self.registry = ProcessRegistry()
+        self.stop = stop or threading.Event()
+        self.registry = registry or ProcessRegistry()
         self.graders = GraderPool(tree_dir, the_plan.settings.root,
                                   judge_config(the_plan.settings.judge), grader_timeout,
                                   self.registry)
@@ -266,6 +275,7 @@ class Execution:
         """Start no more work and kill every running target and grader."""
         self.stop.set()
         self.registry.kill_all()
+        self.executor.interrupt()
 
     def _converse(self, case: Case, trial: int) -> list[_Done]:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
@@ -330,14 +340,18 @@ class Execution:
 
         case = self.plan.cases[ci]
         scored = []
-        for d in self._converse(case, trial):
+        placed = self.executor.converse(self, ci, trial)
+        for d in placed.done:
             s = case.scenarios[d.scenario]
             expect = expect_of(s)
-            graders = (grade(self.graders.call, s.id, list(s.user), expect, d.transcript)
-                       if d.error is None else [])
+            graders = d.graders if d.graders is not None else (
+                grade(self.graders.call, s.id, list(s.user), expect, d.transcript)
+                if d.error is None else [])
             assertions, passed = score_trial(expect, d.transcript, graders, d.error)
             result: Trial = {"trial": trial, "transcript": d.transcript, "error": d.error,
                              "graders": graders, "assertions": assertions, "passed": passed}
+            if placed.placement is not None:
+                result["placement"] = placed.placement
             scored.append((d.scenario, result))
         if self.stop.is_set():
             return  # abandoned: an interrupted conversation is not recorded
@@ -453,6 +467,7 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
         "interrupted": execution.stop.is_set(),
         "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
         "cases": execution.cases(),
+        "executor": execution.executor.record(),
     }
     if execution.target_env:  # only when given: runs without one stay byte-identical
         from gitevals.run.targetenv import record
