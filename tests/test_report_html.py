@@ -110,17 +110,28 @@ def test_text_no_encoding_can_write_is_shown_as_an_escape() -> None:
 
 
 def test_fields_without_a_view_are_shown_generically() -> None:
-    """A task trial's iterations and rewards (or any field a newer gitevals adds)."""
+    """Any trial field a newer gitevals adds, before the page has a view for it."""
     t = result(0, PARIS, transcript())
-    t["task"] = {"state": "needs_revision", "final_reward": 0.5, "iterations": [
-        {"iteration": 0, "reward": 0.25, "verifier_tail": EVIL},
-        {"iteration": 1, "reward": 0.5, "verifier_tail": "ok"}]}
-    text = page(artifact({"task": [scenario("s", PARIS, [t])]}))
-    assert "<h5>task</h5>" in text
-    table = text.split("<h5>task</h5>", 1)[1]
-    assert "<dt>iterations</dt>" in table and "<dt>state</dt>" in table
-    assert ("<th>iteration</th><th>reward</th><th>verifier_tail</th>" in table)
+    t["probe"] = {"state": "needs_revision", "final_reward": 0.5, "steps": [  # type: ignore
+        {"step": 0, "reward": 0.25, "tail": EVIL},
+        {"step": 1, "reward": 0.5, "tail": "ok"}]}
+    text = page(artifact({"probe": [scenario("s", PARIS, [t])]}))
+    assert "<h5>probe</h5>" in text
+    table = text.split("<h5>probe</h5>", 1)[1]
+    assert "<dt>steps</dt>" in table and "<dt>state</dt>" in table
+    assert all(f"<th>{k}</th>" in table for k in ("step", "reward", "tail"))
     assert "<code>0.25</code>" in table and esc(EVIL) in table
+
+
+def test_task_iterations_show_as_turns() -> None:
+    """A task trial's revision messages are the later user turns of its conversation."""
+    t = result(0, PARIS, transcript())
+    t["task"] = {"state": "needs_revision", "final_reward": 0.5, "sandbox": "bwrap",
+                 "iterations": [
+        {"iteration": 0, "message": "go", "reward": 0.25, "verifier_tail": EVIL},
+        {"iteration": 1, "message": "try <again>", "reward": 0.5, "verifier_tail": "ok"}]}
+    text = page(artifact({"task": [scenario("s", PARIS, [t])]}))
+    assert esc("try <again>") in text and "try <again>" not in text
 
 
 def test_value_shapes() -> None:

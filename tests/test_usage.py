@@ -77,7 +77,8 @@ def test_run_tables_show_usage_only_when_reported() -> None:
         "geo   a         pass     1/1     1,200/34              0.0123",
         "geo   b         pass     2/2     34/1 (1 of 2 trials)",
     ]
-    assert lines[4] == ("tokens 1,234 in / 35 out (1 of 3 trials reported none); "
+    assert lines[4].startswith("underpowered: 2 of 2 scenarios")
+    assert lines[5] == ("tokens 1,234 in / 35 out (1 of 3 trials reported none); "
                         "cost 0.0123 (2 of 3 trials reported none)")
     md = render(art, "markdown")
     assert "| geo | b | ✅ pass | 2/2 | 34/1 (1 of 2 trials) |  |  |" in md
