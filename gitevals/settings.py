@@ -60,6 +60,8 @@ class Settings:
     judge: Judge | None = None
     source: str | None = None  # the file the settings came from
     raw: JSONObject = field(default_factory=dict)  # the settings table as written
+    #: ``[tool.gitevals.goldens] graders``: bucket -> grader (``file.function``), sorted.
+    golden_graders: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -139,7 +141,12 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):
         refused.update((k, str(v)) for k, v in extra.items())
-    return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw)
+    goldens = raw.get("goldens")
+    mapped = goldens.get("graders") if isinstance(goldens, dict) else None
+    golden_graders = ({str(k): str(v) for k, v in sorted(mapped.items())}
+                      if isinstance(mapped, dict) else {})
+    return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
+                    golden_graders)
 
 
 def _text(value: JSON) -> str | None:

@@ -425,11 +425,15 @@ def render(artifact: Run, fmt: str, terminal: bool = False, width: int | None = 
     ``refused`` (cases lint kept from running) appear in junit and markdown; ``tail``
     ends text's summary line.
     """
+    from gitevals.report.suite import with_goldens
+
     if fmt == "text":
-        return rich_text(artifact, width, tail) if terminal else plain(artifact, tail)
-    if fmt in ("junit", "markdown") and refused:
-        return junit(artifact, refused) if fmt == "junit" else markdown(artifact, refused)
-    return REPORTERS[fmt](artifact)
+        out = rich_text(artifact, width, tail) if terminal else plain(artifact, tail)
+    elif fmt in ("junit", "markdown") and refused:
+        out = junit(artifact, refused) if fmt == "junit" else markdown(artifact, refused)
+    else:
+        out = REPORTERS[fmt](artifact)
+    return with_goldens(artifact, fmt, out)
 
 
 def render_refused(refused: Sequence[Refused], fmt: str) -> str:

@@ -26,6 +26,7 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
+    from gitevals.suite.results import Goldens
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -139,10 +140,16 @@ class CaseRun(_CaseRunKeys, total=False):
     draft: Draft
 
 
-class Options(TypedDict):
+class _OptionsKeys(TypedDict):
     cases: list[str]
     trials: int | None
     jobs: int
+
+
+class Options(_OptionsKeys, total=False):
+    """``goldens_only`` only for ``run --goldens-only`` (no case was run)."""
+
+    goldens_only: bool
 
 
 class ScoredWith(TypedDict, total=False):
@@ -174,9 +181,11 @@ class _RunKeys(TypedDict):
 
 
 class Run(_RunKeys, total=False):
-    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``."""
+    """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
+    ``goldens`` only when the run sent the goldens (``gitevals.suite.results``)."""
 
     scored_with: ScoredWith
+    goldens: Goldens
 
 
 def unkeepable(value: object) -> str | None:
@@ -258,8 +267,12 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
 
 
 def complete(run: Run) -> bool:
-    """A run of every case of its commit (no CASE filter) that was not interrupted."""
-    return not run["options"]["cases"] and not run["interrupted"] and not is_draft(run)
+    """A run of every case of its commit (no CASE filter) that was not interrupted
+    (``run --goldens-only`` runs no case, ``--bucket`` only some goldens: neither is)."""
+    part = run.get("goldens")
+    only = run["options"].get("goldens_only") or (part is not None and part["buckets"])
+    return (not run["options"]["cases"] and not run["interrupted"] and not is_draft(run)
+            and not only)
 
 
 def is_draft(run: Run) -> bool:
@@ -268,8 +281,13 @@ def is_draft(run: Run) -> bool:
 
 
 def failed(run: Run) -> bool:
-    """True when any scenario is flaky, fail or broken (the exit status 1 condition)."""
-    return any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
+    """True when any scenario is flaky, fail or broken, or a golden did not pass (the
+    exit status 1 condition)."""
+    from gitevals.suite.results import failing
+
+    part = run.get("goldens")
+    return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
+            or (part is not None and failing(part)))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
