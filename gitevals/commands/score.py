@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
+    from gitevals.suite.results import Goldens
 
 NAME = "score"
 HELP = ("re-score a run artifact from its stored transcripts (optionally by the rules of "
@@ -71,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
     # the cycle collector would only rescan it again and again.
     gc.disable()
     stored = load(args.artifact)
-    rules, rules_commit = rules_at(args.rules) if args.rules else (None, None)
+    rules, rules_commit = rules_at(args.rules) if args.rules and not _goldens_only(stored) \
+        else (None, _commit(args.rules) if args.rules else None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
     if args.regrade:
         ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
+    if args.rules and "goldens" in ruled:
+        ruled = {**ruled, "goldens": _golden_rules(ruled["goldens"], args.rules)}
     scored = rescore(ruled)
     if args.rules or args.regrade:
         scored["scored_with"] = _scored_with(args, rules_commit, __version__)
@@ -88,6 +92,28 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     return 1 if failed(scored) else 0
+
+
+def _goldens_only(run: Run) -> bool:
+    """A run of the goldens alone: its rules are the goldens mapping, no case file."""
+    return not run["cases"] and "goldens" in run
+
+
+def _commit(rev: str) -> str:
+    from gitevals.git.tree import require_repo
+
+    return require_repo().resolve(rev)
+
+
+def _golden_rules(part: Goldens, rev: str) -> Goldens:
+    """The goldens part graded by ``rev``'s bucket -> grader mapping (a bucket ``rev``
+    grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.settings import load_settings
+    from gitevals.suite.results import rescore as rescore_goldens
+
+    settings, _ = load_settings(RevisionTree(require_repo(), rev))
+    return rescore_goldens(part, settings.golden_graders)
 
 
 def _scored_with(args: argparse.Namespace, commit: str | None, version: str) -> ScoredWith:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import cast
 
+from gitevals.diff.buckets import SliceRow
 from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.graders import GraderChange, GraderUse
 from gitevals.diff.rules import CaseFileChange, ScenarioChange
@@ -48,6 +49,7 @@ class Diff:
     test: str = DEFAULT_TEST
     alpha: float = DEFAULT_ALPHA
     notes: tuple[str, ...] = field(default=())
+    slices: tuple[SliceRow, ...] = ()  # goldens pass rates per bucket / drift slice
 
     def scenario_changes(self) -> list[ScenarioChange]:
         return [s for c in self.cases for s in c.scenarios]
@@ -69,11 +71,14 @@ class Diff:
             "graders_changed": len(self.graders),
             "goldens_changed": len(g.changes) if g else 0,
             "goldens_problems": len(g.problems) if g else 0,
+            "buckets_regressed_beyond_noise": sum(r.change == "regressed" and r.beyond_noise
+                                                  for r in self.slices),
         }
 
     def any_change(self) -> bool:
         c = self.counts()
         verdict_moves = any(r.change not in ("unchanged",) for r in self.verdicts)
+        verdict_moves = verdict_moves or any(r.change != "unchanged" for r in self.slices)
         return bool(c["rules_changed"] or c["graders_changed"] or c["goldens_changed"]
                     or verdict_moves)
 
