@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -49,7 +48,8 @@ def goldens(n: int = 20) -> str:
 
 def commit(repo: Repo, f: int, t: int, extra: dict[str, str | bytes] | None = None) -> str:
     files: dict[str, str | bytes] = {
-        "harness.py": HARNESS, "pyproject.toml": SETTINGS, "passes.json": json.dumps({"f": f, "t": t}),
+        "harness.py": HARNESS, "pyproject.toml": SETTINGS,
+        "passes.json": json.dumps({"f": f, "t": t}),
         "evals/graders/checks.py": GRADERS, "evals/goldens.jsonl": goldens(),
         "evals/drift-suite.yaml": SUITE, **(extra or {})}
     return repo.commit(files)
