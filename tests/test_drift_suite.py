@@ -169,10 +169,38 @@ def test_a_run_sends_the_drift_slices_and_rates_each(repo: Repo) -> None:
      "14:28"),
     (SUITE.replace("seed: 1", "seed: one"), "GE630", "6:11"),
     (SUITE.replace("checks.exact", "checks.nope"), "GE504", "2:5"),
-], ids=["filter", "missing-source", "too-few", "no-grader", "budget", "schema", "grader"])
+    (SUITE.replace("domain_adjacent:", "  - {name: trivia, source: bench/trivia.jsonl, "
+                   "split: dev, n_items: 2, seed: 3, grader: checks.exact}\ndomain_adjacent:"),
+     "GE636", "8:12"),
+], ids=["filter", "missing-source", "too-few", "no-grader", "budget", "schema", "grader",
+        "twice"])
 def test_drift_suite_lint(repo: Repo, suite: str, code: str, where: str) -> None:
     commit(repo, 4, 12, {"evals/drift-suite.yaml": suite, "bench/trivia.jsonl": trivia(),
                          "evals/goldens.jsonl": tagged_goldens()})
     res = run_cli("lint", cwd=repo.path)
     assert res.code == 1
     assert f"evals/drift-suite.yaml:{where}: {code} " in res.out, res.out
+
+
+def test_a_source_line_that_is_not_an_object_is_reported_with_its_number(repo: Repo) -> None:
+    commit(repo, 4, 12, {"evals/drift-suite.yaml": SUITE,
+                         "bench/trivia.jsonl": trivia() + "[1, 2]\n{oops\n",
+                         "evals/goldens.jsonl": tagged_goldens()})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1
+    assert ("bench/trivia.jsonl:15:1: GE637 not a JSON object (and 1 more lines); the drift "
+            "slice trivia reads one JSON object a line") in res.out
+
+
+def test_the_documented_codes_are_the_ones_tests_exercise() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "lint-codes.md").read_text()
+    documented = set(re.findall(r"^\| (GE6[13]\d) \|", doc, re.M))
+    tests = "".join((root / "tests" / n).read_text().split("def test_the_documented")[0]
+                    for n in ("test_drift_suite.py", "test_goldens_run.py",
+                              "test_goldens_gate.py"))
+    exercised = set(re.findall(r"GE6[13]\d", tests))
+    assert documented == exercised, documented ^ exercised

@@ -146,3 +146,18 @@ def test_mapping_lint_row_without_bucket_and_unresolved_grader(repo: Repo) -> No
     line = next(ln for ln in res.out.splitlines() if "GE504" in ln)
     assert line.startswith("pyproject.toml:5:44: GE504 no function 'polit' in "
                            "evals/graders/checks.py"), line
+
+
+def test_a_mapped_bucket_without_rows_warns_and_no_goldens_file_is_an_error(repo: Repo) -> None:
+    settings = SETTINGS.replace('tone = "checks.polite"',
+                                'tone = "checks.polite", safety = "checks.exact"')
+    setup(repo, settings=settings)
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 0, res.out
+    assert ("pyproject.toml:5:70: GE612 (warning) bucket 'safety' is mapped to a grader but "
+            "no golden is in it") in res.out
+    repo.remove("evals/goldens.jsonl")
+    repo.commit()
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1
+    assert "pyproject.toml:5:21: GE614 graders are mapped to buckets but " in res.out
