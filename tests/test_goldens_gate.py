@@ -195,7 +195,7 @@ def test_publish_check_require_gate(based: tuple[Repo, Path]) -> None:
     repo, _ = based
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 1  # HEAD (the baseline commit) has no run pinned to it yet
-    assert "GE639 --require-gate base-7b: no run pinned to" in ok.out
+    assert "GE639 --require-gate base-7b: no goldens run pinned to" in ok.out
     assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1
     assert run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path).code == 0
     commit(repo, 5, 10)

@@ -25,15 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.commands.show import _is_path, run_for_rev
+    from gitevals.commands.gate import load_run
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
     from gitevals.git.tree import require_repo
     from gitevals.report.text import visible
-    from gitevals.run.artifact import load
     from gitevals.suite.gate import baseline_of, baseline_path
 
-    artifact = load(args.artifact) if _is_path(args.artifact) else run_for_rev(args.artifact)
+    artifact = load_run(args.artifact)
     if artifact["dirty"]:
         raise UsageError(f"run {artifact['run_id']} ran with uncommitted changes: a baseline "
                          "is measured on a commit; commit, run again, then write it")

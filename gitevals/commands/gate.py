@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
+    from gitevals.git.tree import Repo
     from gitevals.run.artifact import Run
     from gitevals.suite.gate import Baseline
 
@@ -46,11 +47,40 @@ def read_baseline(data: bytes | None, rel: str) -> Baseline:
     return check_baseline(doc, rel)
 
 
-def _load(what: str) -> Run:
-    from gitevals.commands.show import _is_path, run_for_rev
+def load_run(what: str) -> Run:
+    """The run artifact file ``what``, or the goldens run of revision ``what``."""
+    from gitevals.commands.show import _is_path, _locate
     from gitevals.run.artifact import load
 
-    return load(what) if _is_path(what) else run_for_rev(what)
+    if _is_path(what):
+        return load(what)
+    repo, commit, root = _locate(what)
+    run = goldens_run_of_commit(repo, root, commit)
+    if run is None:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/results/ or its "
+                         f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
+    return run
+
+
+def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
+    """The run of ``commit`` to gate: the preferred one (``artifact.preference``) among
+    those that sent every bucket, from ``<root>/results/`` of the working tree, else from
+    the git note; None when there is none. (The commit's complete run may have sent no
+    goldens, when it was run before buckets were mapped or with named cases.)"""
+    from gitevals.run.artifact import checked, preference
+    from gitevals.run.store import local_runs, note_runs
+
+    def whole(run: Run) -> bool:
+        part = run.get("goldens")
+        return part is not None and not part["buckets"] and not run["interrupted"]
+
+    local = [r for r, _ in local_runs(repo.work_root, root, commit) if whole(r)]
+    if local:
+        return checked(local[-1], f"{root}/results/ run {local[-1]['run_id']}")
+    noted = sorted((r for r in note_runs(repo, commit) if whole(r)), key=preference)
+    return checked(noted[-1], f"git note on {commit[:12]}") if noted else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.report.gate import REPORTERS
     from gitevals.suite.gate import baseline_path, gate
 
-    artifact = _load(args.artifact)
+    artifact = load_run(args.artifact)
     rel = baseline_path(artifact["root"], args.baseline)
     path = require_repo().work_root / rel
     data = path.read_bytes() if path.is_file() else None
@@ -74,7 +104,6 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     from gitevals.findings import Finding
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.report.gate import headline
-    from gitevals.run.store import run_of_commit
     from gitevals.settings import load_settings
     from gitevals.suite.gate import Refused, baseline_path, gate
 
@@ -84,11 +113,11 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     rel = baseline_path(root, model)
     try:
         baseline = read_baseline(tree.read(rel), rel)
-        found = run_of_commit(repo, repo.work_root, root, commit)
+        found = goldens_run_of_commit(repo, root, commit)
         if found is None:
-            raise Refused(f"no run pinned to {commit[:12]} to gate: `gitevals run --rev "
-                          f"{commit}` (or `gitevals notes pull`)")
-        result = gate(baseline, found.run, rel)
+            raise Refused(f"no goldens run pinned to {commit[:12]} to gate: `gitevals run "
+                          f"--goldens-only --rev {commit}` (or `gitevals notes pull`)")
+        result = gate(baseline, found, rel)
     except Refused as exc:
         return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
     if result.passed:

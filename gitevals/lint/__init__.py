@@ -112,7 +112,7 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         settings, found = load_settings(tree)
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
-        return _with_suite(run.lint(paths, found), tree, settings, paths, bool(found))
+        return _with_suite(run.lint(paths, found), tree, settings, paths, bool(found), store)
     finally:
         if was_enabled:
             gc.enable()
@@ -404,7 +404,7 @@ class _Run:
 
 
 def _with_suite(result: LintResult, tree: Tree, settings: Settings,
-                paths: Sequence[str] | None, bad_settings: bool) -> LintResult:
+                paths: Sequence[str] | None, bad_settings: bool, store: LintCache) -> LintResult:
     """``result`` plus the goldens mapping's and drift suite's findings (GE610-GE639)
     when the run covers them: a full run, or named files under the root or settings."""
     if bad_settings or (paths is not None and not any(
@@ -413,7 +413,7 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
         return result
     from gitevals.suite.plan import lint_suite
 
-    more = lint_suite(tree, settings)
+    more = lint_suite(tree, settings, store)
     if not more:
         return result
     return LintResult(tuple(sorted({*result.findings, *more})), result.files)

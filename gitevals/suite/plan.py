@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from gitevals.findings import Finding
 from gitevals.git.tree import Tree
 from gitevals.jsontypes import JSONObject
 from gitevals.settings import Settings
 from gitevals.suite import drift
-from gitevals.suite.mapping import lint_mapping, summarize
+from gitevals.suite.mapping import Summary, lint_mapping, summarize
 from gitevals.suite.rows import bucket, row_id, rows, turns
+
+if TYPE_CHECKING:
+    from gitevals.lint.cache import LintCache
+
+#: Bumped when ``Summary`` or ``summarize`` changes: old cached summaries are not read.
+SUMMARY_FORMAT = "1"
 
 
 @dataclass(frozen=True)
@@ -70,13 +77,35 @@ def _indexes(tree: Tree, root: str, names: Sequence[str]) -> dict[str, JSONObjec
     return out
 
 
-def lint_suite(tree: Tree, settings: Settings) -> list[Finding]:
+def _summary(tree: Tree, path: str, store: LintCache | None) -> Summary | None:
+    """The bucket summary of goldens.jsonl, cached by blob SHA (``store``): a warm lint
+    of a large goldens file does not parse it again (benchmarks/bench_goldens.py)."""
+    from gitevals.lint.cache import key
+
+    sha = tree.blob_sha(path)
+    if sha is None:
+        return None
+    k = key("goldens-summary", SUMMARY_FORMAT, sha)
+    cached = store.get("suite", k) if store is not None else None
+    if _valid_summary(cached):
+        return cast(Summary, cached)
+    summary = summarize(tree.read(path) or b"")
+    if store is not None:
+        store.put("suite", k, cast(JSONObject, summary))
+    return summary
+
+
+def _valid_summary(doc: object) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("buckets"), dict)
+            and isinstance(doc.get("unbucketed"), list) and isinstance(doc.get("unsendable"), list))
+
+
+def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -> list[Finding]:
     """The mapping's and the drift suite's findings (none when neither is set up)."""
     root = settings.root
     suite_data = tree.read(suite_path(root))
     if not settings.golden_graders and suite_data is None:
         return []
-    goldens = tree.read(goldens_path(root))
     suite, found = ((None, []) if suite_data is None
                     else drift.load_suite(suite_data, suite_path(root)))
     names = [*settings.golden_graders.values(),
@@ -84,12 +113,35 @@ def lint_suite(tree: Tree, settings: Settings) -> list[Finding]:
     indexes = _indexes(tree, root, names)
     text = (tree.read(settings.source) or b"").decode("utf-8", "replace") if settings.source else ""
     out = lint_mapping(settings.golden_graders, settings.source or "pyproject.toml", text,
-                       goldens_path(root), summarize(goldens) if goldens is not None else None,
+                       goldens_path(root), _summary(tree, goldens_path(root), store),
                        indexes, root)
     if suite is not None:
         out += _slice_graders(suite, root, indexes)
-        out += drift.check_sources(suite, suite_path(root), tree.read, settings.golden_graders)
+        out += _sources(tree, suite, root, settings.golden_graders, store)
     return sorted([*found, *out])
+
+
+def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
+             store: LintCache | None) -> list[Finding]:
+    """``drift.check_sources``, cached by the blobs of the suite and of its sources (a
+    warm lint reads no multi-GB benchmark file again)."""
+    import json
+
+    from gitevals.lint.cache import key
+    from gitevals.settings import root_problem
+
+    shas = [f"{s.source}:{tree.blob_sha(s.source) if root_problem(s.source) is None else ''}"
+            for s in suite.slices]
+    k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
+            json.dumps(mapping, sort_keys=True), *shas)
+    cached = store.get("suite", k) if store is not None else None
+    if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 6 for r in cached):
+        return [Finding(*r) for r in cached]  # type: ignore[misc]
+    found = drift.check_sources(suite, suite_path(root), tree.read, mapping)
+    if store is not None:
+        store.put("suite", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
+                               for f in found])
+    return found
 
 
 def _slice_graders(suite: drift.Suite, root: str,
