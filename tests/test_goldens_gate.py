@@ -80,6 +80,7 @@ def test_baseline_records_commit_target_rates_and_blobs(based: tuple[Repo, Path]
     run = load_artifact(artifact)
     assert doc["commit"] == run["commit"] and doc["run_id"] == run["run_id"]
     assert doc["target"] == {"command": [sys.executable, "harness.py"]}
+    assert doc["target_env"] is None  # this run recorded no target environment
     assert [(s["name"], s["passed"], s["total"], s["rate"]) for s in doc["slices"]] == [
         ("format", 15, 20, 0.75), ("tone", 10, 20, 0.5)]
     blob = repo.git("rev-parse", f"{run['commit']}:evals/goldens.jsonl")
@@ -140,6 +141,14 @@ def test_no_baseline_no_comparison(repo: Repo) -> None:
     assert res.err.startswith("gitevals: error: no baseline, no comparison: "
                               "evals/baseline-base-7b.json does not exist")
     assert len(res.err.strip().splitlines()) == 1
+    baseline = repo.path / "evals/baseline-base-7b.json"
+    for text, what in (("{oops", "evals/baseline-base-7b.json: not JSON"),
+                       ('{"format": "gitevals-baseline/1"}',
+                        "evals/baseline-base-7b.json: not a gitevals baseline: at $: ")):
+        baseline.write_text(text)
+        res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
+        assert res.code == 2 and res.err.startswith(f"gitevals: error: {what}"), res.err
+        assert len(res.err.strip().splitlines()) == 1
 
 
 def test_a_baseline_of_other_goldens_is_another_measuring_stick(based: tuple[Repo, Path]

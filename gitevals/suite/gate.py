@@ -52,6 +52,7 @@ class Baseline(TypedDict):
     commit: str
     tree: str
     target: JSON
+    target_env: JSON
     graders: dict[str, str]
     files: dict[str, str]
     budget: JSONObject | None
@@ -77,8 +78,10 @@ def baseline_of(run: Run, model: str) -> Baseline:
         raise Refused(f"run {run['run_id']} {why}: a baseline needs every bucket and the drift "
                       "suite; run `gitevals run --goldens-only` in full")
     target = run["settings"].get("target")
+    # The environment the target ran with, when a run records one (experiment lanes do).
+    env = cast(JSONObject, run).get("target_env")
     return {"format": FORMAT, "model": model, "run_id": run["run_id"], "rev": run["rev"],
-            "commit": run["commit"], "tree": run["tree"], "target": target,
+            "commit": run["commit"], "tree": run["tree"], "target": target, "target_env": env,
             "graders": dict(part["graders"]), "files": dict(part["files"]),
             "budget": part["budget"],
             "slices": [{**s, "rate": s["passed"] / s["total"] if s["total"] else None}
