@@ -198,6 +198,12 @@ def test_show_and_score_rules_give_the_bucket_table(based: tuple[Repo, Path]) ->
     assert (slices["format"]["passed"], slices["format"]["rate"]) == (15, 0.75)
     assert (slices["tone"]["passed"], slices["tone"]["errors"]) == (0, 20)
     assert slices["tone"]["grader"] == "checks.other"
+    # --regrade runs REV's graders on the stored transcripts: checks.other passes all
+    res = run_cli("score", str(artifact), "--rules", "HEAD", "--regrade", "--format", "json",
+                  cwd=repo.path)
+    slices = {s["name"]: s for s in json.loads(res.out)["goldens"]["slices"]}
+    assert [(slices[b]["passed"], slices[b]["errors"]) for b in ("format", "tone")] == [
+        (15, 0), (20, 0)]
 
 
 def test_publish_check_require_gate(based: tuple[Repo, Path]) -> None:

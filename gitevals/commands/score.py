@@ -7,8 +7,11 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
+    from gitevals.run.runner import GraderCall
     from gitevals.suite.results import Goldens
 
 NAME = "score"
@@ -75,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
     rules, rules_commit = rules_at(args.rules) if args.rules and not _goldens_only(stored) \
         else (None, _commit(args.rules) if args.rules else None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
-    if args.regrade:
-        ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
     if args.rules and "goldens" in ruled:
         ruled = {**ruled, "goldens": _golden_rules(ruled["goldens"], args.rules)}
+    if args.regrade:
+        ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
     scored = rescore(ruled)
     if args.rules or args.regrade:
         scored["scored_with"] = _scored_with(args, rules_commit, __version__)
@@ -163,10 +166,28 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
                 for answer in ex.map(one, work):
                     answers.append(answer)
                     update(len(answers), 0)
+                if "goldens" in run:
+                    run = {**run, "goldens": _regrade_goldens(run["goldens"], pool.call, ex)}
         finally:
             pool.close()
     fresh = {id(t): a for (_, t), a in zip(work, answers, strict=True)}
     return _with_graders(run, fresh)
+
+
+def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
+    """``part`` with a fresh grader answer for every golden that did not end in an error."""
+    from gitevals.suite.execute import grade_item
+    from gitevals.suite.results import SuiteItem
+    from gitevals.suite.rows import turns
+
+    def one(it: SuiteItem) -> SuiteItem:
+        if it["error"] is not None:
+            return it
+        sent = list(turns(it["row"]) or ())
+        answer = grade_item(call, it["grader"], it["id"], it["row"], sent, it["transcript"])
+        return {**it, "answer": answer}
+
+    return {**part, "items": list(ex.map(one, part["items"]))}
 
 
 def _with_graders(run: Run, answers: dict[int, list[GraderAnswer]]) -> Run:

@@ -32,10 +32,28 @@ from gitevals.suite.results import Goldens, SuiteItem, decide, slices
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript
+    from gitevals.run.runner import GraderCall
     from gitevals.settings import Settings
 
 #: ``progress(done, failed)``
 Progress = Callable[[int, int], None]
+
+
+def grade_item(call: GraderCall, grader: str, ident: str, row: JSONObject, sent: list[str],
+               t: Transcript) -> GraderAnswer:
+    """The grader's answer on one golden (a run, and ``score --regrade``): ``case`` is the
+    row (``expected`` and all its fields) with ``user`` (the turns sent); ``run`` is the
+    transcript, as for a case's grader."""
+    _, run = grader_arguments(ident, sent, [], t)
+    case: JSONObject = {"user": cast(JSON, list(sent)), **row}
+    answer = call(grader, case, run)
+    raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
+    why = unkeepable(raw)
+    if why is not None:
+        raw, error = None, {"kind": "grader_malformed",
+                            "message": f"grader {grader}: its answer cannot be kept: {why}"}
+    return {"index": 0, "name": grader, "raw": raw, "error": error,
+            "duration_ms": cast(int, answer.get("duration_ms", 0))}
 
 
 class SuiteExecution:
@@ -108,18 +126,7 @@ class SuiteExecution:
         return replies, None
 
     def _grade(self, item: Item, t: Transcript) -> GraderAnswer:
-        """The grader's answer: ``case`` is the row (``expected`` and all its fields) with
-        ``user`` (the turns sent); ``run`` is the transcript, as for a case's grader."""
-        _, run = grader_arguments(item.id, list(item.turns), [], t)
-        case: JSONObject = {"user": cast(JSON, list(item.turns)), **item.row}
-        answer = self.graders.call(item.grader, case, run)
-        raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
-        why = unkeepable(raw)
-        if why is not None:
-            raw, error = None, {"kind": "grader_malformed", "message":
-                                f"grader {item.grader}: its answer cannot be kept: {why}"}
-        return {"index": 0, "name": item.grader, "raw": raw, "error": error,
-                "duration_ms": cast(int, answer.get("duration_ms", 0))}
+        return grade_item(self.graders.call, item.grader, item.id, item.row, list(item.turns), t)
 
     def part(self) -> Goldens:
         """The artifact's ``goldens`` part from what finished (items in plan order)."""
