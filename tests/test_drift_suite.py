@@ -204,3 +204,14 @@ def test_the_documented_codes_are_the_ones_tests_exercise() -> None:
                               "test_goldens_gate.py"))
     exercised = set(re.findall(r"GE6[13]\d", tests))
     assert documented == exercised, documented ^ exercised
+
+
+def test_a_source_over_one_mib_is_read_in_the_working_tree(repo: Repo) -> None:
+    big = "".join(json.dumps({"id": f"f{i:05d}", "split": "test", "input": "x" * 100,
+                              "expected": "ok"}) + "\n" for i in range(12000))
+    assert len(big) > 1 << 20
+    commit(repo, 4, 12, {"evals/drift-suite.yaml": SUITE, "bench/trivia.jsonl": big,
+                         "evals/goldens.jsonl": tagged_goldens()})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 0, res.out
+    assert "GE631" not in res.out and "GE104" not in res.out
