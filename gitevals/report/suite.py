@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from gitevals.suite.results import Goldens, SuiteItem
 
 HEADER = ("slice", "grader", "passed", "rate", "errors")
+#: Goldens that did not pass, listed under the text table (json lists every one).
+SHOWN = 10
 
 
 def _cells(s: SliceRate) -> tuple[str, ...]:
@@ -39,6 +41,12 @@ def text(part: Goldens) -> str:
     lines = [visible(_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
+    failed = [it for it in part["items"] if not it["passed"]]
+    for it in failed[:SHOWN]:
+        lines.append(visible(f"not passed: {it['kind']} {it['slice']} id {it['id']} "
+                             f"({it['path']}:{it['line']}): {why(it)}"))
+    if len(failed) > SHOWN:
+        lines.append(f"... and {len(failed) - SHOWN} more not passed (--format json lists all)")
     return "\n".join(lines) + "\n"
 
 
