@@ -161,3 +161,22 @@ def test_a_mapped_bucket_without_rows_warns_and_no_goldens_file_is_an_error(repo
     res = run_cli("lint", cwd=repo.path)
     assert res.code == 1
     assert "pyproject.toml:5:21: GE614 graders are mapped to buckets but " in res.out
+
+
+def test_tree_data_in_the_bucket_table_is_escaped(repo: Repo) -> None:
+    goldens = golden("\x1b]0;pwned\x07x", "format\x1b[2J", "a", "nope") + "\n"
+    settings = SETTINGS.replace('format = "checks.exact"', '"format\\u001b[2J" = "checks.exact"')
+    setup(repo, goldens, settings.replace(', tone = "checks.polite"', ""))
+    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    assert res.code == 1, res.err
+    assert "\x1b" not in res.out
+    assert "bucket format\\x1b[2J" in res.out
+    assert "not passed: bucket format\\x1b[2J id \\x1b]0;pwned\\x07x" in res.out
+
+
+def test_goldens_without_a_mapping_is_one_line_and_exit_2(repo: Repo) -> None:
+    setup(repo, settings=SETTINGS.split("[tool.gitevals.goldens]")[0])
+    res = run_cli("run", "--goldens", cwd=repo.path)
+    assert res.code == 2
+    assert res.err.startswith("gitevals: error: no goldens to run in HEAD")
+    assert len(res.err.strip().splitlines()) == 1
