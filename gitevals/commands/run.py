@@ -216,13 +216,10 @@ def run(args: argparse.Namespace) -> int:
         what = f"draft {args.draft}" if draft else f"case {name!r}"
         print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
-    if suite is not None and suite.blocked:
-        for f in suite.findings:
-            print(f, file=sys.stderr)
-        print("gitevals: the goldens do not lint and were not run", file=sys.stderr)
-        if args.goldens_only:
-            return 1
-    if not the_plan.cases and (suite is None or suite.blocked):
+    sendable = _sendable(suite)
+    if args.goldens_only and sendable is None:
+        return 1
+    if not the_plan.cases and sendable is None:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
@@ -232,15 +229,25 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_refused(refused, args.format))
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
-    suite = None if suite is None or suite.blocked else suite
     if not args.no_preflight:
-        _preflight_judge(tree, the_plan, suite)
+        _preflight_judge(tree, the_plan, sendable)
     jobs = args.jobs or runner.DEFAULT_JOBS
-    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight, suite)
+    artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight, sendable)
     if args.goldens_only:
         artifact["options"]["goldens_only"] = True
-    blocked = the_plan.blocked or (suite is None and _wants_goldens(args, the_plan.settings))
-    return _record(repo, args, the_plan, artifact, draft, refused, bool(blocked))
+    blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
+    return _record(repo, args, the_plan, artifact, draft, refused, blocked)
+
+
+def _sendable(suite: SuitePlan | None) -> SuitePlan | None:
+    """``suite`` when its goldens lint; else None, having printed why they are not run."""
+    if suite is None or not suite.blocked:
+        return suite
+    for f in suite.findings:
+        print(f, file=sys.stderr)
+    print("gitevals: the goldens do not lint and were not run; fix them (`gitevals lint`)",
+          file=sys.stderr)
+    return None
 
 
 def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:

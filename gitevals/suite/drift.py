@@ -19,11 +19,15 @@ import heapq
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.suite import filters
 from gitevals.suite.rows import bucket, row_id, rows
+
+if TYPE_CHECKING:
+    from gitevals.yamlsafe import Document
 
 #: z of a two-sided 95 % interval.
 Z95 = 1.959963984540054
@@ -113,23 +117,7 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
                             at=doc.position(("frozen_benchmarks", i))))
     domain = raw.get(DOMAIN)
     if isinstance(domain, dict):
-        try:
-            node = filters.parse(str(domain["filter"]))
-        except filters.FilterError as exc:
-            line, col = doc.position((DOMAIN, "filter"))
-            findings.append(Finding(path, line, col, "GE633",
-                                    f"filter does not parse at column {exc.col}: {exc.message}; "
-                                    "write e.g. tag == 'drift-suite' (==, !=, in, and, or, not)"))
-            node = None
-        low, high = (int(_num(x)) for x in _values(domain["n_items_range"]))
-        if node is not None:
-            slices.append(Slice("domain", DOMAIN, str(domain["path"]), high,
-                                int(_num(domain.get("seed", 0))), _text(domain.get("grader")),
-                                filter=node, low=low, at=doc.position((DOMAIN,))))
-        if low > high:
-            findings.append(doc.finding((DOMAIN, "n_items_range"), "GE630",
-                                        f"n_items_range [{low}, {high}] runs backwards; write "
-                                        "[low, high]"))
+        slices.extend(_domain(doc, domain, findings))
     budget = _budget(raw["drift_budget"])
     if budget.hard_fail <= budget.noise:
         findings.append(doc.finding(("drift_budget", "hard_fail_threshold_pts"), "GE638",
@@ -138,6 +126,26 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
                                     "noise would fail; raise it or lower the tolerance"))
     findings.extend(_budget_warnings(slices, budget, path))
     return Suite(tuple(slices), budget), findings
+
+
+def _domain(doc: Document, domain: JSONObject, findings: list[Finding]) -> list[Slice]:
+    """The domain-adjacent slice (none when its filter does not parse: GE633)."""
+    path = doc.path
+    low, high = (int(_num(x)) for x in _values(domain["n_items_range"]))
+    if low > high:
+        findings.append(doc.finding((DOMAIN, "n_items_range"), "GE630",
+                                    f"n_items_range [{low}, {high}] runs backwards; write "
+                                    "[low, high]"))
+    try:
+        node = filters.parse(str(domain["filter"]))
+    except filters.FilterError as exc:
+        line, col = doc.position((DOMAIN, "filter"))
+        findings.append(Finding(path, line, col, "GE633",
+                                f"filter does not parse at column {exc.col}: {exc.message}; "
+                                "write e.g. tag == 'drift-suite' (==, !=, in, and, or, not)"))
+        return []
+    return [Slice("domain", DOMAIN, str(domain["path"]), high, int(_num(domain.get("seed", 0))),
+                  _text(domain.get("grader")), filter=node, low=low, at=doc.position((DOMAIN,)))]
 
 
 def _budget(raw: JSON) -> Budget:
