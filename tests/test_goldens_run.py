@@ -104,6 +104,20 @@ def test_bucket_and_goldens_only_select_what_is_sent(repo: Repo) -> None:
     assert artifact["goldens"]["buckets"] == ["tone"]
 
 
+def test_junit_has_a_testsuite_per_bucket(repo: Repo) -> None:
+    import xml.etree.ElementTree as ET
+
+    setup(repo)
+    res = run_cli("run", "--goldens-only", "--no-note", "--format", "junit", cwd=repo.path)
+    assert res.code == 1, res.err
+    suites = {s.get("name"): s for s in ET.fromstring(res.out).iter("testsuite")}
+    assert {n: (s.get("tests"), s.get("failures")) for n, s in suites.items()} == {
+        "bucket format": ("4", "1"), "bucket tone": ("2", "1")}
+    failed = [tc.get("name") for tc in suites["bucket format"].iter("testcase")
+              if tc.find("failure") is not None]
+    assert failed == ["f3"]
+
+
 def test_named_cases_send_no_goldens_unless_asked(repo: Repo) -> None:
     setup(repo)
     assert run_cli("run", "basics", "--no-note", cwd=repo.path).code == 0
