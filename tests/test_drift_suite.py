@@ -192,6 +192,19 @@ def test_a_source_line_that_is_not_an_object_is_reported_with_its_number(repo: R
             "slice trivia reads one JSON object a line") in res.out
 
 
+def test_a_sampled_row_that_cannot_be_sent_is_reported_at_its_line(repo: Repo) -> None:
+    rows = trivia().splitlines()
+    rows[2] = json.dumps({"id": "f02", "split": "test", "input": {"not": "text"}})
+    rows[7] = json.dumps({"id": "f07", "split": "test", "input": []})
+    commit(repo, 4, 12, {"evals/drift-suite.yaml": SUITE.replace("n_items: 6", "n_items: 10"),
+                         "bench/trivia.jsonl": "\n".join(rows) + "\n",
+                         "evals/goldens.jsonl": tagged_goldens()})
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 1
+    assert ("bench/trivia.jsonl:3:1: GE613 \"input\" of this row of drift slice trivia (and 1 "
+            "more) is not a string") in res.out
+
+
 def test_the_documented_codes_are_the_ones_tests_exercise() -> None:
     import re
     from pathlib import Path

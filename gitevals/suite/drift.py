@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.suite import filters
-from gitevals.suite.rows import bucket, row_id, rows
+from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
     from gitevals.yamlsafe import Document
@@ -251,9 +251,15 @@ def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
             out.append(Finding(path, *s.at, "GE632",
                                f"{s.name}: {s.source} holds {have} rows {which}, fewer than "
                                f"the {need} asked; add rows or lower the count"))
+        picked = sample(s, data)
+        unsendable = [ln for ln, r in picked if turns(r) is None]
+        if unsendable:
+            out.append(Finding(s.source, unsendable[0], 1, "GE613",
+                               f"\"input\" of this row of drift slice {s.name} (and "
+                               f"{len(unsendable) - 1} more) is not a string or a non-empty "
+                               "list of strings, so it cannot be sent; write the user turn(s)"))
         if s.grader is None:
-            orphan = next((ln for ln, r in sample(s, data) if (bucket(r) or "") not in mapping),
-                          None)
+            orphan = next((ln for ln, r in picked if (bucket(r) or "") not in mapping), None)
             if orphan is not None:
                 out.append(Finding(path, *s.at, "GE635",
                                    f"{s.name}: row at {s.source}:{orphan} has no bucket with a "
