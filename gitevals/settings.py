@@ -67,6 +67,8 @@ class Settings:
     raw: JSONObject = field(default_factory=dict)  # the settings table as written
     #: ``[tool.gitevals.tasks] max_instruction_chars``: the longest task instruction.
     max_instruction_chars: int = 4096
+    #: ``[tool.gitevals.goldens] graders``: bucket -> grader (``file.function``), sorted.
+    golden_graders: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -150,7 +152,12 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
         refused.update((k, str(v)) for k, v in extra.items())
     tasks = raw.get("tasks")
     most = tasks.get("max_instruction_chars") if isinstance(tasks, dict) else None
+    goldens = raw.get("goldens")
+    mapped = goldens.get("graders") if isinstance(goldens, dict) else None
+    golden_graders = ({str(k): str(v) for k, v in sorted(mapped.items())}
+                      if isinstance(mapped, dict) else {})
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
+                    golden_graders=golden_graders,
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitevals.diff import Diff, Side
+    from gitevals.diff.buckets import SliceRow
     from gitevals.diff.goldens import GoldensDiff
     from gitevals.diff.graders import GraderChange, GraderUse
     from gitevals.diff.rules import CaseFileChange
@@ -106,7 +107,8 @@ def exit_code(result: Diff, fail_on: str) -> int:
         return 0
     if fail_on == "any-change":
         return 1 if result.any_change() else 0
-    return 1 if result.counts()["regressed_beyond_noise"] else 0
+    c = result.counts()
+    return 1 if c["regressed_beyond_noise"] or c["buckets_regressed_beyond_noise"] else 0
 
 
 # ---------------------------------------------------------------- gathering
@@ -347,6 +349,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     tasks = _tasks(s) if "rules" in parts else []
     runs: list[tuple[Run | None, str | None]] = [(None, None), (None, None)]
     verdicts: tuple[VerdictRow, ...] = ()
+    slices: tuple[SliceRow, ...] = ()
     rescored = None
     if "verdicts" in parts:
         runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)
@@ -359,11 +362,14 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)
+            from gitevals.diff.buckets import compare_slices
+
+            slices = compare_slices(run_a, run_b, test, alpha)
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]),
+                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]), slices=slices,
                 tasks=tuple(tasks))
 
 

@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also check every commit a push adds (not only each pushed tip)",
     )
     parser.add_argument("--format", choices=("text", "json", "github"), default="text")
+    parser.add_argument(
+        "--require-gate", metavar="NAME",
+        help="also refuse a revision whose pinned run does not pass `gitevals gate` against "
+        "its <root>/baseline-<NAME>.json",
+    )
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--each-commit checks the commits a push adds: use it with --pre-push")
     repo = require_repo()
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
-    checked = [Checked(t, lint_tree(RevisionTree(repo, t.commit))) for t in plan.publications]
+    checked = [Checked(t, _gated(lint_tree(RevisionTree(repo, t.commit)), t.commit,
+                                 args.require_gate)) for t in plan.publications]
     sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
     return 0 if all(c.ok for c in checked) else 1
+
+
+def _gated(result: LintResult, commit: str, model: str | None) -> LintResult:
+    """``result`` with the gate's refusal (GE639) when ``--require-gate`` asks for one."""
+    if model is None:
+        return result
+    from gitevals.commands.gate import publish_findings
+    from gitevals.lint import LintResult
+
+    more = publish_findings(commit, model)
+    return LintResult(tuple(sorted([*result.findings, *more])), result.files) if more else result
 
 
 def _rev_plan(revs: Sequence[str], repo: Repo) -> PushCheck:

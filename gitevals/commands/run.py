@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
+    from gitevals.settings import Settings
+    from gitevals.suite.execute import SuiteExecution
+    from gitevals.suite.plan import SuitePlan
 
 NAME = "run"
 HELP = ("run cases and tasks against the harness as committed at REV (default HEAD) and "
@@ -101,6 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
+    parser.add_argument("--goldens", action="store_true",
+                        help="also send the goldens (each to its bucket's grader) with the named "
+                             "cases; a run of every case sends them when buckets are mapped")
+    parser.add_argument("--goldens-only", action="store_true",
+                        help="send the goldens (and the drift suite) alone, no case")
+    parser.add_argument("--bucket", action="append", metavar="B",
+                        help="send only the goldens of bucket B (repeatable; implies --goldens; "
+                             "no drift suite)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")
@@ -271,7 +282,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     # `gitevals run evals/cases/tone.yaml` (shell completion) means the case `tone`
     args.cases = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in args.cases]
     planned, draft = _with_draft(tree, args)
-    the_plan = runner.plan(planned, args.cases, args.trials)
+    the_plan, suite = _plans(planned, args)
     if the_plan.settings.target is None:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
@@ -289,7 +300,10 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
     bwrap = _sandbox(the_plan, args.no_sandbox)
-    if not the_plan.cases and not the_plan.tasks:
+    sendable = _sendable(suite)
+    if args.goldens_only and sendable is None:
+        return 1
+    if not the_plan.cases and not the_plan.tasks and sendable is None:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
@@ -300,7 +314,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     if not args.no_preflight:
-        _preflight_judge(tree, the_plan)
+        _preflight_judge(tree, the_plan, sendable)
     jobs = args.jobs or runner.DEFAULT_JOBS
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
@@ -310,12 +324,54 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
                          "(or --ray-address) for a sequential run")
     try:
         artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
-                            target_env, rounds, bwrap, cluster, args.graders_on_workers)
+                            target_env, rounds, bwrap, cluster, args.graders_on_workers,
+                            sendable)
     finally:
         if cluster is not None:
             cluster.close()
     artifact = _calibrated(tree, the_plan, artifact)
-    return _record(repo, args, the_plan, artifact, draft, refused)
+    if args.goldens_only:
+        artifact["options"]["goldens_only"] = True
+    blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
+    return _record(repo, args, the_plan, artifact, draft, refused, blocked)
+
+
+def _sendable(suite: SuitePlan | None) -> SuitePlan | None:
+    """``suite`` when its goldens lint; else None, having printed why they are not run."""
+    if suite is None or not suite.blocked:
+        return suite
+    for f in suite.findings:
+        print(f, file=sys.stderr)
+    print("gitevals: the goldens do not lint and were not run; fix them (`gitevals lint`)",
+          file=sys.stderr)
+    return None
+
+
+def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:
+    """Whether this run sends the goldens: asked for, or a run of every case of a tree
+    that maps buckets to graders."""
+    asked = args.goldens or args.goldens_only or bool(args.bucket)
+    return asked or (not args.cases and args.draft is None and bool(settings.golden_graders))
+
+
+def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None]:
+    """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
+    from gitevals.errors import UsageError
+    from gitevals.run import runner
+    from gitevals.settings import load_settings
+    from gitevals.suite.plan import plan_suite
+
+    if args.goldens_only and args.cases:
+        raise UsageError("--goldens-only runs no case: name no CASE with it")
+    if args.goldens_only:
+        settings, bad = load_settings(tree)
+        if bad:
+            raise UsageError(f"{bad[0]}")
+        the_plan = runner.Plan(settings, (), (), (), {}, args.trials)
+    else:
+        the_plan = runner.plan(tree, args.cases, args.trials)
+    wanted = _wants_goldens(args, the_plan.settings)
+    return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
 
 
 def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
@@ -346,7 +402,7 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
 
 
 def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
-            draft: DraftFile | None, refused: list[Refused]) -> int:
+            draft: DraftFile | None, refused: list[Refused], blocked: bool = False) -> int:
     """Keep the finished run (file, and note unless a draft), print it, say the status."""
     from gitevals.run.artifact import dumps, failed
 
@@ -368,7 +424,7 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
         return EXIT_INTERRUPTED
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
-    return 1 if the_plan.blocked or failed(artifact) else 0
+    return 1 if blocked or failed(artifact) else 0
 
 
 def _calibration_warning(code: str) -> bool:
@@ -386,11 +442,12 @@ def _calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
     return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
 
 
-def _preflight_judge(tree: RevisionTree, the_plan: Plan) -> None:
+def _preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None = None) -> None:
     """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
     from gitevals.run import preflight
 
     names = {g for c in the_plan.cases for s in c.scenarios for g in s.graders()}
+    names |= {i.grader for i in suite.items} if suite is not None else set()
     settings = the_plan.settings
     preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
 
@@ -449,7 +506,8 @@ def _join(address: str | None, jobs: int) -> RayExecutor:
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
              rounds: Rounds | None = None, bwrap: str | None = None,
-             cluster: RayExecutor | None = None, graders_on_workers: bool = False) -> Run:
+             cluster: RayExecutor | None = None, graders_on_workers: bool = False,
+             suite: SuitePlan | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -475,10 +533,13 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                                     dict(target_env or {})))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
                                      bwrap, executor=cluster)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
             execution.interrupt()
+            if goldens is not None:
+                goldens.interrupt()
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
@@ -497,10 +558,15 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                     from gitevals.run.sequential import run_rounds
 
                     run_rounds(execution, rounds, report)
+            if goldens is not None and not execution.stop.is_set():
+                with progress("goldens", len(goldens.plan.items), unit="items") as sent:
+                    goldens.run(lambda done, bad: sent(done, bad))
         finally:
             execution.registry.close()
             if cluster is not None:
                 cluster.close()
+            if goldens is not None:
+                goldens.registry.close()
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()
@@ -509,7 +575,20 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         from gitevals.run.sequential import annotate
 
         annotate(artifact, rounds)
+    if goldens is not None:
+        artifact["goldens"] = goldens.part()
+        artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
+        artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
     return artifact
+
+
+def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
+                     jobs: int) -> SuiteExecution | None:
+    if suite is None:
+        return None
+    from gitevals.suite.execute import SuiteExecution
+
+    return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout())
 
 
 def _grader_timeout() -> float:

@@ -7,8 +7,12 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
+    from gitevals.run.runner import GraderCall
+    from gitevals.suite.results import Goldens
 
 NAME = "score"
 HELP = ("re-score a run artifact from its stored transcripts (optionally by the rules of "
@@ -71,10 +75,13 @@ def run(args: argparse.Namespace) -> int:
     # the cycle collector would only rescan it again and again.
     gc.disable()
     stored = load(args.artifact)
-    rules, rules_commit = rules_at(args.rules) if args.rules else (None, None)
+    rules, rules_commit = rules_at(args.rules) if args.rules and not _goldens_only(stored) \
+        else (None, _commit(args.rules) if args.rules else None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
     if args.rules:
         ruled = _task_rules(ruled, args.rules)
+    if args.rules and "goldens" in ruled:
+        ruled = {**ruled, "goldens": _golden_rules(ruled["goldens"], args.rules)}
     if args.regrade:
         ruled = regrade(ruled, args.rules or stored["commit"], args.jobs)
     scored = rescore(ruled)
@@ -115,6 +122,26 @@ def _task_rules(run: Run, rev: str) -> Run:
     out: Run = {**run, "cases": [with_rules(c, tasks.get(c["name"])) if "task" in c else c
                                  for c in run["cases"]]}
     return out
+def _goldens_only(run: Run) -> bool:
+    """A run of the goldens alone: its rules are the goldens mapping, no case file."""
+    return not run["cases"] and "goldens" in run
+
+
+def _commit(rev: str) -> str:
+    from gitevals.git.tree import require_repo
+
+    return require_repo().resolve(rev)
+
+
+def _golden_rules(part: Goldens, rev: str) -> Goldens:
+    """The goldens part graded by ``rev``'s bucket -> grader mapping (a bucket ``rev``
+    grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
+    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.settings import load_settings
+    from gitevals.suite.results import rescore as rescore_goldens
+
+    settings, _ = load_settings(RevisionTree(require_repo(), rev))
+    return rescore_goldens(part, settings.golden_graders)
 
 
 def _scored_with(args: argparse.Namespace, commit: str | None, version: str) -> ScoredWith:
@@ -164,10 +191,28 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
                 for answer in ex.map(one, work):
                     answers.append(answer)
                     update(len(answers), 0)
+                if "goldens" in run:
+                    run = {**run, "goldens": _regrade_goldens(run["goldens"], pool.call, ex)}
         finally:
             pool.close()
     fresh = {id(t): a for (_, t), a in zip(work, answers, strict=True)}
     return _with_graders(run, fresh)
+
+
+def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
+    """``part`` with a fresh grader answer for every golden that did not end in an error."""
+    from gitevals.suite.execute import grade_item
+    from gitevals.suite.results import SuiteItem
+    from gitevals.suite.rows import turns
+
+    def one(it: SuiteItem) -> SuiteItem:
+        if it["error"] is not None:
+            return it
+        sent = list(turns(it["row"]) or ())
+        answer = grade_item(call, it["grader"], it["id"], it["row"], sent, it["transcript"])
+        return {**it, "answer": answer}
+
+    return {**part, "items": list(ex.map(one, part["items"]))}
 
 
 def _with_graders(run: Run, answers: dict[int, list[GraderAnswer]]) -> Run:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import cast
 
+from gitevals.diff.buckets import SliceRow
 from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.graders import GraderChange, GraderUse
 from gitevals.diff.rules import CaseFileChange, ScenarioChange
@@ -50,6 +51,7 @@ class Diff:
     alpha: float = DEFAULT_ALPHA
     notes: tuple[str, ...] = field(default=())
     tasks: tuple[TaskChange, ...] = ()  # task definitions that changed (the rules part)
+    slices: tuple[SliceRow, ...] = ()  # goldens pass rates per bucket / drift slice
 
     def scenario_changes(self) -> list[ScenarioChange]:
         return [s for c in self.cases for s in c.scenarios]
@@ -72,11 +74,14 @@ class Diff:
             "goldens_changed": len(g.changes) if g else 0,
             "goldens_problems": len(g.problems) if g else 0,
             "tasks_changed": len(self.tasks),
+            "buckets_regressed_beyond_noise": sum(r.change == "regressed" and r.beyond_noise
+                                                  for r in self.slices),
         }
 
     def any_change(self) -> bool:
         c = self.counts()
         verdict_moves = any(r.change not in ("unchanged",) for r in self.verdicts)
+        verdict_moves = verdict_moves or any(r.change != "unchanged" for r in self.slices)
         return bool(c["rules_changed"] or c["graders_changed"] or c["goldens_changed"]
                     or c["tasks_changed"] or verdict_moves)
 

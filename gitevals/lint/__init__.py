@@ -113,7 +113,7 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
         run.settings = settings
-        return run.lint(paths, found)
+        return _with_suite(run.lint(paths, found), tree, settings, paths, bool(found), store)
     finally:
         if was_enabled:
             gc.enable()
@@ -438,6 +438,22 @@ class _Run:
                 self.store.put("grader", g.sha, index)
             out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
+
+
+def _with_suite(result: LintResult, tree: Tree, settings: Settings,
+                paths: Sequence[str] | None, bad_settings: bool, store: LintCache) -> LintResult:
+    """``result`` plus the goldens mapping's and drift suite's findings (GE610-GE639)
+    when the run covers them: a full run, or named files under the root or settings."""
+    if bad_settings or (paths is not None and not any(
+            p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
+            for p in paths)):
+        return result
+    from gitevals.suite.plan import lint_suite
+
+    more = lint_suite(tree, settings, store)
+    if not more:
+        return result
+    return LintResult(tuple(sorted({*result.findings, *more})), result.files)
 
 
 def _oversize(path: str, what: str) -> Finding:

@@ -40,6 +40,9 @@ def summary(diff: Diff) -> str:
     """The first line of every output: what changed, most important first."""
     c = diff.counts()
     parts = []
+    if diff.slices and c["buckets_regressed_beyond_noise"]:
+        parts.append(f"{c['buckets_regressed_beyond_noise']} goldens slice"
+                     f"{'s' * (c['buckets_regressed_beyond_noise'] != 1)} regressed beyond noise")
     if diff.verdicts:
         parts.append(f"{c['regressed_beyond_noise']} regressed beyond noise")
         for key, label in (("regressed_within_noise", "regressed within noise"),
@@ -221,12 +224,29 @@ def _tasks(diff: Diff) -> Section | None:
         for i, d in enumerate(details or [""]):
             rows.append((t.name if i == 0 else "", t.kind if i == 0 else "", d))
     return Section("Tasks", ("task", "change", "detail"), tuple(rows)) if rows else None
+def _rate(t: tuple[int, int] | None) -> str:
+    if t is None:
+        return "-"
+    return f"{t[0]}/{t[1]} {100 * t[0] / t[1]:.1f}%" if t[1] else f"{t[0]}/{t[1]}"
+
+
+def _slices(diff: Diff) -> Section | None:
+    """Goldens pass rates per bucket and drift slice, A beside B, every slice listed."""
+    if not diff.slices:
+        return None
+    rows = []
+    for r in diff.slices:
+        noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
+        rows.append((f"{r.kind} {r.name}", _rate(r.a), _rate(r.b), r.change, _p(r.p), noise))
+    title = (f"Goldens per slice ({diff.test} test per slice, beyond noise when p < "
+             f"{diff.alpha:g}; never one blended score)")
+    return Section(title, ("slice", "A", "B", "change", "p", "noise"), tuple(rows))
 
 
 def sections(diff: Diff, limit: int = 50) -> list[Section]:
     """Every table, in reading order; empty ones left out."""
     out: list[Section] = []
-    for s in (_verdicts(diff), _rules(diff), _tasks(diff)):
+    for s in (_verdicts(diff), _slices(diff), _rules(diff), _tasks(diff)):
         if s is not None:
             out.append(s)
     return out + _graders(diff) + _goldens(diff, limit)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
     from gitevals.run.artifact import Run, ScenarioRun
+    from gitevals.suite.results import SuiteItem
 
 FORMATS = ("text", "json", "junit", "markdown")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
@@ -357,9 +358,24 @@ def _from_refused(r: Refused) -> _TestCase:
                      "refused by lint, not run:\n" + "\n".join(r.findings or (first,)))
 
 
+def _from_golden(it: SuiteItem) -> _TestCase:
+    """A golden as a testcase of the testsuite ``<kind> <slice>`` (``bucket format``):
+    an infrastructure error is an <error>, a golden judged fail a <failure>."""
+    from gitevals.report.suite import why
+
+    lost = it["error"] is not None or (it["outcome"] is not None
+                                       and it["outcome"]["error"] is not None)
+    tag = None if it["passed"] else "error" if lost else "failure"
+    text = why(it) if tag else ""
+    return _TestCase(f"{it['kind']} {it['slice']}", it["id"],
+                     int(it["transcript"]["duration_ms"]), tag, "golden", one_line(text),
+                     f"{it['path']}:{it['line']}: {text}")
+
+
 def junit(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
     """JUnit XML that the Jenkins xunit plugin's ``junit-10.xsd`` accepts: a testsuite per
-    case, a testcase per scenario; a case lint refused is one failing testcase ``lint``.
+    case, a testcase per scenario; a case lint refused is one failing testcase ``lint``;
+    a testsuite per goldens slice, a testcase per golden.
 
     flaky and fail -> <failure>, broken -> <error>, not_run -> <skipped>; the first
     failure is the message. Every name and value passes through ``xml_text``.
@@ -368,6 +384,8 @@ def junit(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
 
     cases = [_from_row(r) for r in (rows(artifact) if artifact is not None else [])]
     cases += [_from_refused(r) for r in refused]
+    part = artifact.get("goldens") if artifact is not None else None
+    cases += [_from_golden(it) for it in part["items"]] if part is not None else []
     # junit-10.xsd allows "skipped" on <testsuite> only
     totals = {k: v for k, v in _tally(cases).items() if k != "skipped"}
     root = ET.Element("testsuites", {"name": "gitevals", **totals})
@@ -456,11 +474,15 @@ def render(artifact: Run, fmt: str, terminal: bool = False, width: int | None = 
     ``refused`` (cases lint kept from running) appear in junit and markdown; ``tail``
     ends text's summary line.
     """
+    from gitevals.report.suite import with_goldens
+
     if fmt == "text":
-        return rich_text(artifact, width, tail) if terminal else plain(artifact, tail)
-    if fmt in ("junit", "markdown") and refused:
-        return junit(artifact, refused) if fmt == "junit" else markdown(artifact, refused)
-    return REPORTERS[fmt](artifact)
+        out = rich_text(artifact, width, tail) if terminal else plain(artifact, tail)
+    elif fmt in ("junit", "markdown") and refused:
+        out = junit(artifact, refused) if fmt == "junit" else markdown(artifact, refused)
+    else:
+        out = REPORTERS[fmt](artifact)
+    return with_goldens(artifact, fmt, out)
 
 
 def render_refused(refused: Sequence[Refused], fmt: str) -> str:

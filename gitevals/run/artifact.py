@@ -26,6 +26,7 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
+    from gitevals.suite.results import Goldens
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -228,10 +229,16 @@ class CaseRun(_CaseRunKeys, total=False):
     task: TaskInfo
 
 
-class Options(TypedDict):
+class _OptionsKeys(TypedDict):
     cases: list[str]
     trials: int | None
     jobs: int
+
+
+class Options(_OptionsKeys, total=False):
+    """``goldens_only`` only for ``run --goldens-only`` (no case was run)."""
+
+    goldens_only: bool
 
 
 class ScoredWith(TypedDict, total=False):
@@ -303,13 +310,15 @@ class Run(_RunKeys, total=False):
     ``target_env`` only when variables were given to the target (``--target-env``);
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
     calibration) in runs since judge calibration: empty when no grader asks the judge;
-    ``executor`` in runs written since executors could be chosen."""
+    ``executor`` in runs written since executors could be chosen; ``goldens`` only when
+    the run sent the goldens (``gitevals.suite.results``)."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
     sequential: Sequential
     judge_calibration: dict[str, GraderCalibration]
     executor: ExecutorRecord
+    goldens: Goldens
 
 
 def unkeepable(value: object) -> str | None:
@@ -391,8 +400,12 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
 
 
 def complete(run: Run) -> bool:
-    """A run of every case of its commit (no CASE filter) that was not interrupted."""
-    return not run["options"]["cases"] and not run["interrupted"] and not is_draft(run)
+    """A run of every case of its commit (no CASE filter) that was not interrupted
+    (``run --goldens-only`` runs no case, ``--bucket`` only some goldens: neither is)."""
+    part = run.get("goldens")
+    only = run["options"].get("goldens_only") or (part is not None and part["buckets"])
+    return (not run["options"]["cases"] and not run["interrupted"] and not is_draft(run)
+            and not only)
 
 
 def is_draft(run: Run) -> bool:
@@ -401,8 +414,13 @@ def is_draft(run: Run) -> bool:
 
 
 def failed(run: Run) -> bool:
-    """True when any scenario is flaky, fail or broken (the exit status 1 condition)."""
-    return any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
+    """True when any scenario is flaky, fail or broken, or a golden did not pass (the
+    exit status 1 condition)."""
+    from gitevals.suite.results import failing
+
+    part = run.get("goldens")
+    return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
+            or (part is not None and failing(part)))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:

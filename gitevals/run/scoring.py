@@ -385,6 +385,10 @@ def rescore(run: Run) -> Run:
         case: CaseRun = {**c, "scenarios": scenarios}
         cases.append(case)
     out: Run = {**run, "cases": cases}
+    if "goldens" in run:  # each golden decided again from its stored grader answer
+        from gitevals.suite.results import rescore as rescore_goldens
+
+        out["goldens"] = rescore_goldens(run["goldens"])
     return out
 
 

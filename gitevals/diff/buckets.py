@@ -1,0 +1,60 @@
+"""Goldens pass rates of two runs, slice by slice, with the exact test per slice (pure).
+
+A slice is a bucket of the goldens or a drift slice (``gitevals.suite.results``). Each
+is compared on its own -- a bucket that dropped is never hidden by another that rose --
+with the same two-sided exact test the verdicts use (``gitevals.diff.stats``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
+from gitevals.run.artifact import Run
+
+
+@dataclass(frozen=True)
+class SliceRow:
+    """One slice: ``passed/total`` on A and on B, the change and the exact test's p."""
+
+    kind: str
+    name: str
+    a: tuple[int, int] | None
+    b: tuple[int, int] | None
+    change: str  # regressed | improved | unchanged | new | gone | not_run
+    p: float | None = None
+    beyond_noise: bool = False
+
+
+def counts(run: Run | None) -> dict[tuple[str, str], tuple[int, int]]:
+    """``(kind, name) -> (passed, total)`` of a run's goldens slices."""
+    part = run.get("goldens") if run is not None else None
+    if part is None:
+        return {}
+    return {(s["kind"], s["name"]): (s["passed"], s["total"]) for s in part["slices"]}
+
+
+def _direction(a: tuple[int, int], b: tuple[int, int]) -> str:
+    if a[1] == 0 or b[1] == 0:
+        return "not_run"
+    ra, rb = a[0] * b[1], b[0] * a[1]
+    return "regressed" if rb < ra else "improved" if rb > ra else "unchanged"
+
+
+def compare_slices(run_a: Run | None, run_b: Run | None, test: str = DEFAULT_TEST,
+                   alpha: float = DEFAULT_ALPHA) -> tuple[SliceRow, ...]:
+    """Every slice of either run, A beside B, in the runs' slice order (buckets first)."""
+    ca, cb = counts(run_a), counts(run_b)
+    order = list(ca) + [k for k in cb if k not in ca]
+    rows = []
+    for key in order:
+        a, b = ca.get(key), cb.get(key)
+        p = None
+        if a is None or b is None:
+            change = "new" if a is None else "gone"
+        else:
+            change = _direction(a, b)
+            if change in ("regressed", "improved"):
+                p = two_sided(test, a[0], a[1], b[0], b[1])
+        rows.append(SliceRow(key[0], key[1], a, b, change, p, p is not None and p < alpha))
+    return tuple(rows)

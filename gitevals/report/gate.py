@@ -1,0 +1,75 @@
+"""The gate's verdict in text, json and Markdown: one row per slice, never a blend."""
+
+from __future__ import annotations
+
+import json
+
+from gitevals.report.text import md_inert, visible
+from gitevals.suite.gate import GateResult, SliceGate
+
+HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "status")
+
+
+def _count(t: tuple[int, int] | None) -> str:
+    if t is None:
+        return "-"
+    return f"{t[0]}/{t[1]} {100 * t[0] / t[1]:.1f}%" if t[1] else f"{t[0]}/{t[1]}"
+
+
+def _cells(s: SliceGate) -> tuple[str, ...]:
+    delta = "-" if s.delta is None else f"{s.delta:+.1f}"
+    interval = "-" if s.low is None or s.high is None else f"[{s.low:+.1f}, {s.high:+.1f}]"
+    return (f"{s.kind} {s.name}", _count(s.base), _count(s.now), delta, interval,
+            s.status.replace("_", " "))
+
+
+def headline(r: GateResult) -> str:
+    """``gate: PASSED ...`` or ``gate: FAILED: ...`` naming every failing slice."""
+    bad = [s for s in r.slices if s.status in ("hard_fail", "missing")]
+    if not bad:
+        moved = sum(s.status == "dropped" for s in r.slices)
+        extra = f" ({moved} dropped within the budget)" if moved else ""
+        return f"gate: PASSED against baseline {r.model}{extra}"
+    what = ", ".join(f"{s.kind} {s.name} "
+                     + (f"{s.delta:+.1f} pts" if s.delta is not None else "not measured")
+                     for s in bad)
+    return (f"gate: FAILED against baseline {r.model}: {what} (a drop beyond "
+            f"{r.budget.hard_fail:g} pts in any slice fails, whatever else improved)")
+
+
+def _budget_line(r: GateResult) -> str:
+    where = ("drift-suite.yaml of the run" if r.budget_source == "run"
+             else "defaults: the run had no drift-suite.yaml")
+    return (f"budget: unchanged within {r.budget.noise:g} pts, hard fail beyond a "
+            f"{r.budget.hard_fail:g} pt drop ({where}); baseline commit "
+            f"{r.baseline_commit[:12]}, run commit {r.run_commit[:12]}")
+
+
+def text(r: GateResult) -> str:
+    rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in r.slices)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = [visible(headline(r)), visible(_budget_line(r))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(r: GateResult) -> str:
+    lines = [f"**{md_inert(headline(r))}**", "", md_inert(_budget_line(r)), "",
+             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in r.slices]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(r: GateResult) -> str:
+    doc = {"format": "gitevals-gate/1", "passed": r.passed, "model": r.model,
+           "baseline_commit": r.baseline_commit, "run_commit": r.run_commit,
+           "budget": {**r.budget.as_dict(), "source": r.budget_source},
+           "slices": [{"kind": s.kind, "name": s.name, "baseline": list(s.base),
+                       "run": list(s.now) if s.now else None, "delta_pts": s.delta,
+                       "interval_pts": [s.low, s.high] if s.low is not None else None,
+                       "status": s.status} for s in r.slices]}
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+REPORTERS = {"text": text, "json": as_json, "markdown": markdown}

@@ -1,0 +1,89 @@
+"""The goldens' bucket table (run, show, score) in text, json and Markdown.
+
+One row per slice -- each bucket, each drift benchmark, the domain-adjacent slice --
+with its own pass count and rate: a blended score is never the only figure. Every
+name is data from the tree, escaped for the terminal or made inert for Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from gitevals.report.text import md_inert, visible
+from gitevals.suite.results import SliceRate, rate
+
+if TYPE_CHECKING:
+    from gitevals.run.artifact import Run
+    from gitevals.suite.results import Goldens, SuiteItem
+
+HEADER = ("slice", "grader", "passed", "rate", "errors")
+#: Goldens that did not pass, listed under the text table (json lists every one).
+SHOWN = 10
+
+
+def _cells(s: SliceRate) -> tuple[str, ...]:
+    r = rate(s)
+    return (f"{s['kind']} {s['name']}", s["grader"] or "(per row)", f"{s['passed']}/{s['total']}",
+            "-" if r is None else f"{100 * r:.1f}%", str(s["errors"]))
+
+
+def _title(part: Goldens) -> str:
+    n = len(part["items"])
+    picked = f" (buckets {', '.join(part['buckets'])})" if part["buckets"] else ""
+    return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
+
+
+def text(part: Goldens) -> str:
+    """Aligned columns: a title, the header, one row per slice."""
+    rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in part["slices"])]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = [visible(_title(part))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    failed = [it for it in part["items"] if not it["passed"]]
+    for it in failed[:SHOWN]:
+        lines.append(visible(f"not passed: {it['kind']} {it['slice']} id {it['id']} "
+                             f"({it['path']}:{it['line']}): {why(it)}"))
+    if len(failed) > SHOWN:
+        lines.append(f"... and {len(failed) - SHOWN} more not passed (--format json lists all)")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(part: Goldens) -> str:
+    lines = [f"**{md_inert(_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
+             "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in part["slices"]]
+    return "\n".join(lines) + "\n"
+
+
+def as_data(part: Goldens) -> dict[str, object]:
+    """The slices for ``--format json`` (rates as numbers 0..1, or null)."""
+    return {"buckets": part["buckets"], "graders": part["graders"],
+            "slices": [{**s, "rate": rate(s)} for s in part["slices"]],
+            "failed": [{"slice": it["slice"], "kind": it["kind"], "id": it["id"],
+                        "line": it["line"], "why": why(it)}
+                       for it in part["items"] if not it["passed"]]}
+
+
+def why(item: SuiteItem) -> str:
+    """What failed an item: the error that ended it, else its grader's outcome."""
+    if item["error"] is not None:
+        return f"{item['error']['kind']}: {item['error']['message']}"
+    return item["outcome"]["message"] if item["outcome"] is not None else "not graded"
+
+
+def with_goldens(artifact: Run, fmt: str, rendered: str) -> str:
+    """``rendered`` (the verdict table) with the run's bucket table added, when it has one."""
+    part = artifact.get("goldens")
+    if part is None:
+        return rendered
+    if fmt == "json":
+        doc = json.loads(rendered)
+        doc["goldens"] = as_data(part)
+        return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return rendered + "\n" + markdown(part)
+    if fmt == "text":
+        return rendered + "\n" + text(part)
+    return rendered

@@ -1,0 +1,9 @@
+"""Goldens as the regression suite: one grader per bucket, a drift suite, a baseline, a gate.
+
+Pure over values except where a module says otherwise: ``rows`` (JSON lines ->
+rows), ``mapping`` (the bucket -> grader lint), ``filters`` (the drift suite's tiny
+filter language), ``drift`` (the drift suite: schema, lint, deterministic samples),
+``plan`` (a tree -> the items a run asks), ``execute`` (the one IO module: items
+to the target, then to their grader), ``results`` (the artifact's ``goldens`` part:
+types, slices, re-scoring) and ``gate`` (baseline and gate, pure).
+"""

@@ -1,0 +1,212 @@
+"""Baseline and gate (pure): a run's goldens slices -> a baseline; a run against one.
+
+The baseline (``<root>/baseline-<model>.json``, the gate token) records what a run of
+the unmodified base model measured, per slice, and the blobs it measured with. The
+gate compares a later run slice by slice: the delta in points with a 95 % interval
+(Newcombe's hybrid score interval, which holds at 0 % and 100 %), ``unchanged``
+within the noise tolerance, and a drop beyond the hard-fail threshold in any slice
+fails the gate whatever else improved. A baseline measured with other goldens or
+graders is a different measuring stick: refused, never compared.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict, cast
+
+from gitevals.errors import GitevalsError
+from gitevals.jsontypes import JSON, JSONObject
+from gitevals.suite.drift import DEFAULT_BUDGET, Z95, Budget
+
+if TYPE_CHECKING:
+    from gitevals.run.artifact import Run
+    from gitevals.suite.results import Goldens
+
+FORMAT = "gitevals-baseline/1"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class Refused(GitevalsError):
+    """No comparison can be made (no baseline, another measuring stick): exit 2."""
+
+
+class BaselineSlice(TypedDict):
+    kind: str
+    name: str
+    grader: str | None
+    passed: int
+    total: int
+    errors: int
+    rate: float | None
+
+
+class Baseline(TypedDict):
+    """The gate token: what the base model scored, and with which blobs."""
+
+    format: str
+    model: str
+    run_id: str
+    rev: str
+    commit: str
+    tree: str
+    target: JSON
+    target_env: JSON
+    graders: dict[str, str]
+    files: dict[str, str]
+    budget: JSONObject | None
+    slices: list[BaselineSlice]
+
+
+def baseline_path(root: str, model: str) -> str:
+    """``<root>/baseline-<model>.json`` (a usage error for a name that is not a file name)."""
+    if not NAME.match(model):
+        raise Refused(f"--model {model!r}: a model name is letters, digits, '.', '_' and '-' "
+                      "(it names the file baseline-<model>.json)")
+    return f"{root}/baseline-{model}.json" if root else f"baseline-{model}.json"
+
+
+def baseline_of(run: Run, model: str) -> Baseline:
+    """The baseline a complete goldens run measured (refused for a partial one)."""
+    part = run.get("goldens")
+    if part is None:
+        raise Refused(f"run {run['run_id']} sent no goldens: a baseline is the goldens (and "
+                      "drift suite) run against the base model; `gitevals run --goldens-only`")
+    if run["interrupted"] or part["buckets"]:
+        why = "was interrupted" if run["interrupted"] else f"sent only buckets {part['buckets']}"
+        raise Refused(f"run {run['run_id']} {why}: a baseline needs every bucket and the drift "
+                      "suite; run `gitevals run --goldens-only` in full")
+    target = run["settings"].get("target")
+    # The environment the target ran with, when a run records one (experiment lanes do).
+    env = cast(JSONObject, run).get("target_env")
+    return {"format": FORMAT, "model": model, "run_id": run["run_id"], "rev": run["rev"],
+            "commit": run["commit"], "tree": run["tree"], "target": target, "target_env": env,
+            "graders": dict(part["graders"]), "files": dict(part["files"]),
+            "budget": part["budget"],
+            "slices": [{**s, "rate": s["passed"] / s["total"] if s["total"] else None}
+                       for s in part["slices"]]}
+
+
+def check_baseline(doc: JSON, label: str) -> Baseline:
+    """``doc`` as a ``Baseline`` when it is one, else ``Refused`` naming ``label``."""
+    from gitevals import validation
+
+    if not validation.is_valid("baseline", doc):
+        v = validation.best_error("baseline", doc)
+        where = validation.json_path(v.path) if v else "$"
+        what = v.message if v else "it does not match"
+        raise Refused(f"{label}: not a gitevals baseline: at {where}: {what}; write it with "
+                      "`gitevals baseline ARTIFACT --model NAME`")
+    return cast(Baseline, doc)
+
+
+# -- the gate ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SliceGate:
+    """One slice: baseline and run counts, the delta in points, its interval, status."""
+
+    kind: str
+    name: str
+    base: tuple[int, int]
+    now: tuple[int, int] | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    status: str  # improved | unchanged | dropped | hard_fail | missing
+
+
+@dataclass(frozen=True)
+class GateResult:
+    model: str
+    baseline_commit: str
+    run_commit: str
+    budget: Budget
+    budget_source: str  # "run" | "default"
+    slices: tuple[SliceGate, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(s.status in ("hard_fail", "missing") for s in self.slices)
+
+
+def wilson(x: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of ``x/n``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = x / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def difference(x0: int, n0: int, x1: int, n1: int) -> tuple[float, float, float]:
+    """``p1 - p0`` with Newcombe's hybrid score 95 % interval (all as fractions)."""
+    p0, p1 = x0 / n0, x1 / n1
+    l0, u0 = wilson(x0, n0)
+    l1, u1 = wilson(x1, n1)
+    d = p1 - p0
+    return d, d - math.hypot(p1 - l1, u0 - p0), d + math.hypot(u1 - p1, p0 - l0)
+
+
+def _status(delta: float, budget: Budget) -> str:
+    if delta < -budget.hard_fail:
+        return "hard_fail"
+    if abs(delta) <= budget.noise:
+        return "unchanged"
+    return "improved" if delta > 0 else "dropped"
+
+
+def _budget(part: Goldens) -> tuple[Budget, str]:
+    raw = part["budget"]
+    if raw is None:
+        return DEFAULT_BUDGET, "default"
+    rerun = raw.get("rerun_seed_variation_pts")
+    return Budget(_num(raw.get("noise_tolerance_pts")), _num(raw.get("hard_fail_threshold_pts")),
+                  tuple(_num(x) for x in rerun) if isinstance(rerun, list) else ()), "run"
+
+
+def _num(value: JSON) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def same_stick(baseline: Baseline, part: Goldens) -> str | None:
+    """Why ``part`` was measured with another stick than ``baseline``, or None."""
+    files, mine = baseline["files"], part["files"]
+    for path in sorted(set(files) | set(mine)):
+        if files.get(path) != mine.get(path):
+            had = (files.get(path) or "absent")[:12]
+            has = (mine.get(path) or "absent")[:12]
+            return f"{path} was {had} for the baseline and is {has} for this run"
+    if baseline["graders"] != part["graders"]:
+        return (f"buckets were graded by {baseline['graders']} for the baseline and by "
+                f"{part['graders']} for this run")
+    return None
+
+
+def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
+    """Compare ``run`` with ``baseline`` slice by slice (``Refused`` when they cannot be)."""
+    part = run.get("goldens")
+    if part is None:
+        raise Refused(f"run {run['run_id']} sent no goldens, so there is nothing to gate; run "
+                      "`gitevals run --goldens-only`")
+    why = same_stick(baseline, part)
+    if why is not None:
+        raise Refused(f"{label} was measured with a different measuring stick: {why}; gate a "
+                      "run of the same goldens and graders, or write a new baseline")
+    budget, source = _budget(part)
+    now = {(s["kind"], s["name"]): (s["passed"], s["total"]) for s in part["slices"]}
+    rows = []
+    for s in baseline["slices"]:
+        base = (s["passed"], s["total"])
+        got = now.get((s["kind"], s["name"]))
+        if got is None or not got[1] or not base[1]:
+            rows.append(SliceGate(s["kind"], s["name"], base, got, None, None, None, "missing"))
+            continue
+        d, lo, hi = difference(base[0], base[1], got[0], got[1])
+        rows.append(SliceGate(s["kind"], s["name"], base, got, 100 * d, 100 * lo, 100 * hi,
+                              _status(100 * d, budget)))
+    return GateResult(baseline["model"], baseline["commit"], run["commit"], budget, source,
+                      tuple(rows))

@@ -1,0 +1,225 @@
+"""A tree -> what the goldens part of a run asks: items, the files they pin, findings.
+
+Reads only through a ``Tree`` (any revision, the index or the working tree) and runs
+no code of it: lint (``lint_suite``) and run (``plan_suite``) read the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from gitevals.findings import Finding
+from gitevals.git.tree import Tree
+from gitevals.jsontypes import JSONObject
+from gitevals.settings import Settings
+from gitevals.suite import drift
+from gitevals.suite.mapping import Summary, lint_mapping, summarize
+from gitevals.suite.rows import bucket, row_id, rows, turns
+
+if TYPE_CHECKING:
+    from gitevals.lint.cache import LintCache
+
+#: Bumped when ``Summary`` or ``summarize`` changes: old cached summaries are not read.
+SUMMARY_FORMAT = "1"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One conversation of the suite: a golden of a bucket, or a row of a drift slice."""
+
+    kind: str            # "bucket" | "benchmark" | "domain"
+    slice: str           # the bucket, the benchmark's name, or "domain_adjacent"
+    id: str
+    path: str
+    line: int
+    row: JSONObject
+    grader: str
+    turns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SuitePlan:
+    """The goldens (and drift slices) a run will send, read from one revision."""
+
+    items: tuple[Item, ...]
+    findings: tuple[Finding, ...]
+    files: dict[str, str]           # path -> blob of goldens, suite, sources, grader modules
+    graders: dict[str, str]         # bucket -> grader, as mapped
+    budget: drift.Budget | None     # from drift-suite.yaml, when the tree has one
+    buckets: tuple[str, ...] | None  # --bucket selection (None: every bucket and drift)
+
+    @property
+    def blocked(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+def goldens_path(root: str) -> str:
+    return f"{root}/goldens.jsonl" if root else "goldens.jsonl"
+
+
+def suite_path(root: str) -> str:
+    return f"{root}/{drift.SUITE_FILE}" if root else drift.SUITE_FILE
+
+
+def _indexes(tree: Tree, root: str, names: Sequence[str]) -> dict[str, JSONObject | None]:
+    from gitevals.lint.graders import index_module, module_path
+
+    base = f"{root}/graders/" if root else "graders/"
+    out: dict[str, JSONObject | None] = {
+        p: {"error": None, "names": {}} for p in tree.blob_shas(base)
+        if p.endswith(".py") and "/" not in p[len(base):]}
+    for name in names:
+        path = module_path(root, name)
+        data = tree.read(path) if path in out else None
+        out[path] = index_module(data) if data is not None else None
+    return out
+
+
+def _summary(tree: Tree, path: str, store: LintCache | None) -> Summary | None:
+    """The bucket summary of goldens.jsonl, cached by blob SHA (``store``): a warm lint
+    of a large goldens file does not parse it again (benchmarks/bench_goldens.py)."""
+    from gitevals.lint.cache import key
+
+    sha = tree.blob_sha(path)
+    if sha is None:
+        return None
+    k = key("goldens-summary", SUMMARY_FORMAT, sha)
+    cached = store.get("suite", k) if store is not None else None
+    if _valid_summary(cached):
+        return cast(Summary, cached)
+    summary = summarize(tree.read(path) or b"")
+    if store is not None:
+        store.put("suite", k, cast(JSONObject, summary))
+    return summary
+
+
+def _valid_summary(doc: object) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("buckets"), dict)
+            and isinstance(doc.get("unbucketed"), list) and isinstance(doc.get("unsendable"), list))
+
+
+def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -> list[Finding]:
+    """The mapping's and the drift suite's findings (none when neither is set up)."""
+    root = settings.root
+    suite_data = tree.read(suite_path(root))
+    if not settings.golden_graders and suite_data is None:
+        return []
+    suite, found = ((None, []) if suite_data is None
+                    else drift.load_suite(suite_data, suite_path(root)))
+    names = [*settings.golden_graders.values(),
+             *(s.grader for s in (suite.slices if suite else ()) if s.grader)]
+    indexes = _indexes(tree, root, names)
+    text = (tree.read(settings.source) or b"").decode("utf-8", "replace") if settings.source else ""
+    out = lint_mapping(settings.golden_graders, settings.source or "pyproject.toml", text,
+                       goldens_path(root), _summary(tree, goldens_path(root), store),
+                       indexes, root)
+    if suite is not None:
+        out += _slice_graders(suite, root, indexes)
+        out += _sources(tree, suite, root, settings.golden_graders, store)
+    return sorted([*found, *out])
+
+
+def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
+             store: LintCache | None) -> list[Finding]:
+    """``drift.check_sources``, cached by the blobs of the suite and of its sources (a
+    warm lint reads no multi-GB benchmark file again)."""
+    import json
+
+    from gitevals.lint.cache import key
+    from gitevals.settings import root_problem
+
+    shas = [f"{s.source}:{tree.blob_sha(s.source) if root_problem(s.source) is None else ''}"
+            for s in suite.slices]
+    k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
+            json.dumps(mapping, sort_keys=True), *shas)
+    cached = store.get("suite", k) if store is not None else None
+    if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 6 for r in cached):
+        return [Finding(*r) for r in cached]  # type: ignore[misc]
+    found = drift.check_sources(suite, suite_path(root), tree.read, mapping)
+    if store is not None:
+        store.put("suite", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
+                               for f in found])
+    return found
+
+
+def _slice_graders(suite: drift.Suite, root: str,
+                   indexes: dict[str, JSONObject | None]) -> list[Finding]:
+    from gitevals.lint.graders import Ref, resolve
+
+    path = suite_path(root)
+    return [f for s in suite.slices if s.grader
+            if (f := resolve(Ref(s.grader, path, *s.at), root, indexes)) is not None]
+
+
+def plan_suite(tree: Tree, settings: Settings,
+               buckets: Sequence[str] | None = None) -> SuitePlan:
+    """The items of the goldens (only ``buckets`` when given) and, when no bucket is
+    picked, of the drift suite; an unknown bucket is a usage error."""
+    from gitevals.errors import UsageError
+
+    root = settings.root
+    findings = lint_suite(tree, settings)
+    if not settings.golden_graders:
+        raise UsageError(f"no goldens to run in {tree.label}: map each bucket of "
+                         f"{goldens_path(root)} to a grader in [tool.gitevals.goldens] graders "
+                         "(see docs/goldens.md)")
+    unknown = sorted(set(buckets or ()) - set(settings.golden_graders))
+    if unknown:
+        raise UsageError(f"unknown bucket {unknown[0]!r}: mapped buckets are "
+                         f"{', '.join(settings.golden_graders)}")
+    files: dict[str, str] = {}
+    items = _golden_items(tree, settings, set(buckets or settings.golden_graders), files)
+    budget = None
+    suite_data = tree.read(suite_path(root))
+    if suite_data is not None:
+        suite, _ = drift.load_suite(suite_data, suite_path(root))
+        budget = suite.budget if suite else None
+        _pin(tree, suite_path(root), files)
+        if suite is not None and not buckets:
+            items += _drift_items(tree, suite, settings.golden_graders, files)
+    for item in items:
+        from gitevals.lint.graders import module_path
+
+        _pin(tree, module_path(root, item.grader), files)
+    return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
+                     dict(settings.golden_graders), budget,
+                     tuple(sorted(set(buckets))) if buckets else None)
+
+
+def _pin(tree: Tree, path: str, files: dict[str, str]) -> None:
+    sha = tree.blob_sha(path)
+    if sha is not None:
+        files[path] = sha
+
+
+def _golden_items(tree: Tree, settings: Settings, wanted: set[str],
+                  files: dict[str, str]) -> list[Item]:
+    path = goldens_path(settings.root)
+    data = tree.read(path) or b""
+    _pin(tree, path, files)
+    out = []
+    for line, row in rows(data):
+        b, sent = bucket(row), turns(row)
+        if b in wanted and b is not None and sent is not None:
+            out.append(Item("bucket", b, row_id(row, line), path, line, row,
+                            settings.golden_graders[b], sent))
+    return out
+
+
+def _drift_items(tree: Tree, suite: drift.Suite, mapping: dict[str, str],
+                 files: dict[str, str]) -> list[Item]:
+    out = []
+    for s in suite.slices:
+        data = tree.read(s.source)
+        if data is None:
+            continue
+        _pin(tree, s.source, files)
+        for line, row in drift.sample(s, data):
+            grader = s.grader or mapping.get(bucket(row) or "")
+            sent = turns(row)
+            if grader is not None and sent is not None:
+                out.append(Item(s.kind, s.name, row_id(row, line), s.source, line, row,
+                                grader, sent))
+    return out
