@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitevals.goldenset.leak import Leak, Unreadable, index_goldens, normalize, scan, text_of
+from gitevals.goldenset.leak import Leak, Lines, Unreadable, index_goldens, normalize, scan, text_of
 from tests.conftest import Repo, run_cli
 
 G = "evals/goldens.jsonl"
@@ -149,7 +149,7 @@ def test_text_of_turns_and_messages() -> None:
 
 def test_empty_normalized_input_never_matches() -> None:
     index = index_goldens(lines({"id": 1, "input": "?!"}).encode())
-    assert list(scan([b'{"input": "..."}\n'], "t", index)) == [1]
+    assert list(scan([b'{"input": "..."}\n'], "t", index)) == [Lines(1, 1)]
 
 
 def test_scan_streams_its_lines() -> None:
@@ -171,7 +171,7 @@ def test_scan_streams_its_lines() -> None:
 def test_scan_reports_the_line_number_of_an_unreadable_line() -> None:
     found = list(scan([b"{}\n", b"{\n", b'{"id": "g-3"}\n'], "t", index_goldens(GOLDENS.encode())))
     assert isinstance(found[0], Unreadable) and found[0].line == 2
-    assert isinstance(found[1], Leak) and found[1].line == 3 and found[2] == 3
+    assert isinstance(found[1], Leak) and found[1].line == 3 and found[2] == Lines(3, 0)
 
 
 def test_streams_a_file_not_held_in_memory(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_streams_a_file_not_held_in_memory(tmp_path: Path) -> None:
     p.write_bytes(b'{"id": "t"}\n' * 1000 + b'{"id": "g-1"}\n')
     with open(p, "rb") as f:
         found = list(scan(f, "t", index_goldens(GOLDENS.encode())))
-    assert [type(x).__name__ for x in found] == ["Leak", "int"] and found[-1] == 1001
+    assert [type(x).__name__ for x in found] == ["Leak", "Lines"] and found[-1].read == 1001
 
 
 @settings(max_examples=300, deadline=None)
@@ -189,3 +189,14 @@ def test_ascii_fast_path_equals_the_general_rule(text: str) -> None:
     import re
 
     assert normalize(text) == re.sub(r"[\W_]+", " ", text.casefold()).strip()
+
+
+def test_a_field_no_row_has_is_said(repo: Repo) -> None:
+    """--field naming a column no training row has would compare nothing: said on stderr."""
+    repo.commit({"evals/goldens.jsonl": '{"id": "g-1", "input": "Hello there"}\n'}, "goldens")
+    train = repo.path / "train.jsonl"
+    train.write_text('{"prompt": "hello, THERE"}\n')
+    r = run_cli("goldens", "leak-check", str(train), "--field", "nope", cwd=repo.path)
+    assert r.code == 0 and "no training row has a 'nope' field" in r.err
+    r = run_cli("goldens", "leak-check", str(train), "--field", "prompt", cwd=repo.path)
+    assert r.code == 1 and "leak" in r.out and "warning" not in r.err

@@ -96,6 +96,13 @@ def _leak_check(args: argparse.Namespace) -> int:
         with f:
             report.add(name, index, _shown(name, f) if sys.stderr.isatty() else f, args.field)
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
+    if sum(report.rows.values()) and not report.with_field:
+        # every row lacked the field: the input comparison checked nothing
+        from gitevals.report.text import visible
+
+        print(f"gitevals: warning: no training row has a {visible(args.field)!r} field, so "
+              "inputs were not compared (only ids were): name the field that holds the "
+              "prompt with --field (a chat transcript: --field messages)", file=sys.stderr)
     return 1 if report.leaks or report.unreadable else 0
 
 

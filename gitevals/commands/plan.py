@@ -98,7 +98,9 @@ def rows(the_plan: Plan, run: Run | None, drop: float, goal: float, prior: float
                                "no_drop_possible"))
                 continue
             needed = trials_needed(rate, drop, goal, test, alpha)
-            now = power(trials, rate, drop, test, alpha) if trials <= MAX_PLANNED else None
+            # over the limit, the trials asked for now are underpowered too: no exact sum
+            now = (power(trials, rate, drop, test, alpha)
+                   if needed is not None and trials <= MAX_PLANNED else None)
             status = ("over_limit" if needed is None
                       else "enough" if now is not None and now >= goal else "underpowered")
             out.append(Row(case.name, s.id, rate, source, observed, trials, needed, now, status))
@@ -106,6 +108,7 @@ def rows(the_plan: Plan, run: Run | None, drop: float, goal: float, prior: float
 
 
 def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: str) -> str:
+    from gitevals.diff.power import MAX_PLANNED
     from gitevals.report.text import visible
 
     head = (f"trials a side for {test} at alpha {alpha:g} to call a {drop * 100:g}-point drop "
@@ -116,11 +119,12 @@ def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: 
         rate = f"{r.rate:.2f} ({r.observed})" if r.observed else f"{r.rate:.2f} (prior)"
         cells.append([visible(r.case), visible(r.scenario), rate, str(r.trials),
                       "-" if r.power_now is None else f"{r.power_now:.2f}",
-                      "-" if r.needed is None else str(r.needed), r.status.replace("_", " ")])
+                      (f"over {MAX_PLANNED:,}" if r.status == "over_limit" else
+                       "-" if r.needed is None else str(r.needed)), r.status.replace("_", " ")])
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     lines = [head] + ["  ".join(c[i].ljust(widths[i]) for i in range(len(cols))).rstrip()
                       for c in cells]
-    short = sum(r.status == "underpowered" for r in table)
+    short = sum(r.status in ("underpowered", "over_limit") for r in table)
     lines.append(f"{short} of {len(table)} scenario{'s' * (len(table) != 1)} underpowered")
     return "\n".join(lines) + "\n"
 

@@ -33,7 +33,7 @@ DEFAULT_POWER = 0.8
 #: The rate assumed for a scenario that has no run at the revision (the stated prior):
 #: 0.5 is where a pass rate varies most, so it asks for the most trials.
 DEFAULT_PRIOR = 0.5
-MAX_PLANNED = 5000
+MAX_PLANNED = 1000
 _MASS = 1e-12
 _BACK = 12
 
@@ -150,6 +150,8 @@ def trials_needed(rate: float, drop: float = DEFAULT_DROP, goal: float = DEFAULT
         return None
     rate = min(max(rate, 0.0), 1.0)
     guess = _normal_guess(rate, drop, alpha, goal)
+    if guess > MAX_PLANNED * 1.25:  # far beyond what a planner should spend exact sums on
+        return None
     lo, hi = 1, max(2, guess)  # power(1) < goal: one trial a side is never beyond noise
     if power(hi, rate, drop, test, alpha) >= goal:
         low = max(1, int(hi * 0.8))

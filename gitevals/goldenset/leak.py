@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitevals.jsontypes import JSON, JSONObject
 
@@ -145,13 +146,21 @@ class Unreadable:
         return {"path": self.path, "line": self.line, "why": self.why}
 
 
+class Lines(NamedTuple):
+    """How much of a training file a scan read: lines, and rows that had the field."""
+
+    read: int
+    with_field: int
+
+
 def scan(lines: Iterable[bytes], path: str, index: Index, field: str = "input"
-         ) -> Iterator[Leak | Unreadable | int]:
+         ) -> Iterator[Leak | Unreadable | Lines]:
     """Every leak and unreadable line of one training file, in line order; last, the
-    number of lines read. Pure over the lines given (they may come from a stream)."""
+    number of lines read and of rows that had ``field``. Pure over the lines given (they
+    may come from a stream)."""
     ids, inputs = index.ids, index.inputs
     loads, key = json.loads, _key
-    n = 0
+    n = seen = 0
     for n, line in enumerate(lines, 1):
         try:
             row = loads(line)
@@ -170,10 +179,11 @@ def scan(lines: Iterable[bytes], path: str, index: Index, field: str = "input"
                 continue
         value = row.get(field)
         if value is not None:
+            seen += 1
             hit = inputs.get(key(value if type(value) is str else text_of(value)))
             if hit is not None:
                 yield Leak(path, n, "input", index.golden(hit))
-    yield n
+    yield Lines(n, seen)
 
 
 def _why(exc: BaseException) -> str:

@@ -59,14 +59,16 @@ class LeakReport:
     leaks: list[Leak] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
+    with_field: int = 0  # rows that had the compared field, over every file
 
     def add(self, name: str, index: Index, lines: Iterable[bytes], column: str) -> None:
         """Scan one training file into this report."""
-        from gitevals.goldenset.leak import Leak, scan
+        from gitevals.goldenset.leak import Leak, Lines, scan
 
         for found in scan(lines, name, index, column):
-            if isinstance(found, int):
-                self.rows[name] = found
+            if isinstance(found, Lines):
+                self.rows[name] = found.read
+                self.with_field += found.with_field
             elif isinstance(found, Leak):
                 self.leaks.append(found)
             else:
