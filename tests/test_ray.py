@@ -364,3 +364,23 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
                                   "cluster was left to run this conversation"}
             assert r["placement"] == {"node": "", "attempts": 0, "lost": []}
     assert run["executor"] == {"kind": "ray", "address": None, "nodes": []}
+
+
+def test_a_task_trial_runs_on_the_cluster_in_bubblewrap(cluster: LocalCluster,
+                                                        repo: Repo) -> None:
+    """A task trial (its conversation and every verifier call) is a job on some node,
+    sandboxed there as on this machine; the verdict and rewards are the local run's."""
+    from tests.test_tasks_run import _task
+
+    _task(repo, "0.4\n1.0\n")
+    local = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    on_ray = run_cli("run", "--no-note", "--format", "json", "--ray-address", cluster.address,
+                     cwd=repo.path, env=_ray_env(cluster, repo.path))
+    assert local.code == on_ray.code == 0, on_ray.err
+    trials = [json.loads(r.out)["cases"][0]["scenarios"][0]["results"][0]
+              for r in (local, on_ray)]
+    for t in trials:
+        assert t["task"]["state"] == "satisfied" and t["task"]["sandbox"] == "bwrap"
+        assert [i["reward"] for i in t["task"]["iterations"]] == [0.4, 1.0]
+    assert "placement" not in trials[0]
+    assert trials[1]["placement"]["attempts"] == 1 and trials[1]["placement"]["node"]

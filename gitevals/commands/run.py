@@ -530,7 +530,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
             cluster.start(str(tmp), prov.tree,
                           RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers,
-                                    dict(target_env or {})))
+                                    dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
                                      bwrap, executor=cluster)
         goldens = _suite_execution(suite, the_plan, str(tmp), jobs)

@@ -28,9 +28,10 @@ from gitevals.errors import UsageError
 
 if TYPE_CHECKING:
     from gitevals.jsontypes import JSONObject
-    from gitevals.run.artifact import ExecutorRecord, Placement
+    from gitevals.run.artifact import ExecutorRecord, Placement, Trial
     from gitevals.run.runner import Execution, Plan, _Done
     from gitevals.run.targets import ProcessRegistry
+    from gitevals.tasks.definition import Task
 
 KINDS = ("local", "ray")
 R_co = TypeVar("R_co", covariant=True)
@@ -76,6 +77,9 @@ class RunShared:
     grader_timeout: float
     graders_on_workers: bool = False
     target_env: dict[str, str] = field(default_factory=dict)  # run --target-env
+    #: task verifiers run in bubblewrap (each node finds its own bwrap); False only for
+    #: ``run --no-sandbox``
+    sandboxed: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Executor(Protocol):
 
     def converse(self, execution: Execution, ci: int, trial: int) -> Placed: ...
 
+    def task_trial(self, execution: Execution, ti: int, trial: int) -> Trial | None: ...
+
     def interrupt(self) -> None: ...
 
     def record(self) -> ExecutorRecord: ...
@@ -105,6 +111,9 @@ class LocalExecutor:
 
     def converse(self, execution: Execution, ci: int, trial: int) -> Placed:
         return Placed(execution._converse(execution.plan.cases[ci], trial))
+
+    def task_trial(self, execution: Execution, ti: int, trial: int) -> Trial | None:
+        return execution.task_trials.trial(execution.plan.tasks[ti], trial)
 
     def interrupt(self) -> None:
         """Nothing of its own to stop: the execution kills its targets."""
@@ -138,6 +147,37 @@ class CaseConversation:
         return done
 
 
+@dataclass(frozen=True)
+class TaskTrialJob:
+    """Trial ``trial`` of the plan's task ``ti`` as a cluster job: its conversation and
+    every verifier call, in bubblewrap on the node that runs it. A task's ``cpus`` and
+    ``memory_mb`` become the job's resource request."""
+
+    ti: int
+    trial: int
+    resources: Resources | None = None
+
+    def __call__(self, ctx: Context) -> Trial | None:
+        import time
+
+        execution = worker_execution(ctx)
+        trials = execution.task_trials
+        task = execution.plan.tasks[self.ti]
+        if ctx.shared.sandboxed and trials.bwrap is None:
+            # never a verifier run unsandboxed because this node lacks bubblewrap
+            return trials._trial(task, self.trial, [], [], time.monotonic(), {
+                "kind": "verifier_error", "message": f"no bwrap on Ray node {ctx.node[:12]}: "
+                "install bubblewrap on every node (docs/run.md)"})
+        return trials.trial(task, self.trial)
+
+
+def task_resources(task: Task) -> Resources | None:
+    env = task.environment
+    if env.cpus is None and env.memory_mb is None:
+        return None
+    return Resources(env.cpus, env.memory_mb)
+
+
 def worker_execution(ctx: Context) -> Execution:
     """The node's ``Execution`` of the shared plan (one per run and node): it owns the
     node's target processes and, with ``--graders-on-workers``, its grader pool."""
@@ -148,8 +188,14 @@ def worker_execution(ctx: Context) -> Execution:
         if isinstance(found, Execution):
             return found
         shared = ctx.shared
+        bwrap = None
+        if shared.sandboxed and shared.plan.tasks:
+            from gitevals.tasks.sandbox import find_bwrap
+
+            bwrap = find_bwrap()  # this node's own
         made = Execution(shared.plan, ctx.tree_dir, shared.jobs, shared.grader_timeout,
-                         target_env=shared.target_env, registry=ctx.registry, stop=ctx.stop)
+                         target_env=shared.target_env, bwrap=bwrap, registry=ctx.registry,
+                         stop=ctx.stop)
         ctx.state["execution"] = made
         return made
 

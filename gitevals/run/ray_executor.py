@@ -48,7 +48,7 @@ from gitevals.errors import UsageError
 from gitevals.run.executors import Context, Placed, RunShared
 
 if TYPE_CHECKING:
-    from gitevals.run.artifact import ErrorRecord, ExecutorRecord, Placement
+    from gitevals.run.artifact import ErrorRecord, ExecutorRecord, Placement, Trial
     from gitevals.run.executors import Job
     from gitevals.run.runner import Execution, _Done
 
@@ -222,6 +222,24 @@ class RayExecutor:
         if done is None:
             done = _lost(execution, ci, trial, placement)
         return Placed(done, placement)
+
+    def task_trial(self, execution: Execution, ti: int, trial: int) -> Trial | None:
+        """A task trial (conversation and verifier calls) on some node; a trial whose
+        nodes all died is an infrastructure error of that trial, never dropped."""
+        from gitevals.run.executors import TaskTrialJob, task_resources
+
+        task = execution.plan.tasks[ti]
+        result, placement = self.submit(TaskTrialJob(ti, trial, task_resources(task)))
+        if self._stop.is_set():
+            return None
+        if result is None:
+            import time
+
+            result = execution.task_trials._trial(task, trial, [], [], time.monotonic(), {
+                "kind": "node_lost", "message": _lost_why(placement)})
+        trial_result: Trial = result
+        trial_result["placement"] = placement
+        return trial_result
 
     def submit(self, job: Job[Any]) -> tuple[Any, Placement]:
         """Run ``job`` on some node; its result (None when every attempt lost its node,

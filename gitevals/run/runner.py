@@ -260,7 +260,7 @@ class Execution:
         with self._lock:
             self.running += 1
         try:
-            result = self.task_trials.trial(self.plan.tasks[ti], trial)
+            result = self.executor.task_trial(self, ti, trial)
         finally:
             with self._lock:
                 self.running -= 1
