@@ -82,3 +82,10 @@ def test_run_tables_show_usage_only_when_reported() -> None:
                         "cost 0.0123 (2 of 3 trials reported none)")
     md = render(art, "markdown")
     assert "| geo | b | ✅ pass | 2/2 | 34/1 (1 of 2 trials) |  |  |" in md
+
+
+def test_input_and_output_tokens_count_as_prompt_and_completion() -> None:
+    """The demo harness (and Anthropic-style replies) name them input/output_tokens."""
+    u = trial_usage(trial_with({"usage": {"input_tokens": 7, "output_tokens": 2}},
+                               {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
+    assert (u.get("prompt_tokens").total, u.get("completion_tokens").total) == (10, 3)

@@ -469,11 +469,17 @@ class Usage(NamedTuple):
 NO_USAGE = Usage(0, tuple(Measure(None, 0) for _ in MEASURES))
 
 
+#: Token counts as OpenAI-style replies name them, and as Anthropic-style ones do.
+_ALIASES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
+
+
 def _reported(reply: JSONObject, name: str) -> int | float | None:
     """The measure ``name`` of one reply, or None when it carries no usable one: a token
     count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string)."""
     usage = reply.get("usage")
     value = usage.get(name) if isinstance(usage, dict) else None
+    if value is None and isinstance(usage, dict) and name in _ALIASES:
+        value = usage.get(_ALIASES[name])  # the other API's name for the same count
     if name == "cost" and reply.get("cost") is not None:
         value = reply["cost"]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
