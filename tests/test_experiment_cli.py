@@ -161,9 +161,10 @@ def test_lanes_whose_cases_differ_are_refused_before_any_target_starts(
     (["a"], "expected NAME=REV"),
     (["a=HEAD,env:1X=y"], "expected NAME=VALUE"),
     (["a=nope"], "unknown revision 'nope'"),
+    (["a=HEAD,MODEL=x"], "'MODEL=x' is not an env: setting"),
     ([], "no lanes"),
 ], ids=["same-commit-twice", "same-env-twice", "same-name", "bad-name", "no-rev",
-        "bad-env", "unknown-rev", "none"])
+        "bad-env", "unknown-rev", "env-without-prefix", "none"])
 def test_bad_lanes_are_refused(repo: Repo, tmp_path: Path, lanes: list[str],
                                message: str) -> None:
     _base(repo)

@@ -49,6 +49,11 @@ def parse_lane(text: str) -> LaneSpec:
     if not sep or not rev:
         raise UsageError(f"--lane {text!r}: expected NAME=REV[,env:KEY=VALUE...], e.g. "
                          "--lane base=v1.2,env:MODEL=base-7b")
+    if "," in rev and "=" in rev.partition(",")[2]:
+        extra = rev.partition(",")[2]
+        raise UsageError(f"--lane {text!r}: {extra!r} is not an env: setting; write "
+                         f"NAME=REV[,env:KEY=VALUE...], e.g. --lane {name}="
+                         f"{rev.partition(',')[0]},env:{extra}")
     if not _LABEL.match(name):
         raise UsageError(f"--lane {text!r}: the name {name!r} must be 1-64 letters, digits, "
                          "'.', '_' or '-', starting with a letter or digit")
