@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import positive
+
 if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
@@ -37,16 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "model (a second --final is refused)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="what to print on stdout (default text)")
-    parser.add_argument("--jobs", "-j", type=_positive, default=4, metavar="N",
+    parser.add_argument("--jobs", "-j", type=positive, default=4, metavar="N",
                         help="grader calls in parallel (default 4)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip checking that the judge is keyed and answering first")
-
-
-def _positive(text: str) -> int:
-    from gitevals.commands.run import _positive as positive
-
-    return positive(text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitevals.commands._args import positive
+
 if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
     from gitevals.experiment.lanes import Lane
@@ -23,23 +25,17 @@ HELP = ("run the same cases against several harness lanes (REV plus target env),
 EXPERIMENTS_DIR = "experiments"
 
 
-def _positive(text: str) -> int:
-    from gitevals.commands.run import _positive as positive
-
-    return positive(text)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", nargs="*", metavar="CASE",
                         help="case names (file name without directory or .yaml); default all")
     parser.add_argument("--lane", action="append", default=[], metavar="NAME=REV[,env:K=V...]",
                         help="a lane: a revision of the harness, optionally with variables "
                              "for the target (repeatable; e.g. base=v1.2,env:MODEL=base-7b)")
-    parser.add_argument("--repeat", type=_positive, default=1, metavar="N",
+    parser.add_argument("--repeat", type=positive, default=1, metavar="N",
                         help="run every scenario's trials N times in each lane (default 1)")
-    parser.add_argument("--jobs", "-j", type=_positive, metavar="N",
+    parser.add_argument("--jobs", "-j", type=positive, metavar="N",
                         help="conversations in parallel within a lane (default 16)")
-    parser.add_argument("--max-samples", type=_positive, metavar="N",
+    parser.add_argument("--max-samples", type=positive, metavar="N",
                         help="raise the bound of 1,000 conversations an experiment may make")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                         help="what to print on stdout (default text); the JSON report is "

@@ -7,15 +7,11 @@ import argparse
 import os
 import sys
 
+from gitevals.commands._args import positive
+
 NAME = "observe"
 HELP = ("report retries and recoveries per turn of one release from recorded conversations "
         "of that commit (run artifacts or JSONL transcripts); changes nothing")
-
-
-def _positive(text: str) -> int:
-    from gitevals.commands.run import _positive as positive
-
-    return positive(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="FILE",
                         help="recorded conversations of REV: run artifacts (.json) or JSONL "
                              "transcripts, one target reply a line with its \"commit\"")
-    parser.add_argument("--minimum-samples", type=_positive, default=1, metavar="N",
+    parser.add_argument("--minimum-samples", type=positive, default=1, metavar="N",
                         help="fewer conversations than N need review (default 1)")
     parser.add_argument("--max", action="append", default=[], metavar="COUNTER=LIMIT",
                         help="the most of COUNTER per completed turn (repeatable; e.g. "

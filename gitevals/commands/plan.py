@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import level, points, rate
+
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
     from gitevals.run.runner import Plan
@@ -16,47 +18,20 @@ NAME = "plan"
 HELP = "the trials each scenario needs for diff to detect a drop, from the pass rates at REV"
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
-    return value
-
-
-def _open_rate(text: str) -> float:
-    value = _rate(text)
-    if value in (0.0, 1.0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and below 1")
-    return value
-
-
-def _points(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of points") from None
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most 100 points")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gitevals.diff.power import DEFAULT_DROP, DEFAULT_POWER, DEFAULT_PRIOR
     from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, TESTS
 
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV",
                         help="the revision whose cases and run to plan from (default HEAD)")
-    parser.add_argument("--drop", type=_points, default=DEFAULT_DROP * 100, metavar="PTS",
+    parser.add_argument("--drop", type=points, default=DEFAULT_DROP * 100, metavar="PTS",
                         help=f"the drop in pass rate to detect, in points "
                              f"(default {DEFAULT_DROP * 100:g})")
-    parser.add_argument("--alpha", type=_open_rate, default=DEFAULT_ALPHA, metavar="A",
+    parser.add_argument("--alpha", type=level, default=DEFAULT_ALPHA, metavar="A",
                         help=f"diff's level: p below it is beyond noise (default {DEFAULT_ALPHA})")
-    parser.add_argument("--power", type=_open_rate, default=DEFAULT_POWER, metavar="P",
+    parser.add_argument("--power", type=level, default=DEFAULT_POWER, metavar="P",
                         help=f"the chance of calling such a drop (default {DEFAULT_POWER})")
-    parser.add_argument("--prior", type=_rate, default=DEFAULT_PRIOR, metavar="RATE",
+    parser.add_argument("--prior", type=rate, default=DEFAULT_PRIOR, metavar="RATE",
                         help=f"the pass rate assumed for a scenario with no run at REV "
                              f"(default {DEFAULT_PRIOR}: the rate that needs the most trials)")
     parser.add_argument("--test", choices=TESTS, default=DEFAULT_TEST,

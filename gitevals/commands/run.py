@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import level, points, positive
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import FrameType
@@ -30,44 +32,14 @@ HELP = ("run cases and tasks against the harness as committed at REV (default HE
 EXIT_INTERRUPTED = 130
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def _points(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of points") from None
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most 100 points")
-    return value
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", nargs="*", metavar="NAME",
                         help="case names (file name without directory or .yaml) or task "
                              "names (directory under tasks/); default all")
     parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
-    parser.add_argument("--trials", type=_positive, metavar="N",
+    parser.add_argument("--trials", type=positive, metavar="N",
                         help="run every scenario N times instead of its own trials")
-    parser.add_argument("--jobs", "-j", type=_positive, metavar="N",
+    parser.add_argument("--jobs", "-j", type=positive, metavar="N",
                         help="conversations in parallel (default 16: conversations mostly wait "
                              "on model APIs, not on the CPU)")
     parser.add_argument("--allow-dirty", action="store_true",
@@ -92,14 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seq.add_argument("--against", metavar="REV",
                      help="the base revision: its run's tallies are what each scenario is "
                           "compared with after every round")
-    seq.add_argument("--max-trials", type=_positive, metavar="N",
+    seq.add_argument("--max-trials", type=positive, metavar="N",
                      help="trials a scenario runs at most (default: its own trials)")
-    seq.add_argument("--looks", type=_positive, metavar="K",
+    seq.add_argument("--looks", type=positive, metavar="K",
                      help="looks (rounds) at most (default 5)")
-    seq.add_argument("--drop", type=_points, metavar="PTS", default=20.0,
+    seq.add_argument("--drop", type=points, metavar="PTS", default=20.0,
                      help="the drop in pass rate, in points, that matters: ruling it out "
                           "stops a scenario early (default 20)")
-    seq.add_argument("--alpha", type=_level, metavar="A", default=0.05,
+    seq.add_argument("--alpha", type=level, metavar="A", default=0.05,
                      help="false 'regressed' calls at most, as diff's --alpha (default 0.05)")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
