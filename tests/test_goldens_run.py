@@ -63,7 +63,9 @@ def setup(repo: Repo, goldens: str = GOLDENS, settings: str = SETTINGS,
 
 
 def artifacts(repo: Repo) -> list[dict[str, Any]]:
-    return [dict(load_artifact(p)) for p in sorted((repo.path / "evals/results").glob("*.json"))]
+    # in the order written: two runs in one second may sort either way by name
+    paths = sorted((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+    return [dict(load_artifact(p)) for p in paths]
 
 
 def rates(artifact: dict[str, Any]) -> dict[str, tuple[int, int]]:
