@@ -101,3 +101,19 @@ def test_plan_cli_reads_the_run_of_rev(repo: Repo) -> None:
     assert "underpowered: 2 of 2 scenarios" in show.out
     bad = run_cli("plan", "--power", "1.5", cwd=repo.path)
     assert bad.code == 2 and "Traceback" not in bad.err
+
+
+def test_plan_defaults_are_the_libraries() -> None:
+    """plan's argument defaults are written out (no gitevals.diff import at start-up)."""
+    import argparse
+
+    from gitevals.commands import plan
+    from gitevals.diff import power as pw
+    from gitevals.diff import stats
+
+    parser = argparse.ArgumentParser()
+    plan.add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.drop, args.power, args.prior) == (pw.DEFAULT_DROP * 100, pw.DEFAULT_POWER,
+                                                   pw.DEFAULT_PRIOR)
+    assert (args.alpha, args.test) == (stats.DEFAULT_ALPHA, stats.DEFAULT_TEST)

@@ -168,3 +168,16 @@ def test_tokens_and_cost_columns_when_reported() -> None:
     assert "<th>tokens in/out</th><th>cost</th>" in table
     assert "<td>1,234/2</td><td>1</td>" in table
     assert page(sample()).count("tokens in/out") == 0
+
+
+def test_report_argument_default_is_the_pages() -> None:
+    """The --static-transcripts default is written in the command (no page import at
+    start-up): it must stay the page's own."""
+    import argparse
+
+    from gitevals.commands import report
+    from gitevals.report.html import STATIC
+
+    parser = argparse.ArgumentParser()
+    report.add_arguments(parser)
+    assert parser.parse_args([]).static_transcripts == STATIC
