@@ -17,11 +17,31 @@ from gitevals.errors import GitevalsError
 from gitevals.report.text import visible
 
 
-def _command_modules() -> list[ModuleType]:
-    """Every module in ``gitevals.commands``: each defines NAME, HELP, add_arguments, run."""
-    names = sorted(m.name for m in pkgutil.iter_modules(commands_pkg.__path__))
-    mods = [importlib.import_module(f"gitevals.commands.{n}") for n in names if n[0] != "_"]
+def _command_modules(only: str | None = None) -> list[ModuleType]:
+    """Every module in ``gitevals.commands`` (each defines NAME, HELP, add_arguments,
+    run), or only the one of command ``only`` when there is one: a command's module is
+    named as the command, ``-`` as ``_``."""
+    names = sorted(m.name for m in pkgutil.iter_modules(commands_pkg.__path__)
+                   if m.name[0] != "_")
+    if only is not None and only.replace("-", "_") in names:
+        names = [only.replace("-", "_")]
+    mods = [importlib.import_module(f"gitevals.commands.{n}") for n in names]
     return [m for m in mods if hasattr(m, "NAME")]
+
+
+def _invoked(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv`` (None before any, e.g. ``--help``, ``--version``)."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == "-C":
+            skip = True
+        elif not token.startswith("-"):
+            return token
+        elif not token.startswith("-C"):
+            return None
+    return None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,7 +51,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with ``only`` the arguments of that one command (every
+    start builds just what it parses: about 20 ms less than all twenty commands)."""
     parser = _Parser(
         prog="gitevals",
         description="Evals for LLM agent harnesses, checked like code in the harness's own repo.",
@@ -40,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=_Parser)
-    for mod in _command_modules():
+    for mod in _command_modules(only):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -58,8 +80,9 @@ def _chdir(path: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gitevals`` console script. Returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_invoked(given))
+    args = parser.parse_args(given)
     try:
         if args.chdir:
             _chdir(args.chdir)

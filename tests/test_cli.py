@@ -37,3 +37,15 @@ def test_revision_in_a_repo_without_commits(tmp_path: Path) -> None:
     assert r.code == 2
     assert r.err.strip() == ("gitevals: error: HEAD names no commit: this repository has no "
                              "commits yet; commit first")
+
+
+def test_only_the_invoked_command_is_built() -> None:
+    """A start builds the arguments of the command it runs, all of them only for help."""
+    from gitevals.cli import _invoked, build_parser
+
+    assert _invoked(["-C", "lint", "run", "--rev", "v1"]) == "run"
+    assert _invoked(["-Cdir", "show"]) == "show"
+    assert _invoked(["--help"]) is None and _invoked([]) is None
+    one = build_parser("publish-check").format_help()
+    assert "publish-check" in one and "{publish-check}" in one
+    assert "report" in build_parser().format_help()
