@@ -47,8 +47,15 @@ def _invoked(argv: Sequence[str]) -> str | None:
 class _Parser(argparse.ArgumentParser):
     """argparse with bad input as one line (what is wrong, where to look), exit 2."""
 
+    #: the command being parsed (set on the top-level parser): an argument no part of the
+    #: command line knows is the command's to explain, so its help is the one named
+    invoked: str | None = None
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+        helped = self.prog
+        if self.invoked and message.startswith("unrecognized arguments"):
+            helped = f"{self.prog} {self.invoked}"
+        self.exit(2, f"{self.prog}: error: {message}; see `{helped} --help`\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -82,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gitevals`` console script. Returns the exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_invoked(given))
+    if isinstance(parser, _Parser):
+        parser.invoked = _invoked(given)
     args = parser.parse_args(given)
     try:
         if args.chdir:

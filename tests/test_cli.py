@@ -50,3 +50,9 @@ def test_only_the_invoked_command_is_built() -> None:
     assert one.parse_args(["publish-check", "--pre-push"]).pre_push
     assert "report" in build_parser().format_help()
     assert "report" not in one.format_help()
+
+
+def test_an_unknown_flag_points_to_the_commands_help(tmp_path: Path) -> None:
+    r = run_cli("run", "--no-such-flag", cwd=tmp_path)
+    assert r.code == 2 and r.err == ("gitevals: error: unrecognized arguments: --no-such-flag; "
+                                     "see `gitevals run --help`\n")
