@@ -64,6 +64,8 @@ def locate(given: str, rev: str | None) -> tuple[Tree, str, Settings]:
     from gitevals.settings import Settings, load_settings
     from gitevals.tasks.load import tasks_dir
 
+    if given.rstrip("/").endswith("/task.toml") or given == "task.toml":
+        given = os.path.dirname(given.rstrip("/")) or "."  # the file names its directory
     tree = open_tree(rev=rev)
     settings, found = load_settings(tree)
     if found:

@@ -137,3 +137,11 @@ def test_usage_errors_are_one_line(repo: Repo, args: tuple[str, ...], words: str
     r = run_cli("task", "compile", *args, cwd=repo.path)
     assert r.code == 2 and r.out == ""
     assert len(r.err.splitlines()) == 1 and words in r.err, r.err
+
+
+def test_a_path_to_task_toml_names_its_directory(repo: Repo) -> None:
+    write_task(repo.path / "evals/tasks/sort", GOOD_TOML, "Sort it.\n", {"tests/test.sh": TEST_SH})
+    by_name = run_cli("task", "compile", "sort", "--json", cwd=repo.path)
+    by_file = run_cli("task", "compile", "evals/tasks/sort/task.toml", "--json", cwd=repo.path)
+    assert by_file.code == by_name.code == 0, by_file.err
+    assert json.loads(by_file.out) == json.loads(by_name.out)
