@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import positive
+
 if TYPE_CHECKING:
     from gitevals.git.tree import Repo
     from gitevals.report.history import History
@@ -22,17 +24,6 @@ NAME = "log"
 HELP = "the eval history along git: a row per commit with a run, a column per scenario"
 #: Commits with runs shown when --limit is not given.
 LIMIT = 20
-
-
-def positive(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,8 @@ DEFAULT_OUT = "gitevals-report.html"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gitevals.commands.log import LIMIT, positive
+    from gitevals.commands._args import positive
+    from gitevals.commands.log import LIMIT
 
     # gitevals.report.html.STATIC, written here: every command's arguments are built at
     # each start, and the page's module is not needed for that (tests check they agree)

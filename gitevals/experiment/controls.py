@@ -10,13 +10,16 @@ trusted once work has begun.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gitevals.experiment.lanes import Lane
 from gitevals.jsontypes import JSON
 from gitevals.run.artifact import Run, TargetEnvValue, scenarios
 from gitevals.run.targetenv import record
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -39,31 +42,11 @@ def _short(sha: str | None) -> str:
     return sha[:12] if sha else "absent"
 
 
-def _file_differences(ref: Snapshot, other: Snapshot) -> list[str]:
-    out = []
-    for path in sorted(set(ref.files) | set(other.files)):
-        a, b = ref.files.get(path), other.files.get(path)
-        if a != b:
-            out.append(f"{path}: blob {_short(b)}, not {_short(a)}")
-    return out
-
-
-def _setting_differences(ref: Snapshot, other: Snapshot) -> list[str]:
-    out = []
-    for key in sorted(set(ref.settings) | set(other.settings)):
-        a, b = ref.settings.get(key), other.settings.get(key)
-        if a != b:
-            out.append(f"setting {key!r} is {_json(b)}, not {_json(a)}")
-    return out
-
-
-def _timing_differences(ref: Snapshot, other: Snapshot) -> list[str]:
-    out = []
-    for key in sorted(set(ref.timing) | set(other.timing)):
-        a, b = ref.timing.get(key), other.timing.get(key)
-        if a != b:
-            out.append(f"{key}: {_timing(b)}, not {_timing(a)}")
-    return out
+def _differences(ref: Mapping[str, V], other: Mapping[str, V],
+                 line: Callable[[str, V | None, V | None], str]) -> list[str]:
+    """``line(key, reference's value, other's value)`` for every key whose values differ."""
+    keys = sorted(set(ref) | set(other))
+    return [line(k, ref.get(k), other.get(k)) for k in keys if ref.get(k) != other.get(k)]
 
 
 def _timing(t: tuple[int, float] | None) -> str:
@@ -84,9 +67,13 @@ def before(lanes: Sequence[Lane], snaps: Sequence[Snapshot]) -> list[str]:
         diffs = []
         if snap.root != ref.root:
             diffs.append(f"eval root {snap.root!r}, not {ref.root!r}")
-        diffs += _file_differences(ref, snap) if snap.root == ref.root else []
-        diffs += _setting_differences(ref, snap)
-        diffs += _timing_differences(ref, snap)
+        if snap.root == ref.root:
+            diffs += _differences(ref.files, snap.files,
+                                  lambda p, a, b: f"{p}: blob {_short(b)}, not {_short(a)}")
+        diffs += _differences(ref.settings, snap.settings,
+                              lambda k, a, b: f"setting {k!r} is {_json(b)}, not {_json(a)}")
+        diffs += _differences(ref.timing, snap.timing,
+                              lambda k, a, b: f"{k}: {_timing(b)}, not {_timing(a)}")
         if snap.tool_version != ref.tool_version:
             diffs.append(f"gitevals {snap.tool_version}, not {ref.tool_version}")
         out += [f"lane {lane.name} ({lane.commit[:12]}) differs from lane {ref_lane.name} "
