@@ -7,6 +7,7 @@ import copy
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,9 +208,9 @@ def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_pat
         dirs.append(str(tmp_path / name))
     mounts = sandbox.Mounts(*dirs)
     call = sandbox.Call(("sh", "-c", "cat /app/late > /logs/verifier/reward.txt"), timeout=10)
-    pending = sandbox.prepare(call, mounts, sandbox.find_bwrap())
-    (tmp_path / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
-    out = pending.run()
+    with sandbox.prepare(call, mounts, sandbox.find_bwrap()) as pending:
+        (tmp_path / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
+        out = pending.run()
     assert out.exit_code == 0
     assert verifier.read_reward(mounts.logs, "reward_text") == ({"reward": 0.5}, None)
     os.unlink(tmp_path / "logs" / "reward.txt")
@@ -219,3 +220,73 @@ def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_pat
     assert cancelled.proc.returncode is not None
     assert not (tmp_path / "logs" / "reward.txt").exists()
     assert cancelled.run().exit_code is None  # nothing left to run
+
+
+def _mounts(tmp_path: Path) -> sandbox.Mounts:
+    dirs = []
+    for name in ("ws", "tests", "logs"):
+        (tmp_path / name).mkdir()
+        dirs.append(str(tmp_path / name))
+    return sandbox.Mounts(*dirs)
+
+
+def _named(token: str) -> list[int]:
+    """Host pids whose command line holds ``token``."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if token.encode() in f.read():
+                    out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def _until(check: Callable[[], bool], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@needs_bwrap
+def test_the_outcome_comes_before_the_sandbox_ends_and_release_ends_it(tmp_path: Path) -> None:
+    mounts = _mounts(tmp_path)
+    suffix = f"{os.getpid()}-{time.monotonic_ns()}"
+    token = f"gitevals-left-{suffix}"
+    # the token is never whole in the verifier's own command line
+    script = (f's={suffix}; (exec -a "gitevals-left-$s" sleep 300) </dev/null >/dev/null 2>&1 &'
+              " echo 1 > /logs/verifier/reward.txt; exit 3")
+    with sandbox.prepare(sandbox.Call(("bash", "-c", script), timeout=10), mounts,
+                         sandbox.find_bwrap()) as pending:
+        out = pending.run()
+        assert (out.exit_code, out.timed_out) == (3, False)
+        assert pending.proc is not None and pending.proc.poll() is None  # still up
+        assert _until(lambda: bool(_named(token)))  # what it left behind, still running
+        pending.release()
+        assert _until(lambda: pending.proc is not None and pending.proc.poll() is not None)
+    assert _named(token) == []
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "no-sandbox"])
+def test_a_verifier_cannot_report_a_status_of_its_own(tmp_path: Path, sandboxed: bool) -> None:
+    bwrap = sandbox.find_bwrap() if sandboxed else None
+    if sandboxed and bwrap is None:
+        pytest.fail("bubblewrap is needed: apt-get install bubblewrap")
+    # the waiter's status socket cannot be opened through /proc, nor is it the stdin
+    script = ("echo 0 > /proc/$PPID/fd/0; echo 0 > /proc/$$/fd/0; echo 0 >&0;"
+              " echo 0 2>/dev/null >&3; exit 3")
+    out = sandbox.run_verifier(sandbox.Call(("sh", "-c", script), timeout=10),
+                               _mounts(tmp_path), bwrap)
+    assert out.exit_code == 3
+
+
+def test_a_process_that_reports_no_status_gives_its_exit_code_and_output(
+        tmp_path: Path) -> None:
+    with sandbox.Pending(["sh", "-c", "echo cannot set up >&2; exit 7"], {}, str(tmp_path),
+                         10) as pending:
+        out = pending.run()
+    assert (out.exit_code, out.tail, out.timed_out) == (7, "cannot set up\n", False)

@@ -41,7 +41,6 @@ from gitevals.tasks.sandbox import (
     DEFAULT_TIMEOUT,
     Call,
     Mounts,
-    Outcome,
     Pending,
     prepare,
     workdir_problem,
@@ -194,10 +193,15 @@ class TaskTrials:
             return self._trial(task, k, [], [], started,
                                {"kind": "workspace_error", "message": f"cannot make the "
                                 f"workspace: {exc.strerror or exc}"})
-        with Conversation(self.argv, self.tree_dir, registry=self.registry,
-                          python_target=self.python_target) as conv:
-            error = self._iterate(task, k, conv, Mounts(str(ws), str(tests), ""), base,
-                                  iterations, replies)
+        ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
+        try:
+            with Conversation(self.argv, self.tree_dir, registry=self.registry,
+                              python_target=self.python_target) as conv:
+                error = self._iterate(task, k, conv, Mounts(str(ws), str(tests), ""), base,
+                                      iterations, replies, ran)
+        finally:
+            for pending in ran:
+                self._close(pending)
         shutil.rmtree(base, ignore_errors=True)
         if self.stop.is_set():
             return None
@@ -213,7 +217,8 @@ class TaskTrials:
         return ws.resolve(), tests.resolve()
 
     def _iterate(self, task: Task, k: int, conv: Conversation, mounts: Mounts, base: Path,
-                 iterations: list[Iteration], replies: list[JSONObject]) -> ErrorRecord | None:
+                 iterations: list[Iteration], replies: list[JSONObject],
+                 ran: list[Pending]) -> ErrorRecord | None:
         """The iterations of one trial; the error that ended it, if any."""
         from gitevals.run.targets import TargetError
 
@@ -237,7 +242,7 @@ class TaskTrials:
                     self._cancel(ahead)
             if self.stop.is_set():
                 return None
-            it = self._verify(task, call, i, text, mounts, base, ahead)
+            it = self._verify(task, call, i, text, mounts, base, ahead, ran)
             iterations.append(it)
             if it["error"] is not None:
                 return it["error"]
@@ -262,17 +267,15 @@ class TaskTrials:
         if pending.proc is not None:
             self.registry.discard(pending.proc)
 
-    def _run(self, pending: Pending) -> Outcome:
-        try:
-            return pending.run()
-        finally:
-            if pending.proc is not None:
-                self.registry.discard(pending.proc)
+    def _close(self, pending: Pending) -> None:
+        pending.close()
+        if pending.proc is not None:
+            self.registry.discard(pending.proc)
 
     def _verify(self, task: Task, call: Call, i: int, text: str, mounts: Mounts, base: Path,
-                ahead: Pending) -> Iteration:
+                ahead: Pending, ran: list[Pending]) -> Iteration:
         """Run the verifier (twice when its reward cannot be read) on iteration ``i``;
-        ``ahead`` is its first call, already started."""
+        ``ahead`` is its first call, already started; each call made joins ``ran``."""
         started = time.monotonic()
         found: dict[str, float] = {}
         code, tail, attempt = None, "", 0
@@ -282,13 +285,15 @@ class TaskTrials:
         while bad is None and attempt < ATTEMPTS:
             attempt += 1
             pending = ahead if attempt == 1 else self._start(call, mounts, base, i, attempt)
-            out = self._run(pending)
+            ran.append(pending)
+            out = pending.run()
             code, tail = out.exit_code, out.tail
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
             else:
                 found, problem = rewards.read_reward(str(base / f"logs-{i}-{attempt}"),
                                                      task.verifier.reward_format)
+            pending.release()  # what the verifier left behind dies before the next turn
             if problem is None:
                 break
         error: ErrorRecord | None = None

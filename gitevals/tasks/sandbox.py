@@ -23,15 +23,19 @@ A script that writes ``/logs/verifier`` literally only works sandboxed. There is
 isolation then: it is recorded in the artifact (``sandbox: "none"``).
 
 ``bwrap_argv`` and ``direct_call`` are pure; ``Pending`` (``prepare``) is the IO: the
-sandbox is started while the target works and waits for the go-ahead (``WAITER``).
+sandbox is started while the target works and waits for the go-ahead (``WAITER``); the
+outcome is read from the waiter's status line, and the sandbox ends after (``release``,
+``close``), off the caller's path.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections import deque
@@ -165,72 +169,111 @@ def direct_call(call: Call, mounts: Mounts) -> tuple[list[str], dict[str, str], 
     return [host(a) for a in call.argv], environment(call, mounts), mounts.workspace
 
 
-#: What runs first in the sandbox: it waits for one line ``go`` on stdin, then becomes
-#: the verifier. Starting bubblewrap (namespaces, mounts) costs more than a trivial
-#: verifier (``benchmarks/bench_tasks.py``), so a run starts the sandbox while the
-#: target is still working and lets the verifier go when the target answers.
-WAITER = ("/bin/sh", "-c", 'read -r go && [ "$go" = go ] && exec "$@"', "gitevals-verifier")
+#: What runs first in the sandbox. Its subshell waits for one line ``go`` on stdin, then
+#: becomes the verifier (stdin ``/dev/null``); the shell around it writes the verifier's
+#: exit status back on stdin, a socket. Starting bubblewrap (namespaces, mounts) costs
+#: more than a trivial verifier, and so does its exit (``bench_tasks.py``), so a run
+#: starts the sandbox while the target is still working, lets the verifier go when the
+#: target answers, takes its outcome from that status line, and waits for the sandbox to
+#: be gone (``Pending.close``) at the end of the trial, while the target shuts down.
+WAITER = ("/bin/sh", "-c",
+          '(read -r go && [ "$go" = go ] && exec "$@" </dev/null); echo "$?" >&0; read -r _',
+          "gitevals-verifier")
+#: Seconds ``close`` waits for a sandbox whose verifier exited to wind down by itself
+#: before it kills what is left.
+GRACE = 5.0
 
 
 class Pending:
-    """A verifier call started ahead: its sandbox is up and waits for ``run``. Whichever
-    of ``run`` and ``cancel`` comes first ends it; every process of it is killed then."""
+    """A verifier call started ahead: its sandbox is up and waits for ``run``. ``cancel``
+    ends it without running; ``close`` waits for it to be gone. Either kills every
+    process of it that is left."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> None:
         self.timeout = timeout
         self.argv = argv
         self.problem: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self.read = self.go = -1
+        self.read = -1
         read, write = os.pipe()
-        go_read, self.go = os.pipe()
+        self.status, theirs = socket.socketpair()
+        # ready before the go-ahead: after it, the verifier is what the call waits for
+        self.sel = selectors.DefaultSelector()
         try:
-            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=go_read, stdout=write,
-                                         stderr=write, start_new_session=True)
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=theirs.fileno(),
+                                         stdout=write, stderr=write, start_new_session=True)
             self.read = read
+            os.set_blocking(read, False)
+            self.status.setblocking(False)
+            self.sel.register(read, selectors.EVENT_READ)
+            self.sel.register(self.status, selectors.EVENT_READ)
         except OSError as exc:
             os.close(read)
             self.problem = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
         finally:
             os.close(write)
-            os.close(go_read)
+            theirs.close()
+
+    def __enter__(self) -> Pending:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def run(self) -> Outcome:
-        """Let the verifier go; its outcome once it exits or its timeout passes."""
+        """Let the verifier go; its outcome once it exits or its timeout passes. The
+        sandbox is left up until ``release`` or ``close`` (killed at once on a timeout)."""
         started = time.monotonic()
         if self.proc is None or self.read < 0:
             self.cancel()
             return Outcome(None, self.problem or "cancelled before it ran", False, 0)
         with suppress(OSError):
-            os.write(self.go, b"go\n")
-        self._close_go()
+            self.status.send(b"go\n")
         tail: deque[bytes] = deque()
-        os.set_blocking(self.read, False)
-        sel = selectors.DefaultSelector()
-        sel.register(self.read, selectors.EVENT_READ)
-        timed_out = True  # until _pump says otherwise: an exception kills it all too
+        kept = [0]
+        sel = self.sel
+        timed_out = True  # until a status or an exit says otherwise
+        code: int | None = None
         try:
-            timed_out = _pump(self.proc, sel, self.read, started + self.timeout, tail, [0])
+            reported, code = _await_status(self.status, sel, self.read,
+                                           started + self.timeout, tail, kept)
+            if reported and code is None:  # it ended without one (bwrap could not set up)
+                timed_out = _pump(self.proc, sel, self.read, started + self.timeout, tail,
+                                  kept)
+            else:
+                timed_out = not reported
         finally:
-            sel.close()
-            self._end(beneath=timed_out)
-        code = None if timed_out else self.proc.returncode
+            if code is None:
+                self._end(beneath=timed_out)
+        if code is None and not timed_out:
+            code = self.proc.returncode
         text = b"".join(tail)[-TAIL_BYTES:].decode("utf-8", "replace")
         return Outcome(code, text, timed_out, int((time.monotonic() - started) * 1000))
 
     def cancel(self) -> None:
         """End it without running the verifier (its trial ended first)."""
-        self._close_go()
         self._end(beneath=True)
 
-    def _close_go(self) -> None:
-        if self.go >= 0:
-            os.close(self.go)
-            self.go = -1
+    def release(self) -> None:
+        """Let the sandbox end now that its outcome is read (``run`` leaves it waiting for
+        this, so that its ending is not in the way of the caller reading the outcome):
+        the kernel kills what the verifier left behind as it does. Does not wait."""
+        with suppress(OSError):
+            self.status.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        """Release it, wait (at most ``GRACE`` seconds) for it to end by itself, then end
+        it."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.release()
+            _wait_exit(self.proc.pid, GRACE)
+        self._end(beneath=True)
 
     def _end(self, beneath: bool) -> None:
         # Not reaped until here: its pid, which is its group's id, cannot be reused
         # before the group is killed.
+        self.sel.close()
+        self.status.close()
         if self.proc is not None and self.proc.returncode is None:
             _kill(self.proc.pid, beneath=beneath and not _exited(self.proc.pid))
             self.proc.wait()
@@ -250,8 +293,55 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None) -> Pending:
 
 
 def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
-    """Run ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``) now."""
-    return prepare(call, mounts, bwrap).run()
+    """Run ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``) now, to its end."""
+    with prepare(call, mounts, bwrap) as pending:
+        return pending.run()
+
+
+def _await_status(status: socket.socket, sel: selectors.BaseSelector, fd: int,
+                  deadline: float, tail: deque[bytes],
+                  kept: list[int]) -> tuple[bool, int | None]:
+    """Read output into ``tail`` until the waiter reports the verifier's exit status:
+    ``(True, status)``, with the output that is there drained. ``(True, None)`` when the
+    status socket closed without one, ``(False, None)`` when the deadline passed."""
+    got = b""
+    while (left := deadline - time.monotonic()) > 0:
+        for key, _ in sel.select(left):
+            if key.fileobj is not status:
+                if not _read(fd, tail, kept):
+                    sel.unregister(fd)
+                continue
+            try:
+                chunk = status.recv(64)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            got += chunk
+            if chunk and not got.endswith(b"\n"):
+                continue
+            sel.unregister(status)
+            if not chunk or not got.strip().isdigit():
+                return True, None
+            while _read(fd, tail, kept, drain=True):
+                pass
+            return True, int(got)
+    return False, None
+
+
+def _wait_exit(pid: int, timeout: float) -> None:
+    """Wait at most ``timeout`` seconds for child ``pid`` to exit, without reaping it."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:  # a kernel before 5.3
+        deadline = time.monotonic() + timeout
+        while not _exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return
+    try:
+        select.select([handle], [], [], timeout)
+    finally:
+        os.close(handle)
 
 
 def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
