@@ -213,6 +213,25 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
     assert run_cli("run", "--no-note", cwd=repo.path).code == 1
 
 
+def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
+        repo: Repo, judge: FakeJudge) -> None:
+    _setup(repo, judge)
+    a = repo.commit({"evals/cases/polite.yaml": CASE.replace("trials: 2", "trials: 20")})
+    _answer(judge, "PASS")
+    assert run_cli("run", "--jobs", "4", cwd=repo.path, timeout=300).code == 0
+    repo.commit({"notes.txt": "B\n"})
+    _answer(judge, "FAIL")  # every trial of B fails the judge, which is advisory
+    r = run_cli("run", "--against", a, "--format", "json", "--jobs", "4", cwd=repo.path,
+                timeout=300)
+    assert r.code == 0, r.err
+    (scenario,) = json.loads(r.out)["cases"][0]["scenarios"]
+    looks = scenario["sequential"]["looks"]
+    assert looks and all(lk["passes"] == lk["trials"] for lk in looks), looks
+    assert scenario["sequential"]["stopped"] != "regressed"
+    assert scenario["verdict"]["verdict"] == "pass"
+    assert all(t["assertions"][1]["advisory"] for t in scenario["results"])
+
+
 def test_show_states_calibration_na_when_no_grader_asks_the_judge(
         repo: Repo, judge: FakeJudge) -> None:
     _setup(repo, judge, graders={"q": "def tone(t, case, run):\n    return True\n"})

@@ -414,6 +414,22 @@ def _calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
     return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
 
 
+def _advisory(tree: RevisionTree, the_plan: Plan, at: float) -> frozenset[str]:
+    """The plan's judge graders that are advisory at ``at`` (the run's start, as
+    ``_calibrated`` decides): a sequential run's looks do not count their failures."""
+    from datetime import UTC, datetime
+
+    from gitevals.calibration.tree import statuses
+    from gitevals.run.artifact import grader_calls
+    from gitevals.run.scoring import expect_of
+
+    names = {name for c in the_plan.cases for s in c.scenarios
+             for _, name in grader_calls(expect_of(s))}
+    now = datetime.fromtimestamp(at, UTC)
+    return frozenset(n for n, st in statuses(tree, the_plan.settings, names, now).items()
+                     if st.advisory)
+
+
 def _preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None = None) -> None:
     """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
     from gitevals.run import preflight
@@ -529,7 +545,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                 else:
                     from gitevals.run.sequential import run_rounds
 
-                    run_rounds(execution, rounds, report)
+                    run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
             if goldens is not None and not execution.stop.is_set():
                 with progress("goldens", len(goldens.plan.items), unit="items") as sent:
                     goldens.run(lambda done, bad: sent(done, bad))

@@ -303,8 +303,10 @@ def advisory_graders(run: Run) -> frozenset[str]:
                      if c.get("status") == "advisory")
 
 
-def _rescore_trials(expect: list[JSONObject], results: list[Trial],
-                    advisory: frozenset[str] = frozenset()) -> list[Trial]:
+def rescore_trials(expect: list[JSONObject], results: list[Trial],
+                   advisory: frozenset[str] = frozenset()) -> list[Trial]:
+    """``results`` with outcomes and ``passed`` recomputed under ``expect``, the failures
+    of the ``advisory`` graders shown but not counted."""
     steps = _steps(expect)
     out = []
     for r in results:
@@ -379,7 +381,7 @@ def rescore(run: Run) -> Run:
             continue
         scenarios = []
         for s in c["scenarios"]:
-            results = _rescore_trials(s["expect"], s["results"], advisory)
+            results = rescore_trials(s["expect"], s["results"], advisory)
             scored: ScenarioRun = {**s, "results": results, "verdict": verdict(results)}
             scenarios.append(scored)
         case: CaseRun = {**c, "scenarios": scenarios}

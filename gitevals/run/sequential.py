@@ -124,10 +124,14 @@ def bases_of(run: Run) -> dict[Key, tuple[int, int]]:
             for case, s in scenarios(run)}
 
 
-def run_rounds(execution: Execution, rounds: Rounds,
-               progress: Progress | None = None) -> None:
+def run_rounds(execution: Execution, rounds: Rounds, progress: Progress | None = None,
+               advisory: frozenset[str] = frozenset()) -> None:
     """Run ``execution``'s plan round by round as ``rounds`` allows; stops when every
-    scenario is settled, or at once when interrupted (what finished is kept)."""
+    scenario is settled, or at once when interrupted (what finished is kept). A look
+    counts trials as the run's verdicts will: the failures of the ``advisory`` judge
+    graders (not calibrated) do not fail a trial."""
+    from gitevals.run.scoring import expect_of, rescore_trials
+
     cases = execution.plan.cases
 
     def wants(case: Case, s: Scenario, trial: int) -> bool:
@@ -150,8 +154,10 @@ def run_rounds(execution: Execution, rounds: Rounds,
             for ci, case in enumerate(cases):
                 for si, s in enumerate(case.scenarios):
                     got = execution.results.get((ci, si), {})
-                    passed = [got[t]["passed"] for t in sorted(got)]
-                    rounds.look((case.name, s.id), passed)
+                    trials = [got[t] for t in sorted(got)]
+                    if advisory:
+                        trials = rescore_trials(expect_of(s), trials, advisory)
+                    rounds.look((case.name, s.id), [t["passed"] for t in trials])
     finally:
         execution.graders.close()
 
