@@ -384,3 +384,31 @@ def test_a_task_trial_runs_on_the_cluster_in_bubblewrap(cluster: LocalCluster,
         assert [i["reward"] for i in t["task"]["iterations"]] == [0.4, 1.0]
     assert "placement" not in trials[0]
     assert trials[1]["placement"]["attempts"] == 1 and trials[1]["placement"]["node"]
+
+
+def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCluster,
+                                                                repo: Repo) -> None:
+    """``run --against`` on Ray: the driver decides each round and every node runs only
+    the scenarios still going, so the looks and trials are the local run's."""
+    from tests.test_sequential import CASE, HARNESS, SETTINGS
+
+    files = {"harness.py": HARNESS, "pyproject.toml": SETTINGS, "evals/cases/geo.yaml": CASE}
+    a = repo.commit({**files, "rates.json": json.dumps(
+        {"stable": 1.0, "dropped": 1.0, "uncertain": 0.7})}, "A")
+    assert run_cli("run", "--jobs", "8", cwd=repo.path, timeout=300).code == 1
+    repo.commit({"rates.json": json.dumps(
+        {"stable": 1.0, "dropped": 0.3, "uncertain": 0.6})}, "B")
+    runs = []
+    for extra in ([], ["--ray-address", cluster.address]):
+        r = run_cli("run", "--no-note", "--against", a, "--format", "json", "--jobs", "8",
+                    *extra, cwd=repo.path, timeout=300, env=_ray_env(cluster, repo.path))
+        assert r.code == 1, r.err  # B has failing trials
+        runs.append(json.loads(r.out))
+    local, on_ray = ({s["id"]: (len(s["results"]), s["sequential"])
+                      for s in run["cases"][0]["scenarios"]} for run in runs)
+    assert on_ray == local
+    assert on_ray["dropped"][1]["stopped"] == "regressed" and on_ray["dropped"][0] == 8
+    assert on_ray["stable"][1]["stopped"] == "ruled_out"
+    assert all("placement" in t for s in runs[1]["cases"][0]["scenarios"]
+               for t in s["results"])
+    assert runs[1]["sequential"]["against"] == a

@@ -290,10 +290,6 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     jobs = args.jobs or runner.DEFAULT_JOBS
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
-    if cluster is not None and rounds is not None:
-        cluster.close()
-        raise UsageError("--against runs in rounds on this machine: drop --executor ray "
-                         "(or --ray-address) for a sequential run")
     try:
         artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
                             target_env, rounds, bwrap, cluster, args.graders_on_workers,

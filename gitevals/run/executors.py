@@ -131,6 +131,9 @@ class CaseConversation:
     ci: int
     trial: int
     resources: Resources | None = None
+    #: the scenarios (indices) this conversation runs, as the driver's ``Execution.wants``
+    #: decided them (a sequential run narrows them round by round)
+    scenarios: frozenset[int] | None = None
 
     def __call__(self, ctx: Context) -> list[_Done]:
         from gitevals.run.runner import grade
@@ -138,7 +141,7 @@ class CaseConversation:
 
         execution = worker_execution(ctx)
         case = execution.plan.cases[self.ci]
-        done = execution._converse(case, self.trial)
+        done = execution._converse(case, self.trial, self.scenarios)
         if ctx.shared.graders_on_workers:
             for d in done:
                 s = case.scenarios[d.scenario]

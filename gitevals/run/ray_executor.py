@@ -216,7 +216,10 @@ class RayExecutor:
     def converse(self, execution: Execution, ci: int, trial: int) -> Placed:
         from gitevals.run.executors import CaseConversation
 
-        done, placement = self.submit(CaseConversation(ci, trial))
+        case = execution.plan.cases[ci]
+        wanted = frozenset(i for i, s in enumerate(case.scenarios)
+                           if execution.wants(case, s, trial))
+        done, placement = self.submit(CaseConversation(ci, trial, scenarios=wanted))
         if self._stop.is_set():
             return Placed([])
         if done is None:
@@ -376,10 +379,9 @@ def _lost(execution: Execution, ci: int, trial: int, placement: Placement) -> li
 
     why = _lost_why(placement)
     error: ErrorRecord = {"kind": "node_lost", "message": why}
-    plan = execution.plan
-    case = plan.cases[ci]
+    case = execution.plan.cases[ci]
     return [_Done(i, transcript([], 0), error) for i, s in enumerate(case.scenarios)
-            if plan.trials_of(s) > trial]
+            if execution.wants(case, s, trial)]
 
 
 # --- the worker side ------------------------------------------------------------------

@@ -277,14 +277,16 @@ class Execution:
         self.registry.kill_all()
         self.executor.interrupt()
 
-    def _converse(self, case: Case, trial: int) -> list[_Done]:
-        """Conversation ``trial`` of ``case``: its scenarios in order on one target process."""
+    def _converse(self, case: Case, trial: int,
+                  only: frozenset[int] | None = None) -> list[_Done]:
+        """Conversation ``trial`` of ``case``: its scenarios in order on one target process
+        (those ``wants`` runs, or the indices ``only`` when the driver decided them)."""
         done: list[_Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
         with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                           python_target=self.python_target) as conv:
             for index, s in enumerate(case.scenarios):
-                if not self.wants(case, s, trial):
+                if index not in only if only is not None else not self.wants(case, s, trial):
                     continue  # this scenario sits out the later conversations
                 if self.stop.is_set():
                     return []
