@@ -279,6 +279,29 @@ def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
     assert trial["task"]["state"] == "needs_revision" and trial["passed"] is False
 
 
+def test_score_rules_adds_a_task_only_the_rules_have_as_not_run(repo: Repo) -> None:
+    _task(repo, "1.0\n", toml="max_iterations = 1\n")
+    assert run_cli("run", cwd=repo.path).code == 0
+    stored = sorted((repo.path / "evals" / "results").glob("*.json"))[-1]
+    later = _task(repo, "1.0\n", name="more")
+    out = stored.parent.parent / "rescored.json"
+    res = run_cli("score", str(stored), "--rules", later, "--out", str(out), cwd=repo.path)
+    assert res.code == 0, res.err
+    entries = {c["name"]: c for c in load_artifact(out)["cases"]}
+    assert list(entries) == ["fix", "more"]
+    (added,) = entries["more"]["scenarios"]
+    assert added["rules"] == "added" and added["results"] == []
+    assert entries["more"]["task"]["max_iterations"] == 3
+    assert entries["fix"]["scenarios"][0]["rules"] == "applied"
+    assert "only in the rules: not run" in res.out
+    # a run of one named task is not a run of every task: nothing is added
+    assert run_cli("run", "fix", cwd=repo.path).code == 0
+    named = sorted((repo.path / "evals" / "results").glob("*.json"), key=os.path.getmtime)[-1]
+    res = run_cli("score", str(named), "--rules", later, "--out", str(out), cwd=repo.path)
+    assert res.code == 0, res.err
+    assert [c["name"] for c in load_artifact(out)["cases"]] == ["fix"]
+
+
 def test_diff_sees_a_task_regress(repo: Repo) -> None:
     _task(repo, "1.0\n", toml="max_iterations = 1\n")
     assert run_cli("run", "--trials", "6", "-j", "6", cwd=repo.path).code == 0

@@ -101,16 +101,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _task_rules(run: Run, rev: str) -> Run:
     """``run`` with each task judged by the definition of its task at ``rev`` (its
-    ``pass_threshold`` and ``max_iterations``): stored rewards, nothing runs."""
-    if not any("task" in c for c in run["cases"]):
+    ``pass_threshold`` and ``max_iterations``): stored rewards, nothing runs. A task only
+    ``rev`` has is added, not run, when the run selected everything (as a case is)."""
+    everything = not run["options"]["cases"] and not _goldens_only(run)
+    if not everything and not any("task" in c for c in run["cases"]):
         return run
     from gitevals.git.tree import RevisionTree, require_repo
-    from gitevals.run.tasks import with_rules
+    from gitevals.run.tasks import added, with_rules
     from gitevals.settings import load_settings
     from gitevals.tasks.load import load_tasks
 
     tree = RevisionTree(require_repo(), rev)
-    names = [c["name"] for c in run["cases"] if "task" in c]
+    names = [] if everything else [c["name"] for c in run["cases"] if "task" in c]
     loaded, findings, _ = load_tasks(tree, load_settings(tree)[0], names)
     bad = next((f for f in findings if f.severity == "error"), None)
     if bad is not None:
@@ -119,9 +121,14 @@ def _task_rules(run: Run, rev: str) -> Run:
         raise UsageError(f"{bad} (at {tree.label}); fix it there or pick another --rules "
                          "revision")
     tasks = {t.name: t for t in loaded}
-    out: Run = {**run, "cases": [with_rules(c, tasks.get(c["name"])) if "task" in c else c
-                                 for c in run["cases"]]}
+    cases = [with_rules(c, tasks.get(c["name"])) if "task" in c else c for c in run["cases"]]
+    seen = {c["name"] for c in run["cases"]}
+    new = [added(t) for name, t in tasks.items() if name not in seen]
+    out: Run = {**run, "cases": sorted([*cases, *new], key=lambda c: c["name"]) if new
+                else cases}
     return out
+
+
 def _goldens_only(run: Run) -> bool:
     """A run of the goldens alone: its rules are the goldens mapping, no case file."""
     return not run["cases"] and "goldens" in run

@@ -398,6 +398,14 @@ def with_rules(case: CaseRun, task: Task | None) -> CaseRun:
     return out
 
 
+def added(task: Task) -> CaseRun:
+    """The entry of a task only the rules' revision has: not run (``score --rules``)."""
+    entry = case_run(task, 1, [], "none")
+    scenarios: list[ScenarioRun] = [{**s, "rules": "added"} for s in entry["scenarios"]]
+    out: CaseRun = {**entry, "scenarios": scenarios}
+    return out
+
+
 def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> CaseRun:
     """The run's entry for ``task``: one scenario, its trials in order."""
     from gitevals.run.scoring import verdict
