@@ -412,3 +412,30 @@ def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCl
     assert all("placement" in t for s in runs[1]["cases"][0]["scenarios"]
                for t in s["results"])
     assert runs[1]["sequential"]["against"] == a
+
+
+def test_a_node_that_joins_during_a_run_takes_work(cluster: LocalCluster, repo: Repo,
+                                                   tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    # 200 conversations of 0.4 s, 4 at a time: the run outlasts a node's start
+    _slow_repo(repo, marks, trials=200, delay=0.2)
+    proc = _popen_run(repo.path, "--format", "json", "--jobs", "4", "--ray-address",
+                      cluster.address,
+                      env={**_ray_env(cluster, repo.path), "GITEVALS_RAY_WATCH": "0.5"})
+    try:
+        assert _wait(lambda: bool(_marks(marks)), 120), "the run never started a target"
+        joined = cluster.add_worker()  # after the run started: unknown to it at its start
+        on_joined = _wait(lambda: any(str(joined.cache) in cwd for _, cwd in _marks(marks)),
+                          120)
+        assert on_joined, proc.stderr.read() if proc.poll() is not None else "no work there"
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    run = json.loads(out)
+    results = run["cases"][0]["scenarios"][0]["results"]
+    assert sorted(r["trial"] for r in results) == list(range(200))
+    assert all(r["passed"] for r in results)
+    used = {r["placement"]["node"] for r in results}
+    assert used == set(run["executor"]["nodes"]) and len(used) >= 3

@@ -19,6 +19,8 @@ The plan is made on the driver as for every run; then:
 - a node that dies under a conversation: the conversation is started again on a live
   node, up to ``ATTEMPTS`` attempts in all (recorded in the trial's ``placement``),
   then recorded as an infrastructure error (``node_lost``), never dropped;
+- a node that joins the cluster during the run gets a host and the tree within
+  ``WATCH_EVERY`` seconds and takes work from then on;
 - an interrupt stops the run's targets on every host and cancels what is queued; the
   end of a run (interrupted or not) removes its copies of the tree.
 
@@ -60,6 +62,10 @@ CONNECT_TIMEOUT = 5.0
 IDLE_EXIT = float(os.environ.get("GITEVALS_RAY_HOST_IDLE", "600"))
 #: Conversation threads of a host, for all the runs it serves at once (--jobs each).
 HOST_THREADS = 512
+#: How often a run looks for nodes that joined the cluster after it started (seconds).
+WATCH_EVERY = float(os.environ.get("GITEVALS_RAY_WATCH", "2"))
+#: How long a node that joined during the run may take to start its host (seconds).
+JOIN_TIMEOUT = 60.0
 _MIB = 1024 * 1024
 
 
@@ -129,6 +135,8 @@ class RayExecutor:
         self._run = os.urandom(4).hex()
         self._stdout = sys.stdout
         self._joining: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._ended = threading.Event()  # the run is over: no more hosts to start
         self._failed: UsageError | None = None
 
     def connect(self) -> None:
@@ -175,19 +183,48 @@ class RayExecutor:
         ray = self.ray
         tree_ref, shared_ref = ray.put(pack_tree(tree_dir)), ray.put(shared)
         self._tree = (tree_sha, tree_ref, shared_ref)
-        loading = [(h, h.actor.load.remote(self._run, tree_ref, tree_sha, shared_ref))
-                   for h in self._hosts]
-        # A node that cannot start a host (or unpack the tree) is left out of the run.
+        self._load(self._hosts)
+        if not any(h.alive for h in self._hosts):
+            raise UsageError("no node of the Ray cluster could start a gitevals host: is "
+                             "the same gitevals installed on every node? (docs/run.md)")
+        self._watcher = threading.Thread(target=self._watch, name="gitevals-ray-watch",
+                                         daemon=True)
+        self._watcher.start()
+
+    def _load(self, hosts: list[_Host], timeout: float | None = None) -> None:
+        """Give each of ``hosts`` the run's tree and plan; a node that cannot start a host
+        (or unpack the tree, within ``timeout`` seconds) is left out of the run."""
+        ray = self.ray
+        sha, tree_ref, shared_ref = self._tree
+        loading = [(h, h.actor.load.remote(self._run, tree_ref, sha, shared_ref))
+                   for h in hosts]
         for h, ref in loading:
             try:
-                ray.get(ref)
+                ray.get(ref, timeout=timeout)
             except ray.exceptions.RayActorError:
                 self._reload(h)  # found as it exited idle: a new one, once
             except ray.exceptions.RayError:
                 h.alive = False
-        if not any(h.alive for h in self._hosts):
-            raise UsageError("no node of the Ray cluster could start a gitevals host: is "
-                             "the same gitevals installed on every node? (docs/run.md)")
+
+    def _watch(self) -> None:
+        """Every ``WATCH_EVERY`` seconds until the run ends: a node that joined the cluster
+        since gets a host and the tree, and takes work from then on."""
+        while not self._ended.wait(WATCH_EVERY) and not self._stop.is_set():
+            try:
+                alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+            except Exception:  # the head is busy or going: look again later
+                continue
+            with self._lock:
+                new = sorted(alive - {h.node for h in self._hosts})
+            if not new:
+                continue
+            try:
+                hosts = [self._host(node) for node in new]
+            except Exception:  # the node went again: look again later
+                continue
+            self._load(hosts, timeout=JOIN_TIMEOUT)
+            with self._lock:
+                self._hosts += hosts
 
     def _reload(self, host: _Host) -> None:
         ray = self.ray
@@ -332,6 +369,9 @@ class RayExecutor:
         """Stop the hosts (their targets killed, work copies removed) and leave the cluster."""
         if self._joining is not None:
             self._joining.join()
+        self._ended.set()
+        if self._watcher is not None:
+            self._watcher.join()
         ray = self.ray
         if ray is None:
             sys.stdout = self._stdout
