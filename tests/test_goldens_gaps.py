@@ -68,6 +68,36 @@ def test_baseline_and_gate_take_the_run_of_goldens_alone(repo: Repo) -> None:
             if line.endswith("  unchanged")] == ["format", "tone"]
 
 
+TASK_AND_GOLDENS_HARNESS = """\
+import json, os, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "workspace" in msg:  # a task's trial: the verifier reads answer.txt as the reward
+        with open(os.path.join(msg["workspace"], "answer.txt"), "w") as f:
+            f.write("1.0\\n")
+    print(json.dumps({"final_answer": "answer: " + msg["text"], "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+
+
+def test_a_tree_with_a_task_and_goldens_runs_both(repo: Repo) -> None:
+    task = "evals/tasks/fix"
+    setup(repo, extra={
+        "harness.py": TASK_AND_GOLDENS_HARNESS, f"{task}/task.toml": "max_iterations = 1\n",
+        f"{task}/instruction.md": "Write the answer.\n",
+        f"{task}/tests/test.sh": 'cat answer.txt > "$GITEVALS_LOGS/reward.txt"\n',
+        f"{task}/environment/plan.txt": "1.0\n"})
+    repo.remove("evals/cases/basics.yaml")
+    repo.commit(msg="a task, no case")
+    res = run_cli("run", "--no-sandbox", "--no-note", cwd=repo.path)
+    assert res.code == 1, res.err  # the task passes; f3 and t2 do not
+    assert ALONE not in res.err
+    (artifact,) = artifacts(repo)
+    assert [(c["name"], c["scenarios"][0]["verdict"]["verdict"]) for c in artifact["cases"]] \
+        == [("fix", "pass")]
+    assert rates(artifact) == {"bucket:format": (3, 4), "bucket:tone": (1, 2)}
+
+
 def test_neither_cases_nor_mapped_goldens_keeps_the_error_and_names_the_mapping(
         repo: Repo) -> None:
     setup(repo, settings=SETTINGS.split("[tool.gitevals.goldens]")[0])
