@@ -273,8 +273,11 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     refused = _refused(the_plan)
     bwrap = _sandbox(the_plan, args.no_sandbox)
     sendable = _sendable(suite)
-    if args.goldens_only and sendable is None:
+    if runner.empty(the_plan) and sendable is None:  # --goldens-only, or no case to run
         return 1
+    if sendable is not None and (args.trials or 1) > 1:
+        print(f"gitevals: --trials {args.trials} is for cases and tasks: each golden is sent "
+              "once, as its baseline was measured (docs/goldens.md)", file=sys.stderr)
     if not the_plan.cases and not the_plan.tasks and sendable is None:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
@@ -337,7 +340,13 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError(f"{bad[0]}")
         the_plan = runner.Plan(settings, (), (), (), {}, args.trials)
     else:
-        the_plan = runner.plan(tree, args.cases, args.trials)
+        the_plan = runner.plan(tree, args.cases, args.trials,
+                               goldens_alone=args.draft is None)
+        if runner.empty(the_plan):
+            root = the_plan.settings.root
+            print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
+                  f"{tree.label}: sending the goldens alone, as --goldens-only does",
+                  file=sys.stderr)
     wanted = _wants_goldens(args, the_plan.settings)
     return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
 

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default="text", help="output format (default: text)")
     parser.add_argument("--trial", metavar="CASE/SCENARIO[/N]",
                         help="print one trial as a conversation: turns, tool calls, hooks, "
-                             "assertions, grader answers (N: the first failing trial, else 0)")
+                             "assertions, grader answers (N: the first failing trial, else 0); "
+                             "goldens/ID a golden's, drift:NAME/ID a drift row's")
     parser.add_argument("--all", action="store_true", dest="all_runs",
                         help="list every run kept for the revision (results/ and its git "
                              "note), newest first, marking the one show and diff read")
@@ -126,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
 def _show_trial(artifact: Run, spec: str, fmt: str) -> int:
     from gitevals.report import trial
 
+    item = trial.pick_golden(artifact, spec)
+    if item is not None:
+        doc = trial.golden_document(artifact, item)
+        _write(trial.as_json(doc) if fmt == "json" else trial.render_text(doc))
+        return 0 if item["passed"] else 1
     case, scenario, chosen = trial.pick(artifact, spec)
     doc = trial.document(artifact, case, scenario, chosen)
     _write(trial.as_json(doc) if fmt == "json" else trial.render_text(doc))

@@ -1,4 +1,5 @@
-"""One trial read as a conversation: ``gitevals show --trial CASE/SCENARIO[/N]``.
+"""One trial read as a conversation: ``gitevals show --trial CASE/SCENARIO[/N]``, or a
+golden's (``goldens/ID``, a drift row's ``drift:NAME/ID``).
 
 ``pick`` finds the trial in a run, ``document`` gathers everything about it as JSON data
 (what ``--format json`` prints), ``render_text`` writes that same document for a reader:
@@ -22,6 +23,7 @@ from gitevals.run.artifact import trial_usage
 if TYPE_CHECKING:
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
+    from gitevals.suite.results import SuiteItem
 
 #: Characters of one value shown before it is folded (``--format json`` has all of it).
 LIMIT = 500
@@ -37,14 +39,58 @@ def pick(run: Run, spec: str) -> tuple[CaseRun, ScenarioRun, Trial]:
     cases = {c["name"]: c for c in run["cases"]}
     case = cases.get(case_name)
     if case is None:
+        goldens = ", or goldens/ID for a golden" if run.get("goldens") else ""
         raise UsageError(f"--trial {visible(spec)}: no case {visible(case_name)!r} in this "
-                         f"run; it has {_names(cases)} (give CASE/SCENARIO[/N])")
+                         f"run; {_closest(case_name, cases)} (give CASE/SCENARIO[/N]{goldens})")
     found = {s["id"]: s for s in case["scenarios"]}
     scenario = found.get(scenario_id)
     if scenario is None:
         raise UsageError(f"--trial {visible(spec)}: no scenario {visible(scenario_id)!r} in "
                          f"case {visible(case_name)!r}; it has {_names(found)}")
     return case, scenario, _trial(scenario, n, spec)
+
+
+def pick_golden(run: Run, spec: str) -> SuiteItem | None:
+    """The golden ``goldens/ID`` (or drift row ``drift:NAME/ID``) of ``run``: the case and
+    scenario its target was sent; a trailing ``/0`` names its one trial. None when
+    ``spec`` addresses a case (the run has none of those items, or a case of that name).
+    ``UsageError`` for an id the run does not hold, with the closest ids it does."""
+    from gitevals.errors import UsageError
+    from gitevals.suite.results import case_of
+
+    part = run.get("goldens")
+    name, _, rest = spec.partition("/")
+    items = [it for it in (part["items"] if part is not None else ())
+             if case_of(it["kind"], it["slice"]) == name]
+    if not items:
+        return None
+    if any(c["name"] == name for c in run["cases"]):
+        raise UsageError(f"--trial {visible(spec)}: {visible(name)!r} names both a case of "
+                         "this run and its goldens; rename the case file to show either")
+    by_id: dict[str, list[SuiteItem]] = {}
+    for it in items:
+        by_id.setdefault(it["id"], []).append(it)
+    found = by_id.get(rest) or (by_id.get(rest[:-2]) if rest.endswith("/0") else None)
+    if found is None:
+        what = "golden" if name == "goldens" else f"row of {visible(name)}"
+        raise UsageError(f"--trial {visible(spec)}: no {what} with id {visible(rest)!r} in "
+                         f"this run; {_closest(rest, by_id)} (give {visible(name)}/ID)")
+    if len(found) > 1:
+        lines = ", ".join(str(it["line"]) for it in found)
+        raise UsageError(f"--trial {visible(spec)}: {len(found)} rows of {visible(name)} have "
+                         f"id {visible(rest)!r} ({visible(found[0]['path'])} lines {lines}); "
+                         "give each row its own id to show one")
+    return found[0]
+
+
+def _closest(given: str, ids: Mapping[str, object]) -> str:
+    """``did you mean 'f3'?`` when an id is close to ``given``, else the ids it has."""
+    import difflib
+
+    close = difflib.get_close_matches(given, list(ids), n=3)
+    if close:
+        return "did you mean " + " or ".join(repr(visible(c)) for c in close) + "?"
+    return f"it has {_names(ids)}"
 
 
 def _trial(scenario: ScenarioRun, n: str, spec: str) -> Trial:
@@ -99,6 +145,36 @@ def document(run: Run, case: CaseRun, scenario: ScenarioRun, trial: Trial) -> JS
     return doc
 
 
+def golden_document(run: Run, item: SuiteItem) -> JSONObject:
+    """Everything about one golden's (or drift row's) trial as JSON data: the row it
+    asked, the conversation, the grader's answer and its outcome (``--format json``)."""
+    from gitevals.suite.results import case_of
+    from gitevals.suite.rows import turns
+
+    t = item["transcript"]
+    users = turns(item["row"]) or ()
+    conversation: list[JSON] = [{"user": user, "reply": reply}
+                                for user, reply in zip_longest(users, t["turns"])]
+    return {
+        "run_id": run["run_id"], "commit": run["commit"], "rev": run["rev"],
+        "case": case_of(item["kind"], item["slice"]), "scenario": item["id"],
+        "kind": item["kind"], "slice": item["slice"], "path": item["path"],
+        "line": item["line"], "grader": item["grader"], "row": item["row"],
+        "trial": 0, "trials": 1, "passed": item["passed"], "error": _json(item["error"]),
+        "conversation": conversation, "final_answer": t["final_answer"],
+        "tool_calls": _json(t["tool_calls"]), "hooks": _json(t["hooks"]),
+        "target_error": t["error"], "outcome": _json(item["outcome"]),
+        "graders": [_json(item["answer"])] if item["answer"] is not None else [],
+        "duration_ms": t["duration_ms"],
+        "usage": _json(usage_json(trial_usage(_as_trial(item)))),
+    }
+
+
+def _as_trial(item: SuiteItem) -> Trial:
+    """What ``trial_usage`` reads of a trial (its transcript), for a golden's."""
+    return {"transcript": item["transcript"]}  # type: ignore[typeddict-item]
+
+
 def _json(value: object) -> JSON:
     """A typed record as the JSON value it already is (no copy)."""
     return value  # type: ignore[return-value]
@@ -128,17 +204,45 @@ def render_text(doc: JSONObject) -> str:
         lines.append(f"trial error: {_error(doc['error'])}")
     if isinstance(doc.get("task"), dict):
         lines += ["", *_iterations(doc["task"])]  # type: ignore[arg-type]
-    lines += ["", "assertions", *_assertions(doc), *_graders(doc), "", _footer(doc)]
+    if "row" in doc:  # a golden: what it asked, then its one grader's outcome
+        lines += ["", f"golden row: {_value(doc['row'])}", "", "outcome", *_outcome(doc)]
+    else:
+        lines += ["", "assertions", *_assertions(doc)]
+    lines += [*_graders(doc), "", _footer(doc)]
     return "\n".join(lines) + "\n"
 
 
 def _head(doc: JSONObject) -> list[str]:
+    if "row" in doc:
+        return _golden_head(doc)
     name = f"{doc['case']}/{doc['scenario']}/{doc['trial']}"
     outcome = "passed" if doc.get("passed") is True else "FAILED"
     return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
             f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
             f"({str(doc['commit'])[:12]}), {'task' if 'task' in doc else 'case file'} "
             f"{visible(doc['path'])}"]
+
+
+def _golden_head(doc: JSONObject) -> list[str]:
+    name = f"{doc['case']}/{doc['scenario']}"
+    outcome = "passed" if doc.get("passed") is True else "FAILED"
+    return [f"{visible(name)}: {outcome} ({_short(doc.get('kind'))} {_short(doc.get('slice'))}, "
+            f"grader {_short(doc.get('grader'))}; one trial)",
+            f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
+            f"({str(doc['commit'])[:12]}), {visible(doc['path'])}:{doc['line']}"]
+
+
+def _outcome(doc: JSONObject) -> list[str]:
+    """The golden's grader outcome, or the error that ended it before grading."""
+    outcome = doc.get("outcome")
+    if not isinstance(outcome, dict):
+        why = "lost to the trial error above" if doc.get("error") is not None else "not graded"
+        return [f"  FAIL  {why}"]
+    mark = "pass" if outcome.get("passed") is True else "FAIL"
+    out = [f"  {mark}  {_block(outcome.get('message'), '        ')}"]
+    if outcome.get("error") is not None:
+        out.append(f"        error {_error(outcome['error'])}")
+    return out
 
 
 def _turn(i: int, turn: JSONObject) -> list[str]:

@@ -159,8 +159,13 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
     return out
 
 
-def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
-    """Read settings and the selected cases of ``tree``; lint them; nothing runs."""
+def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
+         goldens_alone: bool = False) -> Plan:
+    """Read settings and the selected cases of ``tree``; lint them; nothing runs.
+
+    A tree with no case and no task is a usage error, unless ``goldens_alone`` and its
+    goldens are mapped to graders: then the plan is empty (``empty``), and the goldens
+    are what the run sends."""
     from gitevals.errors import UsageError
 
     settings, bad = load_settings(tree)
@@ -171,8 +176,10 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
 
     picked = tasks.select(tree, settings, available, names)
     if not available and not picked.tasks and not picked.blocked:
+        if goldens_alone and not names and settings.golden_graders:
+            return Plan(settings, (), (), (), {}, trials, (), picked.notes)
         raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: add a "
-                         f"<name>.yaml there (see `gitevals init`)")
+                         f"<name>.yaml there (see `gitevals init`){_goldens_hint(tree, settings)}")
     chosen = (available if picked.cases is None
               else select_cases(available, picked.cases) if picked.cases else {})
     findings = _lint(tree, list(chosen.values()))
@@ -196,6 +203,22 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None) -> Plan:
                          f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
                          "fewer cases at once")
     return the_plan
+
+
+def _goldens_hint(tree: Tree, settings: Settings) -> str:
+    """What else would make the tree runnable: mapping the buckets of its goldens."""
+    from gitevals.suite.plan import goldens_path
+
+    path = goldens_path(settings.root)
+    if settings.golden_graders or tree.blob_sha(path) is None:
+        return ""
+    return (f", or map the buckets of {path} to graders in [tool.gitevals.goldens] "
+            "graders to run the goldens alone")
+
+
+def empty(the_plan: Plan) -> bool:
+    """No case or task, not even a blocked one: a run of the goldens alone."""
+    return not the_plan.cases and not the_plan.tasks and not the_plan.blocked
 
 
 # --- execution --------------------------------------------------------------------------

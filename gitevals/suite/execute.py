@@ -28,7 +28,7 @@ from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
 from gitevals.suite.plan import Item, SuitePlan
-from gitevals.suite.results import Goldens, SuiteItem, decide, slices
+from gitevals.suite.results import Goldens, SuiteItem, case_of, decide, slices
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript
@@ -113,7 +113,7 @@ class SuiteExecution:
     def _converse(self, item: Item) -> tuple[list[JSONObject], ErrorRecord | None]:
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         replies: list[JSONObject] = []
-        case = "goldens" if item.kind == "bucket" else f"drift:{item.slice}"
+        case = case_of(item.kind, item.slice)
         try:
             with Conversation(self.argv, self.tree_dir, registry=self.registry,
                               python_target=self.python_target) as conv:

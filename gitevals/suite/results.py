@@ -63,6 +63,12 @@ def key(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
+def case_of(kind: str, slice_: str) -> str:
+    """The ``case`` a target is sent for an item: ``goldens`` for a golden of a bucket,
+    ``drift:<name>`` for a row of a drift slice (``show --trial`` reads it back)."""
+    return "goldens" if kind == "bucket" else f"drift:{slice_}"
+
+
 def decide(item: SuiteItem) -> SuiteItem:
     """``item`` with its outcome and ``passed`` from its stored answer (pure scoring)."""
     from gitevals.run.scoring import decide_grader
