@@ -298,6 +298,10 @@ class TaskTrials:
                 break
         error: ErrorRecord | None = None
         if problem is not None:
+            if self.bwrap is None and problem.startswith("the verifier wrote no "):
+                name = rewards.REWARD_FILES.get(task.verifier.reward_format, "reward.txt")
+                problem += (f"; with --no-sandbox there is no /logs/verifier: a verifier "
+                            f"writes \"$GITEVALS_LOGS/{name}\" instead (docs/tasks.md)")
             error = {"kind": "reward_unreadable",
                      "message": f"{problem} (after {attempt} verifier run"
                                 f"{'s' * (attempt != 1)}: a grading failure, not a verdict)"}
