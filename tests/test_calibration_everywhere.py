@@ -237,6 +237,27 @@ def _experiment(repo: Repo, commit: str) -> tuple[int, dict[str, Any]]:
     return res.code, json.loads(res.out)
 
 
+def test_the_experiment_text_report_says_which_judge_was_advisory_per_lane(
+        repo: Repo, judge: FakeJudge) -> None:
+    commit = _lanes(repo, judge)
+    _answer(judge, "FAIL")
+    res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
+                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", cwd=repo.path)
+    assert res.code == 1, res.out + res.err  # lane b's wrong answers still count
+    lines = res.out.splitlines()
+    assert [ln.split(" (")[0] for ln in lines if ": calibration: " in ln] == [
+        "lane a: calibration: q.tone advisory", "lane b: calibration: q.tone advisory"]
+    assert lines[-1].startswith("some samples failed; controls held")
+    rechecked = run_cli("experiment", "--recheck", _report_id(repo), "--format", "markdown",
+                        cwd=repo.path)
+    assert r"- lane a: calibration: q\.tone advisory (it is not calibrated" in rechecked.out
+
+
+def _report_id(repo: Repo) -> str:
+    [found] = (repo.path / "evals/results/experiments").glob("*.json")
+    return found.stem
+
+
 def _passes(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return {d["name"]: (d["pass_rate"]["passes"], d["pass_rate"]["trials"])
             for d in doc["lanes"]}
@@ -253,6 +274,7 @@ def test_an_advisory_judges_failures_do_not_count_in_experiment_lanes(
     [pair] = doc["comparisons"]
     assert (pair["a_passes"], pair["b_passes"]) == (4, 2)
     for lane in doc["lanes"]:
+        assert lane["judge_calibration"]["q.tone"]["code"] == "GE510"
         kept = json.loads((repo.path / lane["artifact"]).read_text())
         assert kept["judge_calibration"]["q.tone"]["code"] == "GE510"
         grader = kept["cases"][0]["scenarios"][0]["results"][0]["assertions"][1]
@@ -268,6 +290,8 @@ def test_a_calibrated_judges_failures_count_in_experiment_lanes(
     code, doc = _experiment(repo, commit)
     assert _passes(doc) == {"a": (0, 4), "b": (0, 4)}
     assert code == 1
+    [pair] = doc["comparisons"]
+    assert (pair["a_passes"], pair["b_passes"]) == (0, 0)
     for lane in doc["lanes"]:
         kept = json.loads((repo.path / lane["artifact"]).read_text())
         assert kept["judge_calibration"]["q.tone"]["status"] == "calibrated"
