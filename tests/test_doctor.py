@@ -81,14 +81,16 @@ def test_complete_with_deterministic_graders(repo: Repo) -> None:
     assert run_cli("doctor", cwd=repo.path).out.splitlines()[-1] == "Phase 0 complete"
 
 
-def test_a_judge_needs_its_calibration_record_and_is_never_imported(repo: Repo) -> None:
+def test_a_judge_needs_a_calibration_and_is_never_imported(repo: Repo) -> None:
     repo.commit(complete_tree(JUDGE_TONE))
     code, items, out = doctor(repo)
     assert code == 1 and items["judges"] == "missing"
     assert "tone.polite" in out and "evals/calibration/tone.polite.json" in out
+    # a record is not enough: it must calibrate the judge (test_calibration_everywhere)
     repo.commit({"evals/calibration/tone.polite.json": json.dumps({"grader": "tone.polite"})})
-    code, items, _ = doctor(repo)
-    assert code == 0 and items["judges"] == "ok"
+    code, items, out = doctor(repo)
+    assert code == 1 and items["judges"] == "missing"
+    assert "tone.polite advisory (its calibration record cannot be used" in out
 
 
 def test_only_committed_files_count(repo: Repo) -> None:

@@ -1,6 +1,7 @@
-"""A finished run, told which of its judge graders are calibrated: the statuses go into
-the artifact (``judge_calibration``) and the run is re-scored by them (``scoring.rescore``),
-so an advisory grader's failures are marked and never fail a trial or a verdict."""
+"""A finished run, told which of its judge graders are calibrated (those of its cases and
+of its goldens buckets): the statuses go into the artifact (``judge_calibration``) and the
+run is re-scored by them (``scoring.rescore``), so an advisory grader's failures are marked
+and never fail a trial or a verdict (nor, for a bucket, the goldens gate)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from gitevals.settings import Settings
 
 
 def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
-    """``run`` with the calibration of every grader it named that asks the judge (read
+    """``run`` with the calibration of every grader it named (in a case or for a goldens
+    bucket) that asks the judge (read
     from ``tree``, the revision it ran, at ``now``), re-scored by it."""
     from gitevals.run.scoring import rescore
 
     names = {name for _, s in scenarios(run) for _, name in grader_calls(s["expect"])}
+    part = run.get("goldens")
+    if part is not None:  # the goldens gate counts a bucket by its grader's calibration
+        names |= set(part["graders"].values())
     calibration: dict[str, GraderCalibration] = {
         name: {"status": st.state, "reason": st.reason, "code": st.code}
         for name, st in statuses(tree, settings, names, now).items() if st.state != "n/a"}

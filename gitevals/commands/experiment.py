@@ -186,9 +186,11 @@ def _new_id() -> str:
 def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree,
               the_plan: Plan, pins: Pins, names: list[str], args: argparse.Namespace
               ) -> LaneResult:
-    """Run one lane's share with the ordinary runner, keep its artifact, and read it back
-    from disk: the after-check reads the sample as kept, not the value in memory."""
-    from gitevals.commands.run import _execute, _sandbox
+    """Run one lane's share with the ordinary runner, score it by its judge graders'
+    calibration as ``run`` does (an advisory grader's failures are not counted in the
+    lane's rates), keep its artifact, and read it back from disk: the after-check reads
+    the sample as kept, not the value in memory."""
+    from gitevals.commands.run import _calibrated, _execute, _sandbox
     from gitevals.run import runner
     from gitevals.run.artifact import dumps
 
@@ -199,6 +201,7 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     bwrap = _sandbox(the_plan, no_sandbox=False)
     artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env,
                         bwrap=bwrap)
+    artifact = _calibrated(tree, the_plan, artifact)
     path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 

@@ -3,9 +3,10 @@
 ``build`` makes the JSON document ``gitevals experiment`` writes to
 ``<root>/results/experiments/<id>.json``: per lane the pass rate with its 95 % interval,
 the scenario verdicts, every measure's observed n, missing n, mean and population
-variance, and whether its controls held; per pair of lanes and scenario, the exact test
-``gitevals diff`` uses. ``render`` turns a document into text or Markdown; it decides
-nothing.
+variance, its judge graders' calibration (as its run recorded it: an advisory grader's
+failures were not counted), and whether its controls held; per pair of lanes and
+scenario, the exact test ``gitevals diff`` uses. ``render`` turns a document into text
+or Markdown; it decides nothing.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def _lane(lane: LaneResult) -> Doc:
                        "trials": s["verdict"]["trials"]} for c, s in scenarios(run)]
         if run else [],
         "metrics": {k: v.as_json() for k, v in lane_metrics(trials).items()},
+        # None: the lane did not run, or its run recorded no calibration
+        "judge_calibration": run.get("judge_calibration") if run else None,
         "controls": {"held": not problems, "problems": problems},
     }
 
@@ -213,6 +216,19 @@ def _problems(doc: Doc) -> list[str]:
             for p in d["controls"]["problems"]]
 
 
+def _calibration(doc: Doc) -> list[str]:
+    """``lane a: calibration: q.tone advisory (...)`` for each lane with a judge grader
+    (nothing when no lane's grader asks the judge: the usual experiment)."""
+    from gitevals.report.calibration import run_line
+
+    out = []
+    for d in doc["lanes"]:
+        line = run_line(d.get("judge_calibration")) if d.get("judge_calibration") else None
+        if line is not None:
+            out.append(f"lane {visible(d['name'])}: {line}")
+    return out
+
+
 Block = tuple[list[str], list[list[str]]] | str  # a table (head, rows) or a line
 
 
@@ -231,7 +247,7 @@ def _blocks(doc: Doc, tail: str) -> list[Block]:
     out += ["", f"pairwise ({doc['test']} exact test, beyond noise when p < {doc['alpha']:g}):"]
     out.append((["scenario", "lanes", "passes", "change", "p", ""], comp) if comp
                else "  no scenario differs between lanes")
-    out += ["", *_problems(doc), _verdict_line(doc) + tail]
+    out += ["", *_calibration(doc), *_problems(doc), _verdict_line(doc) + tail]
     return out
 
 
@@ -285,7 +301,8 @@ def render_markdown(doc: Doc) -> str:
     comp = _comparison_rows(doc)
     if comp:
         out += ["", *_md_table(["scenario", "lanes", "passes", "change", "p", ""], comp)]
-    out += ["", *(f"- {md_inert(p)}" for p in _problems(doc)), f"**{_verdict_line(doc)}**"]
+    out += ["", *(f"- {md_inert(p)}" for p in [*_calibration(doc), *_problems(doc)]),
+            f"**{_verdict_line(doc)}**"]
     return "\n".join(out) + "\n"
 
 

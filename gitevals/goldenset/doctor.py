@@ -5,24 +5,27 @@ the command that fixes a missing one.
 2. buckets: 4-8 failure buckets (1-2 stated n/a with ``--single-surface``);
 3. graders: every bucket mapped to one grader (``[tool.gitevals.goldens] graders``)
    that resolves to a top-level function of ``<root>/graders/<file>.py``;
-4. judges: every bucket grader whose module calls ``t.llm`` has a calibration record
-   ``<root>/calibration/<file>.<function>.json``; n/a when none does;
+4. judges: every bucket grader that asks the judge (``t.llm``/``t.judge``) is calibrated
+   (``gitevals.calibration.tree.grader_status``: its committed record is a final, current
+   measurement at or above the bar); each one's status listed, n/a when none asks;
 5. drift suite: ``<root>/drift-suite.yaml`` committed;
 6. baseline: some ``<root>/baseline-<model>.json`` committed.
 
 ``gather`` reads the facts through a ``Tree`` (grader modules are parsed, never
-imported: ``graderfile.read`` and ``run.judge.calls_llm``); ``checklist`` is a pure
-function of them.
+imported: ``graderfile.read``, ``run.judge.calls_llm`` and ``calibration.asks``);
+``checklist`` is a pure function of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from gitevals.goldenset.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
 
 if TYPE_CHECKING:
+    from gitevals.calibration.status import Status as Calibration
     from gitevals.git.tree import Tree
     from gitevals.jsontypes import JSONObject
 
@@ -51,9 +54,9 @@ class Facts:
     goldens: Stats | None  # None: no goldens.jsonl in the commit
     mapping: dict[str, str] | None  # bucket -> grader; None: no mapping in settings
     unresolved: dict[str, str] = field(default_factory=dict)  # grader -> why not
-    judges: tuple[str, ...] = ()  # bucket graders that call t.llm
+    judges: dict[str, Calibration] = field(default_factory=dict)  # bucket graders that
+    # ask the judge -> their calibration status
     llm_modules: tuple[str, ...] = ()  # grader modules calling t.llm (no mapping)
-    calibrated: frozenset[str] = frozenset()  # graders with a calibration record
     drift_suite: bool = False
     baselines: tuple[str, ...] = ()
     single_surface: bool = False
@@ -127,14 +130,17 @@ def _judges(f: Facts) -> Item:
                     "grader, so which judges gate is unknown",
                     "map buckets to graders (item graders), then calibrate each judge")
     if not f.judges:
-        return Item("judges", "n/a", "no bucket grader calls t.llm: nothing to calibrate "
-                    "(all deterministic)")
-    todo = [g for g in f.judges if g not in f.calibrated]
+        return Item("judges", "n/a", "judges calibrated: N/A (no bucket's grader calls t.llm "
+                    "or t.judge: nothing to calibrate)")
+    listed = "; ".join(f"{g} {st.state} ({st.reason})" for g, st in f.judges.items())
+    todo = [g for g, st in f.judges.items() if st.advisory]
     if todo:
-        return Item("judges", "missing", f"judge(s) without a calibration record: "
-                    f"{', '.join(todo)}", f"`gitevals calibrate` {todo[0]}, then commit "
-                    f"{_p(f, 'calibration/' + todo[0] + '.json')}")
-    return Item("judges", "ok", f"{len(f.judges)} judge(s) calibrated: {', '.join(f.judges)}")
+        return Item("judges", "missing", f"judges calibrated: {listed}",
+                    f"calibrate {', '.join(todo)} as each reason says (`gitevals calibrate "
+                    f"{todo[0]} --labels FILE --final`), then commit "
+                    f"{_p(f, 'calibration/' + todo[0] + '.json')}; until then the gate "
+                    "does not count their buckets")
+    return Item("judges", "ok", f"judges calibrated: {listed}")
 
 
 def _drift(f: Facts) -> Item:
@@ -163,8 +169,10 @@ def complete(items: list[Item]) -> bool:
 # -- reading the facts (IO through a Tree) ---------------------------------------------
 
 
-def gather(tree: Tree, single_surface: bool = False) -> Facts:
-    """The facts of ``tree`` (a commit), read through it; no code of it runs."""
+def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None) -> Facts:
+    """The facts of ``tree`` (a commit), read through it, judges' calibration at ``now``
+    (default: now); no code of it runs."""
+    from gitevals.calibration.tree import statuses
     from gitevals.goldenset.stats import stats_of
     from gitevals.settings import load_settings
 
@@ -173,16 +181,16 @@ def gather(tree: Tree, single_surface: bool = False) -> Facts:
     data = tree.read(_join(root, "goldens.jsonl"))
     mapping = _mapping(settings.raw)
     graders = sorted(set(mapping.values())) if mapping else []
-    judges = _llm_graders(tree, root, graders)
-    calibrated = frozenset(g for g in judges
-                           if tree.blob_sha(_join(root, f"calibration/{g}.json")))
+    judges = {g: st for g, st in statuses(tree, settings, graders,
+                                          now or datetime.now(UTC)).items()
+              if st.state != "n/a"}
     top = _join(root, "")
     baselines = tuple(p for p in tree.blob_shas(top)
                       if "/" not in p[len(top):] and p[len(top):].startswith("baseline-")
                       and p.endswith(".json"))
     return Facts(root, stats_of(data) if data is not None else None, mapping,
-                 _unresolved(tree, root, graders), tuple(judges),
-                 () if mapping else _llm_modules(tree, root), calibrated,
+                 _unresolved(tree, root, graders), judges,
+                 () if mapping else _llm_modules(tree, root),
                  tree.blob_sha(_join(root, "drift-suite.yaml")) is not None, baselines,
                  single_surface, str(problems[0]) if problems else "")
 
@@ -216,12 +224,6 @@ def _unresolved(tree: Tree, root: str, graders: list[str]) -> dict[str, str]:
         if why is not None:
             out[name] = f"{path} has no function {function}: {why}"
     return out
-
-
-def _llm_graders(tree: Tree, root: str, graders: list[str]) -> list[str]:
-    from gitevals.run.preflight import llm_graders
-
-    return llm_graders(tree, root, set(graders)) if graders else []
 
 
 def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
-"""GE510-GE516: a case gates on a judge grader that is advisory (``calibration.status``).
+"""GE510-GE516: a case (or a goldens bucket) gates on a judge grader that is advisory
+(``calibration.status``).
 
-Warnings, at the grader name in the case: the case still lints, but its judge's verdicts
+Warnings, at the grader name in the case (or at the bucket's grader in the settings): the
+case still lints, but its judge's verdicts (the bucket's pass rate in the goldens gate)
 will not count until the grader is calibrated. Read from the linted tree (the grader's
 source and blob, the committed record), never imported.
 """
@@ -17,8 +19,10 @@ from gitevals.settings import Settings
 
 
 def advisory_findings(tree: Tree, settings: Settings, refs: Sequence[RefLike],
-                      now: datetime | None = None) -> list[Finding]:
-    """One warning per grader reference whose grader is advisory at ``now`` (default: now)."""
+                      now: datetime | None = None,
+                      effect: str = "its failures will not count") -> list[Finding]:
+    """One warning per grader reference whose grader is advisory at ``now`` (default: now);
+    ``effect`` says what is not counted."""
     from gitevals.calibration.tree import statuses
 
     found = statuses(tree, settings, {r.name for r in refs}, now or datetime.now(UTC))
@@ -27,8 +31,8 @@ def advisory_findings(tree: Tree, settings: Settings, refs: Sequence[RefLike],
         st = found.get(r.name)
         if st is not None and st.advisory and st.code is not None:
             out.append(Finding(r.path, r.line, r.col, st.code,
-                               f"grader {r.name} asks the judge and is advisory (its failures "
-                               f"will not count): {st.reason}", "warning"))
+                               f"grader {r.name} asks the judge and is advisory ({effect}): "
+                               f"{st.reason}", "warning"))
     return out
 
 

@@ -19,22 +19,34 @@ def _count(t: tuple[int, int] | None) -> str:
 def _cells(s: SliceGate) -> tuple[str, ...]:
     delta = "-" if s.delta is None else f"{s.delta:+.1f}"
     interval = "-" if s.low is None or s.high is None else f"[{s.low:+.1f}, {s.high:+.1f}]"
+    status = s.status.replace("_", " ")
     return (f"{s.kind} {s.name}", _count(s.base), _count(s.now), delta, interval,
-            s.status.replace("_", " "))
+            f"{status} (advisory, not counted)" if s.advisory is not None else status)
 
 
 def headline(r: GateResult) -> str:
-    """``gate: PASSED ...`` or ``gate: FAILED: ...`` naming every failing slice."""
-    bad = [s for s in r.slices if s.status in ("hard_fail", "missing")]
+    """``gate: PASSED ...`` or ``gate: FAILED: ...`` naming every failing slice (never an
+    advisory one: its grader's verdicts are not counted)."""
+    bad = r.failing
+    aside = len(r.advisory)
+    left_out = f"{aside} advisory slice{'s' * (aside != 1)} not counted" if aside else ""
     if not bad:
-        moved = sum(s.status == "dropped" for s in r.slices)
-        extra = f" ({moved} dropped within the budget)" if moved else ""
+        moved = sum(s.status == "dropped" and s.advisory is None for s in r.slices)
+        notes = [n for n in (f"{moved} dropped within the budget" if moved else "", left_out)
+                 if n]
+        extra = f" ({'; '.join(notes)})" if notes else ""
         return f"gate: PASSED against baseline {r.model}{extra}"
     what = ", ".join(f"{s.kind} {s.name} "
                      + (f"{s.delta:+.1f} pts" if s.delta is not None else "not measured")
                      for s in bad)
     return (f"gate: FAILED against baseline {r.model}: {what} (a drop beyond "
-            f"{r.budget.hard_fail:g} pts in any slice fails, whatever else improved)")
+            f"{r.budget.hard_fail:g} pts in any slice fails, whatever else improved"
+            f"{'; ' + left_out if left_out else ''})")
+
+
+def advisory_lines(r: GateResult) -> list[str]:
+    """One line per advisory slice: its pass rate is shown, never counted, and why."""
+    return [f"advisory, not counted: {s.kind} {s.name}: {s.advisory}" for s in r.advisory]
 
 
 def _budget_line(r: GateResult) -> str:
@@ -51,6 +63,7 @@ def text(r: GateResult) -> str:
     lines = [visible(headline(r)), visible(_budget_line(r))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
               for row in rows]
+    lines += [visible(line) for line in advisory_lines(r)]
     return "\n".join(lines) + "\n"
 
 
@@ -58,6 +71,8 @@ def markdown(r: GateResult) -> str:
     lines = [f"**{md_inert(headline(r))}**", "", md_inert(_budget_line(r)), "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in r.slices]
+    notes = advisory_lines(r)
+    lines += ["", *(f"- {md_inert(line)}" for line in notes)] if notes else []
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +83,7 @@ def as_json(r: GateResult) -> str:
            "slices": [{"kind": s.kind, "name": s.name, "baseline": list(s.base),
                        "run": list(s.now) if s.now else None, "delta_pts": s.delta,
                        "interval_pts": [s.low, s.high] if s.low is not None else None,
-                       "status": s.status} for s in r.slices]}
+                       "status": s.status, "advisory": s.advisory} for s in r.slices]}
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 

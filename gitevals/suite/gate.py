@@ -116,6 +116,9 @@ class SliceGate:
     low: float | None
     high: float | None
     status: str  # improved | unchanged | dropped | hard_fail | missing
+    #: Why the slice's grader is advisory (the run's ``judge_calibration``): shown, never
+    #: counted in the gate's pass/fail; None when it counts.
+    advisory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,19 @@ class GateResult:
     slices: tuple[SliceGate, ...]
 
     @property
+    def failing(self) -> tuple[SliceGate, ...]:
+        """The counted slices that fail the gate (an advisory slice never does)."""
+        return tuple(s for s in self.slices
+                     if s.status in ("hard_fail", "missing") and s.advisory is None)
+
+    @property
+    def advisory(self) -> tuple[SliceGate, ...]:
+        """The slices whose grader is advisory: reported, left out of pass/fail."""
+        return tuple(s for s in self.slices if s.advisory is not None)
+
+    @property
     def passed(self) -> bool:
-        return not any(s.status in ("hard_fail", "missing") for s in self.slices)
+        return not self.failing
 
 
 def wilson(x: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -186,8 +200,18 @@ def same_stick(baseline: Baseline, part: Goldens) -> str | None:
     return None
 
 
+def advisory_reasons(run: Run) -> dict[str, str]:
+    """Grader -> why it is advisory, as the run recorded its judge graders' calibration
+    (``gitevals.calibration.runs.attach``; nothing for runs recorded before it)."""
+    return {name: c["reason"] for name, c in run.get("judge_calibration", {}).items()
+            if c.get("status") == "advisory"}
+
+
 def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
-    """Compare ``run`` with ``baseline`` slice by slice (``Refused`` when they cannot be)."""
+    """Compare ``run`` with ``baseline`` slice by slice (``Refused`` when they cannot be).
+
+    A slice graded by a grader the run recorded as advisory (a judge grader that is not
+    calibrated) is compared and shown, marked with the reason, and never fails the gate."""
     part = run.get("goldens")
     if part is None:
         raise Refused(f"run {run['run_id']} sent no goldens, so there is nothing to gate; run "
@@ -198,15 +222,21 @@ def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
                       "run of the same goldens and graders, or write a new baseline")
     budget, source = _budget(part)
     now = {(s["kind"], s["name"]): (s["passed"], s["total"]) for s in part["slices"]}
+    graders = {(s["kind"], s["name"]): s["grader"] for s in part["slices"]}
+    reasons = advisory_reasons(run)
     rows = []
     for s in baseline["slices"]:
         base = (s["passed"], s["total"])
         got = now.get((s["kind"], s["name"]))
+        grader = graders.get((s["kind"], s["name"]), s["grader"])
+        advisory = (f"grader {grader} is advisory: {reasons[grader]}"
+                    if grader is not None and grader in reasons else None)
         if got is None or not got[1] or not base[1]:
-            rows.append(SliceGate(s["kind"], s["name"], base, got, None, None, None, "missing"))
+            rows.append(SliceGate(s["kind"], s["name"], base, got, None, None, None, "missing",
+                                  advisory))
             continue
         d, lo, hi = difference(base[0], base[1], got[0], got[1])
         rows.append(SliceGate(s["kind"], s["name"], base, got, 100 * d, 100 * lo, 100 * hi,
-                              _status(100 * d, budget)))
+                              _status(100 * d, budget), advisory))
     return GateResult(baseline["model"], baseline["commit"], run["commit"], budget, source,
                       tuple(rows))

@@ -15,7 +15,7 @@ from gitevals.git.tree import Tree
 from gitevals.jsontypes import JSONObject
 from gitevals.settings import Settings
 from gitevals.suite import drift
-from gitevals.suite.mapping import Summary, lint_mapping, summarize
+from gitevals.suite.mapping import Summary, grader_position, lint_mapping, summarize
 from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
@@ -118,7 +118,20 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
     if suite is not None:
         out += _slice_graders(suite, root, indexes)
         out += _sources(tree, suite, root, settings.golden_graders, store)
-    return sorted([*found, *out])
+    return sorted([*found, *out, *_advisory(tree, settings, text)])
+
+
+def _advisory(tree: Tree, settings: Settings, text: str) -> list[Finding]:
+    """GE510-GE516 at each bucket's grader in the settings whose grader asks the judge and
+    is advisory: that bucket's pass rate will not count in the goldens gate."""
+    from gitevals.lint.calibration import advisory_findings
+    from gitevals.lint.graders import Ref
+
+    source = settings.source or "pyproject.toml"
+    refs = [Ref(grader, source, *grader_position(text, bucket_name))
+            for bucket_name, grader in sorted(settings.golden_graders.items())]
+    return advisory_findings(tree, settings, refs, effect="the pass rate of the bucket it "
+                             "grades here will not count in the goldens gate")
 
 
 def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
