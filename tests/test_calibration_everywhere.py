@@ -295,3 +295,22 @@ def test_a_calibrated_judges_failures_count_in_experiment_lanes(
     for lane in doc["lanes"]:
         kept = json.loads((repo.path / lane["artifact"]).read_text())
         assert kept["judge_calibration"]["q.tone"]["status"] == "calibrated"
+
+
+def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
+        repo: Repo, judge: FakeJudge) -> None:
+    _goldens_repo(repo, judge)
+    repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
+    _answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
+    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    shown = [ln for ln in res.out.splitlines() if "not passed:" in ln]
+    assert shown and all(ln.startswith("advisory, not counted: not passed: bucket tone ")
+                         for ln in shown)
+    doc = json.loads(run_cli("show", "--format", "json", cwd=repo.path).out)
+    assert doc["goldens"]["failed"] and all(f["advisory"] for f in doc["goldens"]["failed"])
+    # calibrated, the same answers fail the run
+    _calibrated(repo, "judged.tone")
+    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    assert "\nnot passed: bucket tone " in res.out and "advisory, not counted" not in res.out

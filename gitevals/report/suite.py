@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING
 
 from gitevals.report.text import md_inert, visible
-from gitevals.suite.results import SliceRate, rate
+from gitevals.suite.results import SliceRate, not_counted, rate
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
@@ -34,8 +34,9 @@ def _title(part: Goldens) -> str:
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
 
 
-def text(part: Goldens) -> str:
-    """Aligned columns: a title, the header, one row per slice."""
+def text(part: Goldens, advisory: frozenset[str] = frozenset()) -> str:
+    """Aligned columns: a title, the header, one row per slice; then the goldens that
+    did not pass (those an ``advisory`` judge grader failed marked as not counted)."""
     rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in part["slices"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines = [visible(_title(part))]
@@ -43,7 +44,8 @@ def text(part: Goldens) -> str:
               for r in rows]
     failed = [it for it in part["items"] if not it["passed"]]
     for it in failed[:SHOWN]:
-        lines.append(visible(f"not passed: {it['kind']} {it['slice']} id {it['id']} "
+        mark = "advisory, not counted: " if not_counted(it, advisory) else ""
+        lines.append(visible(f"{mark}not passed: {it['kind']} {it['slice']} id {it['id']} "
                              f"({it['path']}:{it['line']}): {why(it)}"))
     if len(failed) > SHOWN:
         lines.append(f"... and {len(failed) - SHOWN} more not passed (--format json lists all)")
@@ -57,12 +59,13 @@ def markdown(part: Goldens) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_data(part: Goldens) -> dict[str, object]:
+def as_data(part: Goldens, advisory: frozenset[str] = frozenset()) -> dict[str, object]:
     """The slices for ``--format json`` (rates as numbers 0..1, or null)."""
     return {"buckets": part["buckets"], "graders": part["graders"],
             "slices": [{**s, "rate": rate(s)} for s in part["slices"]],
             "failed": [{"slice": it["slice"], "kind": it["kind"], "id": it["id"],
-                        "line": it["line"], "why": why(it)}
+                        "line": it["line"], "why": why(it),
+                        "advisory": not_counted(it, advisory)}
                        for it in part["items"] if not it["passed"]]}
 
 
@@ -75,15 +78,18 @@ def why(item: SuiteItem) -> str:
 
 def with_goldens(artifact: Run, fmt: str, rendered: str) -> str:
     """``rendered`` (the verdict table) with the run's bucket table added, when it has one."""
+    from gitevals.run.scoring import advisory_graders
+
     part = artifact.get("goldens")
     if part is None:
         return rendered
+    advisory = advisory_graders(artifact)
     if fmt == "json":
         doc = json.loads(rendered)
-        doc["goldens"] = as_data(part)
+        doc["goldens"] = as_data(part, advisory)
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
         return rendered + "\n" + markdown(part)
     if fmt == "text":
-        return rendered + "\n" + text(part)
+        return rendered + "\n" + text(part, advisory)
     return rendered

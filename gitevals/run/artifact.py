@@ -415,12 +415,13 @@ def is_draft(run: Run) -> bool:
 
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
-    exit status 1 condition)."""
+    exit status 1 condition); an advisory judge grader's failures never count."""
+    from gitevals.run.scoring import advisory_graders
     from gitevals.suite.results import failing
 
     part = run.get("goldens")
     return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
-            or (part is not None and failing(part)))
+            or (part is not None and failing(part, advisory_graders(run))))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:

@@ -113,9 +113,16 @@ def rescore(part: Goldens, mapping: Mapping[str, str] | None = None) -> Goldens:
     return {**part, "graders": graders, "items": items, "slices": slices(items)}
 
 
-def failing(part: Goldens) -> bool:
-    """True when any item did not pass (``run``/``show``/``score`` exit 1)."""
-    return any(not it["passed"] for it in part["items"])
+def failing(part: Goldens, advisory: frozenset[str] = frozenset()) -> bool:
+    """True when any item did not pass (``run``/``show``/``score`` exit 1), leaving out
+    what an ``advisory`` (uncalibrated) judge grader decided."""
+    return any(not it["passed"] and not not_counted(it, advisory) for it in part["items"])
+
+
+def not_counted(item: SuiteItem, advisory: frozenset[str]) -> bool:
+    """An item that failed by the answer of an ``advisory`` grader (not by an error of
+    the target): shown, never counted, as a case's advisory grader is."""
+    return item["error"] is None and item["grader"] in advisory
 
 
 def rate(s: SliceRate) -> float | None:
