@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,26 @@ def test_rich_text_on_a_terminal_colours_verdicts() -> None:
     assert "1 pass, 1 flaky, 1 fail, 1 broken" in out
     for verdict in ("pass", "flaky", "fail", "broken"):
         assert verdict in out
+
+
+def test_rich_text_in_80_columns_keeps_the_first_failure_readable() -> None:
+    """Long scenario names fold; the failure keeps a readable width (it was squeezed to
+    three characters a line)."""
+    bad = transcript("Lyon")
+    long_id = "uses-the-shell-rather-than-guessing-the-answer"
+    art = artifact({"basics": [scenario(long_id, PARIS, [result(0, PARIS, bad)])]})
+    out = re.sub(r"\x1b\[[0-9;]*m", "", rich_text(art, width=80))
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    header = next(line for line in lines if line.startswith("case"))
+    assert header.rstrip().endswith("first failure")
+    column = header.index("first failure")
+    failure = " ".join(line[column:].strip() for line in lines[lines.index(header) + 1:]
+                       if len(line) > column and line[column:].strip()
+                       and not line.startswith(("1 pass", "0 pass", "underpowered",
+                                                "calibration", "their")))
+    assert "final_answer_contains 'Paris': not in the answer 'Lyon'" in failure
+    assert len(header) - column >= 24
 
 
 def test_summary_mentions_not_run_only_when_some() -> None:

@@ -274,6 +274,10 @@ def plain(artifact: Run, tail: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The verdict table's columns that wrap on a narrow terminal, and the width each keeps.
+_FLEX = {"case": 8, "scenario": 14, "first failure": 24}
+
+
 def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
     """A rich table with coloured verdicts, rendered to a string for a terminal."""
     import io
@@ -287,7 +291,10 @@ def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
     data = rows(artifact)
     cols = _columns(data)
     for name, _ in cols:
-        table.add_column(name, overflow="fold", no_wrap=name != "first failure")
+        # names and the failure share what a narrow terminal leaves (each keeps a
+        # readable width); the short columns never wrap
+        table.add_column(name, overflow="fold", no_wrap=name not in _FLEX,
+                         min_width=_FLEX.get(name))
     for r in data:
         table.add_row(*(Text(cell(r), style=_STYLE.get(r.verdict, "") if name == "verdict"
                              else "") for name, cell in cols))
