@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -290,3 +291,20 @@ def test_a_process_that_reports_no_status_gives_its_exit_code_and_output(
                          10) as pending:
         out = pending.run()
     assert (out.exit_code, out.tail, out.timed_out) == (7, "cannot set up\n", False)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_waiting_for_a_sandbox_to_be_gone_ends_when_its_process_does(
+        monkeypatch: pytest.MonkeyPatch, pidfd: bool) -> None:
+    if not pidfd:  # a kernel before 5.3
+        def refused(pid: int, flags: int = 0) -> int:
+            raise OSError(38, "Function not implemented")
+        monkeypatch.setattr(os, "pidfd_open", refused)
+    proc = subprocess.Popen(["sleep", "0.3"])
+    started = time.monotonic()
+    sandbox._wait_gone(proc.pid, 10)
+    took = time.monotonic() - started
+    assert 0.2 < took < 5 and proc.wait(timeout=5) == 0
+    started = time.monotonic()
+    sandbox._wait_gone(proc.pid, 10)  # already gone: at once
+    assert time.monotonic() - started < 0.5

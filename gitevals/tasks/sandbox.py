@@ -30,6 +30,7 @@ outcome is read from the waiter's status line, and the sandbox ends after (``rel
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import selectors
@@ -39,6 +40,7 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -189,30 +191,40 @@ class Pending:
     ends it without running; ``close`` waits for it to be gone. Either kills every
     process of it that is left."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float,
+                 info: bool = False) -> None:
         self.timeout = timeout
-        self.argv = argv
         self.problem: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self.read = -1
+        self.read = self.info = -1
         read, write = os.pipe()
         self.status, theirs = socket.socketpair()
         # ready before the go-ahead: after it, the verifier is what the call waits for
         self.sel = selectors.DefaultSelector()
+        # bubblewrap's --info-fd names the sandbox's pid 1, which ``close`` waits for
+        info_read, info_write = os.pipe() if info else (-1, -1)
+        if info:
+            argv = [argv[0], "--info-fd", str(info_write), *argv[1:]]
+        self.argv = argv
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=theirs.fileno(),
-                                         stdout=write, stderr=write, start_new_session=True)
-            self.read = read
+                                         stdout=write, stderr=write, start_new_session=True,
+                                         pass_fds=(info_write,) if info else ())
+            self.read, self.info = read, info_read
             os.set_blocking(read, False)
             self.status.setblocking(False)
             self.sel.register(read, selectors.EVENT_READ)
             self.sel.register(self.status, selectors.EVENT_READ)
         except OSError as exc:
             os.close(read)
+            if info:
+                os.close(info_read)
             self.problem = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
         finally:
             os.close(write)
             theirs.close()
+            if info:
+                os.close(info_write)
 
     def __enter__(self) -> Pending:
         return self
@@ -253,6 +265,7 @@ class Pending:
     def cancel(self) -> None:
         """End it without running the verifier (its trial ended first)."""
         self._end(beneath=True)
+        self._gone()
 
     def release(self) -> None:
         """Let the sandbox end now that its outcome is read (``run`` leaves it waiting for
@@ -263,11 +276,21 @@ class Pending:
 
     def close(self) -> None:
         """Release it, wait (at most ``GRACE`` seconds) for it to end by itself, then end
-        it."""
+        it; under bubblewrap, return once its pid namespace is gone: bwrap exits as soon
+        as the verifier's shell does, while the kernel may still be killing what was left
+        in the sandbox."""
         if self.proc is not None and self.proc.returncode is None:
             self.release()
             _wait_exit(self.proc.pid, GRACE)
         self._end(beneath=True)
+        self._gone()
+
+    def _gone(self) -> None:
+        """Under bubblewrap: wait for the sandbox's pid 1, and so its pid namespace."""
+        if self.info >= 0:
+            _wait_gone(_sandbox_pid(self.info), GRACE)
+            os.close(self.info)
+            self.info = -1
 
     def _end(self, beneath: bool) -> None:
         # Not reaped until here: its pid, which is its group's id, cannot be reused
@@ -289,7 +312,8 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None) -> Pending:
         return Pending([*WAITER, *argv], env, cwd, call.timeout)
     waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
                    call.allow_internet)
-    return Pending(bwrap_argv(bwrap, waiting, mounts), {}, mounts.workspace, call.timeout)
+    return Pending(bwrap_argv(bwrap, waiting, mounts), {}, mounts.workspace, call.timeout,
+                   info=True)
 
 
 def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
@@ -331,17 +355,52 @@ def _await_status(status: socket.socket, sel: selectors.BaseSelector, fd: int,
 
 def _wait_exit(pid: int, timeout: float) -> None:
     """Wait at most ``timeout`` seconds for child ``pid`` to exit, without reaping it."""
+    _wait_pid(pid, timeout, lambda: _exited(pid))
+
+
+def _wait_gone(pid: int | None, timeout: float) -> None:
+    """Wait at most ``timeout`` seconds for process ``pid`` (not a child) to be gone."""
+    if pid is not None:
+        _wait_pid(pid, timeout, lambda: _state(pid) in ("", "Z"))
+
+
+def _wait_pid(pid: int, timeout: float, ended: Callable[[], bool]) -> None:
     try:
         handle = os.pidfd_open(pid)
-    except OSError:  # a kernel before 5.3
+    except ProcessLookupError:
+        return
+    except OSError:  # a kernel before 5.3: look every millisecond
         deadline = time.monotonic() + timeout
-        while not _exited(pid) and time.monotonic() < deadline:
+        while not ended() and time.monotonic() < deadline:
             time.sleep(0.001)
         return
     try:
         select.select([handle], [], [], timeout)
     finally:
         os.close(handle)
+
+
+def _state(pid: int) -> str:
+    """Process ``pid``'s state letter (``Z`` a zombie), or "" when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _sandbox_pid(fd: int) -> int | None:
+    """The host pid of the sandbox's pid 1, from bubblewrap's ``--info-fd`` (read to its
+    end: bwrap has closed it by the time it exits); None when it never wrote one."""
+    data = b""
+    with suppress(OSError):
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    try:
+        pid = json.loads(data).get("child-pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) and pid > 0 else None
 
 
 def _pump(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, fd: int,
