@@ -13,12 +13,16 @@ def cache_dir(*parts: str) -> Path:
     return Path(base, "gitevals", *parts)
 
 
-def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
+def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True,
+                 private: bool = False) -> None:
     """Write ``data`` (``str`` as UTF-8) to ``path`` through a temp file in the same
     directory and ``os.replace``: a reader sees the old file or the whole new one.
 
     The directory is made when missing; the temp file is removed when anything fails.
     ``fsync=False`` skips flushing to disk, for caches (a lost entry is only a miss).
+    The file gets the mode of the file it replaces, else the one ``open(path, "w")``
+    would give (``0o666`` less the umask): a report or a run is as shareable as any file
+    the user writes. ``private=True`` keeps the temp file's ``0o600`` (caches).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
@@ -27,6 +31,8 @@ def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _temp_beside(path)
     try:
+        if not private:
+            os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             if fsync:
@@ -37,6 +43,29 @@ def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits of the file at ``path``, or ``0o666`` less the umask for a new
+    one (setuid, setgid and sticky bits are never carried over)."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read where that changes nothing (``os.umask`` can only be
+    read by setting it, a race with any thread creating a file meanwhile): Linux's
+    ``/proc/self/status``; else ``0o022``, the common default."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:

@@ -213,8 +213,8 @@ def _compiled(name: str, definition: str | None, defs: str) -> _Compiled:
     text = _generate(name, definition, overrides)
     code = compile(text, str(source), "exec")
     with contextlib.suppress(OSError):  # a read-only cache only costs speed
-        write_atomic(source, text, fsync=False)  # a lost file is regenerated
-        write_atomic(code_file, marshal.dumps(code), fsync=False)
+        write_atomic(source, text, fsync=False, private=True)  # lost: regenerated
+        write_atomic(code_file, marshal.dumps(code), fsync=False, private=True)
         _prune(source.parent, prefix, module)
     return _run(code)
 

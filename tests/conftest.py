@@ -89,9 +89,14 @@ class Result:
 
 
 def run_cli(*args: str, cwd: Path, input: str | None = None,
-            env: dict[str, str] | None = None, timeout: float = 120) -> Result:
-    """Run the real ``gitevals`` CLI in a subprocess (as a user would)."""
-    proc = subprocess.run([sys.executable, "-m", "gitevals", *args], cwd=cwd, input=input,
+            env: dict[str, str] | None = None, timeout: float = 120,
+            umask: int | None = None) -> Result:
+    """Run the real ``gitevals`` CLI in a subprocess (as a user would); ``umask`` is set
+    by a shell in front of it (this process's own umask is left alone)."""
+    argv = [sys.executable, "-m", "gitevals", *args]
+    if umask is not None:
+        argv = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *argv]
+    proc = subprocess.run(argv, cwd=cwd, input=input,
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **GIT_ENV, **(env or {})})
     return Result(proc.returncode, proc.stdout, proc.stderr)

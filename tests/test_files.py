@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,13 @@ def test_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "gitevals"
+
+
+def test_write_atomic_keeps_the_replaced_mode_and_caches_private(tmp_path: Path) -> None:
+    kept, cache = tmp_path / "kept.json", tmp_path / "cache.json"
+    kept.write_text("old")
+    kept.chmod(0o604)
+    write_atomic(kept, "new")
+    assert (kept.read_text(), stat.S_IMODE(kept.stat().st_mode)) == ("new", 0o604)
+    write_atomic(cache, "x", fsync=False, private=True)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,15 @@ def test_report_bad_output_and_outside_a_repo(demo: Path, tmp_path: Path) -> Non
     assert html.startswith("<!doctype html>") and html.count('class="pt ') == 5
     outside = run_cli("log", cwd=tmp_path)
     assert outside.code == 2 and outside.err.count("\n") == 1 and "git" in outside.err
+
+
+def test_a_report_is_as_readable_as_any_file_the_user_writes(demo: Path, tmp_path: Path) -> None:
+    shared, private = tmp_path / "shared.html", tmp_path / "private.html"
+    assert run_cli("report", "-o", str(shared), cwd=demo, umask=0o022).code == 0
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o644  # group and others may read it
+    assert run_cli("report", "-o", str(private), cwd=demo, umask=0o077).code == 0
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    shared.chmod(0o640)  # a report written again keeps the mode its owner gave it
+    assert run_cli("report", "-o", str(shared), cwd=demo, umask=0o077).code == 0
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    assert shared.read_text().startswith("<!doctype html>")

@@ -34,6 +34,9 @@ HOSTILE = [
     "1. first",
     "# heading",
     "[ref]: http://evil.example/",
+    "v1.www.x",
+    "http://1.2.3.4/ and www.1.2.co and 1.2.3.4@x.co",
+    "1.5.0.example.com",
 ]
 
 #: Element tokens data must never produce.
@@ -81,6 +84,35 @@ def test_md_inert_renders_as_the_text_itself(data: str) -> None:
         last = [t for t in tokens if t.type == "inline"][-1]  # the cell, or the list item
         text = "".join(t.content for t in last.children or [] if t.type == "text")
         assert text == one_line(data)
+
+
+NUMBERS = [("100.0%", "100.0%"), ("0.25", "0.25"), ("1.2.3", "1.2.3"),
+           ("v1.2.3: 50.0% of 0.25s", "v1.2.3: 50.0% of 0.25s"),
+           ("1.5 turns", "1.5 turns"), ("+50.0", "\\+50.0"), ("1. first", "1\\. first"),
+           ("2) second", "2\\) second"), ("3.", "3\\.")]
+
+
+@pytest.mark.parametrize(("data", "written"), NUMBERS, ids=[d for d, _ in NUMBERS])
+def test_md_inert_leaves_the_dots_of_numbers(data: str, written: str) -> None:
+    """A dot between digits starts no autolink and no list (``1.5`` is text); a list
+    marker (``1.`` before a space or the end) still gets its escape."""
+    assert md_inert(data) == written
+    for markup in (f"| h |\n|---|\n| {written} |\n", f"- {written}\n"):
+        tokens = walk(render_md(markup))
+        assert not {t.type for t in tokens} & (FORBIDDEN - {"bullet_list_open"}), markup
+        last = [t for t in tokens if t.type == "inline"][-1]
+        assert "".join(t.content for t in last.children or [] if t.type == "text") == data
+
+
+@pytest.mark.parametrize(("data", "written"), [
+    ("www.example.com", "www\\.example\\.com"), ("http://x.y", "http\\://x\\.y"),
+    ("a@b.co", "a\\@b\\.co"), ("v1.www.x", "v1\\.www\\.x"),
+    ("1.2.example.com", "1.2\\.example\\.com"), ("www.1.2", "www\\.1.2"),
+], ids=["www", "scheme", "email", "www-after-version", "digits-then-domain", "www-digits"])
+def test_md_inert_still_breaks_every_autolink(data: str, written: str) -> None:
+    """What GitHub would link (a ``www.`` prefix, a scheme, an address, a top-level
+    domain) keeps a backslash on its ``.``, ``:`` or ``@``, digits around it or not."""
+    assert md_inert(data) == written
 
 
 def hostile_run() -> dict[str, Any]:

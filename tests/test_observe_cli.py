@@ -155,6 +155,25 @@ def test_usage_errors(release: tuple[Repo, str, str], tmp_path: Path) -> None:
         assert r.code == 2 and message in r.err and len(r.err.splitlines()) == 1, args
 
 
+def test_a_mistyped_counter_gets_a_did_you_mean(release: tuple[Repo, str, str],
+                                                tmp_path: Path) -> None:
+    repo, _, new = release
+    log = _jsonl(tmp_path / "a.jsonl", [
+        {**_turn(new, "c", retries=0), "usage": {"cache_misses": 2}}])
+    for counter, near in [("retires", "retries"), ("cache_mises", "cache_misses"),
+                          ("tool_failure", "tool_failures")]:
+        r = run_cli("observe", new, "--from", log, "--max", f"{counter}=0.1", cwd=repo.path)
+        assert (r.code, r.out) == (2, ""), counter
+        assert r.err == (f"gitevals: error: --max {counter}: no turn reports a counter "
+                         f"{counter!r}; did you mean {near!r}?\n")
+    # a counter near nothing stays missing evidence, as does a known one no turn reports
+    for counter in ("latency_budget", "compactions"):
+        r = run_cli("observe", new, "--from", log, "--max", f"{counter}=1", cwd=repo.path)
+        assert r.code == 1 and r.err == "", counter
+        assert f"  {counter}: unknown (limit 1), missing on 1 of 1 turns: missing evidence" \
+            in r.out
+
+
 def test_more_than_500_conversations_are_refused(
         release: tuple[Repo, str, str], tmp_path: Path) -> None:
     repo, _, new = release

@@ -6,8 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from gitevals.commands._args import positive
+
+if TYPE_CHECKING:
+    from gitevals.experiment.observe import Conversation
 
 NAME = "observe"
 HELP = ("report retries and recoveries per turn of one release from recorded conversations "
@@ -46,6 +51,33 @@ def _read_file(path: str) -> bytes:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
+def _check_names(limits: Mapping[str, float], convs: Sequence[Conversation]) -> None:
+    """Refuse a ``--max`` counter no turn reports when it is a near miss of one a turn
+    reports or gitevals knows (``retires`` for ``retries``). Any other unreported counter
+    stays what it is: missing evidence."""
+    from gitevals.experiment.metrics import COUNTERS, counter
+    from gitevals.experiment.observe import DEFAULT_COUNTERS
+
+    known = {*DEFAULT_COUNTERS, *COUNTERS}
+    unreported = [n for n in limits if n not in known
+                  and all(counter(r, n) is None for c in convs for r in c.turns)]
+    if not unreported:
+        return
+    from gitevals.errors import UsageError
+    from gitevals.lint.schema import closest
+
+    names = set(known)  # and every whole number >= 0 a turn reports
+    for c in convs:
+        for r in c.turns:
+            usage = r.get("usage")
+            names |= {k for k in [*r, *(usage if isinstance(usage, dict) else ())]
+                      if counter(r, k) is not None}
+    for name in unreported:
+        if near := closest(name, sorted(names)):
+            raise UsageError(f"--max {name}: no turn reports a counter {name!r}; "
+                             f"did you mean {near!r}?")
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -68,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         sources.append(source)
         convs += found
         observe.check(convs)
+    _check_names(limits, convs)
     doc = observe.report(args.rev, commit, sources, convs, args.minimum_samples, limits)
     text = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
             if args.format == "json" else observe.render_text(doc))

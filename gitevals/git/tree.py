@@ -125,6 +125,13 @@ class Tree:
         """The blob SHA of the file or symlink at ``path`` (None when absent), unsized."""
         raise NotImplementedError
 
+    def hashed(self, entry: Entry) -> str:
+        """The git blob SHA of ``entry`` even when it is a working-tree file over
+        ``max_size``, whose ``sha`` only names its size and time: such a file is streamed
+        through the hash (never held whole). A task's file map wants it; lint never
+        reads such a file and keeps ``entry.sha``."""
+        return entry.sha
+
     def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
         """The content of blobs this tree answered SHAs for, in the order asked."""
         raise NotImplementedError
@@ -202,6 +209,36 @@ class WorkingTree(Tree):
         if data is None:  # over its size limit: named by size and time, never read
             return Entry(path, f"size:{st.st_size}:{st.st_mtime_ns}", st.st_size)
         return Entry(path, self._keep(data), st.st_size, executable=bool(st.st_mode & 0o111))
+
+    def hashed(self, entry: Entry) -> str:
+        if entry.is_link or entry.size <= max_size(entry.path):
+            return entry.sha
+        return self._stream_sha(entry.path) or entry.sha
+
+    def _stream_sha(self, path: str) -> str | None:
+        """``git_blob_sha`` of the regular file ``path`` read 1 MiB at a time; None when
+        it is no regular file any more, or changed size while it was read."""
+        if any(self._linked_parents(path)):
+            return None
+        try:
+            fd = os.open(os.path.join(self._top, path),
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            h = hashlib.sha1(b"blob %d\0" % st.st_size)
+            left = st.st_size
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+                h.update(chunk)
+                left -= len(chunk)
+            return h.hexdigest() if left == 0 and not os.read(fd, 1) else None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def read(self, path: str) -> bytes | None:
         """The bytes of the regular file ``path`` (None for anything else, or one over

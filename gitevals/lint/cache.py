@@ -96,7 +96,7 @@ class LintCache:
             return
         data = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
         with contextlib.suppress(OSError):
-            write_atomic(path, data, fsync=False)  # a lost entry is a miss, not damage
+            write_atomic(path, data, fsync=False, private=True)  # a lost entry: a miss
 
     def load_manifest(self, name: str) -> JSONObject:
         """The per-file results stored under ``name`` ({} when absent or corrupt)."""

@@ -101,7 +101,7 @@ def _lint_one(tree: Tree, path: str, settings: Settings, store: LintCache,
     cached = store.get("task", k)
     if _valid(cached):
         return [Finding(*row) for row in cached]
-    _, found = load_task(tree, path, settings)
+    _, found = load_task(tree, path, settings, hashed=False)  # no huge file is read
     store.put("task", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
                           for f in found])
     return found

@@ -53,11 +53,15 @@ def xml_text(text: object) -> str:
 #: ``(`` is text), code (`` ` ``), emphasis, strikethrough and math (``* ~ $``, and ``_``
 #: unless inside a word, where it cannot emphasize), entities (``&``), table cells
 #: (``|``), the escape itself; and ``.``, ``:``, ``@`` before a word, which GitHub-style
-#: renderers turn into links (``example.com``, ``http://``, ``a@b.io``).
-_MD_SYNTAX = re.compile(r"[\\`*\[\]!<|~&$#]|(?<![^\W_])_|_(?![^\W_])|[.:@](?=[\w/])")
+#: renderers turn into links (``example.com``, ``http://``, ``a@b.io``). A ``.`` between
+#: two digits stays (``100.0%``, ``1.2.3``): no scheme, ``www.`` or top-level domain
+#: holds one, and the dot before a domain's last label (a letter) is still escaped.
+_MD_SYNTAX = re.compile(r"[\\`*\[\]!<|~&$#]|(?<![^\W_])_|_(?![^\W_])|[:@](?=[\w/])"
+                        r"|\.(?=[\w/])(?<!\d\.(?=\d))")
 #: What makes a block when it starts the text (a list item of data would nest one):
-#: a quote, a list marker, an ordered-list number.
-_MD_BLOCK_START = re.compile(r"^(?:[>+-]|\d+(?=[.)]))")
+#: a quote, a list marker, an ordered-list number (its ``.`` or ``)`` ends the text or
+#: comes before a space: ``1.5`` is no list).
+_MD_BLOCK_START = re.compile(r"^(?:[>+-]|\d+(?=[.)](?:[ \t]|$)))")
 
 
 def md_inert(text: object) -> str:

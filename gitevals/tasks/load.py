@@ -117,9 +117,12 @@ def skipped_note(tree: Tree, path: str) -> str:
     return f"skipped {path}: no task.toml, so not a task directory"
 
 
-def load_task(tree: Tree, path: str, settings: Settings) -> tuple[Task | None, list[Finding]]:
+def load_task(tree: Tree, path: str, settings: Settings, *, hashed: bool = True
+              ) -> tuple[Task | None, list[Finding]]:
     """The task directory at tree path ``path``: its ``Task`` (None when any error was
-    found) and every finding. Nothing of the task is imported or executed."""
+    found) and every finding. Nothing of the task is imported or executed. ``files`` holds
+    real blob SHAs (``Tree.hashed``) unless ``hashed=False`` (lint: only the findings are
+    wanted, and a working-tree file over the size limit is never read)."""
     path = path.strip("/")
     toml_path = f"{path}/{TASK_TOML}"
     text, found = read_selected(tree, toml_path)
@@ -138,7 +141,7 @@ def load_task(tree: Tree, path: str, settings: Settings) -> tuple[Task | None, l
     found += [*v_found, *i_found, *d_found, *_others(tree, path, verifier)]
     if any(f.severity == "error" for f in found) or instruction is None or verifier is None:
         return None, sorted(found)
-    return _task(tree, path, doc, instruction, verifier, dockerfile), sorted(found)
+    return _task(tree, path, doc, instruction, verifier, dockerfile, hashed), sorted(found)
 
 
 # -- selected files -----------------------------------------------------------------
@@ -443,7 +446,7 @@ def _size_mb(mb: JSON, size: JSON) -> int | None:
 
 
 def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Verifier,
-          dockerfile: str | None) -> Task:
+          dockerfile: str | None, hashed: bool) -> Task:
     env = _table(doc, "environment")
     image = env.get("docker_image", env.get("image"))
     cpus = env.get("cpus")
@@ -470,7 +473,8 @@ def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Ve
         verifier=verifier, environment=environment,
         version=str(version) if version is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},
-        files={e.path: e.sha for e in tree.entries(path + "/") if not e.is_link},
+        files={e.path: tree.hashed(e) if hashed else e.sha
+               for e in tree.entries(path + "/") if not e.is_link},
         declared_name=str(named) if named is not None else None,
         unused=_unused(doc))
 

@@ -7,6 +7,9 @@ import re
 
 import pytest
 
+from gitevals.git.tree import MAX_FILE, WorkingTree
+from gitevals.lint import lint_tree
+
 from ..conftest import Repo, run_cli
 from .helpers import GOOD_TOML, TEST_SH, write_task
 
@@ -145,3 +148,31 @@ def test_a_path_to_task_toml_names_its_directory(repo: Repo) -> None:
     by_file = run_cli("task", "compile", "evals/tasks/sort/task.toml", "--json", cwd=repo.path)
     assert by_file.code == by_name.code == 0, by_file.err
     assert json.loads(by_file.out) == json.loads(by_name.out)
+
+
+def test_a_file_over_the_size_limit_gets_its_real_blob_sha(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = bytes(range(256)) * (3 * 4096)  # 3 MiB of data, over the limit lint reads
+    assert len(data) > MAX_FILE
+    write_task(repo.path / "evals/tasks/big", GOOD_TOML, "Do it.\n",
+               {"environment/data.bin": data})
+    path = "evals/tasks/big/environment/data.bin"
+    blob = repo.git("hash-object", path)
+
+    def compiled(*rev: str) -> dict[str, str]:
+        r = run_cli("task", "compile", "big", "--json", *rev, cwd=repo.path)
+        assert (r.code, r.err) == (0, "")
+        files: dict[str, str] = json.loads(r.out)["files"]
+        return files
+
+    here = compiled()
+    assert here[path] == blob
+    repo.commit()
+    assert compiled("--rev", "HEAD") == here
+
+    # lint never streams it: the task lints clean with the hashing made to fail
+    def refuse(*args: object) -> None:
+        raise AssertionError("lint read a file over the size limit")
+    monkeypatch.setattr(WorkingTree, "_stream_sha", refuse)
+    result = lint_tree(WorkingTree(repo.path), cache=False)
+    assert [f for f in result.findings if f.severity == "error"] == []

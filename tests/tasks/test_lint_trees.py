@@ -81,9 +81,9 @@ def test_findings_are_cached_by_blob(repo: Repo, monkeypatch: pytest.MonkeyPatch
     calls: list[str] = []
     real = load.load_task
 
-    def counted(*args: Any) -> Any:  # the real loader, counted
+    def counted(*args: Any, **kwargs: Any) -> Any:  # the real loader, counted
         calls.append(args[1])
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(load, "load_task", counted)
     assert lint_tree(tree).findings == first.findings  # unchanged: from the cache
