@@ -218,12 +218,7 @@ class WorkingTree(Tree):
     def _stream_sha(self, path: str) -> str | None:
         """``git_blob_sha`` of the regular file ``path`` read 1 MiB at a time; None when
         it is no regular file any more, or changed size while it was read."""
-        if any(self._linked_parents(path)):
-            return None
-        try:
-            fd = os.open(os.path.join(self._top, path),
-                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        if any(self._linked_parents(path)) or (fd := self._open(path)) is None:
             return None
         try:
             st = os.fstat(fd)
@@ -240,6 +235,14 @@ class WorkingTree(Tree):
         finally:
             os.close(fd)
 
+    def _open(self, path: str) -> int | None:
+        """A descriptor of ``path`` that never follows a link nor blocks on a FIFO."""
+        try:
+            return os.open(os.path.join(self._top, path),
+                           os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+
     def read(self, path: str) -> bytes | None:
         """The bytes of the regular file ``path`` (None for anything else, or one over
         ``max_size``): a FIFO would block the read, a symlink may lead out of the tree
@@ -250,10 +253,7 @@ class WorkingTree(Tree):
         """``read`` for a path whose directories are known to be no links (a scan's, with
         its ``lstat`` as ``st``). O_NONBLOCK: a FIFO swapped in after the ``lstat`` reads
         as empty instead of blocking; at most ``max_size`` + 1 bytes are ever read."""
-        try:
-            fd = os.open(os.path.join(self._top, path),
-                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        if (fd := self._open(path)) is None:
             return None
         try:
             if st is None:

@@ -48,7 +48,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -227,18 +227,22 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
     raise found or error
 
 
-def _await_exit(pid: int, wait: float) -> None:
-    """Return once child ``pid`` has exited, or after ``wait`` s.
+def await_exit(pid: int, wait: float, ended: Callable[[], bool] | None = None) -> None:
+    """Return once process ``pid`` has exited, or after ``wait`` s. Without a pidfd
+    (kernels before 5.3) ``ended`` is asked every 2 ms; by default: child ``pid`` exited.
 
     A pidfd wakes us the moment it exits: a sleeping poll would add its period to
     every conversation (``benchmarks/bench_run.py``).
     """
     try:
         fd = os.pidfd_open(pid)
+    except ProcessLookupError:  # gone already
+        return
     except (OSError, AttributeError):  # kernel before 5.3: poll
+        done = ended or (lambda: _exit_code(pid) is not None)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _exit_code(pid) is None:
-            time.sleep(0.005)
+        while time.monotonic() < deadline and not done():
+            time.sleep(0.002)
         return
     try:
         select.select([fd], [], [], wait)
@@ -261,7 +265,7 @@ def _status(target: int, wait: float) -> int | None:
     """The target's exit code once it exits (within ``wait`` s), without reaping it:
     its pid, which is its process group id, stays reserved until ``_end``."""
     if (code := _exit_code(target)) is None and wait > 0:
-        _await_exit(target, wait)
+        await_exit(target, wait)
         code = _exit_code(target)
     return code
 

@@ -40,7 +40,6 @@ import socket
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -280,8 +279,10 @@ class Pending:
         as the verifier's shell does, while the kernel may still be killing what was left
         in the sandbox."""
         if self.proc is not None and self.proc.returncode is None:
+            from gitevals.run.reaper import await_exit
+
             self.release()
-            _wait_exit(self.proc.pid, GRACE)
+            await_exit(self.proc.pid, GRACE)
         self._end(beneath=True)
         self._gone()
 
@@ -353,31 +354,12 @@ def _await_status(status: socket.socket, sel: selectors.BaseSelector, fd: int,
     return False, None
 
 
-def _wait_exit(pid: int, timeout: float) -> None:
-    """Wait at most ``timeout`` seconds for child ``pid`` to exit, without reaping it."""
-    _wait_pid(pid, timeout, lambda: _exited(pid))
-
-
 def _wait_gone(pid: int | None, timeout: float) -> None:
     """Wait at most ``timeout`` seconds for process ``pid`` (not a child) to be gone."""
+    from gitevals.run.reaper import await_exit
+
     if pid is not None:
-        _wait_pid(pid, timeout, lambda: _state(pid) in ("", "Z"))
-
-
-def _wait_pid(pid: int, timeout: float, ended: Callable[[], bool]) -> None:
-    try:
-        handle = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except OSError:  # a kernel before 5.3: look every millisecond
-        deadline = time.monotonic() + timeout
-        while not ended() and time.monotonic() < deadline:
-            time.sleep(0.001)
-        return
-    try:
-        select.select([handle], [], [], timeout)
-    finally:
-        os.close(handle)
+        await_exit(pid, timeout, lambda: _state(pid) in ("", "Z"))
 
 
 def _state(pid: int) -> str:
