@@ -252,6 +252,17 @@ def test_run_name_selects_a_task_or_a_case(repo: Repo) -> None:
     assert "unknown case or task 'nope'" in bad.err and "tasks are fix" in bad.err
 
 
+def test_run_names_a_terminal_bench_1_directory_as_skipped(repo: Repo) -> None:
+    repo.commit({"pyproject.toml": SETTINGS, "evals/cases/tone.yaml": (
+        "scenarios:\n  - id: s\n    user: hi\n"),
+        "evals/tasks/tb1/task.yaml": "instruction: hi\n"})
+    res = run_cli("run", "tb1", cwd=repo.path)
+    assert (res.code, res.out) == (2, "")
+    assert res.err == ("gitevals: error: cannot run 'tb1': skipped evals/tasks/tb1: a "
+                       "Terminal-Bench 1 task.yaml directory; gitevals reads task.toml "
+                       "tasks (Harbor's format)\n")
+
+
 def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
     _task(repo, "0.6\n", toml="max_iterations = 1\n")
     assert run_cli("run", cwd=repo.path).code == 1
