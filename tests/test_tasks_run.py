@@ -281,6 +281,8 @@ def test_run_names_a_terminal_bench_1_directory_as_skipped(repo: Repo) -> None:
     assert res.err == ("gitevals: error: cannot run 'tb1': skipped evals/tasks/tb1: a "
                        "Terminal-Bench 1 task.yaml directory; gitevals reads task.toml "
                        "tasks (Harbor's format)\n")
+    dots = run_cli("run", "..", cwd=repo.path)  # names no directory under tasks/
+    assert dots.code == 2 and "unknown case '..'" in dots.err
 
 
 def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:

@@ -87,7 +87,8 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
     dirs = task_dirs(tree, settings.root)
     for n in names:  # a directory under tasks/ that is no task: say why, not "unknown"
         path = f"{tasks_dir(settings.root)}/{n}"
-        if n not in cases and n not in dirs and "/" not in n and tree.exists(path):
+        if (n not in cases and n not in dirs and n.strip(".") and "/" not in n
+                and tree.exists(path)):
             raise UsageError(f"cannot run {n!r}: {skipped_note(tree, path)}")
     both = sorted(set(cases) & set(dirs) & (set(names) if names else set(cases)))
     if both:
