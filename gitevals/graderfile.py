@@ -98,10 +98,12 @@ class GraderFile(NamedTuple):
         b = self.names.get(name)
         return b if b is not None and b.kind == "def" and b.why is None else None
 
-    def functions(self) -> frozenset[str]:
-        """Names statically bound to a ``def`` or ``async def``."""
-        return frozenset(n for n, b in self.names.items()
-                         if b.kind in ("def", "async") and b.why is None)
+    def graders(self) -> frozenset[str]:
+        """Names a case can name as a grader (lint resolves them, run calls them): static
+        plain ``def``s that accept ``(t, case, run)``; helpers such as ``normalize(text)``,
+        ``async def`` and methods are not."""
+        return frozenset(n for n in self.names
+                         if (b := self.function(n)) is not None and b.signature is None)
 
 
 def parse(source: bytes) -> ast.Module | ParseError:

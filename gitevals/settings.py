@@ -77,19 +77,22 @@ class Settings:
 
 
 def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
-    """Best-effort line:col of ``key`` inside ``[section]`` (tomllib keeps no positions)."""
+    """Best-effort line:col of ``key`` inside ``[section]`` (tomllib keeps no positions):
+    its ``key = ...`` (or dotted ``key.x = ...``) line, else its table header
+    ``[section.key]`` (``[[...]]``, ``[section.key.sub]``), else the section's line."""
     lines = text.splitlines()
     start = 0
     for i, line in enumerate(lines):
         if line.strip().startswith(f"[{section}]"):
             start = i
             break
-    pat = re.compile(rf"^\s*{re.escape(key)}\s*=") if key else None
+    if not key:
+        return start + 1, 1
+    name = rf"[\"']?{re.escape(key)}[\"']?"
+    full = rf"{re.escape(section)}\s*\.\s*{name}" if section else name
+    pat = re.compile(rf"^\s*(?:{name}\s*[=.]|\[\[?\s*{full}\s*[\].])")
     for i in range(start, len(lines)):
-        if pat is None:
-            return start + 1, 1
-        m = pat.match(lines[i])
-        if m:
+        if pat.match(lines[i]):
             return i + 1, len(lines[i]) - len(lines[i].lstrip()) + 1
     return start + 1, 1
 

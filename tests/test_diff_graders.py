@@ -47,21 +47,22 @@ def _edit(old: str, new: str) -> bytes:
            '    return (\n        _ask(t, run["final_answer"])\n        == "yes"\n    )'), []),
     (_edit('"""Pass when the judge says yes."""', '"""Docstrings are documentation."""'), []),
     (_edit("< 80", "< 60"), [GraderChange("evals/graders/quality.py", "quality.short", "changed")]),
-    (_edit("Say yes or no.", "Answer yes or no."),
-     [GraderChange("evals/graders/quality.py", "quality._ask", "changed", ("PROMPT",)),
-      GraderChange("evals/graders/quality.py", "quality.answers", "changed", ("PROMPT",))]),
+    (_edit("Say yes or no.", "Answer yes or no."),  # _ask(t, text) is a helper, no grader
+     [GraderChange("evals/graders/quality.py", "quality.answers", "changed", ("PROMPT",))]),
     (_edit("return t.llm(PROMPT + text)", "return t.llm(text + PROMPT)"),
-     [GraderChange("evals/graders/quality.py", "quality._ask", "changed"),
-      GraderChange("evals/graders/quality.py", "quality.answers", "changed", ("_ask",))]),
+     [GraderChange("evals/graders/quality.py", "quality.answers", "changed", ("_ask",))]),
     (_edit("def short(", "def brief(").replace(b"async def asynchronous", b"async def later"),
-     [GraderChange("evals/graders/quality.py", "quality.asynchronous", "removed"),
-      GraderChange("evals/graders/quality.py", "quality.brief", "added"),
-      GraderChange("evals/graders/quality.py", "quality.later", "added"),
+     [GraderChange("evals/graders/quality.py", "quality.brief", "added"),
       GraderChange("evals/graders/quality.py", "quality.short", "removed")]),
+    (_edit("def short(t, case, run):", "def short(t, case):"),  # no longer a grader (GE508)
+     [GraderChange("evals/graders/quality.py", "quality.short", "removed")]),
+    (_edit("PROMPT = ", "def normalize(text):\n    return text.strip()\n\n\n"
+                        "def _shown(t, case, run):\n    return True\n\n\nPROMPT = "),
+     [GraderChange("evals/graders/quality.py", "quality._shown", "added")]),
     (_edit("import json", "import json\nprint('module code')"),
      [GraderChange("evals/graders/quality.py", "quality.*", "changed", ("<module code>",))]),
 ], ids=["same", "comment", "reformatted", "docstring", "body", "via-constant", "via-helper",
-        "renamed", "module-code"])
+        "renamed", "signature", "helpers-added", "module-code"])
 def test_diff_grader_module(after: bytes, expected: list[GraderChange]) -> None:
     assert diff_grader_module("evals/graders/quality.py", BASE.encode(), after) == expected
 
@@ -96,16 +97,18 @@ def test_cli_graders_and_the_scenarios_that_use_them(repo: Repo) -> None:
     trap = 'open("IMPORTED", "w").write("x")\n'
     repo.commit({"evals/graders/quality.py": BASE + trap, "evals/cases/tone.yaml": CASE,
                  "evals/cases/other.yaml": OTHER_CASE})
+    helpers = ("def normalize(text):\n    return text.strip()\n\n\n"
+               "def _sandboxed(bwrap, work):\n    return work\n\n\n"
+               "async def later(t, case, run):\n    return True\n\n\n")
     repo.commit({"evals/graders/quality.py": _edit("Say yes or no.", "Answer.").decode() + trap,
-                 "evals/graders/extra.py": "def new(t, case, run):\n    return True\n"})
+                 "evals/graders/extra.py": helpers + "def new(t, case, run):\n    return True\n"})
     r = run_cli("diff", "HEAD~1", "HEAD", "--only", "graders", cwd=repo.path)
     assert r.code == 0, r.err
-    assert r.out.splitlines()[0] == "verdicts not compared, 3 graders changed"
+    assert r.out.splitlines()[0] == "verdicts not compared, 2 graders changed"
     assert r.out.split("\n\n", 1)[1] == """\
 Graders
   grader           change   detail
   extra.new        added
-  quality._ask     changed  via PROMPT
   quality.answers  changed  via PROMPT
 
 Scenarios on B using a changed grader

@@ -80,8 +80,9 @@ MODULES: dict[str, tuple[str, str | None, str]] = {
     "missing": ("def g(t, case, run):\n    return True\n", "GE504", "no function 'f'"),
 }
 IDS = sorted(MODULES)
-#: Lint findings for a name that is a function all the same (diff lists it).
-FUNCTION_CODES = {None, "GE507", "GE508"}
+#: Lint findings for a name diff lists as a grader: only what lint resolves (an async
+#: def, GE507, or a helper's signature, GE508, is no grader a case can name).
+FUNCTION_CODES = {None}
 #: What the worker records for each lint outcome (GE508: the call raises TypeError).
 RUN_KIND = {None: None, "GE504": "grader_missing", "GE505": "grader_missing",
             "GE506": "grader_missing", "GE507": "grader_missing", "GE508": "grader_error",

@@ -7,6 +7,8 @@ import pytest
 from gitevals.git.tree import WorkingTree
 from gitevals.settings import REFUSED_KEYS, load_settings
 
+from .conftest import Repo, run_cli
+
 
 def _load(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
     for name, text in files.items():
@@ -75,3 +77,25 @@ def test_bad_settings_are_findings(tmp_path: Path, text: str, line: int, col: in
     f = findings[0]
     assert (f.path, f.line, f.col, f.code) == ("gitevals.toml", line, col, code)
     assert fragment in f.message
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where", "fragment"),
+    [
+        ("gitevals.toml", 'root = "evals"\n[targt]\ncommand = ["x"]\n', "2:1",
+         "bad setting targt: unknown key 'targt'; did you mean target?"),
+        ("pyproject.toml", '[project]\nname = "x"\n\n[tool.gitevals.targt]\ncommand = ["x"]\n',
+         "4:1", "bad setting targt: unknown key 'targt'"),
+        ("pyproject.toml", '[tool.gitevals]\nroot = "evals"\n  rooot = "x"\n', "3:3",
+         "bad setting rooot: unknown key 'rooot'"),
+        ("gitevals.toml", '[target]\ncommand = ["x"]\n[judge.extra]\nx = 1\n', "3:1",
+         "bad setting judge.extra: unknown key 'extra' in judge"),
+    ],
+    ids=["toml-table", "pyproject-table", "pyproject-key", "subtable"],
+)
+def test_a_settings_finding_points_at_the_key(repo: Repo, name: str, text: str, where: str,
+                                              fragment: str) -> None:
+    repo.commit({name: text, "evals/cases/a.yaml": "scenarios:\n  - id: s\n    user: hi\n"})
+    r = run_cli("lint", cwd=repo.path)
+    assert r.code == 1
+    assert f"{name}:{where}: GE701 {fragment}" in r.out, r.out

@@ -252,6 +252,39 @@ def test_run_name_selects_a_task_or_a_case(repo: Repo) -> None:
     assert "unknown case or task 'nope'" in bad.err and "tasks are fix" in bad.err
 
 
+def test_plan_lists_tasks_with_their_rates_from_the_run(repo: Repo) -> None:
+    _task(repo, "1.0\n", toml="max_iterations = 1\n", extra={"evals/cases/tone.yaml": (
+        "defaults: {trials: 1, timeout: 5s}\nscenarios:\n  - id: s\n    user: hi\n"
+        "    expect: [{no_error: true}]\n")})
+    before = json.loads(run_cli("plan", "--format", "json", cwd=repo.path).out)
+    assert [(r["case"], r["scenario"], r["source"], r["trials"])
+            for r in before["scenarios"]] == [("tone", "s", "prior", 1),
+                                              ("fix", "task", "prior", 1)]
+    ran = run_cli("run", cwd=repo.path)
+    assert ran.code in (0, 1), ran.err  # the case's harness is the task's: it may fail
+    assert _entry(_artifact(repo))["scenarios"][0]["verdict"]["verdict"] == "pass"
+    after = run_cli("plan", "--format", "json", cwd=repo.path)
+    (row,) = [r for r in json.loads(after.out)["scenarios"] if r["case"] == "fix"]
+    assert (row["scenario"], row["observed"], row["rate"]) == ("task", "1/1", 1.0)
+    text = run_cli("plan", cwd=repo.path)
+    assert text.code == 0
+    assert any(line.split()[:3] == ["fix", "task", "1.00"] for line in text.out.splitlines())
+    assert "of 2 scenarios underpowered" in text.out
+
+
+def test_run_names_a_terminal_bench_1_directory_as_skipped(repo: Repo) -> None:
+    repo.commit({"pyproject.toml": SETTINGS, "evals/cases/tone.yaml": (
+        "scenarios:\n  - id: s\n    user: hi\n"),
+        "evals/tasks/tb1/task.yaml": "instruction: hi\n"})
+    res = run_cli("run", "tb1", cwd=repo.path)
+    assert (res.code, res.out) == (2, "")
+    assert res.err == ("gitevals: error: cannot run 'tb1': skipped evals/tasks/tb1: a "
+                       "Terminal-Bench 1 task.yaml directory; gitevals reads task.toml "
+                       "tasks (Harbor's format)\n")
+    dots = run_cli("run", "..", cwd=repo.path)  # names no directory under tasks/
+    assert dots.code == 2 and "unknown case '..'" in dots.err
+
+
 def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
     _task(repo, "0.6\n", toml="max_iterations = 1\n")
     assert run_cli("run", cwd=repo.path).code == 1

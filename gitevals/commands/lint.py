@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     sys.stdout.write(render(result, args.format, _terminal_width()))
+    if result.notes:  # one line each, no finding: names come from the tree
+        from gitevals.report.text import visible
+
+        sys.stderr.writelines(f"gitevals: {visible(note)}\n" for note in result.notes)
     if result.files == 0 and paths is None:
         sys.stderr.write(nothing_to_lint(tree.label))
     return 0 if result.ok else 1

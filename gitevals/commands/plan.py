@@ -57,31 +57,34 @@ class Row:
 
 def rows(the_plan: Plan, run: Run | None, drop: float, goal: float, prior: float,
          test: str, alpha: float) -> list[Row]:
-    """One row per scenario of the plan (pure but for the exact sums)."""
+    """One row per scenario of the plan, then one per task (its one scenario ``task``,
+    keyed in a run as a case is): pure but for the exact sums."""
     from gitevals.diff.power import MAX_PLANNED, power, trials_needed
     from gitevals.run.sequential import bases_of
+    from gitevals.run.tasks import SCENARIO
 
     tallies = bases_of(run) if run is not None else {}
+    planned = [(case.name, s.id, the_plan.trials_of(s))
+               for case in the_plan.cases for s in case.scenarios]
+    planned += [(task.name, SCENARIO, the_plan.task_trials()) for task in the_plan.tasks]
     out = []
-    for case in the_plan.cases:
-        for s in case.scenarios:
-            tally = tallies.get((case.name, s.id))
-            if tally is not None and tally[1] > 0:
-                rate, source, observed = tally[0] / tally[1], "observed", f"{tally[0]}/{tally[1]}"
-            else:
-                rate, source, observed = prior, "prior", None
-            trials = the_plan.trials_of(s)
-            if rate - drop < -1e-12:
-                out.append(Row(case.name, s.id, rate, source, observed, trials, None, None,
-                               "no_drop_possible"))
-                continue
-            needed = trials_needed(rate, drop, goal, test, alpha)
-            # over the limit, the trials asked for now are underpowered too: no exact sum
-            now = (power(trials, rate, drop, test, alpha)
-                   if needed is not None and trials <= MAX_PLANNED else None)
-            status = ("over_limit" if needed is None
-                      else "enough" if now is not None and now >= goal else "underpowered")
-            out.append(Row(case.name, s.id, rate, source, observed, trials, needed, now, status))
+    for name, scenario, trials in planned:
+        tally = tallies.get((name, scenario))
+        if tally is not None and tally[1] > 0:
+            rate, source, observed = tally[0] / tally[1], "observed", f"{tally[0]}/{tally[1]}"
+        else:
+            rate, source, observed = prior, "prior", None
+        if rate - drop < -1e-12:
+            out.append(Row(name, scenario, rate, source, observed, trials, None, None,
+                           "no_drop_possible"))
+            continue
+        needed = trials_needed(rate, drop, goal, test, alpha)
+        # over the limit, the trials asked for now are underpowered too: no exact sum
+        now = (power(trials, rate, drop, test, alpha)
+               if needed is not None and trials <= MAX_PLANNED else None)
+        status = ("over_limit" if needed is None
+                  else "enough" if now is not None and now >= goal else "underpowered")
+        out.append(Row(name, scenario, rate, source, observed, trials, needed, now, status))
     return out
 
 

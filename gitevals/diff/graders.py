@@ -1,4 +1,4 @@
-"""Grader modules between two revisions: functions added, removed, changed (pure).
+"""Grader modules between two revisions: graders added, removed, changed (pure).
 
 Which functions a module defines, and which names each top-level statement binds,
 come from :mod:`gitevals.graderfile`, the resolver lint and run use too: a grader
@@ -65,7 +65,7 @@ class Module:
 
     code: dict[str, str]
     uses: dict[str, frozenset[str]]
-    functions: frozenset[str]
+    functions: frozenset[str]  # what a case can name as a grader (``GraderFile.graders``)
 
 
 def read_module(path: str, data: bytes) -> tuple[Module | None, str | None]:
@@ -89,7 +89,7 @@ def read_module(path: str, data: bytes) -> tuple[Module | None, str | None]:
             code.setdefault(name, []).append(normal)
             uses.setdefault(name, set()).update(refs - {name})
     return Module({k: "\n".join(v) for k, v in code.items()},
-                  {k: frozenset(v) for k, v in uses.items()}, gf.functions()), None
+                  {k: frozenset(v) for k, v in uses.items()}, gf.graders()), None
 
 
 def _reaches(mod: Module, name: str, changed: set[str]) -> tuple[str, ...]:
@@ -106,7 +106,9 @@ def _reaches(mod: Module, name: str, changed: set[str]) -> tuple[str, ...]:
 
 
 def diff_grader_module(rel: str, data_a: bytes | None, data_b: bytes | None) -> list[GraderChange]:
-    """Grader functions of one module whose blob differs: added, removed, changed."""
+    """Graders of one module whose blob differs: added, removed, changed. Only functions
+    a case can name as a grader are listed; a helper's change shows as ``via`` on the
+    graders that use it."""
     stem = rel.rsplit("/", 1)[-1].removesuffix(".py")
     empty = Module({}, {}, frozenset())
     ma, why_a = read_module(rel, data_a) if data_a is not None else (empty, None)

@@ -47,10 +47,12 @@ SETTINGS_FILES = ("gitevals.toml", "pyproject.toml")
 
 @dataclass(frozen=True)
 class LintResult:
-    """The findings of one lint run (sorted) and how many files it checked."""
+    """The findings of one lint run (sorted), how many files it checked, and notes (no
+    findings: a directory under tasks/ that is no task and was skipped)."""
 
     findings: tuple[Finding, ...]
     files: int
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -132,6 +134,7 @@ class _Run:
         self.checked_graders: set[str] | None = None  # graders checked on their own; None: all
         self.oversize: dict[str, Finding] = {}  # listed files too large to read (GE104)
         self.settings: Settings | None = None  # for the task rules (lint_tree sets it)
+        self.notes: tuple[str, ...] = ()  # the task loader's notes on skipped directories
 
     def lint(self, paths: Sequence[str] | None, settings_findings: list[Finding]) -> LintResult:
         from gitevals.lint.cache import key
@@ -152,7 +155,8 @@ class _Run:
         if not self.full:  # named files (the pre-commit hook): per-file cache only
             found, files = self._lint_inputs(cases, goldens, None)
             found.extend(self.oversize.values())
-            return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks)
+            return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks,
+                              self.notes)
         graders = self._graders()
         everything = key(self.root, *(f"{i.kind}:{i.path}:{i.sha}"
                                       for i in (*cases, *goldens, *graders)),
@@ -166,7 +170,8 @@ class _Run:
             self.store.put("run", everything, {"findings": [_row(f) for f in found],
                                                "files": files})
         found = [*found, *self.oversize.values()]
-        return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks)
+        return LintResult(tuple(sorted([*settings_findings, *found])), files + tasks,
+                          self.notes)
 
     def _tasks(self, findings: list[Finding], named: list[str] | None
                ) -> tuple[list[Finding], int]:
@@ -177,7 +182,8 @@ class _Run:
 
         if self.settings is None:
             return findings, 0
-        found, checked, dirs = lint_tasks(self.tree, self.settings, self.store, named)
+        found, checked, dirs, notes = lint_tasks(self.tree, self.settings, self.store, named)
+        self.notes = tuple(notes)
         kept = [f for f in findings if not (f.code in ("GE801", "GE104") and inside(f.path, dirs))]
         return [*kept, *found], checked
 
@@ -453,7 +459,7 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
     more = lint_suite(tree, settings, store)
     if not more:
         return result
-    return LintResult(tuple(sorted({*result.findings, *more})), result.files)
+    return LintResult(tuple(sorted({*result.findings, *more})), result.files, result.notes)
 
 
 def _oversize(path: str, what: str) -> Finding:

@@ -24,15 +24,17 @@ if TYPE_CHECKING:
 
 
 def lint_tasks(tree: Tree, settings: Settings, store: LintCache,
-               named: Sequence[str] | None = None) -> tuple[list[Finding], int, list[str]]:
+               named: Sequence[str] | None = None
+               ) -> tuple[list[Finding], int, list[str], list[str]]:
     """Findings of the task directories (all, or those ``named`` paths fall in), how many
-    were checked, and the paths of every task directory looked at (their files are the
-    task rules' business, not the eval tree's GE801/GE104)."""
-    from gitevals.tasks.load import children, tasks_dir
+    were checked, the paths of every task directory looked at (their files are the
+    task rules' business, not the eval tree's GE801/GE104), and the loader's notes on
+    the directories under tasks/ that are no task (a Terminal-Bench 1 ``task.yaml``)."""
+    from gitevals.tasks.load import children, skipped_note, tasks_dir
 
     wanted = _named_tasks(settings.root, named)
     if wanted is not None and not wanted:
-        return [], 0, []
+        return [], 0, [], []
     # One listing of every task's files (a working tree hashes each file once), grouped.
     base = tasks_dir(settings.root) if wanted is None else None
     listed = tree.blob_shas(base + "/") if base else {}
@@ -40,13 +42,16 @@ def lint_tasks(tree: Tree, settings: Settings, store: LintCache,
     if wanted is None:
         wanted = list(children(tasks_dir(settings.root), [*listed, *refused]).values())
     dirs = _existing(tree, wanted)
+    tasks = set(dirs)
+    notes = [skipped_note(tree, p) for p in wanted
+             if p not in tasks and (base or tree.exists(p))]
     files, links = _grouped(base or "", listed), _grouped(base or "", refused)
     found: list[Finding] = []
     for path in dirs:
         mine = files.get(path, {}) if base else tree.blob_shas(path + "/")
         odd = links.get(path, {}) if base else tree.refused(path + "/")
         found.extend(_lint_one(tree, path, settings, store, mine, odd))
-    return found, len(dirs), dirs
+    return found, len(dirs), dirs, notes
 
 
 def _grouped(base: str, listing: dict[str, str]) -> dict[str, dict[str, str]]:

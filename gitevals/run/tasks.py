@@ -82,9 +82,14 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
     """Split ``names`` between cases and tasks (none: every case and task) and load the
     selected tasks. A name that is neither, or both, is a usage error."""
     from gitevals.errors import UsageError
-    from gitevals.tasks.load import load_tasks, task_dirs
+    from gitevals.tasks.load import load_tasks, skipped_note, task_dirs, tasks_dir
 
     dirs = task_dirs(tree, settings.root)
+    for n in names:  # a directory under tasks/ that is no task: say why, not "unknown"
+        path = f"{tasks_dir(settings.root)}/{n}"
+        if (n not in cases and n not in dirs and n.strip(".") and "/" not in n
+                and tree.exists(path)):
+            raise UsageError(f"cannot run {n!r}: {skipped_note(tree, path)}")
     both = sorted(set(cases) & set(dirs) & (set(names) if names else set(cases)))
     if both:
         raise UsageError(f"{both[0]!r} names both case {cases[both[0]]} and task "

@@ -41,6 +41,20 @@ def test_working_tree_index_and_revisions(repo: Repo) -> None:
     assert run_cli("publish-check", good, cwd=repo.path).code == 0
 
 
+def test_a_terminal_bench_1_directory_is_skipped_with_a_note(repo: Repo) -> None:
+    write_task(repo.path / TASK, GOOD_TOML, "Do it.\n")
+    repo.commit({"evals/tasks/tb1/task.yaml": "instruction: hi\n"})
+    note = ("gitevals: skipped evals/tasks/tb1: a Terminal-Bench 1 task.yaml directory; "
+            "gitevals reads task.toml tasks (Harbor's format)\n")
+    for where in ((), ("--staged",), ("--rev", "HEAD"), ("--staged", "evals/tasks/tb1"),
+                  ("--format", "json")):
+        r = run_cli("lint", *where, cwd=repo.path)
+        assert (r.code, r.err) == (0, note), where  # a note, not a finding
+    assert run_cli("lint", cwd=repo.path).out == "1 file checked: no problems\n"
+    repo.commit({"evals/tasks/tb1/task.toml": GOOD_TOML})  # a task now: no note
+    assert run_cli("lint", cwd=repo.path).err == ""
+
+
 def test_a_staged_deletion_of_the_verifier_script(repo: Repo) -> None:
     write_task(repo.path / TASK, GOOD_TOML, "Do it.\n")
     repo.commit({"evals/cases/a.yaml": "scenarios:\n  - id: x\n    user: hi\n"}, msg="A")
