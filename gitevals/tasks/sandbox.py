@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import selectors
 import shutil
 import signal
