@@ -208,6 +208,11 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
     assert grader["advisory"] is True and grader["passed"] is False
     shown = run_cli("show", cwd=repo.path)
     assert shown.code == 0 and "advisory, not counted" in shown.out
+    trial = run_cli("show", "--trial", "polite/ok-polite", cwd=repo.path)
+    assert trial.code == 0, trial.out + trial.err
+    assert "polite/ok-polite/0: passed" in trial.out
+    assert "  FAIL  advisory, not counted: grader q.tone: judged fail" in trial.out
+    assert "  pass  " in trial.out and trial.out.count("advisory, not counted") == 1
     # a failure that is not the advisory grader's still fails the run
     repo.commit({"evals/cases/polite.yaml": CASE.replace("contains: Paris", "contains: Lyon")})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 1

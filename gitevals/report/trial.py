@@ -272,7 +272,9 @@ def _assertions(doc: JSONObject) -> list[str]:
     for a in _list(doc.get("assertions")):
         a = a if isinstance(a, dict) else {}
         mark = "pass" if a.get("passed") is True else "FAIL"
-        out.append(f"  {mark}  {_block(a.get('message'), '        ')}")
+        # an advisory (uncalibrated) judge grader's failure, marked as run marks it
+        aside = "advisory, not counted: " if a.get("advisory") is True and mark == "FAIL" else ""
+        out.append(f"  {mark}  {aside}{_block(a.get('message'), '        ')}")
         if a.get("error") is not None:
             out.append(f"        error {_error(a['error'])}")
     return out or ["  (none)"]
