@@ -155,6 +155,26 @@ def test_an_unreadable_reward_is_retried_once_then_an_error(repo: Repo, plan: st
     assert _entry(artifact)["scenarios"][0]["verdict"]["verdict"] == "broken"
 
 
+@pytest.mark.parametrize(("plan", "said"), [
+    ("!\n", "no iteration ran: target_crash: "),
+    ("0.4\n!\n", "reward 0.4 after 1 iteration, then target_crash: "),
+], ids=["first", "second"])
+def test_a_target_crash_is_what_ended_the_trial_not_the_verifier(repo: Repo, plan: str,
+                                                                 said: str) -> None:
+    _task(repo, plan, toml="max_iterations = 3\npass_threshold = 0.9\n")
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    trial = _trial(_artifact(repo))
+    assert trial["error"]["kind"] == "target_crash" and trial["task"]["state"] == "error"
+    assert len(trial["task"]["iterations"]) == plan.count("\n") - 1
+    shown = run_cli("show", "--trial", "fix/task", cwd=repo.path)
+    assert shown.code == 1, shown.err  # the trial failed
+    (line,) = [x for x in shown.out.splitlines() if x.startswith("  FAIL  ")]
+    assert line.startswith("  FAIL  " + said), shown.out
+    assert "reward could not be read" not in shown.out + res.out
+    assert trial["error"]["message"].split()[0] in line
+
+
 @pytest.mark.parametrize(("answer", "passed", "reward"), [
     ('{"reward": 1.0, "style": 0.1}', True, 1.0),
     ('{"tests": 1.0, "style": 0.5}', False, 0.5),
