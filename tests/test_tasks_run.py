@@ -169,6 +169,7 @@ def test_a_target_crash_is_what_ended_the_trial_not_the_verifier(repo: Repo, pla
     assert len(trial["task"]["iterations"]) == plan.count("\n") - 1
     shown = run_cli("show", "--trial", "fix/task", cwd=repo.path)
     assert shown.code == 1, shown.err  # the trial failed
+    assert shown.out.startswith("fix/task/0: FAILED (trial 0, the only one run)\n")
     (line,) = [x for x in shown.out.splitlines() if x.startswith("  FAIL  ")]
     assert line.startswith("  FAIL  " + said), shown.out
     assert "reward could not be read" not in shown.out + res.out
@@ -249,13 +250,18 @@ def test_no_sandbox_runs_the_verifier_directly_and_says_so(repo: Repo) -> None:
     assert _trial(artifact)["task"]["sandbox"] == "none"
 
 
-@pytest.mark.parametrize("bwrap", ["", "/nonexistent/bwrap"], ids=["empty", "elsewhere"])
-def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap: str) -> None:
+@pytest.mark.parametrize(("bwrap", "where"), [
+    ("", "there is no bwrap ($GITEVALS_BWRAP is set but empty)"),
+    ("/nonexistent/bwrap", "there is no bwrap at /nonexistent/bwrap ($GITEVALS_BWRAP)"),
+], ids=["empty", "elsewhere"])
+def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap: str,
+                                                              where: str) -> None:
     _task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path, env={"GITEVALS_BWRAP": bwrap})
     assert res.code == 2
     (line,) = [x for x in res.err.splitlines() if "bwrap" in x]
     assert "install it" in line and "--no-sandbox" in line
+    assert where + ": install it" in line, line
     assert "Traceback" not in res.err
     assert not (repo.path / "evals" / "results").exists()
 

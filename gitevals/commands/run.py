@@ -461,7 +461,9 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
 
     bwrap = find_bwrap()
     if bwrap is None:
-        where = f"at ${BWRAP_ENV}" if BWRAP_ENV in os.environ else "on PATH"
+        given = os.environ.get(BWRAP_ENV)
+        where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
+                 if given else f"(${BWRAP_ENV} is set but empty)")
         raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
                          "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
                          "--no-sandbox to run them without isolation (recorded in the artifact)")

@@ -217,7 +217,9 @@ def _head(doc: JSONObject) -> list[str]:
         return _golden_head(doc)
     name = f"{doc['case']}/{doc['scenario']}/{doc['trial']}"
     outcome = "passed" if doc.get("passed") is True else "FAILED"
-    return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
+    trials = doc["trials"]
+    among = "the only one run" if trials == 1 else f"one of {trials} run"
+    return [f"{visible(name)}: {outcome} (trial {doc['trial']}, {among})",
             f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
             f"({str(doc['commit'])[:12]}), {'task' if 'task' in doc else 'case file'} "
             f"{visible(doc['path'])}"]
