@@ -47,15 +47,41 @@ def _invoked(argv: Sequence[str]) -> str | None:
 class _Parser(argparse.ArgumentParser):
     """argparse with bad input as one line (what is wrong, where to look), exit 2."""
 
-    #: the command being parsed (set on the top-level parser): an argument no part of the
-    #: command line knows is the command's to explain, so its help is the one named
-    invoked: str | None = None
+    #: the command line being parsed (set on the top-level parser): an argument no part
+    #: of it knows is the innermost (sub)command's to explain, so its help is the one named
+    argv: Sequence[str] = ()
 
     def error(self, message: str) -> NoReturn:
-        helped = self.prog
-        if self.invoked and message.startswith("unrecognized arguments"):
-            helped = f"{self.prog} {self.invoked}"
-        self.exit(2, f"{self.prog}: error: {message}; see `{helped} --help`\n")
+        helped: argparse.ArgumentParser = self
+        if message.startswith("unrecognized arguments: "):
+            helped = _named(self, self.argv)
+            message += _near(message.removeprefix("unrecognized arguments: ").split(), helped)
+        self.exit(2, f"{self.prog}: error: {message}; see `{helped.prog} --help`\n")
+
+
+def _named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser of the innermost (sub)command ``argv`` names (``task compile``'s)."""
+    for token in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            break
+        parser = subs[0].choices.get(token, parser)
+    return parser
+
+
+def _near(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """`` (did you mean --json?)`` for unknown flags close to a flag of ``parser``."""
+    from gitevals.lint.schema import closest
+
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    flags = [w.partition("=")[0] for w in unknown if w.startswith("--")]
+    near = [(flag, closest(flag, known)) for flag in flags]
+    said = [(flag, to) for flag, to in near if to is not None]
+    if not said:
+        return ""
+    if len(said) == 1:
+        return f" (did you mean {said[0][1]}?)"
+    return " (did you mean " + ", ".join(f"{to} for {flag}" for flag, to in said) + "?)"
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -90,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_invoked(given))
     if isinstance(parser, _Parser):
-        parser.invoked = _invoked(given)
+        parser.argv = given
     args = parser.parse_args(given)
     try:
         if args.chdir:

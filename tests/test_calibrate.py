@@ -144,6 +144,9 @@ def test_a_second_final_is_refused_and_the_record_kept(repo: Repo, judge: FakeJu
     first = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert first.code == 0, first.out + first.err
     assert "status: calibrated" in first.out
+    (status,) = [x for x in first.out.splitlines() if x.startswith("status: ")]
+    assert re.fullmatch(r"status: calibrated: measured \d{4}-\d\d-\d\d: TPR 1\.00, TNR 1\.00",
+                        status), status
     path = repo.path / "evals/calibration/q.fair.json"
     before = path.read_bytes()
     record = json.loads(before)
@@ -208,6 +211,11 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
     assert grader["advisory"] is True and grader["passed"] is False
     shown = run_cli("show", cwd=repo.path)
     assert shown.code == 0 and "advisory, not counted" in shown.out
+    trial = run_cli("show", "--trial", "polite/ok-polite", cwd=repo.path)
+    assert trial.code == 0, trial.out + trial.err
+    assert "polite/ok-polite/0: passed" in trial.out
+    assert "  FAIL  advisory, not counted: grader q.tone: judged fail" in trial.out
+    assert "  pass  " in trial.out and trial.out.count("advisory, not counted") == 1
     # a failure that is not the advisory grader's still fails the run
     repo.commit({"evals/cases/polite.yaml": CASE.replace("contains: Paris", "contains: Lyon")})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 1
@@ -351,6 +359,11 @@ def test_an_uncommitted_grader_is_refused(repo: Repo, judge: FakeJudge) -> None:
     Path(repo.path / "evals/graders/q.py").write_text(JUDGED + "\n# edited\n")
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2 and "has uncommitted changes" in res.err
+    Path(repo.path / "evals/graders/fresh.py").write_text(JUDGED)
+    res = run_cli("calibrate", "fresh.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    assert res.code == 2
+    assert re.fullmatch(r"gitevals: error: evals/graders/fresh\.py is not in HEAD "
+                        r"\([0-9a-f]{12}\): commit the grader first\n", res.err), res.err
 
 
 def test_diff_marks_the_advisory_judge_of_each_side(repo: Repo, judge: FakeJudge) -> None:

@@ -202,7 +202,7 @@ def test_doctor_lists_each_judge_graders_status(repo: Repo, judge: FakeJudge) ->
     item = _doctor(repo)
     assert (item["code"], item["status"]) == (0, "ok")
     today = datetime.now(UTC).date().isoformat()
-    assert item["detail"] == (f"judges calibrated: tone.polite calibrated (calibrated "
+    assert item["detail"] == (f"judges calibrated: tone.polite calibrated (measured "
                               f"{today}: TPR 0.97, TNR 0.95)")
     text = run_cli("doctor", cwd=repo.path).out
     assert "judges calibrated: tone.polite calibrated" in text

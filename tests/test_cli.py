@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import run_cli
 
 
@@ -56,3 +58,20 @@ def test_an_unknown_flag_points_to_the_commands_help(tmp_path: Path) -> None:
     r = run_cli("run", "--no-such-flag", cwd=tmp_path)
     assert r.code == 2 and r.err == ("gitevals: error: unrecognized arguments: --no-such-flag; "
                                      "see `gitevals run --help`\n")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("task", "compile", "sort-array", "--jsn"),
+     "--jsn (did you mean --json?); see `gitevals task compile --help`"),
+    (("goldens", "stats", "--bad"), "--bad; see `gitevals goldens stats --help`"),
+    (("-C", "task", "task", "compile", "x", "--jsn", "--revv=v1"),
+     "--jsn --revv=v1 (did you mean --json for --jsn, --rev for --revv?); "
+     "see `gitevals task compile --help`"),
+    (("show", "--trail", "a/b"), "--trail (did you mean --trial?); see `gitevals show --help`"),
+], ids=["task-compile", "goldens-stats", "two-near", "show"])
+def test_an_unknown_flag_of_a_subcommand_points_to_its_own_help(
+        tmp_path: Path, argv: tuple[str, ...], said: str) -> None:
+    (tmp_path / "task").mkdir()
+    r = run_cli(*argv, cwd=tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert r.err == f"gitevals: error: unrecognized arguments: {said}\n"

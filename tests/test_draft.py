@@ -76,6 +76,10 @@ def test_a_draft_is_linted_first_and_findings_name_its_path(repo: Repo,
     assert f"{draft}:" in res.err and "GE5" in res.err
     assert "evals/cases/bad.yaml" not in res.err
     assert f"draft {draft} does not lint and was not run" in res.err
+    assert res.err.splitlines()[-1] == (
+        "gitevals: nothing was run: the draft has lint errors (above); fix the draft and "
+        f"run it again (`gitevals run --draft {draft}`)")
+    assert "lint --rev" not in res.err and "commit" not in res.err
     assert _drafts(repo) == []
 
 

@@ -44,7 +44,7 @@ def trial_run() -> dict[str, Any]:
 
 
 TEXT = """\
-geo/capital/1: FAILED (trial 1 of 2 run)
+geo/capital/1: FAILED (trial 1, one of 2 run)
 run 20261129T220000Z-111111111111-a1b2c3 of HEAD (111111111111), case file evals/cases/geo.yaml
 
 [1] user: List the files.
@@ -166,6 +166,7 @@ def test_an_errored_trial_shows_the_error_not_what_it_kept_from_happening(
     assert re.search(r"demo  raises    fail     0/2 .* target error: RuntimeError: kaboom\n", out)
     res = run_cli("show", "--trial", "demo/raises", cwd=repo.path)
     assert res.code == 1
+    assert res.out.startswith("demo/raises/0: FAILED (trial 0, one of 2 run)\n")
     assert "    error: RuntimeError: kaboom\n" in res.out
     assert "target error: RuntimeError: kaboom\n" in res.out
     assert "  FAIL  hook_called guard deny: never ran\n" in res.out

@@ -155,6 +155,27 @@ def test_an_unreadable_reward_is_retried_once_then_an_error(repo: Repo, plan: st
     assert _entry(artifact)["scenarios"][0]["verdict"]["verdict"] == "broken"
 
 
+@pytest.mark.parametrize(("plan", "said"), [
+    ("!\n", "no iteration ran: target_crash: "),
+    ("0.4\n!\n", "reward 0.4 after 1 iteration, then target_crash: "),
+], ids=["first", "second"])
+def test_a_target_crash_is_what_ended_the_trial_not_the_verifier(repo: Repo, plan: str,
+                                                                 said: str) -> None:
+    _task(repo, plan, toml="max_iterations = 3\npass_threshold = 0.9\n")
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    trial = _trial(_artifact(repo))
+    assert trial["error"]["kind"] == "target_crash" and trial["task"]["state"] == "error"
+    assert len(trial["task"]["iterations"]) == plan.count("\n") - 1
+    shown = run_cli("show", "--trial", "fix/task", cwd=repo.path)
+    assert shown.code == 1, shown.err  # the trial failed
+    assert shown.out.startswith("fix/task/0: FAILED (trial 0, the only one run)\n")
+    (line,) = [x for x in shown.out.splitlines() if x.startswith("  FAIL  ")]
+    assert line.startswith("  FAIL  " + said), shown.out
+    assert "reward could not be read" not in shown.out + res.out
+    assert trial["error"]["message"].split()[0] in line
+
+
 @pytest.mark.parametrize(("answer", "passed", "reward"), [
     ('{"reward": 1.0, "style": 0.1}', True, 1.0),
     ('{"tests": 1.0, "style": 0.5}', False, 0.5),
@@ -229,13 +250,18 @@ def test_no_sandbox_runs_the_verifier_directly_and_says_so(repo: Repo) -> None:
     assert _trial(artifact)["task"]["sandbox"] == "none"
 
 
-@pytest.mark.parametrize("bwrap", ["", "/nonexistent/bwrap"], ids=["empty", "elsewhere"])
-def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap: str) -> None:
+@pytest.mark.parametrize(("bwrap", "where"), [
+    ("", "there is no bwrap ($GITEVALS_BWRAP is set but empty)"),
+    ("/nonexistent/bwrap", "there is no bwrap at /nonexistent/bwrap ($GITEVALS_BWRAP)"),
+], ids=["empty", "elsewhere"])
+def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap: str,
+                                                              where: str) -> None:
     _task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path, env={"GITEVALS_BWRAP": bwrap})
     assert res.code == 2
     (line,) = [x for x in res.err.splitlines() if "bwrap" in x]
     assert "install it" in line and "--no-sandbox" in line
+    assert where + ": install it" in line, line
     assert "Traceback" not in res.err
     assert not (repo.path / "evals" / "results").exists()
 

@@ -76,7 +76,7 @@ def status(grader: str, asks_judge: bool, grader_blob: str | None, judge: Judge 
     if age > timedelta(days=MAX_AGE_DAYS):
         return _advisory("GE516", f"its calibration is {age.days} days old, over "
                                   f"{MAX_AGE_DAYS}; {fix}")
-    return Status("calibrated", f"calibrated {str(record['date'])[:10]}: "
+    return Status("calibrated", f"measured {str(record['date'])[:10]}: "
                                 f"{_rates(record)}")
 
 

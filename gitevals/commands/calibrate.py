@@ -130,7 +130,7 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     entry = tree.entry(path)
     source = tree.read(path) if entry is not None else None
     if entry is None or source is None:
-        raise UsageError(f"{path} is not in HEAD ({tree.label}): commit the grader first")
+        raise UsageError(f"{path} is not in {tree.label}: commit the grader first")
     module = read(source)
     if module.function(fn) is None:
         raise UsageError(f"{path} has no grader {fn!r}: {why_not(module, fn)}; run "

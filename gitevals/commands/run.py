@@ -281,9 +281,18 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     if not the_plan.cases and not the_plan.tasks and sendable is None:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
-        print(f"gitevals: nothing was run: every selected case has lint errors; fix them "
-              f"(`gitevals lint --rev {args.rev}`) and commit", file=sys.stderr)
         from gitevals.report.runs import render_refused
+        from gitevals.report.text import visible
+
+        if draft is not None:  # lint never sees the draft, and a draft is not committed
+            import shlex
+
+            print(f"gitevals: nothing was run: the draft has lint errors (above); fix the "
+                  f"draft and run it again (`gitevals run --draft "
+                  f"{visible(shlex.quote(args.draft))}`)", file=sys.stderr)
+        else:
+            print(f"gitevals: nothing was run: every selected case has lint errors; fix "
+                  f"them (`gitevals lint --rev {args.rev}`) and commit", file=sys.stderr)
 
         sys.stdout.write(render_refused(refused, args.format))
         return 1
@@ -461,7 +470,9 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
 
     bwrap = find_bwrap()
     if bwrap is None:
-        where = f"at ${BWRAP_ENV}" if BWRAP_ENV in os.environ else "on PATH"
+        given = os.environ.get(BWRAP_ENV)
+        where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
+                 if given else f"(${BWRAP_ENV} is set but empty)")
         raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
                          "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
                          "--no-sandbox to run them without isolation (recorded in the artifact)")

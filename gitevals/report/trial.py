@@ -217,7 +217,9 @@ def _head(doc: JSONObject) -> list[str]:
         return _golden_head(doc)
     name = f"{doc['case']}/{doc['scenario']}/{doc['trial']}"
     outcome = "passed" if doc.get("passed") is True else "FAILED"
-    return [f"{visible(name)}: {outcome} (trial {doc['trial']} of {doc['trials']} run)",
+    trials = doc["trials"]
+    among = "the only one run" if trials == 1 else f"one of {trials} run"
+    return [f"{visible(name)}: {outcome} (trial {doc['trial']}, {among})",
             f"run {visible(doc['run_id'])} of {visible(doc['rev'])} "
             f"({str(doc['commit'])[:12]}), {'task' if 'task' in doc else 'case file'} "
             f"{visible(doc['path'])}"]
@@ -272,7 +274,9 @@ def _assertions(doc: JSONObject) -> list[str]:
     for a in _list(doc.get("assertions")):
         a = a if isinstance(a, dict) else {}
         mark = "pass" if a.get("passed") is True else "FAIL"
-        out.append(f"  {mark}  {_block(a.get('message'), '        ')}")
+        # an advisory (uncalibrated) judge grader's failure, marked as run marks it
+        aside = "advisory, not counted: " if a.get("advisory") is True and mark == "FAIL" else ""
+        out.append(f"  {mark}  {aside}{_block(a.get('message'), '        ')}")
         if a.get("error") is not None:
             out.append(f"        error {_error(a['error'])}")
     return out or ["  (none)"]

@@ -349,9 +349,13 @@ def judged(result: Trial, threshold: float, budget: int) -> Trial:
     state, final = rewards.judge(iterations, threshold, budget, result["error"] is not None)
     used = next((n for n, it in enumerate(iterations, 1) if it["passed"]), len(iterations))
     passed = state == rewards.SATISFIED
+    error = result["error"]
+    # an error no verifier had (the target crashed before, or between, its iterations)
+    ended = error if error is not None and (
+        not iterations or iterations[-1]["error"] != error) else None
     outcome: AssertionOutcome = {
         "index": 0, "kind": "reward", "passed": passed, "error": None, "score": final,
-        "message": rewards.summary(state, final, threshold, used)}
+        "message": rewards.summary(state, final, threshold, used, ended)}
     task: TaskTrial = {**record, "state": state, "final_reward": final,
                        "iterations": iterations}
     out: Trial = {**result, "assertions": [outcome], "passed": passed, "task": task}

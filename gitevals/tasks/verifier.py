@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.run.artifact import Iteration
+    from gitevals.run.artifact import ErrorRecord, Iteration
 
 #: The file each ``reward_format`` names, in ``/logs/verifier/``.
 REWARD_FILES = {"reward_text": "reward.txt", "reward_json": "reward.json"}
@@ -174,11 +174,17 @@ def judge(iterations: Sequence[Iteration], threshold: float, budget: int,
     return NEEDS_REVISION, final
 
 
-def summary(state: str, reward: float | None, threshold: float, used: int) -> str:
-    """One line on a trial's outcome, as its assertion message."""
+def summary(state: str, reward: float | None, threshold: float, used: int,
+            ended: ErrorRecord | None = None) -> str:
+    """One line on a trial's outcome, as its assertion message. ``ended``: the error
+    that ended the trial when no verifier's did (the target crashed, say)."""
     got = "no reward" if reward is None else f"reward {reward:g}"
     cmp = ">=" if state == SATISFIED else "<"
     tries = f"{used} iteration{'s' * (used != 1)}"
+    if state == ERROR and ended is not None:
+        why = f"{ended['kind']}: {' '.join(ended['message'].split())}"
+        return (f"no iteration ran: {why}" if not used
+                else f"{got} after {tries}, then {why}")
     if state == ERROR:
         return f"{got} after {tries}: the verifier's reward could not be read"
     return f"{state}: {got} {cmp} pass_threshold {threshold:g} after {tries}"

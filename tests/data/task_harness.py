@@ -1,7 +1,8 @@
 """A test target for task runs: it works in the workspace it is given.
 
 Iteration i writes line i of the workspace's ``plan.txt`` (the last line once the plan
-runs out) to ``answer.txt``; a line ``-`` writes nothing. Its answer echoes the message.
+runs out) to ``answer.txt``; a line ``-`` writes nothing, a line ``!`` crashes (exit 3).
+Its answer echoes the message.
 """
 import json
 import os
@@ -14,6 +15,8 @@ for line in sys.stdin:
     with open(os.path.join(ws, "plan.txt")) as f:
         plan = f.read().splitlines()
     step = plan[min(msg["iteration"], len(plan) - 1)]
+    if step == "!":
+        sys.exit(3)
     if step != "-":
         with open(os.path.join(ws, "answer.txt"), "w") as f:
             f.write(step + "\n")
