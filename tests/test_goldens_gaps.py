@@ -53,6 +53,16 @@ def test_the_run_of_goldens_alone_stays_the_commits_run_after_a_bucket_run(repo:
     assert json.loads(shown.out)["run_id"] == full
 
 
+def test_goldens_only_in_a_tree_without_cases_is_its_complete_run(repo: Repo) -> None:
+    _no_cases(repo)
+    assert run_cli("run", "--goldens-only", "--no-note", cwd=repo.path).code == 1
+    first = artifacts(repo)[0]
+    assert "goldens_only" not in first["options"]  # nothing was left out of it
+    assert run_cli("run", "--bucket", "tone", "--no-note", cwd=repo.path).code == 1
+    shown = run_cli("show", "--format", "json", cwd=repo.path)
+    assert json.loads(shown.out)["run_id"] == first["run_id"]
+
+
 def test_baseline_and_gate_take_the_run_of_goldens_alone(repo: Repo) -> None:
     gate_commit(repo, 15, 10)  # goldens and a drift suite, no case
     res = run_cli("run", "--no-note", cwd=repo.path)

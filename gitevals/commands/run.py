@@ -310,10 +310,19 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         if cluster is not None:
             cluster.close()
     artifact = _calibrated(tree, the_plan, artifact)
-    if args.goldens_only:
+    if args.goldens_only and _has_cases(tree, the_plan.settings):
+        # (in a tree of goldens alone, this is its complete run, as a plain run is)
         artifact["options"]["goldens_only"] = True
     blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
     return _record(repo, args, the_plan, artifact, draft, refused, blocked)
+
+
+def _has_cases(tree: Tree, settings: Settings) -> bool:
+    """Whether ``tree`` has a case file or a task directory (a run can leave them out)."""
+    from gitevals.run.runner import case_paths
+    from gitevals.tasks.load import task_dirs
+
+    return bool(case_paths(tree, settings.root)) or bool(task_dirs(tree, settings.root))
 
 
 def _sendable(suite: SuitePlan | None) -> SuitePlan | None:
