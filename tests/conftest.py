@@ -105,3 +105,17 @@ def run_cli(*args: str, cwd: Path, input: str | None = None,
 @pytest.fixture
 def cli() -> object:
     return run_cli
+
+
+#: The README's main job on the bundled example (``--keep DIR`` keeps its repository).
+DEMO_SCRIPT = Path(__file__).resolve().parent.parent / "examples" / "demo" / "run_demo.py"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled example's repository after the README's main job (v1 and v2 run)."""
+    keep = tmp_path_factory.mktemp("demo") / "repo"
+    proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(keep)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return keep

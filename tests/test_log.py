@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from .conftest import Repo, run_cli
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "run_demo.py"
 HEAD = ("commit  subject        basics/answers-in-one-line  "
         "basics/uses-the-shell-rather-than-guessing  tools/explains-recursion-briefly  "
         "tools/guard-refuses-destructive-commands  tools/looks-up-the-weather")
@@ -24,15 +22,6 @@ V1 = ("v1      demo agent v1  ✓ 10/10                     ✓ 3/3             
       "     ~ 2/4")
 LEGEND = ("✓ pass  ~ flaky  ✗ fail  ! broken  - not run  ▼ regressed beyond noise since the "
           "row below")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    keep = tmp_path_factory.mktemp("demo") / "repo"
-    proc = subprocess.run([sys.executable, str(DEMO), "--keep", str(keep)],
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return keep
 
 
 def test_demo_history_exact_rows(demo: Path) -> None:

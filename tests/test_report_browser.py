@@ -9,7 +9,6 @@ element and no script from that data in the page.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,18 +20,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from .browser import chromium, png_colours, requests
 from .conftest import Repo, run_cli
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "run_demo.py"
-
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="drives Debian's chromium")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    keep = tmp_path_factory.mktemp("demo") / "repo"
-    proc = subprocess.run([sys.executable, str(DEMO), "--keep", str(keep)],
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return keep
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ and never fail a trial or a verdict (nor, for a bucket, the goldens gate)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from gitevals.calibration.tree import statuses
@@ -23,7 +24,13 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     part = run.get("goldens")
     if part is not None:  # the goldens gate counts a bucket by its grader's calibration
         names |= set(part["graders"].values())
-    calibration: dict[str, GraderCalibration] = {
-        name: {"status": st.state, "reason": st.reason, "code": st.code}
-        for name, st in statuses(tree, settings, names, now).items() if st.state != "n/a"}
-    return rescore({**run, "judge_calibration": calibration})
+    return rescore({**run, "judge_calibration": calibration_of(tree, settings, names, now)})
+
+
+def calibration_of(tree: Tree, settings: Settings, names: Iterable[str], now: datetime
+                   ) -> dict[str, GraderCalibration]:
+    """The calibration of each grader of ``names`` that asks the judge, as a run records
+    it (``judge_calibration``), decided at ``tree`` and ``now``."""
+    return {name: {"status": st.state, "reason": st.reason, "code": st.code}
+            for name, st in statuses(tree, settings, names, now).items()
+            if st.state != "n/a"}

@@ -442,15 +442,15 @@ def _advisory(tree: RevisionTree, the_plan: Plan, at: float) -> frozenset[str]:
     ``_calibrated`` decides): a sequential run's looks do not count their failures."""
     from datetime import UTC, datetime
 
-    from gitevals.calibration.tree import statuses
+    from gitevals.calibration.runs import calibration_of
     from gitevals.run.artifact import grader_calls
     from gitevals.run.scoring import expect_of
 
     names = {name for c in the_plan.cases for s in c.scenarios
              for _, name in grader_calls(expect_of(s))}
     now = datetime.fromtimestamp(at, UTC)
-    return frozenset(n for n, st in statuses(tree, the_plan.settings, names, now).items()
-                     if st.advisory)
+    return frozenset(n for n, c in calibration_of(tree, the_plan.settings, names, now).items()
+                     if c["status"] == "advisory")
 
 
 def _preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None = None) -> None:
