@@ -275,7 +275,7 @@ class Execution:
 
         # bwrap None: the verifier runs without a sandbox (`run --no-sandbox`)
         self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
-                                      self.stop, bwrap)
+                                      self.stop, bwrap, self._env)
         self.task_results: dict[int, dict[int, Trial]] = {}
 
     def _task(self, ti: int, trial: int) -> None:
