@@ -560,8 +560,10 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
             if the_plan.tasks else "")
         try:
-            with progress(label, the_plan.total(),
-                          groups=("cases", cases)) as update:
+            # a sequential run (--against) may go to every scenario's last look
+            total = the_plan.total() if rounds is None else (
+                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
+            with progress(label, total, groups=("cases", cases)) as update:
                 def report(t: runner.Tally) -> None:
                     update(t.done, t.failures, t.running, t.cases_done)
 
