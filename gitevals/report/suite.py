@@ -22,13 +22,13 @@ HEADER = ("slice", "grader", "passed", "rate", "errors")
 SHOWN = 10
 
 
-def _cells(s: SliceRate) -> tuple[str, ...]:
+def slice_cells(s: SliceRate) -> tuple[str, ...]:
     r = rate(s)
     return (f"{s['kind']} {s['name']}", s["grader"] or "(per row)", f"{s['passed']}/{s['total']}",
             "-" if r is None else f"{100 * r:.1f}%", str(s["errors"]))
 
 
-def _title(part: Goldens) -> str:
+def goldens_title(part: Goldens) -> str:
     n = len(part["items"])
     picked = f" (buckets {', '.join(part['buckets'])})" if part["buckets"] else ""
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
@@ -37,9 +37,9 @@ def _title(part: Goldens) -> str:
 def text(part: Goldens, advisory: frozenset[str] = frozenset()) -> str:
     """Aligned columns: a title, the header, one row per slice; then the goldens that
     did not pass (those an ``advisory`` judge grader failed marked as not counted)."""
-    rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in part["slices"])]
+    rows = [HEADER, *(tuple(visible(c) for c in slice_cells(s)) for s in part["slices"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines = [visible(_title(part))]
+    lines = [visible(goldens_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
     failed = [it for it in part["items"] if not it["passed"]]
@@ -53,9 +53,9 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset()) -> str:
 
 
 def markdown(part: Goldens) -> str:
-    lines = [f"**{md_inert(_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
+    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
              "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in part["slices"]]
+    lines += ["| " + " | ".join(md_inert(c) for c in slice_cells(s)) + " |" for s in part["slices"]]
     return "\n".join(lines) + "\n"
 
 
