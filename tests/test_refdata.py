@@ -14,7 +14,8 @@ from pathlib import Path
 from . import refdata
 
 #: Every test module that reads ``shared/data/``; a new one belongs here too.
-READERS = ["tests/test_junit.py", "tests/tasks/test_harbor_compat.py"]
+READERS = ["tests/test_junit.py", "tests/tasks/test_harbor_compat.py",
+           "tests/lint/test_sarif_schema.py"]
 HERE = "tests/test_refdata.py"
 
 
@@ -53,9 +54,11 @@ def test_a_copy_with_no_data_beside_it_skips_with_one_line_each(tmp_path: Path) 
         cwd=clone, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert len(skips) == 2, proc.stdout
-    junit, harbor = sorted(skips, key=lambda line: "harbor" in line)
-    assert "tests/test_junit.py" in junit and "../shared/data/junit-10.xsd is missing" in junit
-    assert "tests/tasks/test_harbor_compat.py" in harbor
-    assert "../shared/data/harbor-tasks is missing" in harbor
-    assert re.search(r"\b1 passed, 2 skipped\b", proc.stdout) and "error" not in proc.stdout.lower()
+    missing = {"tests/test_junit.py": "junit-10.xsd",
+               "tests/tasks/test_harbor_compat.py": "harbor-tasks",
+               "tests/lint/test_sarif_schema.py": "sarif-schema-2.1.0.json"}
+    assert len(skips) == len(missing), proc.stdout
+    for module, name in missing.items():  # one line each, naming the module and the file
+        [line] = [s for s in skips if f" {module}:" in s]
+        assert f"../shared/data/{name} is missing" in line
+    assert re.search(r"\b1 passed, 3 skipped\b", proc.stdout) and "error" not in proc.stdout.lower()
