@@ -29,16 +29,27 @@ SUMMARY_LIMIT = 1_000_000
 #: Pages of 100 comments read at most when looking for ours.
 MAX_PAGES = 30
 
+#: The verdict line by the diff's ``--fail-on`` and exit code (2 is the same for all).
 VERDICTS = {
-    0: "**gitevals diff: passed.** No scenario regressed beyond noise (exit 0).",
-    1: "**gitevals diff: failed.** A scenario regressed beyond noise (exit 1).",
+    ("regressed", 0): "**gitevals diff: passed.** No scenario or goldens bucket regressed "
+                      "beyond noise (exit 0).",
+    ("regressed", 1): "**gitevals diff: failed.** A scenario or goldens bucket regressed "
+                      "beyond noise (exit 1).",
+    ("any-change", 0): "**gitevals diff: passed.** Nothing changed: no rule, grader, golden "
+                       "or verdict (`--fail-on any-change`, exit 0).",
+    ("any-change", 1): "**gitevals diff: failed.** Something changed (`--fail-on any-change`, "
+                       "exit 1).",
+    ("never", 0): "**gitevals diff** (`--fail-on never`: it does not gate this job).",
 }
 
 
-def verdict(exit_code: int) -> str:
-    """The first line a reader sees: what the diff's exit code means."""
-    return VERDICTS.get(exit_code, f"**gitevals diff: could not compare** (exit {exit_code}): "
-                        "a run is missing or a revision could not be read; see the job log.")
+def verdict(exit_code: int, fail_on: str = "regressed") -> str:
+    """The first line a reader sees: what the diff's exit code means under ``fail_on``."""
+    found = VERDICTS.get((fail_on, exit_code))
+    if found is not None:
+        return found
+    return (f"**gitevals diff: could not compare** (exit {exit_code}): a run is missing or a "
+            "revision could not be read; see the job log.")
 
 
 def units(text: str) -> int:
@@ -46,10 +57,12 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def body(markdown: str, exit_code: int, limit: int, where: str, marker: str = MARKER) -> str:
+def body(markdown: str, exit_code: int, limit: int, where: str, marker: str = MARKER,
+         fail_on: str = "regressed") -> str:
     """``marker``, the verdict, then the diff's markdown, cut at a line so that the whole
     is at most ``limit`` characters; a cut says so and names ``where`` the whole diff is."""
-    head = f"{marker}\n{verdict(exit_code)}\n\n" if marker else f"{verdict(exit_code)}\n\n"
+    line = verdict(exit_code, fail_on)
+    head = f"{marker}\n{line}\n\n" if marker else f"{line}\n\n"
     whole = head + markdown
     if units(whole) <= limit:
         return whole
@@ -70,13 +83,13 @@ def body(markdown: str, exit_code: int, limit: int, where: str, marker: str = MA
     return head + text + note
 
 
-def summary_body(markdown: str, exit_code: int, where: str) -> str:
+def summary_body(markdown: str, exit_code: int, where: str, fail_on: str = "regressed") -> str:
     """The step summary: the same body without the marker, within 1 MiB in bytes (a
     UTF-16 unit takes at most 3 bytes of UTF-8, so a third of it in units fits)."""
-    whole = body(markdown, exit_code, 2**62, where, marker="")
+    whole = body(markdown, exit_code, 2**62, where, marker="", fail_on=fail_on)
     if len(whole.encode("utf-8")) <= SUMMARY_LIMIT:
         return whole
-    return body(markdown, exit_code, SUMMARY_LIMIT // 3, where, marker="")
+    return body(markdown, exit_code, SUMMARY_LIMIT // 3, where, marker="", fail_on=fail_on)
 
 
 @dataclass(frozen=True)

@@ -67,12 +67,20 @@ def _output(env: Mapping[str, str], key: str, value: str) -> None:
             out.write(f"{key}={value}\n")
 
 
+def _fail_on(env: Mapping[str, str]) -> str:
+    """The diff's ``--fail-on``, which the verdict line explains (``GITEVALS_FAIL_ON``)."""
+    given = env.get("GITEVALS_FAIL_ON", "") or "regressed"
+    if given not in ("regressed", "any-change", "never"):
+        raise UsageError(f"GITEVALS_FAIL_ON={given!r}: give regressed, any-change or never")
+    return given
+
+
 # -- summary ----------------------------------------------------------------------------
 
 def summary(path: str, exit_code: int, env: Mapping[str, str]) -> int:
     """Append the diff to the job's step summary (GitHub); elsewhere, say there is none."""
     text = comment.summary_body(read_markdown(path), exit_code,
-                                env.get("GITEVALS_DIFF_WHERE", f"in {path}"))
+                                env.get("GITEVALS_DIFF_WHERE", f"in {path}"), _fail_on(env))
     target = env.get("GITHUB_STEP_SUMMARY")
     if not target:
         say("$GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step): no summary written")
@@ -122,7 +130,8 @@ def _github(path: str, exit_code: int, env: Mapping[str, str], where: str) -> in
         raise GitevalsError("GITHUB_TOKEN or GITHUB_REPOSITORY is not set")
     api = comment.github(env.get("GITHUB_API_URL", "https://api.github.com"), token,
                          env.get("GITEVALS_COMMENT_AUTHOR", "github-actions[bot]"))
-    text = comment.body(read_markdown(path), exit_code, comment.GITHUB_LIMIT, where)
+    text = comment.body(read_markdown(path), exit_code, comment.GITHUB_LIMIT, where,
+                        fail_on=_fail_on(env))
     done = comment.upsert_github(api, repo, number, text)
     say(f"pull request #{number}: comment {done}")
     return 0
@@ -139,7 +148,8 @@ def _gitlab(path: str, exit_code: int, env: Mapping[str, str], where: str) -> in
         raise GitevalsError("GITEVALS_GITLAB_TOKEN (a token with the api scope) and "
                             "GITEVALS_COMMENT_AUTHOR (its user name) must be set")
     api = comment.gitlab(env.get("CI_API_V4_URL", ""), token, author)
-    text = comment.body(read_markdown(path), exit_code, comment.GITLAB_LIMIT, where)
+    text = comment.body(read_markdown(path), exit_code, comment.GITLAB_LIMIT, where,
+                        fail_on=_fail_on(env))
     done = comment.upsert_gitlab(api, env.get("CI_PROJECT_ID", ""), int(iid), text)
     say(f"merge request !{iid}: comment {done}")
     return 0

@@ -104,7 +104,8 @@ def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -
     assert len(results) == 1  # the head's run only: the base's came with the notes
     assert outputs["diff"] == {"exit-code": "1"} and code == 1
     summary = (tmp_path / "summary.md").read_text()
-    assert summary.startswith("**gitevals diff: failed.** A scenario regressed beyond noise")
+    assert summary.startswith("**gitevals diff: failed.** A scenario or goldens bucket "
+                              "regressed beyond noise (exit 1).")
     assert "capital" in summary
     junit = (checkout / "gitevals-junit.xml").read_text()
     assert junit.startswith("<?xml") and "capital" in junit

@@ -28,10 +28,15 @@ BOT = {"login": "github-actions[bot]", "type": "Bot"}
 def test_a_short_diff_is_kept_whole_under_the_marker() -> None:
     md = "| scenario | A | B |\n|---|---|---|\n| capital | 10/10 | 1/10 ▼ |\n"
     text = comment.body(md, 1, comment.GITHUB_LIMIT, "in the summary")
-    assert text == (f"{comment.MARKER}\n**gitevals diff: failed.** A scenario regressed "
-                    f"beyond noise (exit 1).\n\n{md}")
+    assert text == (f"{comment.MARKER}\n**gitevals diff: failed.** A scenario or goldens "
+                    f"bucket regressed beyond noise (exit 1).\n\n{md}")
     assert "passed" in comment.body(md, 0, 1000, "x").splitlines()[1]
     assert "could not compare** (exit 2)" in comment.body(md, 2, 1000, "x")
+    for fail_on, code, says in (("any-change", 0, "Nothing changed"),
+                                ("any-change", 1, "Something changed"),
+                                ("never", 0, "it does not gate this job"),
+                                ("never", 2, "could not compare")):
+        assert says in comment.verdict(code, fail_on)
 
 
 @pytest.mark.parametrize("char", ["x", "é", "😀"], ids=["ascii", "latin", "astral"])

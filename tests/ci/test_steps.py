@@ -29,9 +29,18 @@ def test_the_summary_is_appended_to_the_step_summary(tmp_path: Path) -> None:
     env = {"GITHUB_STEP_SUMMARY": str(target), "GITEVALS_DIFF_WHERE": "in the artifact"}
     r = ci("summary", str(tmp_path / "diff.md"), "--exit-code", "1", env=env)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
-    assert target.read_text() == ("earlier step\n**gitevals diff: failed.** A scenario "
-                                  "regressed beyond noise (exit 1).\n\n"
+    assert target.read_text() == ("earlier step\n**gitevals diff: failed.** A scenario or "
+                                  "goldens bucket regressed beyond noise (exit 1).\n\n"
                                   "| capital | 10/10 | 1/10 ▼ |\n")
+    changed = ci("summary", str(tmp_path / "diff.md"), "--exit-code", "1",
+                 env={**env, "GITEVALS_FAIL_ON": "any-change"})
+    assert target.read_text().endswith("**gitevals diff: failed.** Something changed "
+                                       "(`--fail-on any-change`, exit 1).\n\n"
+                                       "| capital | 10/10 | 1/10 ▼ |\n") and changed.returncode == 0
+    bad = ci("summary", str(tmp_path / "diff.md"), "--exit-code", "1",
+             env={**env, "GITEVALS_FAIL_ON": "sometimes"})
+    assert (bad.returncode, bad.stderr) == (2, "gitevals: error: GITEVALS_FAIL_ON='sometimes': "
+                                               "give regressed, any-change or never\n")
     elsewhere = ci("summary", str(tmp_path / "diff.md"), "--exit-code", "0", env={})
     assert (elsewhere.returncode, elsewhere.stderr) == (
         0, "gitevals: $GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step): no summary "
