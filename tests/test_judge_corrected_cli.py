@@ -154,3 +154,64 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
         (cal.n_pos, cal.n_neg)
     assert rows["tone"]["correction"]["tpr"] == pytest.approx(cal.tpr)
     assert "corrected_rate" not in rows["mixed"]
+    # the goldens bucket the same judge grades: 6 of 20 judged PASS, corrected alike
+    bucket = next(ln for ln in lines if ln.startswith("bucket tone"))
+    assert bucket.endswith(f"  {want.rate:.2f} [{want.low:.2f}, {want.high:.2f}]")
+    (slice_,) = doc["goldens"]["slices"]
+    assert slice_["corrected_ci"] == pytest.approx([want.low, want.high])
+
+
+def test_diff_gate_and_report_show_each_sides_corrected_rate(
+        calibrated: tuple[Repo, Calibration]) -> None:
+    repo, cal = calibrated
+    a_artifact = _run(repo)  # tone 6/20, bucket tone 6/20
+    res = run_cli("baseline", str(a_artifact), "--model", "base-7b", cwd=repo.path)
+    assert res.code == 0, res.err
+    a = repo.git("rev-parse", "HEAD")
+    repo.commit(msg="baseline")
+    b = _passes(repo, 15, 6, 15)
+    b_artifact = _run(repo)
+    ca, cb = corrected(6, 20, cal), corrected(15, 20, cal)
+    assert ca.rate is not None and cb.rate is not None
+    assert abs(cb.rate - 0.75) > 0.05
+
+    # diff: the scenario row and the bucket row each carry A's and B's corrected rate
+    res = run_cli("diff", a, b, cwd=repo.path)
+    lines = res.out.splitlines()
+    head = next(ln for ln in lines if ln.lstrip().startswith("case "))
+    assert head.rstrip().endswith("judge-corrected A -> B")
+    tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
+    from gitevals.calibration.corrected import cell
+    assert tone.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
+    bucket = next(ln for ln in lines if ln.lstrip().startswith("bucket tone"))
+    assert bucket.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
+    assert lines[3].startswith("judge-corrected: pass rates corrected for the errors")
+    doc = json.loads(run_cli("diff", a, b, "--format", "json", cwd=repo.path).out)
+    row = next(r for r in doc["verdicts"] if r["scenario"] == "tone")
+    assert row["corrected_a"]["corrected_rate"] == pytest.approx(ca.rate)
+    assert row["corrected_b"]["corrected_ci"] == pytest.approx([cb.low, cb.high])
+    assert row["corrected_b"]["correction"]["n_neg"] == cal.n_neg
+    mixed = next(r for r in doc["verdicts"] if r["scenario"] == "mixed")
+    assert mixed["corrected_a"] is None and mixed["corrected_b"] is None
+    (slice_,) = doc["slices"]
+    assert slice_["corrected_b"]["corrected_rate"] == pytest.approx(cb.rate)
+
+    # gate: the bucket the calibrated judge grades shows the run's corrected rate
+    res = run_cli("gate", str(b_artifact), "--baseline", "base-7b", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    row_line = next(ln for ln in res.out.splitlines() if ln.startswith("bucket tone"))
+    assert row_line.rstrip().endswith(cell(cb))
+    assert "judge-corrected run: the run's pass rate corrected" in res.out
+    gate = json.loads(run_cli("gate", str(b_artifact), "--baseline", "base-7b", "--format",
+                              "json", cwd=repo.path).out)
+    assert gate["slices"][0]["corrected_rate"] == pytest.approx(cb.rate)
+    assert gate["slices"][0]["correction"]["method"] == "rogan-gladen"
+
+    # the HTML report: the overview's case table and the diff's tables
+    out = repo.path / "report.html"
+    res = run_cli("report", f"{a}..{b}", "-o", str(out), cwd=repo.path)
+    assert res.code == 0, res.err
+    page = out.read_text()
+    assert "<th>judge-corrected</th>" in page
+    assert f"<span class=\"num\">{cell(cb)}</span>" in page
+    assert f"{cell(ca)} -&gt; {cell(cb)}" in page
