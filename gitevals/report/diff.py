@@ -270,9 +270,11 @@ CORRECTED = "judge-corrected A -> B"
 
 def corrected_pair(a: Corrected | None, b: Corrected | None) -> str:
     """``0.16 [0.00, 0.50] -> 0.55 [0.31, 0.80]``; ``-`` for a side no calibrated judge
-    decided alone (docs/statistics.md says which qualify)."""
+    decided alone (docs/statistics.md says which qualify), nothing when neither was."""
     from gitevals.calibration.corrected import cell
 
+    if a is None and b is None:
+        return ""
     return f"{cell(a) if a else '-'} -> {cell(b) if b else '-'}"
 
 
