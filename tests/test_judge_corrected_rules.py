@@ -117,3 +117,12 @@ def test_calibrations_reads_counts_only_from_calibrated_entries() -> None:
     run = {"judge_calibration": {"a.x": CAL, "b.y": {**CAL, "status": "advisory"}}}
     assert calibrations(run) == {"a.x": Calibration(63, 73, 21, 26)}
     assert calibrations(None) == {}
+
+
+def test_the_cell_every_table_shows() -> None:
+    from gitevals.calibration.corrected import cell
+
+    got = corrected(6, 20, Calibration(63, 73, 21, 26))
+    assert got.rate is not None and got.low is not None and got.high is not None
+    assert cell(got) == f"{got.rate:.2f} [{got.low:.2f}, {got.high:.2f}]"
+    assert cell(corrected(12, 20, Calibration(11, 20, 9, 20))) == "undefined (TPR + TNR <= 1)"

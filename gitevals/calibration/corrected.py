@@ -74,13 +74,15 @@ def _judge_decided(trial: Trial, index: int) -> bool:
     """The trial's pass was the judge's word: nothing else failed and the judge answered."""
     if trial["error"] is not None:
         return False
+    judged = False
     for a in trial["assertions"]:
         if a["index"] == index:
             if a["error"] is not None:
                 return False
+            judged = True
         elif not (a["passed"] or a.get("advisory")):
             return False
-    return any(a["index"] == index for a in trial["assertions"])
+    return judged
 
 
 def scenario_correction(case: CaseRun, scenario: ScenarioRun,
