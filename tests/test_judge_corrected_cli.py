@@ -159,6 +159,30 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
     assert bucket.endswith(f"  {want.rate:.2f} [{want.low:.2f}, {want.high:.2f}]")
     (slice_,) = doc["goldens"]["slices"]
     assert slice_["corrected_ci"] == pytest.approx([want.low, want.high])
+    md = run_cli("show", str(artifact), "--format", "markdown", cwd=repo.path).out
+    # brackets made inert, as every cell of data is
+    assert "| judge-corrected |" in md
+    assert f"| {want.rate:.2f} \\[{want.low:.2f}, {want.high:.2f}\\] |" in md
+
+
+def test_forged_calibration_counts_show_nothing_or_are_refused_in_one_line(
+        calibrated: tuple[Repo, Calibration]) -> None:
+    repo, _ = calibrated
+    artifact = _run(repo)
+    doc = json.loads(artifact.read_text())
+    doc["judge_calibration"]["judged.tone"]["tnr"] = {"hits": 90, "of": 26}  # hits > of
+    forged = repo.path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    res = run_cli("show", "forged.json", cwd=repo.path)
+    assert res.code == 1 and "judge-corrected" not in res.out and "[" not in res.out
+    doc["judge_calibration"]["judged.tone"]["tnr"] = {"hits": 0, "of": 0}
+    forged.write_text(json.dumps(doc))
+    res = run_cli("show", "forged.json", cwd=repo.path)
+    assert res.code == 2 and res.out == ""
+    assert res.err.strip() == (
+        "gitevals: error: forged.json: not a gitevals run artifact: at "
+        "$.judge_calibration.judged.tone.tnr.of: 0 is less than the minimum of 1; see "
+        "schemas/result.schema.json")
 
 
 def test_diff_gate_and_report_show_each_sides_corrected_rate(
