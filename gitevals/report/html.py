@@ -131,7 +131,7 @@ def _filters() -> str:
 
 
 def _overview(run: Run) -> str:
-    from gitevals.report.runs import counts, rows, summary, usage_line
+    from gitevals.report.runs import corrected_line, counts, rows, summary, usage_line
     from gitevals.run.artifact import run_usage
 
     table = rows(run)
@@ -139,9 +139,11 @@ def _overview(run: Run) -> str:
     chips = "".join(f"<span class=\"count v-{v}\"><b>{tally[v]}</b> {v.replace('_', ' ')}"
                     "</span>" for v in VERDICTS)
     usage = usage_line(run_usage(run))
+    fixed = corrected_line(table)
     out = [f"<section id=\"overview\"><h2>Overview</h2><p class=\"counts\">{chips}</p>",
            f"<p class=\"summary\">{esc(summary(table))}"
-           f"{'; ' + esc(usage) if usage else ''}</p>"]
+           f"{'; ' + esc(usage) if usage else ''}</p>",
+           f"<p class=\"summary\">{esc(fixed)}</p>" if fixed else ""]
     index = 0
     for case in run["cases"]:
         part = table[index:index + len(case["scenarios"])]
@@ -165,13 +167,19 @@ def _slices(run: Run) -> str:
 
 
 def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
-    from gitevals.report.runs import _cost_cell, _tokens_cell  # the cells show prints
+    from gitevals.report.runs import (  # the cells show prints
+        CORRECTED,
+        _corrected_cell,
+        _cost_cell,
+        _tokens_cell,
+    )
 
     tokens = any(_tokens_cell(r.usage) for r in part)
     cost = any(_cost_cell(r.usage) for r in part)
+    fixed = any(r.corrected is not None for r in part)
     head = ["scenario", "verdict", "passes", "pass@k", "pass^k",
             *(["tokens in/out"] if tokens else []), *(["cost"] if cost else []),
-            "first failure"]
+            *([CORRECTED] if fixed else []), "first failure"]
     rows = []
     for i, (r, s) in enumerate(zip(part, case["scenarios"], strict=True), first):
         v = s["verdict"]
@@ -180,6 +188,8 @@ def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
                  _yes(v["pass_at_k"]), _yes(v["pass_hat_k"]),
                  *([esc(_tokens_cell(r.usage))] if tokens else []),
                  *([esc(_cost_cell(r.usage))] if cost else []),
+                 *([f"<span class=\"num\">{esc(_corrected_cell(r))}</span>"]
+                   if fixed else []),
                  esc(r.first_failure)]
         rows.append(f"<tr class=\"f {_verdict_class(r.verdict)}\">"
                     + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
