@@ -147,7 +147,8 @@ def test_bwrap_argv_isolates_by_default() -> None:
     joined = " ".join(argv)
     for part in ("--dir /tests --dir /tests/data --perms 0555 --ro-bind-data 8 /tests/test.sh",
                  "--symlink test.sh /tests/l", "--tmpfs /logs/verifier",
-                 "--bind /proc/self/fd/7 /app --remount-ro / --chdir /app", "--seccomp 9",
+                 "--bind /proc/self/fd/7 /app --remount-ro / --remount-ro /proc --remount-ro /dev "
+                 "--chdir /app", "--seccomp 9", "--tmpfs /dev/shm",
                  "--symlink usr/bin /bin", "--ro-bind /dev/null /etc/shadow",
                  "--tmpfs /etc/ssl/private --remount-ro /etc/ssl/private",
                  "--setenv K v", "--setenv GITEVALS_LOGS /logs/verifier",

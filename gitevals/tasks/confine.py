@@ -22,6 +22,7 @@ in memory.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import os
@@ -132,7 +133,8 @@ def hidden_etc(top: str = "/etc") -> tuple[tuple[str, bool], ...]:
     and enter), not descending into those: the sandbox masks them. Read once a process;
     links are not followed (what they lead to is masked, or not in the sandbox)."""
     out: list[tuple[str, bool]] = []
-    for dirpath, dirnames, filenames in os.walk(top, onerror=None):
+    masked: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(top):
         for name in [*dirnames, *filenames]:
             path = os.path.join(dirpath, name)
             try:
@@ -142,9 +144,10 @@ def hidden_etc(top: str = "/etc") -> tuple[tuple[str, bool], ...]:
             if stat.S_ISDIR(st.st_mode):
                 if st.st_mode & 0o005 != 0o005:
                     out.append((path, True))
+                    masked.add(path)
             elif stat.S_ISREG(st.st_mode) and not st.st_mode & 0o004:
                 out.append((path, False))
-        dirnames[:] = [d for d in dirnames if (os.path.join(dirpath, d), True) not in out]
+        dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in masked]
     return tuple(sorted(out))
 
 
@@ -194,10 +197,12 @@ def seal_tests(src: str, most_bytes: int, most_files: int) -> Sealed:
                 elif stat.S_ISDIR(st.st_mode):
                     dirs.append(child)
                 elif stat.S_ISREG(st.st_mode):
-                    total += st.st_size
-                    if total > most_bytes:
-                        raise TestsTooLarge(f"more than {most_bytes >> 20} MiB")
-                    files.append((child, bool(st.st_mode & 0o111), _seal_file(path, child)))
+                    try:
+                        fd = _seal_file(path, child, most_bytes - total)
+                    except TestsTooLarge:
+                        raise TestsTooLarge(f"more than {most_bytes:,} bytes") from None
+                    files.append((child, bool(st.st_mode & 0o111), fd))
+                    total += os.fstat(fd).st_size
             dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
     except BaseException:
         for _, _, fd in files:
@@ -206,11 +211,18 @@ def seal_tests(src: str, most_bytes: int, most_files: int) -> Sealed:
     return Sealed(tuple(dirs), tuple(files), tuple(links))
 
 
-def _seal_file(path: str, name: str) -> int:
+def _seal_file(path: str, name: str, room: int) -> int:
+    """File ``path`` sealed in memory; ``TestsTooLarge`` when it holds more than ``room``
+    bytes (read as it is, not as a stat said: it may grow meanwhile)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        chunks = []
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"tests/{name} is not a regular file")
+        chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > room:
+                raise TestsTooLarge(f"more than {room} bytes")
             chunks.append(chunk)
     finally:
         os.close(fd)

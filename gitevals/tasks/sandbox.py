@@ -61,10 +61,11 @@ BASE_ENV: tuple[tuple[str, str], ...] = (
     ("LANG", "C.UTF-8"),
     ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
 )
-#: Bytes of the verifier's ``/tmp`` and of ``/logs/verifier``, each a tmpfs (memory): a
-#: verifier cannot fill the machine's memory through them.
+#: Bytes of the verifier's ``/tmp``, ``/logs/verifier`` and ``/dev/shm``, each a tmpfs
+#: (memory): a verifier cannot fill the machine's memory through them.
 TMP_BYTES = 512 << 20
 LOGS_BYTES = 64 << 20
+SHM_BYTES = 64 << 20
 #: The most a task's ``tests/`` may hold: it is sealed in memory per trial and copied
 #: into each sandbox as it starts (``seal_tests``).
 TESTS_BYTES = 64 << 20
@@ -180,7 +181,8 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
     for d in _LINKS:
         target = links.get(d)
         out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
-    out += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+    out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
             "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", TESTS]
     out += [x for d in inside.test_dirs for x in ("--dir", f"{TESTS}/{d}")]
     for rel, executable, fd in inside.tests:
@@ -189,7 +191,9 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
     out += [x for rel, target in inside.test_links
             for x in ("--symlink", target, f"{TESTS}/{rel}")]
     out += ["--bind", f"/proc/self/fd/{inside.workspace}", call.workdir,
-            "--remount-ro", "/", "--chdir", call.workdir, "--clearenv"]
+            # uid 0 may write /proc/sys (kernel.core_pattern...) by file mode alone
+            "--remount-ro", "/", "--remount-ro", "/proc", "--remount-ro", "/dev",
+            "--chdir", call.workdir, "--clearenv"]
     if inside.seccomp is not None:
         out += ["--seccomp", str(inside.seccomp)]
     for k, v in sorted(environment(call).items()):
