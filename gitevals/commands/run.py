@@ -490,7 +490,8 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         from gitevals.report.text import one_line
 
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         " allow unprivileged user namespaces, or pass --no-sandbox")
+                         " allow unprivileged user namespaces, install a bubblewrap that knows "
+                         "--cap-drop, --size and --seccomp, or pass --no-sandbox")
     return bwrap
 
 

@@ -570,14 +570,25 @@ def _kill(pid: int, beneath: bool) -> None:
 
 
 def probe(bwrap: str) -> str | None:
-    """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, ...), or None."""
-    argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/usr", "/usr",
-            *[x for d in _LINKS for x in _link_args(d)], "--proc", "/proc", "--dev", "/dev",
-            "--", "true"]
+    """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, a bubblewrap too
+    old for ``--cap-drop``, ``--size``, ``--remount-ro`` or ``--seccomp``, ...), or None."""
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
+            "--ro-bind", "/usr", "/usr", *[x for d in _LINKS for x in _link_args(d)],
+            "--proc", "/proc", "--dev", "/dev", "--size", "4096", "--tmpfs", "/tmp",
+            "--remount-ro", "/"]
+    fds: tuple[int, ...] = ()
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+        program = _filter()
+        if program is not None:
+            fds = (reopen(program),)
+            argv += ["--seccomp", str(fds[0])]
+        done = subprocess.run([*argv, "--", "true"], capture_output=True, timeout=30,
+                              check=False, pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
+    finally:
+        for fd in fds:
+            os.close(fd)
     if done.returncode != 0:
         return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
     return None

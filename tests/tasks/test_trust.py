@@ -280,3 +280,25 @@ def test_a_symlinked_reward_file_says_so(me: Who) -> None:
     assert "Too many levels" not in message
     shown = json.dumps(_trial(me))
     assert "Traceback" not in shown and shutil.which("bwrap")
+
+
+OLD_BWRAP = """#!/bin/sh
+for a in "$@"; do
+  [ "$a" = --size ] && {{ echo "bwrap: Unknown option --size" >&2; exit 1; }}
+done
+exec {bwrap} "$@"
+"""
+
+
+def test_a_bubblewrap_too_old_to_confine_is_refused_before_the_run(me: Who,
+                                                                  tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(OLD_BWRAP.format(bwrap=shutil.which("bwrap")))
+    fake.chmod(0o755)
+    _commit(me, "pass")
+    me.env["GITEVALS_BWRAP"] = str(fake)
+    res = me.cli("run")
+    assert res.code == 2, res.out + res.err
+    (line,) = res.err.splitlines()
+    assert "cannot make a sandbox here (bwrap: Unknown option --size)" in line, line
+    assert not (me.repo.path / "evals" / "results").exists()
