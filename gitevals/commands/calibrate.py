@@ -155,18 +155,44 @@ def _labels(path: str) -> tuple[list[Item], int, str]:
     from gitevals.calibration.metrics import MIN_ITEMS
     from gitevals.errors import UsageError
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise UsageError(f"--labels {path}: {exc.strerror or exc}; name the labels file"
-                         ) from None
+    data = _read_regular(path)
     labels = read_labels(data, path)
     n = len(labels.items)
     if n < MIN_ITEMS:
         raise UsageError(f"{path}: {n} labelled item{'s' * (n != 1)}; calibration needs at "
                          f"least {MIN_ITEMS}: label {MIN_ITEMS - n} more")
     return list(labels.items), labels.unlabelled, hashlib.sha256(data).hexdigest()
+
+
+#: The largest labels file read: thousands of labelled items fit many times over.
+MAX_LABELS_BYTES = 256 << 20
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``MAX_LABELS_BYTES``:
+    a device (``/dev/zero``) or a FIFO would be read forever. Opened without blocking (a
+    FIFO with no writer would hang the open), checked, then read to the bound."""
+    import os
+    import stat
+
+    from gitevals.errors import UsageError
+    from gitevals.report.text import visible
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"--labels {visible(path)}: {exc.strerror or exc}; name the labels "
+                         "file") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"--labels {visible(path)}: not a regular file (a device, FIFO "
+                             "or directory is never read); name the labels file")
+        os.set_blocking(fd, True)
+        data = f.read(MAX_LABELS_BYTES + 1)
+    if len(data) > MAX_LABELS_BYTES:
+        raise UsageError(f"--labels {visible(path)}: larger than {MAX_LABELS_BYTES >> 20} "
+                         "MiB; split it, or label fewer items")
+    return data
 
 
 def _record_path(repo: Repo, settings: Settings, name: str) -> Path:
