@@ -172,3 +172,21 @@ def test_a_drift_source_inside_dot_git_is_refused(repo: Repo) -> None:
     res = run_cli("lint", cwd=repo.path)
     assert res.code == 1
     assert "GE631 cfg: source '.git/config' is inside .git" in res.out, res.out
+
+
+def test_an_experiment_sees_an_edited_helper_a_grader_imports(repo: Repo) -> None:
+    from .test_experiment_cli import GEO, HARNESS, SETTINGS
+
+    grader = ("from helper import same\n\n\ndef exact(t, case, run):\n"
+              "    return same(run['final_answer'], 'Paris')\n")
+    case = GEO + "      - grader: {name: checks.exact}\n"
+    c1 = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                      "evals/cases/geo.yaml": case, "evals/graders/checks.py": grader,
+                      "helper.py": "def same(a, b):\n    return a == b\n"})
+    repo.commit({"helper.py": "def same(a, b):\n    return True\n"})
+    res = run_cli("experiment", "--lane", f"a={c1}", "--lane", "b=HEAD", "--repeat", "1",
+                  "--format", "json", cwd=repo.path)
+    doc = json.loads(res.out) if res.out.startswith("{") else {}
+    assert res.code != 0, res.out + res.err
+    assert doc.get("controls_held") is not True
+    assert "helper.py" in res.out + res.err
