@@ -475,6 +475,7 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     if not the_plan.tasks or no_sandbox:
         return None
     from gitevals.errors import UsageError
+    from gitevals.tasks import userns
     from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
 
     bwrap = find_bwrap()
@@ -482,15 +483,18 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         given = os.environ.get(BWRAP_ENV)
         where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
                  if given else f"(${BWRAP_ENV} is set but empty)")
+        hint = userns.missing_hint(os.environ)
         raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
-                         "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
-                         "--no-sandbox to run them without isolation (recorded in the artifact)")
+                         "install it (Debian/Ubuntu: apt-get install bubblewrap"
+                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
+                         "without isolation (recorded in the artifact)")
     why = probe(bwrap)
     if why is not None:
         from gitevals.report.text import one_line
 
+        cause = userns.diagnose(userns.read_settings(), os.environ)
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         " allow unprivileged user namespaces, or pass --no-sandbox")
+                         f" {cause or 'allow unprivileged user namespaces'}, or pass --no-sandbox")
     return bwrap
 
 

@@ -28,13 +28,13 @@ HEADER = ("slice", "grader", "passed", "rate", "errors")
 SHOWN = 10
 
 
-def _cells(s: SliceRate) -> tuple[str, ...]:
+def slice_cells(s: SliceRate) -> tuple[str, ...]:
     r = rate(s)
     return (f"{s['kind']} {s['name']}", s["grader"] or "(per row)", f"{s['passed']}/{s['total']}",
             "-" if r is None else f"{100 * r:.1f}%", str(s["errors"]))
 
 
-def _title(part: Goldens) -> str:
+def goldens_title(part: Goldens) -> str:
     n = len(part["items"])
     picked = f" (buckets {', '.join(part['buckets'])})" if part["buckets"] else ""
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
@@ -45,9 +45,9 @@ def _fixed_cells(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
     from gitevals.calibration.corrected import cell
 
     if not fixed:
-        return _cells(s)
+        return slice_cells(s)
     got = fixed.get((s["kind"], s["name"]))
-    return (*_cells(s), cell(got) if got is not None else "-")
+    return (*slice_cells(s), cell(got) if got is not None else "-")
 
 
 def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | None = None
@@ -59,7 +59,7 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
     head = (*HEADER, "judge-corrected") if fixed else HEADER
     rows = [head, *(tuple(visible(c) for c in _fixed_cells(s, fixed)) for s in part["slices"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [visible(_title(part))]
+    lines = [visible(goldens_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
     failed = [it for it in part["items"] if not it["passed"]]
@@ -73,9 +73,9 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
 
 
 def markdown(part: Goldens) -> str:
-    lines = [f"**{md_inert(_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
+    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
              "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in part["slices"]]
+    lines += ["| " + " | ".join(md_inert(c) for c in slice_cells(s)) + " |" for s in part["slices"]]
     return "\n".join(lines) + "\n"
 
 
