@@ -238,4 +238,5 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     page = out.read_text()
     assert "<th>judge-corrected</th>" in page
     assert f"<span class=\"num\">{cell(cb)}</span>" in page
+    assert f"<td>{cell(cb)}</td>" in page  # the goldens table's bucket tone
     assert f"{cell(ca)} -&gt; {cell(cb)}" in page

@@ -40,7 +40,12 @@ def goldens_title(part: Goldens) -> str:
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
 
 
-def _fixed_cells(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
+def slice_header(fixed: Fixed) -> tuple[str, ...]:
+    """The slice table's header: with a judge-corrected column when some slice has one."""
+    return (*HEADER, "judge-corrected") if fixed else HEADER
+
+
+def slice_row(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
     """A slice's cells, and its judge-corrected rate when some slice has one."""
     from gitevals.calibration.corrected import cell
 
@@ -56,8 +61,8 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
     rate when ``fixed`` has some); then the goldens that did not pass (those an
     ``advisory`` judge grader failed marked as not counted)."""
     fixed = fixed or {}
-    head = (*HEADER, "judge-corrected") if fixed else HEADER
-    rows = [head, *(tuple(visible(c) for c in _fixed_cells(s, fixed)) for s in part["slices"])]
+    head = slice_header(fixed)
+    rows = [head, *(tuple(visible(c) for c in slice_row(s, fixed)) for s in part["slices"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [visible(goldens_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
