@@ -77,10 +77,12 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
     return "\n".join(lines) + "\n"
 
 
-def markdown(part: Goldens) -> str:
-    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
-             "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in slice_cells(s)) + " |" for s in part["slices"]]
+def markdown(part: Goldens, fixed: Fixed | None = None) -> str:
+    head = slice_header(fixed or {})
+    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(md_inert(c) for c in slice_row(s, fixed or {})) + " |"
+              for s in part["slices"]]
     return "\n".join(lines) + "\n"
 
 
@@ -124,7 +126,7 @@ def with_goldens(artifact: Run, fmt: str, rendered: str) -> str:
         doc["goldens"] = as_data(part, advisory, fixed)
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
-        return rendered + "\n" + markdown(part)
+        return rendered + "\n" + markdown(part, fixed)
     if fmt == "text":
         return rendered + "\n" + text(part, advisory, fixed)
     return rendered
