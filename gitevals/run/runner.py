@@ -156,7 +156,12 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
         e = tree.entry(p)
         if e is not None:
             out[p] = e.sha
-    return out
+    from gitevals.suite.imports import closure
+
+    # What the graders import from the tree is pinned beside them (suite/imports.py).
+    graders = f"{settings.root}/graders/" if settings.root else "graders/"
+    out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
+    return dict(sorted(out.items()))
 
 
 def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
