@@ -62,7 +62,7 @@ class Tally:
 
 Progress = Callable[[Tally], None]
 #: ``--jobs`` when not given: conversations mostly wait on model APIs, not on CPU, so
-#: the default is a fixed number of slots rather than the core count (README "Choices").
+#: the default is a fixed number of slots rather than the core count (docs/choices.md).
 DEFAULT_JOBS = 16
 #: Most trials (scenario runs, summed over cases) one run may plan.
 MAX_TRIALS = 100_000

@@ -48,7 +48,7 @@ class Budget:
                 "rerun_seed_variation_pts": list(self.rerun)}
 
 
-#: The seed's budget, used by the gate when a run had no drift suite (README "Choices").
+#: The seed's budget, used by the gate when a run had no drift suite (docs/choices.md).
 DEFAULT_BUDGET = Budget(1.0, 5.0)
 
 
