@@ -241,7 +241,7 @@ class Execution:
                  grader_timeout: float = GRADER_TIMEOUT,
                  target_env: Mapping[str, str] | None = None, bwrap: str | None = None,
                  executor: Executor | None = None, registry: ProcessRegistry | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, interpreter: str | None = None) -> None:
         from gitevals.run.executors import LocalExecutor
 
         self.plan = the_plan
@@ -255,7 +255,8 @@ class Execution:
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
-        self.argv = target_argv(target.command, target.python) if target else []
+        # a python target runs in ``interpreter`` (run.targets.resolve_interpreter)
+        self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
         self.registry = registry or ProcessRegistry()

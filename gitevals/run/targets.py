@@ -3,8 +3,10 @@
 A ``command`` target is an argv started in the materialized commit; it reads one
 JSON line per user turn on stdin and answers one JSON line on stdout. A
 ``python`` target (``module:function``) is driven through the same protocol by a
-small worker process (``python_worker_main`` below), so the tree's code never
-runs inside gitevals and can always be killed.
+small worker script (``gitevals/run/pyworker.py``, run by path in the interpreter the
+settings name), so the tree's code never runs inside gitevals and can always be
+killed. Where job slots have supervisors, the worker imports the module once per slot
+and forks a fresh child for each conversation.
 
 Everything that can go wrong with a target is a ``TargetError`` carrying the
 error kind of the run artifact; it ends that conversation only. When a
@@ -20,9 +22,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # the python-target worker imports this module: keep its start light
     import selectors
@@ -41,11 +43,8 @@ EXIT_GRACE = 0.5
 _STDERR_TAIL = 2048
 #: Exit status of the python worker when the module:function cannot be loaded.
 _START_FAILED = 97
-
-_PY_BOOT = (
-    "import sys; sys.path.pop(0); "
-    "from gitevals.run.targets import python_worker_main; python_worker_main(sys.argv[1])"
-)
+#: The python target's worker, a standalone script (standard library only).
+PYWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyworker.py")
 
 
 class TargetError(Exception):
@@ -60,13 +59,37 @@ class TargetError(Exception):
         return {"kind": self.kind, "message": self.message}
 
 
-def target_argv(command: Sequence[str] | None, python: str | None) -> list[str]:
-    """The argv that starts one conversation with the configured target."""
+def target_argv(command: Sequence[str] | None, python: str | None,
+                interpreter: str | None = None) -> list[str]:
+    """The argv that starts one conversation with the configured target (a python target
+    in ``interpreter``, by default gitevals' own)."""
     if command:
         return list(command)
     if python:
-        return [sys.executable, "-c", _PY_BOOT, python]
+        return [interpreter or sys.executable, PYWORKER, python]
     raise ValueError("no target configured")
+
+
+def zygote_argv(argv: Sequence[str]) -> list[str]:
+    """The warm worker's argv for a python target's ``target_argv``."""
+    return [*argv[:2], "--zygote", *argv[2:]]
+
+
+def resolve_interpreter(written: str | None, repo_dir: str | None) -> str:
+    """The interpreter a python target runs in: ``[target] interpreter`` as written (a
+    path with a ``/`` is relative to the repository's working directory, a bare name is
+    looked up on PATH), else the repository's own ``.venv`` when it has one, else
+    gitevals' own. The path is kept as given (a venv's python is a link that must stay
+    one: the venv is found from where it is called)."""
+    import shutil
+
+    base = repo_dir or os.getcwd()
+    if written is None:
+        venv = os.path.join(base, ".venv", "bin", "python")
+        return venv if os.path.isfile(venv) and os.access(venv, os.X_OK) else sys.executable
+    if "/" in written:
+        return os.path.join(base, os.path.expanduser(written))
+    return shutil.which(written) or written
 
 
 class HasPid(Protocol):
@@ -280,15 +303,17 @@ class Conversation:
         self._sel: selectors.BaseSelector | None = None
         self.failed = False
 
-    def start(self) -> None:
+    def start(self, deadline: float | None = None) -> None:
         import selectors
 
         theirs, ours = _pipes()
         try:
-            self.proc = self._spawn(theirs, ours)
-        except OSError as exc:
+            self.proc = self._spawn(theirs, ours, deadline or time.monotonic())
+        except (OSError, TargetError) as exc:
             for fd in ours:
                 os.close(fd)
+            if isinstance(exc, TargetError):
+                raise
             raise TargetError("target_start",
                               f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
         finally:
@@ -301,16 +326,24 @@ class Conversation:
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self._sel.register(self.proc.stderr, selectors.EVENT_READ)
 
-    def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int]) -> _Process:
-        """Start the target through this slot's supervisor, or directly where there is none."""
-        from gitevals.run.reaper import SupervisorGone
+    def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int],
+               deadline: float) -> _Process:
+        """Start the target through this slot's supervisor (a python target as a fork of
+        the slot's warm worker), or directly where there is none."""
+        from gitevals.run.reaper import StartFailed, SupervisorGone
 
         sup = self.registry.acquire()
         if sup is not None:
+            zygote = zygote_argv(self.argv) if self.python_target else None
             try:
-                pid = sup.spawn(self.argv, self.cwd, self.env, theirs)
+                pid = sup.spawn(self.argv, self.cwd, self.env, theirs, zygote,
+                                max(0.0, deadline - time.monotonic()))
             except SupervisorGone:
                 pass  # started directly: what escapes is swept when the run ends
+            except StartFailed as exc:
+                self.registry.release(sup)
+                raise TargetError("target_start",
+                                  f"cannot load the python target: {exc}") from None
             except OSError:
                 self.registry.release(sup)
                 raise
@@ -325,7 +358,7 @@ class Conversation:
     def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
         """Send ``message`` as one JSON line; the parsed reply object, or ``TargetError``."""
         if self.proc is None:
-            self.start()
+            self.start(deadline)
         line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
         try:
             self._write(line, deadline)
@@ -543,71 +576,3 @@ def _reply_phrase(err: ValidationError) -> str:
     from gitevals.validation import json_path
 
     return f"reply at {json_path(path)}: {err.message}"  # a rule the schema gained later
-
-
-# --- the python-target worker (runs in its own process, in the materialized tree) ---
-
-
-def _load_target(spec: str) -> Any:
-    import importlib
-
-    module_name, _, func = spec.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, func)
-
-
-def _protocol_streams() -> tuple[IO[str], IO[str]]:
-    """Keep the real stdin/stdout for the protocol; anything the target prints goes to stderr."""
-    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    sys.stdout = sys.stderr
-    return proto_in, proto_out
-
-
-def _turns(proto_in: IO[str]) -> Iterator[dict[str, Any]]:
-    for line in proto_in:
-        yield json.loads(line)
-
-
-def python_worker_main(spec: str) -> None:
-    """Serve one conversation for ``module:function``: fn(messages) -> reply dict per turn.
-
-    ``messages`` is the conversation so far, OpenAI style: ``{"role": "user",
-    "content": text, "turn", "case", "scenario", "trial"}`` then ``{"role": "assistant",
-    "content": final_answer, "reply": <previous reply>}``, ending with the new user turn.
-    """
-    proto_in, proto_out = _protocol_streams()
-    sys.path.insert(0, os.getcwd())
-    try:
-        fn = _load_target(spec)
-    except BaseException as exc:  # the target's import may raise anything
-        print(f"{spec}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(_START_FAILED)
-    messages: list[dict[str, Any]] = []
-    for turn in _turns(proto_in):
-        messages.append({"role": "user", "content": turn.get("text"), **turn})
-        reply = _call_target(fn, messages)
-        try:
-            if not isinstance(reply, dict):
-                raise TypeError(f"{type(reply).__name__} {reply!r:.100}, not a dict")
-            line = json.dumps(reply, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            # Not JSON on purpose: the parent reports it as target_protocol.
-            line = f"gitevals: {spec} returned a reply that is not a JSON object: {exc}"
-            reply = {}
-        messages.append({"role": "assistant", "content": reply.get("final_answer"),
-                         "reply": reply})
-        proto_out.write(line + "\n")
-        proto_out.flush()
-
-
-def _call_target(fn: Any, messages: list[dict[str, Any]]) -> Any:
-    try:
-        return fn([dict(m) for m in messages])
-    except Exception as exc:  # the harness failing is its error, reported in the reply
-        return {"final_answer": None, "tool_calls": [], "hooks": [],
-                "error": f"{type(exc).__name__}: {exc}"}

@@ -60,12 +60,12 @@ class SuiteExecution:
     """Sends every item of ``plan`` to the target in ``tree_dir``, ``jobs`` at a time."""
 
     def __init__(self, plan: SuitePlan, settings: Settings, tree_dir: str, jobs: int,
-                 grader_timeout: float) -> None:
+                 grader_timeout: float, interpreter: str | None = None) -> None:
         target = settings.target
         self.plan = plan
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
-        self.argv = target_argv(target.command, target.python) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = threading.Event()
         self.registry = ProcessRegistry()
