@@ -216,6 +216,10 @@ def zygote(spec: str) -> None:
     except BaseException as exc:  # the target's import may raise anything
         _send(sock, {"error": _failure(spec, exc)})
         os._exit(START_FAILED)
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what the import made stays out of the children's collections: fewer copies
     _send(sock, {"ready": True})
     while True:
         request, fds = _receive(sock)
