@@ -26,14 +26,20 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:  # the python-target worker imports this module: keep its start light
+if TYPE_CHECKING:
+    import queue
     import selectors
     import subprocess
+    import threading
+    from typing import TypeAlias
 
     from jsonschema import ValidationError
 
     from gitevals.run.artifact import ErrorRecord
     from gitevals.run.reaper import Supervisor
+
+    #: Where a shared target's reader puts one conversation's answer lines (or its end).
+    Replies: TypeAlias = queue.Queue["bytes | TargetError"]
 
 #: A reply line longer than this is a protocol error (a runaway target must not
 #: eat the memory of the run).
@@ -576,3 +582,200 @@ def _reply_phrase(err: ValidationError) -> str:
     from gitevals.validation import json_path
 
     return f"reply at {json_path(path)}: {err.message}"  # a rule the schema gained later
+
+
+# --- one command target, many conversations ([target] conversations = "many") -----------
+
+
+class SharedTarget:
+    """One long-lived command target that serves many conversations at once, for a target
+    that declares it can (``[target] conversations = "many"``).
+
+    Every line gitevals writes carries ``"conversation": ID``; the target answers each
+    turn with one line carrying the same ID, in any order, and gets
+    ``{"conversation": ID, "end": true}`` (no answer) when that conversation is over. A
+    reader thread routes each answer to the conversation waiting for it.
+
+    The crash rule: when the process exits, or writes a line that names no conversation
+    of this run, every conversation in flight -- waiting for an answer or between turns --
+    ends with ``target_crash``, and the next conversation starts a new process. A
+    conversation that times out ends alone (the process serves the others on). What the
+    process starts is swept when the run ends, not per conversation.
+    """
+
+    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+                 registry: ProcessRegistry) -> None:
+        import threading
+
+        self.argv, self.cwd, self.env, self.registry = list(argv), cwd, env, registry
+        self._lock = threading.Lock()
+        self._proc: Conversation | None = None
+        self.generation = 0  # how many processes were started
+        self._waiting: dict[str, Replies] = {}  # conversation id -> its queue
+        self._closed = False
+        self._reader: threading.Thread | None = None
+
+    def conversation(self, cid: str) -> SharedConversation:
+        return SharedConversation(self, cid)
+
+    def _ensure(self, deadline: float) -> tuple[Conversation, int]:
+        """The running process (started now when there is none) and its generation."""
+        import threading
+
+        if self._proc is None:
+            proc = Conversation(self.argv, self.cwd, env=self.env, registry=self.registry)
+            proc.start(deadline)
+            self._proc = proc
+            self.generation += 1
+            # The reader alone closes a process's pipes (once it saw their end), so a
+            # descriptor number is never read after another conversation reused it.
+            self._reader = threading.Thread(target=self._read, args=(proc, self.generation),
+                                            daemon=True, name="gitevals-shared-target")
+            self._reader.start()
+        return self._proc, self.generation
+
+    def send(self, cid: str, message: Mapping[str, Any], deadline: float, since: int | None,
+             queue: Replies) -> int:
+        """Write one turn of conversation ``cid``; the generation of the process it went
+        to. ``since``: the generation the conversation began on (None: it begins now)."""
+        with self._lock:
+            if self._closed:
+                raise TargetError("target_crash", "the run is over")
+            if since is not None and since != self.generation:
+                raise TargetError("target_crash", "the shared target was restarted during "
+                                  "this conversation; its state is gone")
+            proc, generation = self._ensure(deadline)
+            if since is not None and since != generation:
+                raise TargetError("target_crash", "the shared target was restarted during "
+                                  "this conversation; its state is gone")
+            self._waiting[cid] = queue
+            line = json.dumps({**message, "conversation": cid}, ensure_ascii=False)
+            try:
+                proc._write(line.encode() + b"\n", deadline)
+            except TargetError as exc:
+                proc.kill()  # its reader sees the end and applies the crash rule
+                raise TargetError("target_crash", f"the shared target failed: {exc.message}"
+                                  ) from None
+            return generation
+
+    def end(self, cid: str, generation: int) -> None:
+        """Conversation ``cid`` is over: tell the target (best effort), stop routing to it."""
+        with self._lock:
+            self._waiting.pop(cid, None)
+            if self._proc is None or generation != self.generation or self._closed:
+                return
+            line = json.dumps({"conversation": cid, "end": True}).encode() + b"\n"
+            with suppress(TargetError):
+                self._proc._write(line, time.monotonic() + EXIT_GRACE)
+
+    def _read(self, proc: Conversation, generation: int) -> None:
+        """The reader thread: route each answer line to its conversation."""
+        while True:
+            try:
+                line = proc._read_line(time.monotonic() + 7 * 86400)  # as long as it lives
+                cid = _conversation_of(line)
+            except TargetError as exc:
+                self._crash(generation, exc)
+                return
+            except OSError as exc:
+                self._crash(generation, TargetError("target_crash", str(exc)))
+                return
+            with self._lock:
+                queue = self._waiting.get(cid) if cid is not None else None
+            if queue is None:
+                self._crash(generation, TargetError("target_protocol", "an answer for no "
+                            f"conversation in flight: {_short(line)!r}"))
+                return
+            queue.put(line)
+
+    def _crash(self, generation: int, exc: TargetError) -> None:
+        """The crash rule (in the reader thread): every conversation in flight ends, the
+        process is killed with what it started, and the next conversation starts anew."""
+        with self._lock:
+            if generation != self.generation:
+                return  # a process replaced since (cannot happen while this one reads)
+            proc: Conversation | None
+            if self._proc is not None:
+                proc, self._proc = self._proc, None
+            else:  # closed by ``close``: end it here
+                proc, self._closing = self._closing, None
+            waiting, self._waiting = self._waiting, {}
+        failed = TargetError("target_crash", f"the shared target ended: {exc.message}")
+        for queue in waiting.values():
+            queue.put(failed)
+        if proc is not None:
+            proc.failed = True
+            proc.close()
+
+    _closing: Conversation | None = None
+
+    def close(self) -> None:
+        """End the process: its stdin closed, a moment to exit, then killed with what it
+        started (the reader thread reaps it)."""
+        with self._lock:
+            self._closed = True
+            proc, self._proc = self._proc, None
+            self._closing = proc
+            reader = self._reader
+        if proc is None or reader is None:
+            return
+        if proc.proc is not None:
+            proc.proc.close_stdin()
+        reader.join(EXIT_GRACE)
+        if reader.is_alive():
+            proc.kill()
+            reader.join()
+
+
+def _conversation_of(line: bytes) -> str | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise TargetError("target_protocol", f"reply is not JSON: {_short(line)!r}") from None
+    cid = obj.get("conversation") if isinstance(obj, dict) else None
+    return cid if isinstance(cid, str) else None
+
+
+class SharedConversation:
+    """One conversation on a ``SharedTarget``: ``ask`` and ``close`` as ``Conversation``."""
+
+    def __init__(self, shared: SharedTarget, cid: str) -> None:
+        import queue
+
+        self.shared, self.cid = shared, cid
+        self.generation: int | None = None
+        self._queue: Replies = queue.Queue()
+        self.failed = False
+
+    def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+        import queue
+
+        if self.failed:
+            raise TargetError("target_crash", "this conversation already ended")
+        try:
+            self.generation = self.shared.send(self.cid, message, deadline, self.generation,
+                                               self._queue)
+            try:
+                got = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TargetError("target_timeout", "no answer before the scenario timeout "
+                                  "(the shared target serves the other conversations on)"
+                                  ) from None
+            if isinstance(got, TargetError):
+                raise got
+            reply = parse_reply(got)
+        except TargetError:
+            self.failed = True
+            raise
+        reply.pop("conversation", None)
+        return reply
+
+    def close(self) -> None:
+        if self.generation is not None:
+            self.shared.end(self.cid, self.generation)
+
+    def __enter__(self) -> SharedConversation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
