@@ -454,6 +454,11 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
             p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
             for p in paths)):
         return result
+    from gitevals.suite import SUITE_FILE
+
+    suite_file = f"{settings.root}/{SUITE_FILE}" if settings.root else SUITE_FILE
+    if not settings.golden_graders and not tree.exists(suite_file):
+        return result  # neither is set up: nothing to lint, and no module to import
     from gitevals.suite.plan import lint_suite
 
     more = lint_suite(tree, settings, store)
