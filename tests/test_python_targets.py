@@ -27,8 +27,10 @@ with open({imports!r}, "a") as f:
 def respond(messages):
     global COUNT
     COUNT += 1
+    marked = messages[0].get("marked", False)  # set by this conversation's first call
+    messages[-1]["marked"] = True
     return {{"final_answer": "count " + str(COUNT), "python": sys.executable,
-             "turns_seen": len(messages)}}
+             "turns_seen": len(messages), "saw_its_mark": marked}}
 """
 CASE = "scenarios:\n  - id: s\n    user: [hello, again]\n    trials: {trials}\n"
 SETTINGS = '[tool.gitevals.target]\npython = "agent:respond"\n'
@@ -63,6 +65,9 @@ def test_state_never_leaks_between_conversations_and_the_module_imports_once(
     assert [[t["final_answer"] for t in turns] for turns in trials] == [
         ["count 1", "count 2"]] * 6
     assert [[t["turns_seen"] for t in turns] for turns in trials] == [[1, 3]] * 6
+    # The history is one list, handed over uncopied: a mark the first call left on its
+    # message is there on the second call (a copy per turn, quadratic, would lose it).
+    assert [[t["saw_its_mark"] for t in turns] for turns in trials] == [[False, True]] * 6
     # One job slot: one import for the six conversations.
     assert len(imports.read_text().split()) == 1
 
