@@ -18,6 +18,11 @@ parent: on Linux an orphan goes to the nearest ancestor marked
   reused pid is never hit), and reaps them; it answers once it has no child left,
   which on a subreaper means nothing is left beneath it. If gitevals dies, the
   supervisor sees its socket close and does the same before it exits.
+- **A python target's warm worker** (``gitevals/run/pyworker.py --zygote``) is a child
+  of the slot's supervisor that outlives conversations: it imported the module once and
+  forks each conversation's process, which it hands over (forking twice, so the
+  supervisor adopts it). Sweeps leave the worker and what is beneath it alone; the
+  conversation's process and its leftovers are beneath the supervisor as any target's.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
   escapes elsewhere -- a grader's children, the subtree of a supervisor that a
   target killed -- is adopted by gitevals and swept when the run ends, before the
