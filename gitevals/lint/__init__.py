@@ -454,14 +454,15 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
             p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
             for p in paths)):
         return result
+    from gitevals.lint.baselines import lint_baselines
     from gitevals.suite import SUITE_FILE
 
+    more = lint_baselines(tree, settings.root)
     suite_file = f"{settings.root}/{SUITE_FILE}" if settings.root else SUITE_FILE
-    if not settings.golden_graders and not tree.exists(suite_file):
-        return result  # neither is set up: nothing to lint, and no module to import
-    from gitevals.suite.plan import lint_suite
+    if settings.golden_graders or tree.exists(suite_file):  # else no suite module to import
+        from gitevals.suite.plan import lint_suite
 
-    more = lint_suite(tree, settings, store)
+        more = [*lint_suite(tree, settings, store), *more]
     if not more:
         return result
     return LintResult(tuple(sorted({*result.findings, *more})), result.files, result.notes)

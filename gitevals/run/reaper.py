@@ -343,15 +343,15 @@ class _Zygote:
         self.error: str | None = None if ready.get("ready") else str(
             ready.get("error") or "the python worker exited while importing the target")
 
-    def _receive(self) -> dict[str, Any]:
+    def _receive(self) -> dict[str, object]:
         try:
             data = self.sock.recv(_MAX_MESSAGE)
         except OSError:
             data = b""
-        answer: dict[str, Any] = json.loads(data) if data else {}
-        return answer
+        answer = json.loads(data) if data else {}
+        return answer if isinstance(answer, dict) else {}
 
-    def fork(self, fds: Sequence[int]) -> dict[str, Any]:
+    def fork(self, fds: Sequence[int]) -> dict[str, object]:
         """One conversation on ``fds``: ``{"pid"}`` (now our child), or what failed."""
         import socket
 
@@ -378,7 +378,7 @@ class _Slot:
     def kept(self) -> frozenset[int]:
         return frozenset(z.pid for z in self.zygotes.values())
 
-    def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+    def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
         op = request.get("op")
         try:
             if op == "spawn" and self.target is None:
@@ -393,7 +393,7 @@ class _Slot:
             return _end(target, self.kept())
         return {"error": f"unexpected request {op!r}"}
 
-    def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+    def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
         try:
             if request.get("zygote"):
@@ -406,7 +406,7 @@ class _Slot:
         return {"pid": self.target}
 
     def _warm(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
-              fds: list[int]) -> dict[str, Any] | None:
+              fds: list[int]) -> dict[str, object] | None:
         """A child of the warm worker for ``argv`` (started now if it is not running);
         None when there cannot be one, and the target is started cold."""
         key = json.dumps([argv, cwd, env], sort_keys=True)
@@ -416,10 +416,10 @@ class _Slot:
                 zygote = self.zygotes[key] = _Zygote(argv, cwd, env)
             if zygote.error is not None:
                 return {"start_failed": zygote.error}
-            answer = zygote.fork(fds)
-            if "pid" in answer:
-                self.target = int(answer["pid"])
-                return {"pid": self.target}
+            pid = zygote.fork(fds).get("pid")
+            if isinstance(pid, int):
+                self.target = pid
+                return {"pid": pid}
             del self.zygotes[key]
             zygote.stop()
             sweep(keep=self.kept())
