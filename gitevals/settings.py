@@ -40,6 +40,10 @@ class Target:
     command: tuple[str, ...] | None = None
     python: str | None = None
     family: str | None = None  # the model family under test (the judge must differ)
+    #: the interpreter a python target runs in, as written (``run.targets.resolve_interpreter``)
+    interpreter: str | None = None
+    #: ``"many"``: one process of a command target serves many conversations at once
+    conversations: str = "one"
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,8 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     if isinstance(t, dict):
         cmd = t.get("command")
         target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
-                        _text(t.get("python")), _text(t.get("family")))
+                        _text(t.get("python")), _text(t.get("family")),
+                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one")
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:

@@ -151,7 +151,7 @@ def staged_deletions(index: Tree) -> list[str]:
     from gitevals.git.tree import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
-    from gitevals.tasks.load import tasks_dir
+    from gitevals.tasks import tasks_dir
 
     try:
         head = open_tree(rev="HEAD", start=Path(index.location))

@@ -538,12 +538,14 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
     # gitevals adopts what escapes its targets and graders, and kills it all before the
     # materialized tree is removed (gitevals.run.reaper).
+    target = the_plan.settings.target
+    interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
         tree.materialize(tmp)
-        if check and the_plan.settings.target is not None:
+        if check and target is not None:
             from gitevals.run.preflight import check_target
 
-            check_target(the_plan.settings.target, str(tmp))
+            check_target(target, str(tmp), interpreter)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 
@@ -551,8 +553,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                           RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers,
                                     dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
-                                     bwrap, executor=cluster)
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env)
+                                     bwrap, executor=cluster, interpreter=interpreter)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -604,14 +606,25 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
-                     jobs: int, target_env: Mapping[str, str] | None = None
-                     ) -> SuiteExecution | None:
+                     jobs: int, target_env: Mapping[str, str] | None = None,
+                     interpreter: str | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.suite.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout(),
-                          target_env)
+                          target_env, interpreter)
+
+
+def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
+    """The interpreter of a python target (``[target] interpreter``, else the
+    repository's ``.venv``, else gitevals' own); None for a command target."""
+    target = the_plan.settings.target
+    if target is None or target.command or not target.python:
+        return None
+    from gitevals.run.targets import resolve_interpreter
+
+    return resolve_interpreter(target.interpreter, str(tree.repo.work_root))
 
 
 def _grader_timeout() -> float:

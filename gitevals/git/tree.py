@@ -920,6 +920,15 @@ class IndexTree(_GitTree):
         return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
 
 
+def _holds_blob(node: pygit2.Tree | pygit2.Object) -> bool:
+    """True for a blob, or a tree with a blob somewhere beneath it."""
+    from pygit2 import Blob, Tree
+
+    if not isinstance(node, Tree):
+        return isinstance(node, Blob)
+    return any(_holds_blob(obj) for obj in node)
+
+
 class RevisionTree(_GitTree):
     """The tree of one commit, read from git objects alone (no checkout)."""
 
@@ -967,6 +976,12 @@ class RevisionTree(_GitTree):
     def entry(self, path: str) -> Entry | None:
         obj = self._lookup(path)
         return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
+
+    def exists(self, path: str) -> bool:
+        # One lookup, and a walk that stops at the first file: the base class's listing
+        # reads the size of every blob under ``path`` (lint --rev asks this of the root).
+        node = self._lookup(path.strip("/"))
+        return node is not None and _holds_blob(node)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         from pygit2 import Blob, Tree

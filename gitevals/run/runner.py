@@ -40,7 +40,14 @@ from gitevals.run.artifact import (
 )
 from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
 from gitevals.run.judge import judge_config
-from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
+from gitevals.run.targets import (
+    Conversation,
+    ProcessRegistry,
+    SharedConversation,
+    SharedTarget,
+    TargetError,
+    target_argv,
+)
 from gitevals.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -268,7 +275,7 @@ class Execution:
                  grader_timeout: float = GRADER_TIMEOUT,
                  target_env: Mapping[str, str] | None = None, bwrap: str | None = None,
                  executor: Executor | None = None, registry: ProcessRegistry | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, interpreter: str | None = None) -> None:
         from gitevals.run.executors import LocalExecutor
 
         self.plan = the_plan
@@ -282,10 +289,15 @@ class Execution:
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
-        self.argv = target_argv(target.command, target.python) if target else []
+        # a python target runs in ``interpreter`` (run.targets.resolve_interpreter)
+        self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
         self.registry = registry or ProcessRegistry()
+        # ``[target] conversations = "many"``: one command process serves them all
+        self.shared = (SharedTarget(self.argv, tree_dir, self._env, self.registry)
+                       if target and target.command and target.conversations == "many"
+                       else None)
         self.graders = GraderPool(tree_dir, the_plan.settings.root,
                                   judge_config(the_plan.settings.judge), grader_timeout,
                                   self.registry)
@@ -333,8 +345,7 @@ class Execution:
         (those ``wants`` runs, or the indices ``only`` when the driver decided them)."""
         done: list[_Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
-        with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
-                          python_target=self.python_target) as conv:
+        with self._conversation(case, trial) as conv:
             for index, s in enumerate(case.scenarios):
                 if index not in only if only is not None else not self.wants(case, s, trial):
                     continue  # this scenario sits out the later conversations
@@ -349,6 +360,12 @@ class Execution:
                 done.append(_Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
 
+    def _conversation(self, case: Case, trial: int) -> Conversation | SharedConversation:
+        if self.shared is not None:
+            return self.shared.conversation(f"{case.name}#{trial}")
+        return Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
+                            python_target=self.python_target)
+
     def wants(self, case: Case, s: Scenario, trial: int) -> bool:
         """Does conversation ``trial`` of ``case`` run scenario ``s``? (A sequential run
         narrows this round by round: ``gitevals.run.sequential``.)"""
@@ -357,7 +374,7 @@ class Execution:
         return self.plan.trials_of(s) > trial
 
     @staticmethod
-    def _turns(conv: Conversation, case: Case, s: Scenario,
+    def _turns(conv: Conversation | SharedConversation, case: Case, s: Scenario,
                trial: int) -> tuple[list[JSONObject], ErrorRecord | None]:
         """Send the scenario's user turns; the replies, and the error that ended it if any."""
         deadline = time.monotonic() + s.timeout
@@ -460,6 +477,8 @@ class Execution:
             pool.shutdown(wait=True)
             if last or self.stop.is_set():
                 self.graders.close()
+                if self.shared is not None:
+                    self.shared.close()
         if progress is not None:
             progress(self.tally())
 
