@@ -232,3 +232,33 @@ def test_a_judge_timeout_past_an_hour_is_a_lint_error_not_an_overflow(repo: Repo
     assert r.code == 1, r.err
     assert "GE701 bad setting judge.timeout: judge.timeout is 1e+300, must be at most 3600" \
         in r.out
+
+
+def test_sigterm_outside_the_trials_is_an_interrupt_too(repo: Repo) -> None:
+    """SIGTERM while ``run`` waits on the judge's preflight (a server that accepts and
+    never answers): ``gitevals: interrupted`` and exit 130, as on ^C, not a silent death
+    by the signal."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    judge = (f'\n[tool.gitevals.judge]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+             'model = "m-2026-01-01"\n')
+    grader = "def judged(t, case, run):\n    return t.llm('ok?') == 'yes'\n"
+    repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS + judge,
+                 "evals/graders/q.py": grader, "evals/cases/tone.yaml": CASE.replace(
+                     "[{final_answer_contains: Paris}]", "[{grader: {name: q.judged}}]")})
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run"], cwd=repo.path,
+                            env={**os.environ, **GIT_ENV}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        server.settimeout(60)
+        conn, _ = server.accept()  # the preflight is waiting for an answer
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+        conn.close()
+    finally:
+        server.close()
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.endswith("gitevals: interrupted\n") and "Traceback" not in err
