@@ -316,6 +316,11 @@ CODES: tuple[Code, ...] = (
          "gate against its `baseline-NAME.json` (or there is no baseline, no run, or another "
          "measuring stick)",
          "fix the regression, or run and gate again (`gitevals gate`)"),
+    Code("GE640",
+         "a committed `baseline-<model>.json` is not a gitevals baseline (not JSON, or it does "
+         "not match `schemas/baseline.schema.json`): `gate` would refuse it and doctor does not "
+         "count it",
+         "write it again with `gitevals baseline ARTIFACT --model NAME` and commit it"),
     Code("GE700",
          "the settings file cannot be read (TOML syntax, not UTF-8, arrays or tables nested "
          "more than 100 levels deep, an integer past 4,300 digits), or a gitevals setting holds "
