@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import MAX_ROWS, count
+
 if TYPE_CHECKING:
     from gitevals.diff import Diff, Side
     from gitevals.diff.buckets import SliceRow
@@ -67,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="two-sided exact test on pass counts (default boschloo)")
     parser.add_argument("--only", type=_parts, metavar="PARTS",
                         help=f"compare only these parts (comma list of {', '.join(PARTS)})")
-    parser.add_argument("--limit", type=int, default=50, metavar="N",
+    parser.add_argument("--limit", type=count(MAX_ROWS, least=0), default=50, metavar="N",
                         help="rows of goldens shown in text/markdown (0 = all; json has all)")
     parser.add_argument("--require-runs", action="store_true",
                         help="fail (exit 2) when either side has no run, instead of comparing "

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
@@ -275,13 +276,15 @@ class Execution:
                  grader_timeout: float = GRADER_TIMEOUT,
                  target_env: Mapping[str, str] | None = None, bwrap: str | None = None,
                  executor: Executor | None = None, registry: ProcessRegistry | None = None,
-                 stop: threading.Event | None = None, interpreter: str | None = None) -> None:
+                 stop: threading.Event | None = None, interpreter: str | None = None,
+                 public_env: frozenset[str] = frozenset()) -> None:
         from gitevals.run.executors import LocalExecutor
 
         self.plan = the_plan
         # Given to the target only (``run --target-env``, an experiment lane's ``env:``):
         # graders run with gitevals' own environment.
         self.target_env = dict(sorted((target_env or {}).items()))
+        self.public_env = public_env  # recorded in clear; every other value hashed
         self._env = {**os.environ, **self.target_env} if self.target_env else None
         # Where conversations run (gitevals.run.executors); grading stays here unless
         # the executor graded on its workers.
@@ -293,6 +296,9 @@ class Execution:
         self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
+        #: True while the main thread computes a sequential run's look: an interrupt
+        #: may then raise there (gitevals.run.sequential)
+        self.looking = False
         self.registry = registry or ProcessRegistry()
         # ``[target] conversations = "many"``: one command process serves them all
         self.shared = (SharedTarget(self.argv, tree_dir, self._env, self.registry)
@@ -431,45 +437,26 @@ class Execution:
                 self.failures += 0 if result["passed"] else 1
 
     def run(self, progress: Progress | None = None,
-            work: list[tuple[int, int]] | None = None, last: bool = True,
+            work: Iterable[tuple[int, int]] | None = None, last: bool = True,
             tasks: bool = True) -> None:
         """Run every conversation and task trial (or the ``(case index, trial)`` pairs of
         ``work``, and the task trials only when ``tasks``); returns early (with what
         finished) once interrupted. ``last=False`` keeps the grader workers for another
-        call."""
-        if work is None:
-            counts = [self.plan.conversations(c) for c in self.plan.cases]
-            # Trial-major order: every case gets its first conversations early.
-            work = [(ci, t) for t in range(max(counts, default=0))
-                    for ci, n in enumerate(counts) if t < n]
-        task_work = [(ti, t) for t in range(self.plan.task_trials()
-                                            if self.plan.tasks and tasks else 0)
-                     for ti in range(len(self.plan.tasks))]
+        call.
+
+        The work is drawn lazily and at most twice ``jobs`` trials wait in the pool: a
+        plan of many trials never becomes a list of them in memory, and an interrupt
+        stops the drawing at once."""
+        counts = [self.plan.conversations(c) for c in self.plan.cases]
+        # Trial-major order: every case gets its first conversations early.
+        items = chain(
+            ((self._trial, ci, t) for ci, t in (work if work is not None
+                                                else _trial_major(counts))),
+            ((self._task, ti, t) for ti, t in _trial_major(
+                [self.plan.task_trials()] * len(self.plan.tasks) if tasks else [])))
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
-        all_done = threading.Event()
-        left = [len(work) + len(task_work)]
-        if not left[0]:
-            all_done.set()
-
-        def finished(_: Future[None]) -> None:
-            with self._lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    all_done.set()
-
         try:
-            # One waiter for the whole run: waiting on every future each time one
-            # finishes would cost O(trials^2).
-            futures = [pool.submit(self._trial, ci, t) for ci, t in work]
-            futures += [pool.submit(self._task, ti, t) for ti, t in task_work]
-            for f in futures:
-                f.add_done_callback(finished)
-            while not all_done.wait(0.1 if progress else 0.5) and not self.stop.is_set():
-                if progress is not None:
-                    progress(self.tally())
-            for f in futures:
-                if f.done() and not f.cancelled():
-                    f.result()  # a bug in a trial thread surfaces here, not silently
+            self._feed(pool, items, progress)
         finally:
             if self.stop.is_set():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -481,6 +468,30 @@ class Execution:
                     self.shared.close()
         if progress is not None:
             progress(self.tally())
+
+    def _feed(self, pool: ThreadPoolExecutor,
+              items: Iterator[tuple[Callable[[int, int], None], int, int]],
+              progress: Progress | None) -> None:
+        """Submit ``items`` to ``pool``, keeping at most ``2 * jobs`` in flight, until
+        they are all done or the run is interrupted; a bug in a trial thread surfaces
+        here once everything stopped, not silently."""
+        running: set[Future[None]] = set()
+        failed: list[BaseException] = []
+        ahead, shown = 2 * self.jobs, 0.0
+        while not self.stop.is_set():
+            for fn, index, trial in islice(items, max(0, ahead - len(running))):
+                running.add(pool.submit(fn, index, trial))
+            if not running:
+                break
+            done, running = wait(running, timeout=0.1 if progress else 0.5,
+                                 return_when=FIRST_COMPLETED)
+            failed += [e for f in done if not f.cancelled()
+                       for e in [f.exception()] if e is not None]
+            if progress is not None and time.monotonic() - shown >= 0.1:
+                progress(self.tally())
+                shown = time.monotonic()
+        if failed:
+            raise failed[0]
 
     def cases(self) -> list[CaseRun]:
         """The run's ``cases`` from what finished (results in trial order)."""
@@ -508,6 +519,15 @@ class Execution:
                                     self.task_trials.sandbox))
             out.sort(key=lambda c: c["name"])
         return out
+
+
+def _trial_major(counts: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """``(index, trial)`` for every trial of ``counts`` (item ``i`` has ``counts[i]``),
+    trial by trial: ``(0, 0), (1, 0), (0, 1), ...``, drawn as needed."""
+    for t in range(max(counts, default=0)):
+        for i, n in enumerate(counts):
+            if t < n:
+                yield i, t
 
 
 @dataclass(frozen=True)
@@ -543,7 +563,7 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
     if execution.target_env:  # only when given: runs without one stay byte-identical
         from gitevals.run.targetenv import record
 
-        run["target_env"] = record(execution.target_env)
+        run["target_env"] = record(execution.target_env, execution.public_env)
     return run
 
 
