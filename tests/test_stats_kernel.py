@@ -148,14 +148,13 @@ def test_the_floor_keeps_a_few_alike_clusters_from_looking_certain() -> None:
     assert result is not None and result.se > 0 and result.p > 0.3
 
 
-@pytest.mark.parametrize("rate", [0.3, 0.5, 0.8])
-@pytest.mark.parametrize("control", ["fdr", "fwer"])
+@pytest.mark.parametrize(("rate", "control"), [(0.5, "fdr"), (0.8, "fdr"), (0.3, "fwer")])
 def test_an_unchanged_small_suite_exits_1_at_most_alpha_by_enumeration(
         rate: float, control: str) -> None:
-    """Every outcome of 3 scenarios (3 cases) x 4 trials a side at the same rate on both
+    """Every outcome of 3 scenarios (3 cases) x 3 trials a side at the same rate on both
     sides: the exact probability that the whole decision calls a regression (the suite
     or any scenario, under the control) stays below alpha."""
-    n, alpha = 4, 0.05
+    n, alpha = 3, 0.05
     pmf = [math.comb(n, k) * rate ** k * (1 - rate) ** (n - k) for k in range(n + 1)]
     outcomes = list(itertools.product(range(n + 1), repeat=2))
     false = 0.0

@@ -5,13 +5,17 @@ drives): given the per-scenario rows with their raw exact-test p, it
 
 1. runs the paired suite-level test over the scenarios both sides ran
    (``gitevals.stats.paired``, clustered by case or a declared ``cluster:``);
-2. splits alpha evenly between that suite test and the family of scenario tests
-   (``share`` 2; the whole of it to the scenarios when no suite test can be made), so by
-   the union bound "the suite regressed beyond noise OR some scenario did" is a test of
-   "nothing changed" at level alpha, whatever the number of scenarios;
-3. adjusts the scenario family under ``--control`` (fdr: Benjamini-Hochberg, fwer:
-   Holm, none: each row at alpha, the procedure before controls existed): each row's
-   ``q`` is its adjusted p times the share, and a row is beyond noise when ``q < alpha``;
+2. spends alpha between that suite test and the scenarios' "regressed" family: the
+   suite test is two-sided at alpha, so it calls "regressed" falsely at most alpha / 2
+   of the time; the family of one-sided "regressed" tests is held at alpha / 2
+   (``share`` 2; the whole alpha when no suite test can be made; halved again when
+   goldens slices form a second family). By the union bound, "the suite regressed
+   beyond noise OR some scenario did" -- what makes ``diff`` exit 1 -- happens at most
+   alpha of the time when nothing changed, whatever the number of scenarios;
+3. adjusts that family under ``--control`` (fdr: Benjamini-Hochberg, fwer: Holm; the
+   "improved" calls form a family of their own, held alike): each row's ``q`` is its
+   adjusted p times the share, and a row is beyond noise when ``q < alpha``; ``none``
+   is the procedure before controls existed (two-sided p < alpha, the suite test too);
 4. states what the suite could see: the minimum detectable suite-wide drop and the
    drop one scenario needs on its own, at 80 % power, both at the level actually used;
 5. with an equivalence margin, the two one-sided tests (``gitevals.stats.equivalence``).
@@ -23,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
-from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
+from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, one_sided_less
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.stats import equivalence, multiplicity, paired
 from gitevals.stats import power as suite_power
@@ -39,7 +43,7 @@ class SuiteResult:
     estimate_pts: float | None
     ci_pts: tuple[float, float] | None
     p: float | None             # the paired test's raw two-sided p
-    q: float | None             # p times the share of alpha: beyond noise when q < alpha
+    q: float | None             # equal to p (two-sided at alpha): beyond noise when q < alpha
     change: str                 # regressed | improved | unchanged | not_tested
     beyond_noise: bool
     method: str
@@ -56,7 +60,7 @@ class SuiteResult:
     p_no_drop: float | None = None   # TOST: H0 "a drop of equivalence_pts or more"
     p_no_rise: float | None = None
     no_drop: bool | None = None      # a drop larger than equivalence_pts is ruled out
-    share: int = 1              # families alpha is split between (suite, scenarios, slices)
+    share: int = 1              # a family's q is its adjusted p times this (alpha / share each)
 
     @property
     def regressed(self) -> bool:
@@ -75,20 +79,45 @@ def pairs_of(rows: Sequence[VerdictRow], clusters: Mapping[str, str]) -> list[pa
             for r in rows if _compared(r) and r.a is not None and r.b is not None]
 
 
-def control_rows(rows: Sequence[VerdictRow], control: str, alpha: float, share: int
-                 ) -> tuple[VerdictRow, ...]:
-    """``rows`` with ``q`` and ``beyond_noise`` under ``control``. Every scenario both
-    sides ran is in the family (one that did not move has p 1), so the family's size
-    does not depend on the outcomes; sequential rows keep their design's call."""
-    family = [i for i, r in enumerate(rows) if _compared(r)]
-    qs = multiplicity.family([_or_one(rows[i].p) for i in family],
+def control_rows(rows: Sequence[VerdictRow], control: str, alpha: float, share: int,
+                 test: str = DEFAULT_TEST) -> tuple[VerdictRow, ...]:
+    """``rows`` with ``q`` and ``beyond_noise`` under ``control``.
+
+    "Regressed" and "improved" are two families, each of one-sided p values: only a
+    false "regressed" can fail a diff, so that family alone is held at alpha / ``share``
+    (an "improved" call is held alike, and fails nothing). Every scenario both sides ran
+    is in both families -- a row that moved the other way, or not at all, with p 1 -- so
+    a family's size does not depend on the outcomes. A row's ``q`` is its family's
+    adjusted p times ``share``: beyond noise when ``q < alpha``. Sequential rows keep
+    their design's call. ``none`` is the procedure before controls: two-sided p < alpha.
+    """
+    if control == "none":
+        return tuple(r if not _compared(r) else
+                     replace(r, q=r.p, beyond_noise=r.p is not None and r.p < alpha)
+                     for r in rows)
+    family = [r for r in rows if _compared(r)]
+    down = multiplicity.family([_one_sided(r, test, "regressed") for r in family],
+                               control, share)
+    up = multiplicity.family([_one_sided(r, test, "improved") for r in family],
                              control, share)
-    out = list(rows)
-    for i, q in zip(family, qs, strict=True):
-        r = rows[i]
-        out[i] = replace(r, q=q if r.p is not None else None,
-                         beyond_noise=r.p is not None and q < alpha)
+    by_key = {(r.case, r.scenario): (d if r.change == "regressed" else u)
+              for r, d, u in zip(family, down, up, strict=True)}
+    out = []
+    for r in rows:
+        if not _compared(r):
+            out.append(r)
+            continue
+        q = by_key[(r.case, r.scenario)] if r.p is not None else None
+        out.append(replace(r, q=q, beyond_noise=q is not None and q < alpha))
     return tuple(out)
+
+
+def _one_sided(r: VerdictRow, test: str, direction: str) -> float:
+    """The one-sided p of ``r`` for ``direction``; 1 when it did not move that way."""
+    if r.change != direction or r.p is None or r.a is None or r.b is None:
+        return 1.0
+    first, second = (r.b, r.a) if direction == "regressed" else (r.a, r.b)
+    return one_sided_less(test, first.passes, first.trials, second.passes, second.trials)
 
 
 def _change(estimate: float) -> str:
@@ -104,8 +133,12 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     too: ``buckets.control_slices`` with the result's ``share``)."""
     pairs = pairs_of(rows, clusters or {})
     made = paired.compare(pairs, alpha) is not None
-    share = max(1, made + bool(pairs) + others) if control != "none" else 1
-    rows = control_rows(rows, control, alpha, share)
+    # The suite's test is two-sided at alpha: its false "regressed" calls take alpha / 2.
+    # The families (scenarios, goldens slices) split the other half (the whole of alpha
+    # without a suite test); any false call of theirs counts, whatever its direction.
+    families = max(1, bool(pairs) + others)
+    share = families * (2 if made else 1) if control != "none" else 1
+    rows = control_rows(rows, control, alpha, share, test)
     tests = len(pairs)
     words = multiplicity.describe(control, alpha, tests, share, what="scenarios")
     scen_mde = _scenario_mde(pairs, alpha / share / max(1, tests)
@@ -118,15 +151,15 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
         return rows, SuiteResult(None, None, None, None, "not_tested", False, paired.METHOD,
                                  tests, None, len({p.cluster for p in pairs}), 0.0, scen_mde,
                                  control, words, alpha, why, equivalence_pts, share=share)
-    suite = paired.compare(pairs, alpha / share)
+    suite = paired.compare(pairs, alpha)
     assert suite is not None
-    q = min(1.0, share * suite.p)
-    mde_suite = suite_power.suite_mde(suite.se, suite.df, alpha / share, DEFAULT_GOAL)
+    q = suite.p
+    mde_suite = suite_power.suite_mde(suite.se, suite.df, alpha, DEFAULT_GOAL)
     result = SuiteResult(
         round(100 * suite.estimate, 6), (round(100 * suite.low, 6), round(100 * suite.high, 6)),
         suite.p, q, _change(suite.estimate), q < alpha and suite.estimate != 0, paired.METHOD,
         tests, None if mde_suite is None else round(100 * mde_suite, 6), suite.clusters,
-        1 - alpha / share, scen_mde, control, words, alpha, None, share=share)
+        1 - alpha, scen_mde, control, words, alpha, None, share=share)
     if equivalence_pts is not None:
         e = equivalence.tost(suite.estimate, suite.se, suite.df, equivalence_pts / 100, alpha)
         result = replace(result, equivalence_pts=equivalence_pts, p_no_drop=e.p_lower,

@@ -113,7 +113,8 @@ def control_line(diff: Diff) -> str | None:
         return None
     parts = [f"noise: scenarios by the {diff.test} exact test under {s.control_text}"]
     if s.p is not None:
-        parts.append(f"the suite by a {s.method} at {s.alpha / s.share:g}")
+        parts.append(f"the suite by a {s.method}, two-sided at {s.alpha:g} (a false "
+                     f"'regressed' at most {s.alpha / 2:g})")
     if s.control != "none":
         promise = (f"an unchanged harness fails this diff at most {100 * s.alpha:g}% of the "
                    f"time whatever the suite's size")

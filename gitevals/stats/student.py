@@ -9,6 +9,7 @@ converges in a few dozen steps for every ``x`` once the symmetry
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import exp, inf, isfinite, lgamma, log
 
 _EPS = 1e-15
@@ -70,8 +71,10 @@ def upper(t: float, df: float) -> float:
     return half if t >= 0 else 1.0 - half
 
 
+@lru_cache(maxsize=1024)
 def quantile(q: float, df: float) -> float:
-    """The t with P[T <= t] = q (0 < q < 1), by bisection on the tail (to 1e-12 relative)."""
+    """The t with P[T <= t] = q (0 < q < 1), by bisection on the tail (to 1e-12 relative;
+    cached: a diff asks for the same few levels and degrees of freedom again and again)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"a quantile's level must be between 0 and 1, not {q!r}")
     if q == 0.5:
