@@ -212,3 +212,18 @@ def test_beyond_exact_sizes_the_arcsine_mde_is_within_two_points(rate: float,
     approx = _arcsine_mde(80, rate, level, 0.8)
     assert exact is not None and approx is not None
     assert abs(approx - exact) <= 0.02
+
+
+def test_suite_trials_is_the_fewest_that_reach_the_power() -> None:
+    rates = [0.5, 0.7, 0.9] * 30
+    n = suite_power.suite_trials(rates, 18, 0.05, 0.05)
+    assert n is not None and n > 1
+
+    def mde(trials: int) -> float:
+        se = suite_power.predicted_se(rates, [trials] * 90, [trials] * 90)
+        found = suite_power.suite_mde(se, 17, 0.05)
+        assert found is not None
+        return found
+
+    assert mde(n) <= 0.05 < mde(n - 1)
+    assert suite_power.suite_trials(rates, 1, 0.05, 0.05) is None

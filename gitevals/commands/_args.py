@@ -62,7 +62,7 @@ def alpha(text: str) -> float:
     return value
 
 
-def add_control(parser: argparse.ArgumentParser, what: str) -> None:
+def add_control(parser: argparse._ActionsContainer, what: str) -> None:
     """``--control`` and ``--alpha``, defaulting to ``[tool.gitevals.statistics]``."""
     parser.add_argument("--control", choices=("fdr", "fwer", "none"), default=None,
                         help=f"multiple-comparison control across {what}: fdr "

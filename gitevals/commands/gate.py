@@ -12,6 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_control
+
 if TYPE_CHECKING:
     from gitevals.findings import Finding
     from gitevals.git.tree import Repo
@@ -30,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the baseline's model name (<root>/baseline-<NAME>.json of the "
                              "working tree)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    add_control(parser, "the counted slices")
 
 
 def read_baseline(data: bytes | None, rel: str) -> Baseline:
@@ -84,15 +87,20 @@ def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.tree import WorkingTree, require_repo
     from gitevals.report.gate import REPORTERS
+    from gitevals.settings import load_settings
     from gitevals.suite.gate import baseline_path, gate
 
     artifact = load_run(args.artifact)
     rel = baseline_path(artifact["root"], args.baseline)
-    path = require_repo().work_root / rel
+    repo = require_repo()
+    path = repo.work_root / rel
     data = path.read_bytes() if path.is_file() else None
-    result = gate(read_baseline(data, rel), artifact, rel)
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    result = gate(read_baseline(data, rel), artifact, rel,
+                  settings.control if args.control is None else args.control,
+                  settings.alpha if args.alpha is None else args.alpha)
     sys.stdout.write(REPORTERS[args.format](result))
     sys.stdout.flush()
     return 0 if result.passed else 1
@@ -109,7 +117,8 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
 
     repo = require_repo()
     tree = RevisionTree(repo, commit)
-    root = load_settings(tree)[0].root
+    settings = load_settings(tree)[0]
+    root = settings.root
     rel = baseline_path(root, model)
     try:
         baseline = read_baseline(tree.read(rel), rel)
@@ -117,7 +126,7 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
         if found is None:
             raise Refused(f"no goldens run pinned to {commit[:12]} to gate: `gitevals run "
                           f"--goldens-only --rev {commit}` (or `gitevals notes pull`)")
-        result = gate(baseline, found, rel)
+        result = gate(baseline, found, rel, settings.control, settings.alpha)
     except Refused as exc:
         return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
     if result.passed:

@@ -40,3 +40,20 @@ def predicted_se(rates: Sequence[float], trials_a: Sequence[int],
     var = sum(r * (1.0 - r) * (1.0 / a + 1.0 / b)
               for r, a, b in zip(rates, trials_a, trials_b, strict=True))
     return sqrt(var) / n
+
+
+def suite_trials(rates: Sequence[float], clusters: int, drop: float, level: float,
+                 goal: float = DEFAULT_POWER, most: int = 100_000) -> int | None:
+    """The fewest trials a side (the same for every scenario) for which the suite test
+    calls a suite-wide ``drop`` with ``goal`` power, from trial noise alone (clusters
+    whose scenarios move together need more); None when it needs more than ``most``."""
+    n = len(rates)
+    if n == 0 or clusters < 2 or drop <= 0:
+        return None
+    spread = sum(r * (1.0 - r) for r in rates)
+    if spread == 0.0:
+        return 1
+    z = student.quantile(1.0 - level / 2.0, clusters - 1) + student.quantile(goal, clusters - 1)
+    need = 2.0 * spread * z * z / (n * n * drop * drop)
+    trials = max(1, int(need) + (need > int(need)))
+    return trials if trials <= most else None
