@@ -10,7 +10,12 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from .conftest import Repo, run_cli
+
+# real runs of up to 2,000 conversations a side: minutes on a shared machine
+pytestmark = pytest.mark.timeout(1800)
 
 HARNESS = """\
 import json, random, sys

@@ -8,10 +8,11 @@ drives): given the per-scenario rows with their raw exact-test p, it
 2. spends alpha between that suite test and the scenarios' "regressed" family: the
    suite test is two-sided at alpha, so it calls "regressed" falsely at most alpha / 2
    of the time; the family of one-sided "regressed" tests is held at alpha / 2
-   (``share`` 2; the whole alpha when no suite test can be made; halved again when
-   goldens slices form a second family). By the union bound, "the suite regressed
-   beyond noise OR some scenario did" -- what makes ``diff`` exit 1 -- happens at most
-   alpha of the time when nothing changed, whatever the number of scenarios;
+   (``share`` 2, also when no suite test can be made, so a row's q is never below its
+   two-sided p; halved again when goldens slices form a second family). By the union
+   bound, "the suite regressed beyond noise OR some scenario did" -- what makes
+   ``diff`` exit 1 -- happens at most alpha of the time when nothing changed, whatever
+   the number of scenarios;
 3. adjusts that family under ``--control`` (fdr: Benjamini-Hochberg, fwer: Holm; the
    "improved" calls form a family of their own, held alike): each row's ``q`` is its
    adjusted p times the share, and a row is beyond noise when ``q < alpha``; ``none``
@@ -136,8 +137,10 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     # The suite's test is two-sided at alpha: its false "regressed" calls take alpha / 2.
     # The families (scenarios, goldens slices) split the other half (the whole of alpha
     # without a suite test); any false call of theirs counts, whatever its direction.
+    # Without a suite test its half stays unspent: a lone row is then called exactly as
+    # the two-sided test at alpha calls it (q = 2 x its one-sided p >= its two-sided p).
     families = max(1, bool(pairs) + others)
-    share = families * (2 if made else 1) if control != "none" else 1
+    share = 2 * families if control != "none" else 1
     rows = control_rows(rows, control, alpha, share, test)
     tests = len(pairs)
     words = multiplicity.describe(control, alpha, tests, share, what="scenarios")
