@@ -375,6 +375,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
             verdicts, suite = assess(verdicts, clusters(run_a, run_b), control, alpha,
                                      equivalence, test, others=int(_measured(slices)))
             slices = control_slices(slices, control, alpha, suite.share)
+            verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
@@ -386,6 +387,15 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
 def _measured(slices: tuple[SliceRow, ...]) -> bool:
     """Were any goldens slices compared (a family that shares alpha)?"""
     return any(r.a is not None and r.b is not None and r.a[1] and r.b[1] for r in slices)
+
+
+def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],
+               run_a: Run, run_b: Run) -> tuple[tuple[VerdictRow, ...], tuple[SliceRow, ...]]:
+    """The rows with each side's judge-corrected rate where a calibrated judge decided it."""
+    from gitevals.diff.corrected import corrected_rows, corrected_slices
+
+    return (corrected_rows(verdicts, run_a, run_b),
+            corrected_slices(slices, run_a, run_b))
 
 
 def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:

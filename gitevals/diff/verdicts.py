@@ -9,6 +9,7 @@ from gitevals.diff.graders import GraderUse
 from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
 from gitevals.run.artifact import Run, scenarios
+from gitevals.stats.judge_correction import Corrected
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class VerdictRow:
     #: p adjusted for the family of scenarios (``gitevals.diff.suite``): beyond noise
     #: when below alpha; equal to p without a control
     q: float | None = None
+    #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
+    corrected_a: Corrected | None = None
+    corrected_b: Corrected | None = None
 
 
 def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]

@@ -6,5 +6,6 @@ enumeration, and every command (``diff``, ``gate``, ``run --against``, ``experim
 ``plan``) calls the same function. ``multiplicity`` adjusts a family of p values
 (Benjamini-Hochberg, Benjamini-Yekutieli, Holm); ``paired`` is the suite-level paired
 comparison with a cluster-robust interval; ``power`` the minimum detectable effects;
-``equivalence`` the two one-sided tests that can say "no drop larger than X".
+``equivalence`` the two one-sided tests that can say "no drop larger than X";
+``judge_correction`` the Rogan-Gladen rates corrected for a calibrated judge.
 """
