@@ -73,6 +73,9 @@ class Settings:
     max_instruction_chars: int = 4096
     #: ``[tool.gitevals.goldens] graders``: bucket -> grader (``file.function``), sorted.
     golden_graders: dict[str, str] = field(default_factory=dict)
+    #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
+    control: str = "fdr"
+    alpha: float = 0.05
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -164,8 +167,14 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     mapped = goldens.get("graders") if isinstance(goldens, dict) else None
     golden_graders = ({str(k): str(v) for k, v in sorted(mapped.items())}
                       if isinstance(mapped, dict) else {})
+    stats = raw.get("statistics")
+    control = stats.get("control") if isinstance(stats, dict) else None
+    alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
                     golden_graders=golden_graders,
+                    control=control if isinstance(control, str) else "fdr",
+                    alpha=float(alpha) if isinstance(alpha, int | float)
+                    and not isinstance(alpha, bool) else 0.05,
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
 
 

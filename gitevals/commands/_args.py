@@ -77,3 +77,30 @@ def rate(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
     return value
+
+
+#: The bounds of ``--alpha``: below 1e-6 no trial count a run can afford reaches it (and
+#: the exact tests' floats stop meaning anything); above 0.5 a "beyond noise" call is a
+#: coin toss.
+ALPHA_MIN, ALPHA_MAX = 1e-6, 0.5
+
+
+def alpha(text: str) -> float:
+    """A test's level: from 1e-6 to 0.5."""
+    value = _number(text)
+    if not ALPHA_MIN <= value <= ALPHA_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be from {ALPHA_MIN:g} to {ALPHA_MAX:g} (e.g. 0.05)")
+    return value
+
+
+def add_control(parser: argparse._ActionsContainer, what: str) -> None:
+    """``--control`` and ``--alpha``, defaulting to ``[tool.gitevals.statistics]``."""
+    parser.add_argument("--control", choices=("fdr", "fwer", "none"), default=None,
+                        help=f"multiple-comparison control across {what}: fdr "
+                             "(Benjamini-Hochberg, the default), fwer (Holm) or none; "
+                             "default from [tool.gitevals.statistics] control")
+    parser.add_argument("--alpha", type=alpha, default=None, metavar="A",
+                        help="the level: an unchanged harness is called regressed in at most "
+                             "this share of comparisons (1e-6 to 0.5; default 0.05, or "
+                             "[tool.gitevals.statistics] alpha)")

@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.commands._args import MAX_JOBS, MAX_REPEAT, MOST_SAMPLES, count
+from gitevals.commands._args import (
+    MAX_JOBS,
+    MAX_REPEAT,
+    MOST_SAMPLES,
+    add_control,
+    count,
+)
 
 if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
@@ -45,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "written to <root>/results/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
-                             "(default boschloo; beyond noise when p < 0.05)")
+                             "(default boschloo; beyond noise when q < alpha)")
+    add_control(parser, "every lane pair and scenario (fdr is Benjamini-Yekutieli here: "
+                        "pairs that share a lane are dependent)")
     parser.add_argument("--recheck", metavar="ID",
                         help="run nothing: re-check the kept samples of experiment ID against "
                              "its lanes' pins and report again")
@@ -63,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
             raise UsageError("--recheck reads the lanes and cases the experiment kept: "
                              "give no --lane or CASE with it")
-        return _recheck(repo, args.recheck, args.format, args.test)
+        return _recheck(repo, args.recheck, args.format, args.test, args.control, args.alpha)
     return _experiment(repo, args)
 
 
@@ -189,7 +197,8 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
         results.append(result)
         stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], args, total, snaps[0], started, time.time())
-    return _finish(repo, root, meta, results, args.format, args.test)
+    return _finish(repo, root, meta, results, args.format, args.test, args.control,
+                   args.alpha)
 
 
 def _new_id() -> str:
@@ -297,10 +306,15 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path
 
 
 def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
-            fmt: str, test: str) -> int:
+            fmt: str, test: str, control: str | None = None, alpha: float | None = None
+            ) -> int:
     from gitevals.experiment import report
+    from gitevals.git.tree import WorkingTree
+    from gitevals.settings import load_settings
 
-    doc = report.build(meta, results, test)
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    doc = report.build(meta, results, test, settings.alpha if alpha is None else alpha,
+                       settings.control if control is None else control)
     path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
     sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
@@ -314,7 +328,8 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
 # -- --recheck ----------------------------------------------------------------------------
 
 
-def _recheck(repo: Repo, exp_id: str, fmt: str, test: str) -> int:
+def _recheck(repo: Repo, exp_id: str, fmt: str, test: str, control: str | None = None,
+             alpha: float | None = None) -> int:
     """Re-read experiment ``exp_id``'s kept samples, re-check each against the pins its
     lanes recorded before they ran, and report (and keep) the result again."""
     import re
@@ -332,7 +347,7 @@ def _recheck(repo: Repo, exp_id: str, fmt: str, test: str) -> int:
     results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
     keys = ("id", "tool_version", "root", "cases", "repeat", "jobs", "conversations",
             "max_samples", "settings", "started_at", "finished_at")
-    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test)
+    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test, control, alpha)
 
 
 def _read_report(path: Path) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from gitevals.commands._args import (
     MAX_LOOKS,
     MAX_SEQUENTIAL_TRIALS,
     MAX_TRIALS,
+    add_control,
     count,
-    level,
     points,
 )
 
@@ -83,8 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seq.add_argument("--drop", type=points, metavar="PTS", default=20.0,
                      help="the drop in pass rate, in points, that matters: ruling it out "
                           "stops a scenario early (default 20)")
-    seq.add_argument("--alpha", type=level, metavar="A", default=0.05,
-                     help="false 'regressed' calls at most, as diff's --alpha (default 0.05)")
+    add_control(seq, "scenarios: under fdr and fwer each scenario's design is held at "
+                     "alpha / scenarios (Bonferroni)")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
@@ -404,9 +404,16 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
                          f"with `gitevals run --rev {args.against}`")
     planned = {(c.name, s.id): the_plan.trials_of(s) for c in the_plan.cases
                for s in c.scenarios}
+    alpha = the_plan.settings.alpha if args.alpha is None else args.alpha
+    control = the_plan.settings.control if args.control is None else args.control
+    # a sequential design gives no p to adjust: the family is held by Bonferroni, each
+    # design at alpha / (scenarios with a base), as diff reads them back
+    bases = sequential.bases_of(found.run)
+    based = sum(1 for key in planned if key in bases) or 1
+    level = alpha / based if control != "none" else alpha
     settings = sequential.Settings(commit, found.run["run_id"], args.max_trials,
-                                   args.looks or DEFAULT_LOOKS, args.alpha, args.drop / 100)
-    return sequential.Rounds(settings, planned, sequential.bases_of(found.run))
+                                   args.looks or DEFAULT_LOOKS, level, args.drop / 100)
+    return sequential.Rounds(settings, planned, bases)
 
 
 def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,

@@ -507,8 +507,11 @@ class Execution:
                     "id": s.id, "user": list(s.user), "expect": expect_of(s),
                     "trials": self.plan.trials_of(s), "timeout": s.timeout,
                     "results": results, "verdict": verdict(results)})
-            out.append({"name": case.name, "path": case.path,
-                        "blob": self.plan.files.get(case.path), "scenarios": scenarios})
+            record: CaseRun = {"name": case.name, "path": case.path,
+                               "blob": self.plan.files.get(case.path), "scenarios": scenarios}
+            if case.cluster is not None:
+                record["cluster"] = case.cluster
+            out.append(record)
         if self.plan.tasks:
             from gitevals.run.tasks import case_run
 
