@@ -65,12 +65,13 @@ def load_run(what: str) -> Run:
 
 
 def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
-    """The run of ``commit`` to gate: the preferred one (``artifact.preference``) among
-    those that sent every bucket, from ``<root>/results/`` of the working tree, else from
-    the git note; None when there is none. (The commit's complete run may have sent no
+    """The run of ``commit`` to gate: the preferred one among those that sent every
+    bucket, from ``<root>/results/`` of the working tree (``artifact.preference``), else
+    the one of the git note that counts (``store.counting``: evidence only); None when
+    there is none. (The commit's complete run may have sent no
     goldens, when it was run before buckets were mapped or with named cases.)"""
-    from gitevals.run.artifact import checked, preference
-    from gitevals.run.store import local_runs, note_runs
+    from gitevals.run.artifact import checked
+    from gitevals.run.store import counting, local_runs, note_runs, pins_of
 
     def whole(run: Run) -> bool:
         part = run.get("goldens")
@@ -79,8 +80,8 @@ def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
     local = [r for r, _ in local_runs(repo.work_root, root, commit) if whole(r)]
     if local:
         return checked(local[-1], f"{root}/results/ run {local[-1]['run_id']}")
-    noted = sorted((r for r in note_runs(repo, commit) if whole(r)), key=preference)
-    return checked(noted[-1], f"git note on {commit[:12]}") if noted else None
+    noted = [r for r in note_runs(repo, commit) if whole(r)]
+    return counting(noted, pins_of(repo, commit))[0] if noted else None
 
 
 def run(args: argparse.Namespace) -> int:

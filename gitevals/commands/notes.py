@@ -75,20 +75,47 @@ def fetch(repo: Repo, remote: str) -> bool:
 
 def merge(repo: Repo, theirs_ref: str) -> int:
     """Merge the notes under ``theirs_ref`` into refs/notes/gitevals; how many commits'
-    notes changed (a fast-forward counts the commits whose note it brought)."""
+    notes changed (a fast-forward counts the commits whose note it brought).
+
+    Notes are compared by blob id (``notestree.changed``, subtree by subtree): a
+    fast-forward reads no note, and a merge reads only the notes the two sides hold
+    differently, so its memory follows what changed, not the length of the history.
+    """
+    from gitevals.git import notestree
     from gitevals.git.tree import NOTES_REF
-    from gitevals.run.store import merge_notes
 
     theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
     if theirs is None or (ours is not None and repo.contains(ours, theirs)):
         return 0
-    mine, other = repo.notes(NOTES_REF), repo.notes(theirs_ref)
+    differ = notestree.changed(repo, ours, theirs)
     if ours is None or repo.contains(theirs, ours):
         repo.set_ref(NOTES_REF, theirs, ours)
-        return sum(mine.get(c) != text for c, text in other.items())
-    merged = {c: merge_notes(mine.get(c), other.get(c)) or "" for c in {*mine, *other}}
-    repo.commit_notes(NOTES_REF, merged, [ours, theirs], f"gitevals notes: merge {theirs_ref}")
-    return sum(mine.get(c) != text for c, text in merged.items())
+        return sum(b is not None for _, b in differ.values())
+    changes = _merged(repo, differ)
+    notestree.write(repo, NOTES_REF, changes, [ours, theirs],
+                    f"gitevals notes: merge {theirs_ref}")
+    return len(changes)
+
+
+def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dict[str, str]:
+    """``commit -> new note blob`` for the notes the two sides hold differently: theirs
+    alone is taken as is (not read), both are read and merged (``store.merge_notes``);
+    ours alone stays (a note missing on one side is never a deletion)."""
+    from gitevals.git import notestree
+    from gitevals.run.store import merge_notes
+
+    changes: dict[str, str] = {}
+    for commit, (mine, other) in sorted(differ.items()):
+        if other is None:
+            continue
+        if mine is None:
+            changes[commit] = other
+            continue
+        ours_text = notestree.blob_text(repo, mine)
+        text = merge_notes(ours_text, notestree.blob_text(repo, other))
+        if text is not None and text != ours_text:
+            changes[commit] = notestree.new_blob(repo, text)
+    return changes
 
 
 def pulled(repo: Repo, remote: str) -> int | None:

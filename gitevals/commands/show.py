@@ -73,16 +73,20 @@ def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
     from gitevals.git.tree import NOTES_REF
     from gitevals.report.runs import kept
-    from gitevals.run.store import local_runs, note_runs
+    from gitevals.run.store import counting, local_runs, note_runs, pins_of, problem
 
     repo, commit, root = _locate(rev)
     local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
-    found = [*local, *((run, f"note {NOTES_REF}", 0) for run in note_runs(repo, commit))]
+    noted = note_runs(repo, commit)
+    found = [*local, *((run, f"note {NOTES_REF}", 0) for run in noted)]
     if not found:
         raise _no_run(rev, commit, root)
-    picked = str(found[len(local) - 1 if local else -1][0].get("run_id"))
-    return commit, kept(found, picked)
+    pins = pins_of(repo, commit)
+    refused = {str(r.get("run_id")): why for r in noted if (why := problem(r, pins))}
+    counts = counting(noted, pins)[0]
+    picked = local[-1][0] if local else counts
+    return commit, kept(found, str(picked.get("run_id")) if picked else "", refused)
 
 
 def _written(path: Path) -> int:
