@@ -35,17 +35,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (
         ("pull", "fetch the remote's refs/notes/gitevals and merge its runs into yours"),
-        ("push", "pull, then push refs/notes/gitevals (retried when another push won)"),
+        ("push", "pull, then push refs/notes/gitevals and the run artifacts (retried when "
+                 "another push won)"),
     ):
         p = sub.add_parser(action, help=text, description=text)
         p.add_argument("remote", nargs="?", default="origin", metavar="REMOTE",
                        help="a remote of this repository (default origin)")
+    text = ("rewrite notes holding whole runs as summaries, the runs kept as artifacts "
+            "(docs/storage.md); run it again: it changes nothing")
+    sub.add_parser("compact", help=text, description=text)
 
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
     from gitevals.git.tree import require_repo
 
+    if args.action == "compact":
+        from gitevals.run.compact import compact
+
+        print(compact(require_repo()))
+        return 0
     if not _REMOTE.fullmatch(args.remote):
         raise UsageError(f"{args.remote!r} is not a remote name: name one of "
                          "`git remote` (default origin)")
@@ -142,13 +151,15 @@ def push(repo: Repo, remote: str) -> str:
     pushed first is retried after a new pull, ``PUSH_ATTEMPTS`` times in all."""
     from gitevals.errors import GitError
     from gitevals.git.tree import NOTES_REF
+    from gitevals.run.runstore import RUNS_REF
 
     merged = 0
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         merged += pulled(repo, remote) or 0
         if repo.ref_target(NOTES_REF) is None:
             return f"no {NOTES_REF} here: nothing to push (`gitevals run` writes notes)"
-        code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}")
+        code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}",
+                                 f"{RUNS_REF}*:{RUNS_REF}*")
         if code == 0:
             return f"pushed {NOTES_REF} to {remote}" + (
                 f" (after merging theirs: {merged} commit(s) gained runs)" if merged else "")

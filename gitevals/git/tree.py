@@ -650,6 +650,20 @@ class Repo:
         with _translated(f"move {ref}"):
             self.raw.references.create(ref, target, force=True)
 
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob; its SHA."""
+        with _translated("write a blob"):
+            return str(self.raw.create_blob(data))
+
+    def config_value(self, key: str) -> str | None:
+        """The value of git config ``key`` for this repository, or None."""
+        with _translated("read the configuration"):
+            try:
+                value: str | None = self.raw.config[key]
+            except KeyError:
+                return None
+        return value
+
     def remotes(self) -> dict[str, list[str]]:
         """``remote name -> its fetch refspecs``, sorted by name."""
         with _translated("read the remotes"):

@@ -140,12 +140,17 @@ def note_runs(repo: Repo, commit: str, ref: str | None = None) -> list[Run]:
 
 
 def note(repo: Repo, run: Run) -> bool:
-    """Add ``run`` to the note on its commit under refs/notes/gitevals (its summary, the
-    last line, bounded by ``NOTE_KEEP``; the full artifact is kept by ``runstore``).
-    True when the note's counting run (the one ``show`` and ``diff`` read) is now this one.
+    """Add ``run`` to the note on its commit under refs/notes/gitevals: its summary as
+    the last line (bounded by ``NOTE_KEEP``), the full artifact kept once by
+    ``runstore``. True when the note's counting run (the one ``show`` and ``diff``
+    read) is now this one.
     """
     from gitevals.git.tree import NOTES_REF
+    from gitevals.run import runstore
+    from gitevals.run.summary import is_summary, summarize
 
+    if not is_summary(run):
+        run = summarize(run, *runstore.put(repo, run))
     text = repo.read_note(run["commit"], NOTES_REF)
     others = [r for r in (parse_note(text) if text else []) if r.get("run_id") != run["run_id"]]
     kept = [*others, run]
