@@ -191,3 +191,26 @@ def test_a_conversation_over_10000_turns_is_refused_at_its_line(
     r = run_cli("observe", new, "--from", str(log), cwd=repo.path)
     assert r.code == 2
     assert f"{log}:10001:1: conversation 'long' has more than 10,000 turns" in r.err
+
+
+def test_a_conversation_in_two_files_is_counted_once(
+        release: tuple[Repo, str, str], tmp_path: Path) -> None:
+    """Issue 23 item 4: a log rotated into two files (and a copy of one) is still one
+    conversation per id; a reply numbered by turn/sequence counts once; the report
+    records the last turn and sequence seen per conversation."""
+    repo, _, new = release
+    first = _jsonl(tmp_path / "a.jsonl", [
+        {**_turn(new, "c1", retries=0), "turn": 0, "sequence": 1},
+        {**_turn(new, "c1", retries=1), "turn": 1, "sequence": 2},
+        {**_turn(new, "c2", retries=0), "turn": 0}])
+    second = _jsonl(tmp_path / "b.jsonl", [
+        {**_turn(new, "c1", retries=1), "turn": 1, "sequence": 2},   # read again
+        {**_turn(new, "c1", retries=3), "turn": 2, "sequence": 3}])
+    r = run_cli("observe", "HEAD", "--from", first, "--from", second, "--max", "retries=5",
+                "--format", "json", cwd=repo.path)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert (doc["conversations"], doc["turns"]) == (2, 4)
+    assert doc["metrics"]["retries"]["total"] == 4
+    assert doc["last_seen"] == {"c1": {"turn": 2, "sequence": 3},
+                                "c2": {"turn": 0, "sequence": None}}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from gitevals.calibration.status import Status
 from gitevals.calibration.tree import statuses
 from gitevals.git.tree import Tree
 from gitevals.run.artifact import GraderCalibration, Run, grader_calls, scenarios
@@ -31,6 +32,16 @@ def calibration_of(tree: Tree, settings: Settings, names: Iterable[str], now: da
                    ) -> dict[str, GraderCalibration]:
     """The calibration of each grader of ``names`` that asks the judge, as a run records
     it (``judge_calibration``), decided at ``tree`` and ``now``."""
-    return {name: {"status": st.state, "reason": st.reason, "code": st.code}
-            for name, st in statuses(tree, settings, names, now).items()
+    return {name: _recorded(st) for name, st in statuses(tree, settings, names, now).items()
             if st.state != "n/a"}
+
+
+def _recorded(st: Status) -> GraderCalibration:
+    """One grader's entry; a calibrated one keeps its record's counts (``tpr``/``tnr``
+    hits of of), from which reports correct its pass rates (``calibration.corrected``)."""
+    out: GraderCalibration = {"status": st.state, "reason": st.reason, "code": st.code}
+    if st.state == "calibrated" and st.counts is not None:
+        tp, n_pos, tn, n_neg = st.counts
+        out["tpr"] = {"hits": tp, "of": n_pos}
+        out["tnr"] = {"hits": tn, "of": n_neg}
+    return out

@@ -29,6 +29,9 @@ class Status:
     state: State
     reason: str
     code: str | None = None
+    #: (TPR hits, of, TNR hits, of) of a calibrated grader's record, when it has them:
+    #: what a judge-corrected pass rate is computed from (``gitevals.calibration.corrected``)
+    counts: tuple[int, int, int, int] | None = None
 
     @property
     def advisory(self) -> bool:
@@ -77,7 +80,21 @@ def status(grader: str, asks_judge: bool, grader_blob: str | None, judge: Judge 
         return _advisory("GE516", f"its calibration is {age.days} days old, over "
                                   f"{MAX_AGE_DAYS}; {fix}")
     return Status("calibrated", f"measured {str(record['date'])[:10]}: "
-                                f"{_rates(record)}")
+                                f"{_rates(record)}", None, counts_of(record))
+
+
+def counts_of(record: JSONObject) -> tuple[int, int, int, int] | None:
+    """(TPR hits, of, TNR hits, of) of a record, or None when either rate lacks whole,
+    consistent counts (a record is read from a tree: it may be forged or hand-written)."""
+    out: list[int] = []
+    for key in ("tpr", "tnr"):
+        rate = record.get(key)
+        hits = rate.get("hits") if isinstance(rate, dict) else None
+        of = rate.get("of") if isinstance(rate, dict) else None
+        if type(hits) is not int or type(of) is not int or not 0 <= hits <= of or of == 0:
+            return None
+        out += [hits, of]
+    return out[0], out[1], out[2], out[3]
 
 
 def _value(record: JSONObject, key: str) -> float | None:

@@ -371,6 +371,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
             from gitevals.diff.buckets import compare_slices
 
             slices = compare_slices(run_a, run_b, test, alpha)
+            verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
@@ -395,6 +396,15 @@ def _transcripts_of(repo: Repo, run: Run) -> Run | None:
         return unpack(data, f"the full artifact of run {run['run_id']}") if data else None
     except ArtifactError:
         return None
+
+
+def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],
+               run_a: Run, run_b: Run) -> tuple[tuple[VerdictRow, ...], tuple[SliceRow, ...]]:
+    """The rows with each side's judge-corrected rate where a calibrated judge decided it."""
+    from gitevals.diff.corrected import corrected_rows, corrected_slices
+
+    return (corrected_rows(verdicts, run_a, run_b),
+            corrected_slices(slices, run_a, run_b))
 
 
 def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:

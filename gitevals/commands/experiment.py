@@ -101,8 +101,13 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     results = f"{root}/results/"
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     settings = without_target(the_plan.settings.as_dict())
+    from gitevals.run.tasks import DEFAULT_AGENT_TIMEOUT, SCENARIO
+
     times = timing({f"{c.name}/{s.id}": (s.trials, float(s.timeout))
-                    for c in the_plan.cases for s in c.scenarios})
+                    for c in the_plan.cases for s in c.scenarios}
+                   | {f"{t.name}/{SCENARIO}": (the_plan.task_trials(),
+                                               float(t.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT))
+                      for t in the_plan.tasks})
     return Snapshot(root, files, settings, times, __version__)
 
 

@@ -12,11 +12,12 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from gitevals.git.tree import Tree
+    from gitevals.lint import LintResult
 
 NAME = "lint"
 HELP = ("Check cases, grader references, goldens and task directories of the eval tree "
         "(working tree, index or REV).")
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--staged", action="store_true",
                        help="lint what is staged (the index): what a commit made now holds")
     parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default), json, or github workflow annotations")
+                        help="text (default), json, github workflow annotations, or sarif "
+                             "(SARIF 2.1.0 for code scanning)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the lint cache")
     parser.add_argument("--jobs", type=_positive, metavar="N",
@@ -61,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    sys.stdout.write(render(result, args.format, _terminal_width()))
+    if args.format == "sarif":
+        _write_sarif(result)
+    else:
+        sys.stdout.write(render(result, args.format, _terminal_width()))
     if result.notes:  # one line each, no finding: names come from the tree
         from gitevals.report.text import visible
 
@@ -69,6 +74,16 @@ def run(args: argparse.Namespace) -> int:
     if result.files == 0 and paths is None:
         sys.stderr.write(nothing_to_lint(tree.label))
     return 0 if result.ok else 1
+
+
+def _write_sarif(result: LintResult) -> None:
+    """The SARIF log on stdout; a line on stderr when GitHub's limits cut it."""
+    from gitevals.report import sarif
+
+    log = sarif.render([sarif.Located(f) for f in result.findings])
+    sys.stdout.write(log.text)
+    if log.note:
+        sys.stderr.write(f"gitevals: {log.note}\n")
 
 
 def _terminal_width() -> int | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gitevals.commands._args import positive
 
 if TYPE_CHECKING:
-    from gitevals.experiment.observe import Conversation
+    from gitevals.experiment.observe import Conversation, Source
 
 NAME = "observe"
 HELP = ("report retries and recoveries per turn of one release from recorded conversations "
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max names a counter twice: give each counter one limit")
     commit = require_repo().resolve(args.rev)
     seen: set[str] = set()
-    sources, convs = [], []
+    sources: list[Source] = []
+    convs: list[Conversation] = []
     for path in args.files:
         real = os.path.realpath(path)
         if real in seen:
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         seen.add(real)
         source, found = observe.read(path, _read_file(path), commit)
         sources.append(source)
-        convs += found
+        convs = observe.merge([*convs, *found])  # an id in two files is one conversation
         observe.check(convs)
     _check_names(limits, convs)
     doc = observe.report(args.rev, commit, sources, convs, args.minimum_samples, limits)

@@ -39,7 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--each-commit", action="store_true",
         help="also check every commit a push adds (not only each pushed tip)",
     )
-    parser.add_argument("--format", choices=("text", "json", "github"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                        help="text (default), json, github workflow annotations, or sarif "
+                             "(SARIF 2.1.0 for code scanning: one result per finding, naming "
+                             "its commit and refs)")
     parser.add_argument(
         "--require-gate", metavar="NAME",
         help="also refuse a revision whose pinned run does not pass `gitevals gate` against "
@@ -72,7 +75,15 @@ def run(args: argparse.Namespace) -> int:
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
     checked = [Checked(t, _gated(lint_tree(RevisionTree(repo, t.commit)), t.commit,
                                  args.require_gate)) for t in plan.publications]
-    sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
+    if args.format == "sarif":
+        from gitevals.report.publish import sarif_log
+
+        log = sarif_log(checked)
+        sys.stdout.write(log.text)
+        if log.note:
+            sys.stderr.write(f"gitevals: {log.note}\n")
+    else:
+        sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
     return 0 if all(c.ok for c in checked) else 1
 
 

@@ -475,6 +475,7 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     if not the_plan.tasks or no_sandbox:
         return None
     from gitevals.errors import UsageError
+    from gitevals.tasks import userns
     from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
 
     bwrap = find_bwrap()
@@ -482,15 +483,18 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         given = os.environ.get(BWRAP_ENV)
         where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
                  if given else f"(${BWRAP_ENV} is set but empty)")
+        hint = userns.missing_hint(os.environ)
         raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
-                         "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
-                         "--no-sandbox to run them without isolation (recorded in the artifact)")
+                         "install it (Debian/Ubuntu: apt-get install bubblewrap"
+                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
+                         "without isolation (recorded in the artifact)")
     why = probe(bwrap)
     if why is not None:
         from gitevals.report.text import one_line
 
+        cause = userns.diagnose(userns.read_settings(), os.environ)
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         " allow unprivileged user namespaces, or pass --no-sandbox")
+                         f" {cause or 'allow unprivileged user namespaces'}, or pass --no-sandbox")
     return bwrap
 
 
@@ -546,7 +550,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                                     dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
                                      bwrap, executor=cluster)
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env)
         started = time.time()
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -560,8 +564,10 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
             if the_plan.tasks else "")
         try:
-            with progress(label, the_plan.total(),
-                          groups=("cases", cases)) as update:
+            # a sequential run (--against) may go to every scenario's last look
+            total = the_plan.total() if rounds is None else (
+                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
+            with progress(label, total, groups=("cases", cases)) as update:
                 def report(t: runner.Tally) -> None:
                     update(t.done, t.failures, t.running, t.cases_done)
 
@@ -596,12 +602,14 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
-                     jobs: int) -> SuiteExecution | None:
+                     jobs: int, target_env: Mapping[str, str] | None = None
+                     ) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.suite.execute import SuiteExecution
 
-    return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout())
+    return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout(),
+                          target_env)
 
 
 def _grader_timeout() -> float:

@@ -125,7 +125,12 @@ def run(args: argparse.Namespace) -> int:
         return _show_trial(artifact, args.trial, args.format)
     from gitevals.report.runs import render
 
-    _write(render(artifact, args.format, terminal=sys.stdout.isatty()))
+    # The title names the revision asked for (`show v2` says "of v2"), not the one the
+    # run was started with ("HEAD" then); the JSON stays the artifact as kept.
+    view = artifact
+    if args.format != "json" and not _is_path(args.what):
+        view = {**artifact, "rev": args.what}
+    _write(render(view, args.format, terminal=sys.stdout.isatty()))
     return 1 if failed(artifact) else 0
 
 

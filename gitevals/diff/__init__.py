@@ -97,7 +97,12 @@ class Diff:
 
 
 def _plain(obj: object) -> object:
-    """json.dumps fallback: dataclasses become their fields (tuples are lists already)."""
+    """json.dumps fallback: dataclasses become their fields (tuples are lists already);
+    a judge-corrected rate its documented fields."""
+    from gitevals.stats.judge_correction import Corrected
+
+    if isinstance(obj, Corrected):
+        return obj.as_json()
     if is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in fields(obj)}
     return str(obj)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
 from gitevals.run.artifact import Run
+from gitevals.stats.judge_correction import Corrected
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class SliceRow:
     change: str  # regressed | improved | unchanged | new | gone | not_run
     p: float | None = None
     beyond_noise: bool = False
+    #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
+    corrected_a: Corrected | None = None
+    corrected_b: Corrected | None = None
 
 
 def counts(run: Run | None) -> dict[tuple[str, str], tuple[int, int]]:

@@ -9,6 +9,7 @@ from gitevals.diff.graders import GraderUse
 from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
 from gitevals.run.artifact import Run, scenarios
+from gitevals.stats.judge_correction import Corrected
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class VerdictRow:
     sequential: str | None = None
     #: the trials a side cannot detect a 20-point drop from A's rate (``gitevals plan``)
     underpowered: bool = False
+    #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
+    corrected_a: Corrected | None = None
+    corrected_b: Corrected | None = None
 
 
 def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]

@@ -73,7 +73,8 @@ def before(lanes: Sequence[Lane], snaps: Sequence[Snapshot]) -> list[str]:
         diffs += _differences(ref.settings, snap.settings,
                               lambda k, a, b: f"setting {k!r} is {_json(b)}, not {_json(a)}")
         diffs += _differences(ref.timing, snap.timing,
-                              lambda k, a, b: f"{k}: {_timing(b)}, not {_timing(a)}")
+                              lambda k, a, b: f"{k}: {_timing(b)} here, "
+                                              f"{_timing(a)} in lane {ref_lane.name}")
         if snap.tool_version != ref.tool_version:
             diffs.append(f"gitevals {snap.tool_version}, not {ref.tool_version}")
         out += [f"lane {lane.name} ({lane.commit[:12]}) differs from lane {ref_lane.name} "
@@ -130,10 +131,20 @@ def after(pins: Pins, run: Run) -> list[str]:
     if run.get("target_env", {}) != pins.target_env:
         problems.append("the env given to the target is not the lane's")
     got = run_timing(run)
-    problems += [f"{key}: {_timing(got.get(key))}, not {_timing(pins.timing.get(key))}"
+    problems += [_timing_problem(key, got.get(key), pins.timing.get(key))
                  for key in sorted(set(got) | set(pins.timing))
                  if got.get(key) != pins.timing.get(key)]
     return problems
+
+
+def _timing_problem(key: str, ran: tuple[int, float] | None,
+                    planned: tuple[int, float] | None) -> str:
+    """One phrase for a scenario or task whose trials or timeout are not the lane's."""
+    if planned is None:
+        return f"{key}: ran {_timing(ran)}, though the lane did not select it"
+    if ran is None:
+        return f"{key}: not run, though the lane selected it ({_timing(planned)})"
+    return f"{key}: {_timing(ran)}, not {_timing(planned)}"
 
 
 def timing(run_scenarios: Mapping[str, tuple[int, float]]) -> dict[str, tuple[int, float]]:

@@ -107,6 +107,9 @@ class RepeatedPlan(Plan):
     def trials_of(self, scenario: Scenario) -> int:
         return super().trials_of(scenario) * self.repeats
 
+    def task_trials(self) -> int:
+        return super().task_trials() * self.repeats
+
 
 def repeated(the_plan: Plan, repeats: int) -> RepeatedPlan:
     """``the_plan`` made ``repeats`` times over."""
@@ -116,13 +119,16 @@ def repeated(the_plan: Plan, repeats: int) -> RepeatedPlan:
 
 def check_matrix(the_plan: Plan, lanes: int, repeats: int, limit: int) -> int:
     """The conversations the experiment makes; over ``limit`` is refused, saying the product."""
-    per_repeat = sum(the_plan.conversations(c) for c in the_plan.cases)
+    per_repeat = (sum(the_plan.conversations(c) for c in the_plan.cases)
+                  + len(the_plan.tasks) * the_plan.task_trials())  # a task trial is one
     total = per_repeat * lanes * repeats
     if total > limit:
-        cases = len(the_plan.cases)
-        what = (f"{cases} case{'s' * (cases != 1)}" if per_repeat == cases
-                else f"{cases} case{'s' * (cases != 1)} ({per_repeat} conversations with "
-                     "their trials)")
+        cases, tasks = len(the_plan.cases), len(the_plan.tasks)
+        what = " and ".join(
+            [f"{cases} case{'s' * (cases != 1)}"] * bool(cases or not tasks)
+            + [f"{tasks} task{'s' * (tasks != 1)}"] * bool(tasks))
+        if per_repeat != cases + tasks:
+            what += f" ({per_repeat} conversations with their trials)"
         raise UsageError(f"this experiment would make {what} × {lanes} lane"
                          f"{'s' * (lanes != 1)} × {repeats} repeat{'s' * (repeats != 1)} = "
                          f"{total:,} conversations, over the bound of {limit:,}; name fewer "

@@ -89,7 +89,8 @@ def read_run(path: str, data: bytes, commit: str) -> tuple[Source, list[Conversa
     for case, s in scenarios(run):
         for trial in s["results"]:
             key = (case["name"], trial["trial"])
-            conv = convs.setdefault(key, Conversation(path, f"{key[0]}#{key[1]}", 1))
+            conv = convs.setdefault(key, Conversation(
+                path, f"run {run['run_id']}: {key[0]}#{key[1]}", 1))
             conv.turns += [r for r in trial["transcript"]["turns"] if isinstance(r, dict)]
     out = list(convs.values())
     lines = data.count(b"\n")
@@ -114,7 +115,8 @@ def read_jsonl(path: str, data: bytes, commit: str) -> tuple[Source, list[Conver
         if key is not None and not isinstance(key, (str, int)):
             raise _refuse(path, number, 1, "\"conversation\" must be a string or a number")
         name = "" if key is None else str(key)
-        conv = convs.setdefault(name, Conversation(path, name or path, number))
+        # a file without ids is one conversation, named by the file
+        conv = convs.setdefault(name, Conversation(path, name or f"file {path}", number))
         if len(conv.turns) == MAX_TURNS:
             raise _refuse(path, number, 1, f"conversation {conv.key!r} has more than "
                           f"{MAX_TURNS:,} turns; split it, or name fewer of its turns")
@@ -156,6 +158,50 @@ def read(path: str, data: bytes, commit: str) -> tuple[Source, list[Conversation
     if isinstance(whole, dict) and "format" in whole:
         return read_run(path, data, commit)
     return read_jsonl(path, data, commit)
+
+
+#: The fields a reply may number itself by: the same number seen twice in one
+#: conversation is the same reply, read again from another file.
+ORDER_FIELDS = ("turn", "sequence")
+
+
+def _number(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _position(reply: JSONObject) -> tuple[int | None, int | None] | None:
+    """``(turn, sequence)`` when the reply numbers itself by either; else None."""
+    at = (_number(reply.get("turn")), _number(reply.get("sequence")))
+    return None if at == (None, None) else at
+
+
+def merge(convs: Sequence[Conversation]) -> list[Conversation]:
+    """One ``Conversation`` per id however many files hold it: the turns of every file in
+    the order read, a reply numbered by ``turn``/``sequence`` counted once (a log rotated
+    into two files, or copied into an archive, is one conversation, not two)."""
+    out: dict[str, Conversation] = {}
+    for c in convs:
+        into = out.setdefault(c.key, Conversation(c.source, c.key, c.line))
+        seen = {p for p in map(_position, into.turns) if p is not None}
+        for reply in c.turns:
+            at = _position(reply)
+            if at is None or at not in seen:
+                into.turns.append(reply)
+                if at is not None:
+                    seen.add(at)
+    return list(out.values())
+
+
+def last_seen(convs: Sequence[Conversation]) -> dict[str, dict[str, int | None]]:
+    """Per conversation, the last ``turn`` and ``sequence`` a reply carried (None: none did)."""
+    out: dict[str, dict[str, int | None]] = {}
+    for c in convs:
+        ends: dict[str, int | None] = {}
+        for f in ORDER_FIELDS:
+            values = [v for r in c.turns if (v := _number(r.get(f))) is not None]
+            ends[f] = max(values) if values else None
+        out[c.key] = ends
+    return dict(sorted(out.items()))
 
 
 def check(convs: Sequence[Conversation]) -> None:
@@ -219,7 +265,7 @@ def report(rev: str, commit: str, sources: Sequence[Source], convs: Sequence[Con
             "completed_turns": completed,
             "sources": [{"path": s.path, "kind": s.kind, "conversations": s.conversations,
               "turns": s.turns, "lines": s.lines} for s in sources],
-            "metrics": metrics,
+            "metrics": metrics, "last_seen": last_seen(convs),
             "status": _status(len(convs), minimum, metrics, bool(limits))}
 
 

@@ -16,6 +16,7 @@ from gitevals.diff.rules import Change
 from gitevals.diff.verdicts import Tally
 from gitevals.jsontypes import JSON
 from gitevals.report.text import md_inert, visible
+from gitevals.stats.judge_correction import Corrected
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
@@ -72,7 +73,19 @@ def _side_line(label: str, side: Side) -> str:
 
 
 def header(diff: Diff) -> list[str]:
-    return [summary(diff), _side_line("A", diff.a), _side_line("B", diff.b), *diff.notes]
+    return [summary(diff), _side_line("A", diff.a), _side_line("B", diff.b), *diff.notes,
+            *corrected_note(diff)]
+
+
+def corrected_note(diff: Diff) -> list[str]:
+    """What the judge-corrected column is, once, when a table has it."""
+    if not any(r.corrected_a or r.corrected_b for r in diff.verdicts) \
+            and not any(r.corrected_a or r.corrected_b for r in diff.slices):
+        return []
+    return ["judge-corrected: pass rates corrected for the errors of the calibrated judge "
+            "that alone decided them (Rogan-Gladen, 95% interval with the calibration's "
+            "uncertainty; docs/statistics.md); the noise test is on the counts, which is "
+            "the same test for the corrected rates"]
 
 
 def _tally(t: Tally | None) -> str:
@@ -93,6 +106,9 @@ def _verdicts(diff: Diff) -> Section | None:
     graders = any(r.graders_changed for r in shown)
     if graders:
         headers.append("changed graders")
+    fixed = any(r.corrected_a or r.corrected_b for r in shown)
+    if fixed:
+        headers.append(CORRECTED)
     rows = []
     for r in shown:
         noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
@@ -105,6 +121,8 @@ def _verdicts(diff: Diff) -> Section | None:
             row.insert(3, _tally(r.a_rescored))
         if graders:
             row.append(", ".join(r.graders_changed))
+        if fixed:
+            row.append(corrected_pair(r.corrected_a, r.corrected_b))
         rows.append(tuple(row))
     unchanged = len(diff.verdicts) - len(shown)
     title = f"Verdicts ({diff.test} test, beyond noise when p < {diff.alpha:g}"
@@ -235,12 +253,29 @@ def _slices(diff: Diff) -> Section | None:
     if not diff.slices:
         return None
     rows = []
+    fixed = any(r.corrected_a or r.corrected_b for r in diff.slices)
     for r in diff.slices:
         noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
-        rows.append((f"{r.kind} {r.name}", _rate(r.a), _rate(r.b), r.change, _p(r.p), noise))
+        rows.append((f"{r.kind} {r.name}", _rate(r.a), _rate(r.b), r.change, _p(r.p), noise,
+                     *([corrected_pair(r.corrected_a, r.corrected_b)] if fixed else [])))
     title = (f"Goldens per slice ({diff.test} test per slice, beyond noise when p < "
              f"{diff.alpha:g}; never one blended score)")
-    return Section(title, ("slice", "A", "B", "change", "p", "noise"), tuple(rows))
+    return Section(title, ("slice", "A", "B", "change", "p", "noise",
+                           *([CORRECTED] if fixed else [])), tuple(rows))
+
+
+#: The column of each side's rate corrected for its calibrated judge's errors.
+CORRECTED = "judge-corrected A -> B"
+
+
+def corrected_pair(a: Corrected | None, b: Corrected | None) -> str:
+    """``0.16 [0.00, 0.50] -> 0.55 [0.31, 0.80]``; ``-`` for a side no calibrated judge
+    decided alone (docs/statistics.md says which qualify), nothing when neither was."""
+    from gitevals.calibration.corrected import cell
+
+    if a is None and b is None:
+        return ""
+    return f"{cell(a) if a else '-'} -> {cell(b) if b else '-'}"
 
 
 def sections(diff: Diff, limit: int = 50) -> list[Section]:

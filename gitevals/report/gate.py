@@ -57,21 +57,52 @@ def _budget_line(r: GateResult) -> str:
             f"{r.baseline_commit[:12]}, run commit {r.run_commit[:12]}")
 
 
+#: The column of the run's rate corrected for a calibrated judge (only when a slice has one).
+CORRECTED = "judge-corrected run"
+
+
+def _header(r: GateResult) -> tuple[str, ...]:
+    return (*HEADER, CORRECTED) if _fixed(r) else HEADER
+
+
+def _fixed(r: GateResult) -> bool:
+    return any(s.corrected is not None for s in r.slices)
+
+
+def _row(r: GateResult, s: SliceGate) -> tuple[str, ...]:
+    """A slice's cells, with its corrected rate when the table has that column."""
+    from gitevals.calibration.corrected import cell
+
+    if not _fixed(r):
+        return _cells(s)
+    return (*_cells(s), cell(s.corrected) if s.corrected is not None else "-")
+
+
+def corrected_note(r: GateResult) -> list[str]:
+    """What the corrected column is, once, when the table has it."""
+    if not _fixed(r):
+        return []
+    return [f"{CORRECTED}: the run's pass rate corrected for the errors of the slice's "
+            "calibrated judge grader (Rogan-Gladen, 95% interval with the calibration's "
+            "uncertainty; docs/statistics.md); shown, the gate decides on the counts"]
+
+
 def text(r: GateResult) -> str:
-    rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in r.slices)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    head = _header(r)
+    rows = [head, *(tuple(visible(c) for c in _row(r, s)) for s in r.slices)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = [visible(headline(r)), visible(_budget_line(r))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
               for row in rows]
-    lines += [visible(line) for line in advisory_lines(r)]
+    lines += [visible(line) for line in advisory_lines(r) + corrected_note(r)]
     return "\n".join(lines) + "\n"
 
 
 def markdown(r: GateResult) -> str:
     lines = [f"**{md_inert(headline(r))}**", "", md_inert(_budget_line(r)), "",
-             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in r.slices]
-    notes = advisory_lines(r)
+             "| " + " | ".join(_header(r)) + " |", "|" + "---|" * len(_header(r))]
+    lines += ["| " + " | ".join(md_inert(c) for c in _row(r, s)) + " |" for s in r.slices]
+    notes = advisory_lines(r) + corrected_note(r)
     lines += ["", *(f"- {md_inert(line)}" for line in notes)] if notes else []
     return "\n".join(lines) + "\n"
 
@@ -83,7 +114,9 @@ def as_json(r: GateResult) -> str:
            "slices": [{"kind": s.kind, "name": s.name, "baseline": list(s.base),
                        "run": list(s.now) if s.now else None, "delta_pts": s.delta,
                        "interval_pts": [s.low, s.high] if s.low is not None else None,
-                       "status": s.status, "advisory": s.advisory} for s in r.slices]}
+                       "status": s.status, "advisory": s.advisory,
+                       **(s.corrected.as_json() if s.corrected is not None else {})}
+                      for s in r.slices]}
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 

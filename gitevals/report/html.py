@@ -85,12 +85,14 @@ def _verdict_class(verdict: object) -> str:
 
 def render(report: Report) -> str:
     """The whole page."""
-    trials = sum(len(s["results"]) for _, s in scenarios(report.run))
+    part = report.run.get("goldens")
+    trials = (sum(len(s["results"]) for _, s in scenarios(report.run))
+              + (len(part["items"]) if part is not None else 0))
     bodies: list[str] | None = [] if trials > report.static else None
     body = "".join([
         _header(report), _filters(), _overview(report.run), _history(report.history),
         _diff(report.diff, report.diff_note), _transcripts(report.run, bodies),
-        _data(bodies)])
+        _golden_transcripts(report.run, bodies), _data(bodies)])
     title = f"gitevals report: {report.spec}"
     csp = policy(bodies is not None)
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -117,7 +119,8 @@ def _header(report: Report) -> str:
             f"<p class=\"meta\">{' · '.join(meta)}</p>"
             "<nav><a href=\"#overview\">Overview</a><a href=\"#history\">History</a>"
             "<a href=\"#diff\">Diff</a><a href=\"#transcripts\">Transcripts</a>"
-            f"<span class=\"by\">gitevals {esc(report.tool_version)}</span></nav></header>\n")
+            + ("<a href=\"#golden-transcripts\">Goldens</a>" if run.get("goldens") else "")
+            + f"<span class=\"by\">gitevals {esc(report.tool_version)}</span></nav></header>\n")
 
 
 def _filters() -> str:
@@ -128,7 +131,7 @@ def _filters() -> str:
 
 
 def _overview(run: Run) -> str:
-    from gitevals.report.runs import counts, rows, summary, usage_line
+    from gitevals.report.runs import corrected_line, counts, rows, summary, usage_line
     from gitevals.run.artifact import run_usage
 
     table = rows(run)
@@ -136,25 +139,47 @@ def _overview(run: Run) -> str:
     chips = "".join(f"<span class=\"count v-{v}\"><b>{tally[v]}</b> {v.replace('_', ' ')}"
                     "</span>" for v in VERDICTS)
     usage = usage_line(run_usage(run))
+    fixed = corrected_line(table)
     out = [f"<section id=\"overview\"><h2>Overview</h2><p class=\"counts\">{chips}</p>",
            f"<p class=\"summary\">{esc(summary(table))}"
-           f"{'; ' + esc(usage) if usage else ''}</p>"]
+           f"{'; ' + esc(usage) if usage else ''}</p>",
+           f"<p class=\"summary\">{esc(fixed)}</p>" if fixed else ""]
     index = 0
     for case in run["cases"]:
         part = table[index:index + len(case["scenarios"])]
         out.append(_case_table(case, part, index))
         index += len(case["scenarios"])
-    return "".join(out) + "</section>\n"
+    return "".join(out) + _slices(run) + "</section>\n"
+
+
+def _slices(run: Run) -> str:
+    """The goldens' pass rate per slice (bucket, drift benchmark): never one blended score."""
+    from gitevals.report.suite import HEADER, goldens_title, slice_cells
+
+    part = run.get("goldens")
+    if part is None:
+        return ""
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in slice_cells(s)) + "</tr>"
+                   for s in part["slices"])
+    return (f"<h3 id=\"goldens\">{esc(goldens_title(part))}</h3><table class=\"overview\"><thead>"
+            f"<tr>{''.join(f'<th>{h}</th>' for h in HEADER)}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
 
 
 def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
-    from gitevals.report.runs import _cost_cell, _tokens_cell  # the cells show prints
+    from gitevals.report.runs import (  # the cells show prints
+        CORRECTED,
+        _corrected_cell,
+        _cost_cell,
+        _tokens_cell,
+    )
 
     tokens = any(_tokens_cell(r.usage) for r in part)
     cost = any(_cost_cell(r.usage) for r in part)
+    fixed = any(r.corrected is not None for r in part)
     head = ["scenario", "verdict", "passes", "pass@k", "pass^k",
             *(["tokens in/out"] if tokens else []), *(["cost"] if cost else []),
-            "first failure"]
+            *([CORRECTED] if fixed else []), "first failure"]
     rows = []
     for i, (r, s) in enumerate(zip(part, case["scenarios"], strict=True), first):
         v = s["verdict"]
@@ -163,6 +188,8 @@ def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
                  _yes(v["pass_at_k"]), _yes(v["pass_hat_k"]),
                  *([esc(_tokens_cell(r.usage))] if tokens else []),
                  *([esc(_cost_cell(r.usage))] if cost else []),
+                 *([f"<span class=\"num\">{esc(_corrected_cell(r))}</span>"]
+                   if fixed else []),
                  esc(r.first_failure)]
         rows.append(f"<tr class=\"f {_verdict_class(r.verdict)}\">"
                     + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -367,6 +394,39 @@ def _transcripts(run: Run, bodies: list[str] | None) -> str:
             case_name = case["name"]
             out.append(f"<h3>{esc(case['name'])}</h3>{_extras(case, _CASE_KEYS)}")
         out.append(_scenario(run, case, s, index, bodies))
+    return "".join(out) + "</section>\n"
+
+
+def _golden_transcripts(run: Run, bodies: list[str] | None) -> str:
+    """Every golden and drift row the run sent, one ``<details>`` each, by slice (packed
+    into ``bodies`` per slice, as a scenario's trials are, when the run is large)."""
+    from gitevals.report.suite import why as failed_why
+    from gitevals.report.trial import golden_document
+
+    part = run.get("goldens")
+    if part is None or not part["items"]:
+        return ""
+    out = ["<section id=\"golden-transcripts\"><h2>Goldens</h2><p>Every golden and drift "
+           "row the run sent: its row, the conversation, the grader's answer.</p>"]
+    by_slice: dict[str, list[str]] = {}
+    for item in part["items"]:
+        doc = golden_document(run, item)
+        ok = item["passed"]
+        why = "" if ok else f" · {esc(fold(one_line(failed_why(item)), 140))}"
+        body = "".join([f"<h5>Row</h5>{value(doc.get('row'))}", _conversation(doc),
+                        _answer_block(doc), _graders(doc), _footer(doc)])
+        by_slice.setdefault(f"{item['kind']} {item['slice']}", []).append(
+            f"<details class=\"trial {'ok' if ok else 'ko'}\"><summary><b>{esc(item['id'])} "
+            f"· {'passed' if ok else 'FAILED'}</b>{why}</summary>"
+            f"<div class=\"body\">{body}</div></details>")
+    for name, items in by_slice.items():
+        inner = "".join(items)
+        if bodies is not None:
+            bodies.append(inner)
+            inner = (f"<details class=\"trials\" data-n=\"{len(bodies) - 1}\"><summary>"
+                     f"{len(items)} item{'s' * (len(items) != 1)}</summary>"
+                     "<div class=\"body\"></div></details>")
+        out.append(f"<section class=\"scenario\"><h4>{esc(name)}</h4>{inner}</section>")
     return "".join(out) + "</section>\n"
 
 

@@ -17,6 +17,7 @@ from gitevals.report.text import visible
 if TYPE_CHECKING:
     from gitevals.commands.publish_check import Checked
     from gitevals.jsontypes import JSONObject
+    from gitevals.report.sarif import Log
 
 
 def text(checked: Sequence[Checked], passed: Sequence[str]) -> str:
@@ -72,6 +73,17 @@ def github(checked: Sequence[Checked], passed: Sequence[str]) -> str:
         lines.extend(annotation(f, f"{f.message} ({where})") for f in sorted(c.result.findings))
     lines.append(summary(checked))
     return "\n".join(lines) + "\n"
+
+
+def sarif_log(checked: Sequence[Checked]) -> Log:
+    """SARIF for code scanning: each finding a result naming its commit and refs (in its
+    message, as ``github`` does, and as properties)."""
+    from gitevals.report.sarif import Located, render
+
+    return render([Located(f, f" ({', '.join(c.publication.refs)} at "
+                              f"{c.publication.commit[:12]})",
+                           {"commit": c.publication.commit, "refs": list(c.publication.refs)})
+                   for c in checked for f in sorted(c.result.findings)])
 
 
 REPORTERS: dict[str, Callable[[Sequence[Checked], Sequence[str]], str]] = {

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
     from gitevals.run.artifact import Run, ScenarioRun
+    from gitevals.stats.judge_correction import Corrected
     from gitevals.suite.results import SuiteItem
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -50,6 +51,9 @@ class Row:
     errors: dict[str, int]
     duration_ms: int
     usage: Usage = NO_USAGE
+    #: the pass rate corrected for its calibrated judge's errors, when one decided every
+    #: trial (``gitevals.calibration.corrected``)
+    corrected: Corrected | None = None
 
     @property
     def ratio(self) -> str:
@@ -89,11 +93,15 @@ def _duration(scenario: ScenarioRun) -> int:
 
 def rows(run: Run) -> list[Row]:
     """The verdict table: one row per scenario, cases in run order (sorted by name)."""
+    from gitevals.calibration.corrected import corrections
+
+    fixed = corrections(run)
     out = []
     for case, s in scenarios(run):
         v = s["verdict"]
         out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
-                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"])))
+                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"]),
+                       fixed.get((case["name"], s["id"]))))
     return out
 
 
@@ -220,7 +228,29 @@ def _columns(table: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
         cols.append(("tokens in/out", lambda r: _tokens_cell(r.usage)))
     if any(r.usage.get("cost").total is not None for r in table):
         cols.append(("cost", lambda r: _cost_cell(r.usage)))
+    if any(r.corrected is not None for r in table):
+        cols.append((CORRECTED, _corrected_cell))
     return [*cols, ("first failure", lambda r: r.first_failure)]
+
+
+#: The column (and JSON fields) of a rate corrected for a calibrated judge's errors.
+CORRECTED = "judge-corrected"
+
+
+def _corrected_cell(r: Row) -> str:
+    from gitevals.calibration.corrected import cell
+
+    return cell(r.corrected) if r.corrected is not None else ""
+
+
+def corrected_line(table: list[Row]) -> str | None:
+    """What the judge-corrected column is, once, under a table that has it."""
+    n = sum(r.corrected is not None for r in table)
+    if not n:
+        return None
+    return (f"{CORRECTED}: {n} scenario{'s' * (n != 1)} decided by a calibrated judge alone, "
+            "pass rate corrected for its errors (Rogan-Gladen, 95% interval with the "
+            "calibration's uncertainty; docs/statistics.md)")
 
 
 # -- text ---------------------------------------------------------------------------
@@ -236,7 +266,9 @@ def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     line = usage_line(run_usage(artifact))
     judged = run_line(artifact.get("judge_calibration"))
     weak = underpowered_line(table)
-    return [*([judged] if judged else []), *([weak] if weak else []),
+    fixed = corrected_line(table)
+    return [*([judged] if judged else []), *([fixed] if fixed else []),
+            *([weak] if weak else []),
             *([line] if line else []), summary(table) + tail]
 
 
@@ -322,7 +354,8 @@ def as_json(artifact: Run) -> str:
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
                        "first_failure": r.first_failure or None, "errors": r.errors,
-                       "usage": usage_json(r.usage), "underpowered": _underpowered(r)}
+                       "usage": usage_json(r.usage), "underpowered": _underpowered(r),
+                       **(r.corrected.as_json() if r.corrected is not None else {})}
                       for r in table],
     }
     if "scored_with" in artifact:
@@ -436,7 +469,8 @@ def markdown(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
     head = md_inert(_title(artifact)) if artifact is not None else "nothing was run"
     lines = [f"**gitevals** {head}", "", f"**{summary(table)}{_refused_count(refused)}**"]
     line = usage_line(run_usage(artifact)) if artifact is not None else None
-    lines += [*([md_inert(line)] if line else []), ""]
+    fixed = corrected_line(table)
+    lines += [*(md_inert(x) for x in (line, fixed) if x), ""]
     if table or refused:
         cols = _columns(table)
         lines += ["| " + " | ".join(name for name, _ in cols) + " |",

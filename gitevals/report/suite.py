@@ -14,32 +14,52 @@ from gitevals.report.text import md_inert, visible
 from gitevals.suite.results import SliceRate, not_counted, rate
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gitevals.run.artifact import Run
+    from gitevals.stats.judge_correction import Corrected
     from gitevals.suite.results import Goldens, SuiteItem
+
+    #: (kind, name) -> the slice's judge-corrected rate (``calibration.corrected``)
+    Fixed = Mapping[tuple[str, str], Corrected]
 
 HEADER = ("slice", "grader", "passed", "rate", "errors")
 #: Goldens that did not pass, listed under the text table (json lists every one).
 SHOWN = 10
 
 
-def _cells(s: SliceRate) -> tuple[str, ...]:
+def slice_cells(s: SliceRate) -> tuple[str, ...]:
     r = rate(s)
     return (f"{s['kind']} {s['name']}", s["grader"] or "(per row)", f"{s['passed']}/{s['total']}",
             "-" if r is None else f"{100 * r:.1f}%", str(s["errors"]))
 
 
-def _title(part: Goldens) -> str:
+def goldens_title(part: Goldens) -> str:
     n = len(part["items"])
     picked = f" (buckets {', '.join(part['buckets'])})" if part["buckets"] else ""
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
 
 
-def text(part: Goldens, advisory: frozenset[str] = frozenset()) -> str:
-    """Aligned columns: a title, the header, one row per slice; then the goldens that
-    did not pass (those an ``advisory`` judge grader failed marked as not counted)."""
-    rows = [HEADER, *(tuple(visible(c) for c in _cells(s)) for s in part["slices"])]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines = [visible(_title(part))]
+def _fixed_cells(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
+    """A slice's cells, and its judge-corrected rate when some slice has one."""
+    from gitevals.calibration.corrected import cell
+
+    if not fixed:
+        return slice_cells(s)
+    got = fixed.get((s["kind"], s["name"]))
+    return (*slice_cells(s), cell(got) if got is not None else "-")
+
+
+def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | None = None
+         ) -> str:
+    """Aligned columns: a title, the header, one row per slice (with its judge-corrected
+    rate when ``fixed`` has some); then the goldens that did not pass (those an
+    ``advisory`` judge grader failed marked as not counted)."""
+    fixed = fixed or {}
+    head = (*HEADER, "judge-corrected") if fixed else HEADER
+    rows = [head, *(tuple(visible(c) for c in _fixed_cells(s, fixed)) for s in part["slices"])]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [visible(goldens_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
     failed = [it for it in part["items"] if not it["passed"]]
@@ -53,20 +73,28 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset()) -> str:
 
 
 def markdown(part: Goldens) -> str:
-    lines = [f"**{md_inert(_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
+    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
              "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in _cells(s)) + " |" for s in part["slices"]]
+    lines += ["| " + " | ".join(md_inert(c) for c in slice_cells(s)) + " |" for s in part["slices"]]
     return "\n".join(lines) + "\n"
 
 
-def as_data(part: Goldens, advisory: frozenset[str] = frozenset()) -> dict[str, object]:
-    """The slices for ``--format json`` (rates as numbers 0..1, or null)."""
+def as_data(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | None = None
+            ) -> dict[str, object]:
+    """The slices for ``--format json`` (rates as numbers 0..1, or null; the corrected
+    rate's fields on a slice ``fixed`` has)."""
+    fixed = fixed or {}
     return {"buckets": part["buckets"], "graders": part["graders"],
-            "slices": [{**s, "rate": rate(s)} for s in part["slices"]],
+            "slices": [{**s, "rate": rate(s), **_fixed_json(s, fixed)} for s in part["slices"]],
             "failed": [{"slice": it["slice"], "kind": it["kind"], "id": it["id"],
                         "line": it["line"], "why": why(it),
                         "advisory": not_counted(it, advisory)}
                        for it in part["items"] if not it["passed"]]}
+
+
+def _fixed_json(s: SliceRate, fixed: Fixed) -> dict[str, object]:
+    got = fixed.get((s["kind"], s["name"]))
+    return got.as_json() if got is not None else {}
 
 
 def why(item: SuiteItem) -> str:
@@ -78,18 +106,20 @@ def why(item: SuiteItem) -> str:
 
 def with_goldens(artifact: Run, fmt: str, rendered: str) -> str:
     """``rendered`` (the verdict table) with the run's bucket table added, when it has one."""
+    from gitevals.calibration.corrected import slice_corrections
     from gitevals.run.scoring import advisory_graders
 
     part = artifact.get("goldens")
     if part is None:
         return rendered
     advisory = advisory_graders(artifact)
+    fixed = slice_corrections(artifact)
     if fmt == "json":
         doc = json.loads(rendered)
-        doc["goldens"] = as_data(part, advisory)
+        doc["goldens"] = as_data(part, advisory, fixed)
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
         return rendered + "\n" + markdown(part)
     if fmt == "text":
-        return rendered + "\n" + text(part, advisory)
+        return rendered + "\n" + text(part, advisory, fixed)
     return rendered

@@ -287,13 +287,27 @@ class Sequential(TypedDict):
     drop: float
 
 
-class GraderCalibration(TypedDict):
-    """A judge grader's calibration when the run started (``gitevals.calibration``):
-    ``status`` calibrated or advisory, why, and the lint code of an advisory reason."""
-
+class _GraderCalibrationKeys(TypedDict):
     status: str
     reason: str
     code: str | None
+
+
+class GraderCalibration(_GraderCalibrationKeys, total=False):
+    """A judge grader's calibration when the run started (``gitevals.calibration``):
+    ``status`` calibrated or advisory, why, and the lint code of an advisory reason;
+    ``tpr`` and ``tnr`` (``Tally``-like ``hits`` of ``of``) only for a calibrated grader
+    whose record has its counts, for judge-corrected rates."""
+
+    tpr: RateCount
+    tnr: RateCount
+
+
+class RateCount(TypedDict):
+    """``hits`` of ``of`` labelled items (a calibration's TPR or TNR)."""
+
+    hits: int
+    of: int
 
 
 class ExecutorRecord(TypedDict):

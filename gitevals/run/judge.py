@@ -66,12 +66,14 @@ JUDGE_METHODS = frozenset(("llm", "judge"))
 
 def calls_llm(source: bytes) -> bool:
     """Whether a grader module visibly calls ``<something>.llm(...)`` or
-    ``<something>.judge(...)`` (read, not run)."""
+    ``<something>.judge(...)``, or hands the method on (``ask(t.llm, ...)``): read, not
+    run. The module as a whole; ``calibration.asks.asks_judge`` answers per grader."""
     return bool(_judge_calls(source))
 
 
 def _judge_calls(source: bytes) -> set[str]:
-    """Which of ``JUDGE_METHODS`` a module visibly calls (read, not run)."""
+    """Which of ``JUDGE_METHODS`` a module names as an attribute, called or handed on
+    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``."""
     import ast
 
     from gitevals.graderfile import parse
@@ -79,8 +81,8 @@ def _judge_calls(source: bytes) -> set[str]:
     module = parse(source)
     if not isinstance(module, ast.Module):
         return set()
-    return {n.func.attr for n in ast.walk(module) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute) and n.func.attr in JUDGE_METHODS}
+    return {n.attr for n in ast.walk(module)
+            if isinstance(n, ast.Attribute) and n.attr in JUDGE_METHODS}
 
 
 def module_budget(config: JSONObject | None, source: bytes) -> float:

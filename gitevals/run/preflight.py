@@ -71,14 +71,17 @@ def _check_import(spec: str, tree_dir: str) -> None:
 
 
 def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:
-    """The graders among ``names`` whose module visibly calls ``<something>.llm(...)``."""
-    from gitevals.run.judge import calls_llm
+    """The graders among ``names`` that may ask the judge: one answer for preflight,
+    calibration, the grader budget and doctor (``calibration.asks.asks_judge``), so a
+    deterministic grader beside a judge grader in one module is never named here."""
+    from gitevals.calibration.asks import asks_judge
 
     out = []
     for file in sorted({n.partition(".")[0] for n in names}):
         source = tree.read(f"{root}/graders/{file}.py")
-        if source is not None and calls_llm(source):
-            out += sorted(n for n in names if n.partition(".")[0] == file)
+        if source is not None:
+            out += sorted(n for n in names if n.partition(".")[0] == file
+                          and asks_judge(source, n.partition(".")[2]))
     return out
 
 

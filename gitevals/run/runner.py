@@ -178,13 +178,16 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     if not available and not picked.tasks and not picked.blocked:
         if goldens_alone and not names and settings.golden_graders:
             return Plan(settings, (), (), (), {}, trials, (), picked.notes)
-        raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: add a "
-                         f"<name>.yaml there (see `gitevals init`){_goldens_hint(tree, settings)}")
+        raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: "
+                         f"{_no_case_fix(tree, settings)}{_goldens_hint(tree, settings)}")
     chosen = (available if picked.cases is None
               else select_cases(available, picked.cases) if picked.cases else {})
     findings = _lint(tree, list(chosen.values()))
     cases, blocked = [], []
     for name, path in chosen.items():
+        if any(f.path == path and f.severity == "error" for f in findings):
+            blocked.append(name)  # lint said what is wrong; loading it would only guess
+            continue
         case, more = _load(tree, path)
         findings += [f for f in more if f not in findings]
         if case is None or any(f.path == path and f.severity == "error" for f in findings):
@@ -203,6 +206,25 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
                          f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
                          "fewer cases at once")
     return the_plan
+
+
+def _no_case_fix(tree: Tree, settings: Settings) -> str:
+    """What to do about a revision with no case: commit the cases the working tree has
+    (right after `gitevals init`, say), else write one."""
+    from gitevals.git.tree import RevisionTree
+
+    cases = (tree.repo.work_root / settings.root / "cases"
+             if isinstance(tree, RevisionTree) else None)
+    waiting = sorted(p.name for p in cases.glob("*.y*ml") if p.is_file()) if (
+        cases is not None and cases.is_dir()) else []
+    if waiting:
+        from gitevals.report.text import visible
+
+        shown = visible(f"{settings.root}/cases/{waiting[0]}")
+        more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""
+        return (f"{shown}{more} is in the working tree only: commit it first "
+                "(runs read the commit, not the working tree)")
+    return "add a <name>.yaml there (see `gitevals init`)"
 
 
 def _goldens_hint(tree: Tree, settings: Settings) -> str:
@@ -275,7 +297,7 @@ class Execution:
 
         # bwrap None: the verifier runs without a sandbox (`run --no-sandbox`)
         self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
-                                      self.stop, bwrap)
+                                      self.stop, bwrap, self._env)
         self.task_results: dict[int, dict[int, Trial]] = {}
 
     def _task(self, ti: int, trial: int) -> None:

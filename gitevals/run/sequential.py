@@ -83,6 +83,11 @@ class Rounds:
                 s.limit, more = schedule[self.round], True
         return more
 
+    def most(self) -> int:
+        """The most trials the scenarios may run, every one to its last look (a progress
+        total: the run usually stops short of it)."""
+        return sum(s.planned for s in self.scenarios.values())
+
     def limit(self, key: Key) -> int:
         s = self.scenarios.get(key)
         return s.limit if s is not None else 0

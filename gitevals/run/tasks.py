@@ -171,8 +171,10 @@ class TaskTrials:
     """Runs the trials of tasks in a materialized commit (``tree_dir``); thread-safe."""
 
     def __init__(self, tree_dir: str, argv: list[str], python_target: bool,
-                 registry: ProcessRegistry, stop: threading.Event, bwrap: str | None) -> None:
+                 registry: ProcessRegistry, stop: threading.Event, bwrap: str | None,
+                 env: dict[str, str] | None = None) -> None:
         self.tree_dir = tree_dir
+        self.env = env  # the target's (``run --target-env``), as a case's conversation
         self.argv = argv
         self.python_target = python_target
         self.registry = registry
@@ -200,7 +202,7 @@ class TaskTrials:
                                 f"workspace: {exc.strerror or exc}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
         try:
-            with Conversation(self.argv, self.tree_dir, registry=self.registry,
+            with Conversation(self.argv, self.tree_dir, env=self.env, registry=self.registry,
                               python_target=self.python_target) as conv:
                 error = self._iterate(task, k, conv, Mounts(str(ws), str(tests), ""), base,
                                       iterations, replies, ran)

@@ -9,9 +9,10 @@ wait) and a thread-safe ``interrupt``.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, cast
 
@@ -60,8 +61,11 @@ class SuiteExecution:
     """Sends every item of ``plan`` to the target in ``tree_dir``, ``jobs`` at a time."""
 
     def __init__(self, plan: SuitePlan, settings: Settings, tree_dir: str, jobs: int,
-                 grader_timeout: float) -> None:
+                 grader_timeout: float, target_env: Mapping[str, str] | None = None) -> None:
         target = settings.target
+        # the same environment as the run's cases and tasks (``run --target-env``): a
+        # baseline that records MODEL=... must have been measured with it
+        self._env = {**os.environ, **target_env} if target_env else None
         self.plan = plan
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
@@ -115,7 +119,7 @@ class SuiteExecution:
         replies: list[JSONObject] = []
         case = case_of(item.kind, item.slice)
         try:
-            with Conversation(self.argv, self.tree_dir, registry=self.registry,
+            with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                               python_target=self.python_target) as conv:
                 for turn, text in enumerate(item.turns):
                     msg = {"text": text, "turn": turn, "case": case, "scenario": item.id,

@@ -22,6 +22,7 @@ from gitevals.suite.drift import DEFAULT_BUDGET, Z95, Budget
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
+    from gitevals.stats.judge_correction import Corrected
     from gitevals.suite.results import Goldens
 
 FORMAT = "gitevals-baseline/1"
@@ -119,6 +120,9 @@ class SliceGate:
     #: Why the slice's grader is advisory (the run's ``judge_calibration``): shown, never
     #: counted in the gate's pass/fail; None when it counts.
     advisory: str | None = None
+    #: the run's rate corrected for the slice's calibrated judge grader, when it alone
+    #: decided every item (``gitevals.calibration.corrected``); shown, never gated on
+    corrected: Corrected | None = None
 
 
 @dataclass(frozen=True)
@@ -239,4 +243,14 @@ def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
         rows.append(SliceGate(s["kind"], s["name"], base, got, 100 * d, 100 * lo, 100 * hi,
                               _status(100 * d, budget), advisory))
     return GateResult(baseline["model"], baseline["commit"], run["commit"], budget, source,
-                      tuple(rows))
+                      with_corrected(rows, run))
+
+
+def with_corrected(rows: list[SliceGate], run: Run) -> tuple[SliceGate, ...]:
+    """``rows`` with the run's judge-corrected rate of each slice that qualifies."""
+    from dataclasses import replace
+
+    from gitevals.calibration.corrected import slice_corrections
+
+    fixed = slice_corrections(run)
+    return tuple(replace(r, corrected=fixed.get((r.kind, r.name))) for r in rows)

@@ -1,20 +1,23 @@
 """Real Harbor / Terminal-Bench task definitions (``../shared/data/harbor-tasks/``, read in
 place, copied only into the test's own temporary repository) lint clean and compile, with
 the Dockerfile as an unrealized ``image_build`` gap and Harbor's default verifier; the
-Terminal-Bench 1 directory is skipped with a note."""
+Terminal-Bench 1 directory is skipped with a note. Without the data the module is skipped
+at collection with one line naming it."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from .. import refdata
 from ..conftest import Repo, run_cli
 from .helpers import DOCKERFILE, TEST_SH
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "harbor-tasks"
+DATA = refdata.find("harbor-tasks")
+if DATA is None:
+    pytest.skip(refdata.why_missing("harbor-tasks"), allow_module_level=True)
 HARBOR = sorted(p.name for p in DATA.iterdir() if (p / "task.toml").is_file())
 TB1 = sorted(p.name for p in DATA.iterdir() if (p / "task.yaml").is_file())
 

@@ -1,0 +1,119 @@
+"""The composite action's own shell steps (action.yml), run locally as a runner would run
+them, in a fresh clone of a real repository with a real origin: the notes are fetched,
+the base's run is reused when the notes hold one and run when not, the head is run, the
+diff's markdown reaches the step summary, and the last step fails on the diff's exit code.
+Steps that call other actions (setup-python, cache, upload-artifact) and the install and
+sandbox steps are the runner's business and are not run here."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..conftest import GIT_ENV, Repo, git
+from ..test_diff_verdicts import case, commit_and_run
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = ("Fetch the runs shared as notes", "Reuse or run the base", "Run the head", "Diff",
+         "Step summary", "Fail on the diff's exit code")
+EXPR = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
+
+
+def action() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    return doc
+
+
+def lookup(context: dict[str, Any], path: str) -> str:
+    value: Any = context
+    for part in path.split("."):
+        value = value.get(part, "") if isinstance(value, dict) else ""
+    return str(value)
+
+
+def fill(text: str, context: dict[str, Any]) -> str:
+    """``text`` with each ``${{ a.b.c }}`` replaced by its value in ``context``."""
+    return EXPR.sub(lambda m: lookup(context, m.group(1)), text)
+
+
+def run_steps(checkout: Path, tmp: Path, base: str) -> tuple[dict[str, dict[str, str]], int]:
+    """The named steps in order, as the runner would: each step's ``env`` with its
+    ``${{ }}`` filled from the inputs' defaults, the event and earlier steps' outputs.
+    Returns the steps' outputs and the last step's exit code."""
+    doc = action()
+    inputs = {k: v.get("default", "") for k, v in doc["inputs"].items()}
+    inputs["run-args"] = ""
+    outputs: dict[str, dict[str, str]] = {}
+    summary = tmp / "summary.md"
+    code = 0
+    for step in doc["runs"]["steps"]:
+        if step.get("name") not in STEPS:
+            continue
+        assert step["shell"] == "bash"
+        context = {"inputs": inputs, "steps": {k: {"outputs": v} for k, v in outputs.items()},
+                   "github": {"event": {"pull_request": {"base": {"sha": base}}, "before": ""}}}
+        env = {k: fill(str(v), context) for k, v in step.get("env", {}).items()}
+        out = tmp / f"output-{len(outputs)}"
+        out.write_text("")
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=checkout, capture_output=True, text=True, timeout=600,
+            env={**os.environ, **GIT_ENV, **env, "GITHUB_OUTPUT": str(out),
+                 "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true",
+                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+        if "id" in step:
+            outputs[step["id"]] = dict(line.split("=", 1) for line in
+                                       out.read_text().splitlines())
+        code = proc.returncode
+        if code != 0 and step["name"] != STEPS[-1]:
+            raise AssertionError(f"{step['name']}: exit {code}\n{proc.stdout}{proc.stderr}")
+    return outputs, code
+
+
+def origin_and_checkout(repo: Repo, tmp: Path, share_notes: bool) -> tuple[str, Path]:
+    """main at A (run; its note pushed when ``share_notes``), a pull request head B that
+    made 'capital' worse; a fresh clone checked out at B, as actions/checkout leaves it."""
+    repo.write({"evals/.gitignore": "results/\n"})  # runs are not committed
+    a = commit_and_run(repo, {"capital": 10, "steady": 10}, case(10, ("capital", "steady")),
+                       "a")
+    bare = tmp / "origin.git"
+    git(tmp, "init", "-q", "--bare", str(bare))
+    repo.git("remote", "add", "origin", str(bare))
+    repo.git("push", "-q", "origin", "main")
+    if share_notes:
+        repo.git("push", "-q", "origin", "refs/notes/gitevals")
+    repo.git("checkout", "-q", "-b", "change")
+    repo.commit({"passes.json": '{"capital": 1, "steady": 10}'}, "b")
+    repo.git("push", "-q", "origin", "change")
+    checkout = tmp / "checkout"
+    git(tmp, "clone", "-q", "-b", "change", str(bare), str(checkout))
+    return a, checkout
+
+
+def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -> None:
+    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=True)
+    outputs, code = run_steps(checkout, tmp_path, base)
+    assert outputs["base"] == {"rev": base, "base": "reuse"}
+    results = sorted((checkout / "evals" / "results").glob("*.json"))
+    assert len(results) == 1  # the head's run only: the base's came with the notes
+    assert outputs["diff"] == {"exit-code": "1"} and code == 1
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("**gitevals diff: failed.** A scenario or goldens bucket "
+                              "regressed beyond noise (exit 1).")
+    assert "capital" in summary
+    junit = (checkout / "gitevals-junit.xml").read_text()
+    assert junit.startswith("<?xml") and "capital" in junit
+
+
+def test_without_notes_the_base_is_run(repo: Repo, tmp_path: Path) -> None:
+    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=False)
+    outputs, code = run_steps(checkout, tmp_path, base)
+    assert outputs["base"] == {"rev": base, "base": "run"}
+    assert len(list((checkout / "evals" / "results").glob("*.json"))) == 2  # base and head
+    assert (outputs["diff"], code) == ({"exit-code": "1"}, 1)

@@ -1,0 +1,93 @@
+"""The GitHub action, the example workflow and the GitLab template are valid for their
+platforms (check-jsonschema's built-in schemas, which ship inside the package: checked
+with no network), their shell parses, and every ``gitevals.ci`` step they call exists."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitevals.ci.__main__ import parser
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = {"vendor.github-actions": ROOT / "action.yml",
+         "vendor.github-workflows": ROOT / "docs" / "examples" / "gitevals.yml",
+         "vendor.gitlab-ci": ROOT / "ci" / "gitlab" / "gitevals.gitlab-ci.yml"}
+#: No network: a proxy nothing listens on, and no user namespace tricks needed.
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+           "NO_PROXY": "", "no_proxy": ""}
+
+
+def check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "check-jsonschema"
+    if not exe.is_file():
+        pytest.skip("check-jsonschema is not installed: pip install -e '.[test]'")
+    argv = [str(exe), "--builtin-schema", schema, str(path)]
+    if shutil.which("unshare") and subprocess.run(["unshare", "-rn", "true"],
+                                                 capture_output=True).returncode == 0:
+        argv = ["unshare", "-rn", *argv]  # no network namespace at all where allowed
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **OFFLINE})
+
+
+@pytest.mark.parametrize("schema", list(FILES))
+def test_valid_for_its_platform_offline(schema: str) -> None:
+    r = check(schema, FILES[schema])
+    assert (r.returncode, r.stdout.strip()) == (0, "ok -- validation done"), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(("schema", "break_it"), [
+    ("vendor.github-actions", lambda d: d["runs"]["steps"][2].pop("shell")),
+    ("vendor.github-workflows", lambda d: d["jobs"]["evals"].pop("runs-on")),
+    ("vendor.gitlab-ci", lambda d: d["gitevals"].update(when="sometimes")),
+], ids=["action-step-without-shell", "job-without-runs-on", "gitlab-bad-when"])
+def test_the_check_refuses_a_broken_copy(schema: str, break_it: Any, tmp_path: Path) -> None:
+    doc = yaml.safe_load(FILES[schema].read_text(encoding="utf-8"))
+    break_it(doc)
+    broken = tmp_path / FILES[schema].name
+    broken.write_text(yaml.safe_dump(doc))
+    r = check(schema, broken)
+    assert r.returncode == 1 and "Schema validation errors" in r.stdout
+
+
+def scripts() -> list[tuple[str, str]]:
+    action = yaml.safe_load(FILES["vendor.github-actions"].read_text(encoding="utf-8"))
+    out = [(f"action: {s.get('name')}", s["run"]) for s in action["runs"]["steps"] if "run" in s]
+    gitlab = yaml.safe_load(FILES["vendor.gitlab-ci"].read_text(encoding="utf-8"))
+    job = gitlab[".gitevals"]
+    out.append(("gitlab", "\n".join([*job["before_script"], *job["script"]])))
+    return out
+
+
+def test_every_script_parses_and_calls_steps_that_exist() -> None:
+    known = set()
+    for name in ("setup-sandbox", "base-run", "summary", "comment", "nope"):
+        argv = [name, "REV"] if name == "base-run" else [name]
+        argv += ["F", "--exit-code", "0"] if name in ("summary", "comment") else []
+        try:
+            parser().parse_args(argv)
+            known.add(name)
+        except SystemExit:
+            pass
+    called = set()
+    for name, script in scripts():
+        r = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr)
+        called |= set(re.findall(r"python -m gitevals\.ci ([\w-]+)", script))
+    assert called == known == {"setup-sandbox", "base-run", "summary", "comment"}
+
+
+def test_the_docs_give_the_example_workflow_as_it_is() -> None:
+    """docs/ci.md's copy-paste workflow is the validated file, byte for byte."""
+    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    example = FILES["vendor.github-workflows"].read_text(encoding="utf-8")
+    assert f"```yaml\n{example}```" in doc
