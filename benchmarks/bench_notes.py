@@ -215,6 +215,16 @@ def build_old(dest: Path, commits: int, trials: int) -> None:
 # -- measuring ---------------------------------------------------------------------------
 
 
+#: Runs the command as its own child and reports that child's rusage: a direct child of
+#: this (large) builder would report the builder's RSS, which ru_maxrss keeps across exec.
+LAUNCHER = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, u = os.wait4(p.pid, 0)
+print(os.waitstatus_to_exitcode(status), u.ru_utime + u.ru_stime, u.ru_maxrss, file=sys.stdout)
+"""
+
+
 def measure(argv: list[str], cwd: Path, code: Path | None = None) -> tuple[float, float, str]:
     """(CPU seconds, peak RSS MiB, stderr) of ``argv`` and the children it waited for;
     ``gitevals`` runs from this checkout, or from ``code`` (the old one). CPU, not wall:
@@ -224,19 +234,14 @@ def measure(argv: list[str], cwd: Path, code: Path | None = None) -> tuple[float
         argv = [sys.executable, "-m", "gitevals", *argv[1:]]
         env["PYTHONPATH"] = str(code) if code else str(HERE.parent)
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=True)
     wall = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err}")
-    cpu = usage.ru_utime + usage.ru_stime
-    print(f"    ({' '.join(argv[3:])}: wall {wall:.1f} s)",
-          file=sys.stderr)
-    return cpu, usage.ru_maxrss / 1024, err
+    code_s, cpu, rss = proc.stdout.split()
+    if int(code_s) not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({code_s}): {proc.stderr}")
+    print(f"    ({' '.join(argv[3:])}: wall {wall:.1f} s)", file=sys.stderr)
+    return float(cpu), int(rss) / 1024, proc.stderr
 
 
 def packed_notes(repo: Path, ref: str = "refs/notes/gitevals") -> int:
@@ -293,23 +298,31 @@ def main() -> None:
     ap.add_argument("--old-commits", type=int, default=20)
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--old-code", help="a checkout of the gitevals before summaries")
+    ap.add_argument("--measure-only", action="store_true",
+                    help="reuse the repositories built in --dir by an earlier run")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE.parent))
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-notes-"))
     work.mkdir(parents=True, exist_ok=True)
     src = work / "src"
-    src.mkdir()
-    t0 = time.perf_counter()
-    size, sizes = build_new(src, args.commits, args.trials)
-    trials = args.commits * args.trials
-    print(f"built {args.commits} commits x {args.trials} trials in "
-          f"{time.perf_counter() - t0:.0f} s (machine shared with other jobs: read ratios)")
-    total = packed_notes(src)
-    print(f"summary notes packed: {total / 2**20:.1f} MiB = {total / trials:.1f} B a trial "
-          f"(bar 150)")
-    print(f"tip artifact: {size / args.trials / 1024:.1f} KiB a trial as text; "
-          + ", ".join(f"{k} {v / 2**20:.2f} MiB ({size / v:.1f}x)" for k, v in sizes.items()
-                      if k != "raw"))
+    if args.measure_only:
+        for name in ("clone", "clone.git", "merge-100", "merge-100.git", "merge-all",
+                     "merge-all.git", "old-clone", "old-clone.git", "old-merge",
+                     "old-merge.git", "old-code"):
+            subprocess.run(["rm", "-rf", str(work / name)], check=True)
+    else:
+        src.mkdir()
+        t0 = time.perf_counter()
+        size, sizes = build_new(src, args.commits, args.trials)
+        trials = args.commits * args.trials
+        print(f"built {args.commits} commits x {args.trials} trials in "
+              f"{time.perf_counter() - t0:.0f} s (machine shared with other jobs)")
+        total = packed_notes(src)
+        print(f"summary notes packed: {total / 2**20:.1f} MiB = {total / trials:.1f} B a "
+              "trial (bar 150)")
+        print(f"tip artifact: {size / args.trials / 1024:.1f} KiB a trial as text; "
+              + ", ".join(f"{k} {v / 2**20:.2f} MiB ({size / v:.1f}x)"
+                          for k, v in sizes.items() if k != "raw"))
     clone = work / "clone"
     wall, rss = fresh_clone(src, clone, "refs/notes/gitevals")
     print(f"fresh clone + notes pull: pull {wall:.2f} CPU-s, {rss:.0f} MiB")
@@ -334,8 +347,9 @@ def main() -> None:
 def compare(work: Path, args: argparse.Namespace, new_pull: tuple[float, float]) -> None:
     """The old form with the old code beside the new form with the new code, per commit."""
     old = work / "old-src"
-    old.mkdir()
-    build_old(old, args.old_commits, args.trials)
+    if not args.measure_only:
+        old.mkdir()
+        build_old(old, args.old_commits, args.trials)
     code = old_code(args.old_code, work)
     n = args.old_commits
     old_size = packed_notes(old)
