@@ -5,10 +5,12 @@ in a fresh logs directory -- and reads its reward back:
 
 - **direct**: that argv with ``subprocess.run`` (the floor: one fork/exec of ``sh``);
 - **no-sandbox**: gitevals' path with ``run --no-sandbox``, started when timed;
-- **bwrap cold**: gitevals' path under bubblewrap, started when timed;
+- **bwrap cold**: gitevals' path under bubblewrap, started when timed (its ``/tests``
+  sealed in memory for the call, as a trial does once);
 - **bwrap**: as a run makes it: the sandbox is started (``sandbox.prepare``) when the
   target gets its turn, which this benchmark stands in for with ``--turn-ms`` of
-  sleep, untimed; the timer runs from the go-ahead to the reward read -- what a trial
+  sleep, untimed; the timer runs from the go-ahead to the reward read (from the
+  sandbox's own ``/logs/verifier``, by descriptor) -- what a trial
   waits for after the target answered. The sandbox then winds down (``close``) while
   the trial's target shuts down; untimed here;
 - **bwrap+close**: the same, timed until ``close`` has seen the sandbox gone: the whole
@@ -25,6 +27,7 @@ Usage: .venv/bin/python benchmarks/bench_tasks.py [--calls 200] [--turn-ms 50]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitevals.tasks import sandbox, verifier
+from gitevals.tasks.confine import Sealed, seal_tests
 
 ARGV = ("sh", "-c", 'echo 1 > "$GITEVALS_LOGS/reward.txt"')
 
@@ -52,26 +56,40 @@ def _direct(call: sandbox.Call, mounts: sandbox.Mounts) -> None:
 
 def _cold(bwrap: str | None) -> Callable[[sandbox.Call, sandbox.Mounts], None]:
     def one(call: sandbox.Call, mounts: sandbox.Mounts) -> None:
-        out = sandbox.run_verifier(call, mounts, bwrap)
-        assert out.exit_code == 0, out.tail
+        with sandbox.prepare(call, mounts, bwrap) as pending:
+            out = pending.run()
+            assert out.exit_code == 0, out.tail
+            if bwrap is not None:
+                _pending_reward(pending)
     return one
 
 
-def _warm(bwrap: str, turn: float, closed: bool) -> Callable[[sandbox.Call, sandbox.Mounts],
-                                                             tuple[float, float]]:
+def _warm(bwrap: str, turn: float, closed: bool, tests: Sealed | None = None
+          ) -> Callable[[sandbox.Call, sandbox.Mounts], tuple[float, float]]:
     """Start the sandbox, let the stand-in target turn pass, time the call from go (to the
-    reward read, or to ``close`` when ``closed``)."""
+    reward read, or to ``close`` when ``closed``). ``tests``: sealed once, as a trial
+    does (None: sealed per call)."""
     def one(call: sandbox.Call, mounts: sandbox.Mounts) -> tuple[float, float]:
-        pending = sandbox.prepare(call, mounts, bwrap)
+        pending = sandbox.prepare(call, mounts, bwrap, tests)
         time.sleep(turn)
         started = time.perf_counter()
         with pending:
             out = pending.run()
             assert out.exit_code == 0, out.tail
-            _reward(mounts)
+            _pending_reward(pending)
             ended = time.perf_counter()
         return started, time.perf_counter() if closed else ended
     return one
+
+
+def _pending_reward(pending: sandbox.Pending) -> None:
+    """The reward from the call's own logs (the sandbox's, by descriptor), as a run reads it."""
+    logs = pending.open_logs()
+    try:
+        rewards, why = verifier.read_reward(logs, "reward_text")
+    finally:
+        os.close(logs)
+    assert rewards == {"reward": 1.0}, why
 
 
 def _reward(mounts: sandbox.Mounts) -> None:
@@ -79,12 +97,13 @@ def _reward(mounts: sandbox.Mounts) -> None:
     assert rewards == {"reward": 1.0}, why
 
 
-def _timed(fn: Callable[[sandbox.Call, sandbox.Mounts], None]
+def _timed(fn: Callable[[sandbox.Call, sandbox.Mounts], None], host_logs: bool = True
            ) -> Callable[[sandbox.Call, sandbox.Mounts], tuple[float, float]]:
     def one(call: sandbox.Call, mounts: sandbox.Mounts) -> tuple[float, float]:
         started = time.perf_counter()
         fn(call, mounts)
-        _reward(mounts)
+        if host_logs:
+            _reward(mounts)
         return started, time.perf_counter()
     return one
 
@@ -99,15 +118,19 @@ def main() -> int:
     if bwrap is None or sandbox.probe(bwrap) is not None:
         print("bench_tasks: no working bwrap here (install bubblewrap)", file=sys.stderr)
         return 2
-    rows: dict[str, Callable[[sandbox.Call, sandbox.Mounts], tuple[float, float]]] = {
-        "direct": _timed(_direct), "no-sandbox": _timed(_cold(None)),
-        "bwrap cold": _timed(_cold(bwrap)), "bwrap": _warm(bwrap, args.turn_ms / 1000, False),
-        "bwrap+close": _warm(bwrap, args.turn_ms / 1000, True)}
-    times: dict[str, list[float]] = {name: [] for name in rows}
+    times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as tmp:
         root = Path(tmp)
         (root / "ws").mkdir()
         (root / "tests").mkdir()
+        (root / "tests" / "test.sh").write_text(ARGV[2] + "\n")
+        tests = seal_tests(str(root / "tests"), sandbox.TESTS_BYTES, sandbox.TESTS_FILES)
+        rows: dict[str, Callable[[sandbox.Call, sandbox.Mounts], tuple[float, float]]] = {
+            "direct": _timed(_direct), "no-sandbox": _timed(_cold(None)),
+            "bwrap cold": _timed(_cold(bwrap), host_logs=False),
+            "bwrap": _warm(bwrap, args.turn_ms / 1000, False, tests),
+            "bwrap+close": _warm(bwrap, args.turn_ms / 1000, True, tests)}
+        times = {name: [] for name in rows}
         n = 0
         for _ in range(args.calls):
             for name, fn in rows.items():
@@ -115,6 +138,7 @@ def main() -> int:
                 call, mounts = _call(root, n)
                 started, ended = fn(call, mounts)
                 times[name].append(ended - started)
+        tests.close()
     floor = statistics.median(times["direct"])
     print(f"{'row':<12} {'median ms':>10} {'p90 ms':>8} {'x direct':>9}"
           f"   ({args.calls} calls each)")

@@ -141,6 +141,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one place that turns a bug into a message
         if os.environ.get("GITEVALS_TRACEBACK"):
             raise
+        where = _bug_log(exc, given)
+        told = (f"the traceback and versions are in {visible(where)}" if where
+                else "set GITEVALS_TRACEBACK=1 to see where")
         print(f"gitevals: internal error: {type(exc).__name__}: {visible(exc)} "
-              "(set GITEVALS_TRACEBACK=1 to see where; please report it)", file=sys.stderr)
+              f"({told}; please report it)", file=sys.stderr)
         return 2
+
+
+def _bug_log(exc: BaseException, argv: Sequence[str]) -> str | None:
+    """Write what a bug report needs (versions, the command line, the traceback) to a
+    file of its own in the cache directory, as pre-commit's error handler does; its path,
+    or None when nothing could be written."""
+    import platform
+    import time
+    import traceback
+    from importlib.metadata import PackageNotFoundError, version
+
+    from gitevals import __version__
+    from gitevals.files import cache_dir, write_atomic
+
+    try:
+        libgit2 = f"pygit2 {version('pygit2')}"
+    except PackageNotFoundError:
+        libgit2 = "pygit2 not installed"
+    text = "".join([
+        f"gitevals {__version__}\n", f"python {sys.version.split()[0]} ({sys.executable})\n",
+        f"{platform.platform()}\n", f"{libgit2}\n",
+        f"argv: {' '.join(map(repr, argv))}\n\n",
+        *traceback.format_exception(type(exc), exc, exc.__traceback__)])
+    path = cache_dir("bugs") / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, private=True)
+    except OSError:
+        return None
+    return str(path)

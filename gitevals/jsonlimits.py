@@ -21,13 +21,15 @@ from gitevals.jsontypes import JSON
 MAX_DEPTH = 200
 
 #: ``problem`` kinds, each with the words a message ends with.
-DEEP, SURROGATE, NUMBER = "deep", "surrogate", "number"
+DEEP, SURROGATE, NUMBER, CONSTANT = "deep", "surrogate", "number", "constant"
 ADVICE = {
     DEEP: f"it is nested more than {MAX_DEPTH} levels deep; flatten it",
     SURROGATE: "it holds a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot "
                "hold; write the character itself or a valid surrogate pair",
     NUMBER: "it holds a number too large to read or hold (an integer past 4,300 digits, a "
             "float past 1.8e308); write it as a string",
+    CONSTANT: "it holds NaN or Infinity, which is not JSON (no number is not a number); "
+              "write a finite number, or the value as a string",
 }
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -45,7 +47,7 @@ def loads(text: str | bytes) -> JSON:
     """``json.loads`` that raises ``ValueError`` for anything it cannot hold:
     ``Unholdable`` for the cases above, ``JSONDecodeError`` for bad JSON."""
     try:
-        value: JSON = json.loads(text)
+        value: JSON = json.loads(text, parse_constant=_constant)
     except RecursionError:
         raise Unholdable(DEEP) from None
     except ValueError as exc:
@@ -56,6 +58,11 @@ def loads(text: str | bytes) -> JSON:
     if kind is not None:
         raise Unholdable(kind)
     return value
+
+
+def _constant(name: str) -> float:
+    """``NaN``/``Infinity`` written as such: Python's json reads them, JSON has none."""
+    raise Unholdable(CONSTANT)
 
 
 def problem(value: object) -> str | None:

@@ -111,7 +111,7 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
                                 f"bad setting {where}: {_toml_hint(err)}; "
-                                "see README 'Settings'"))
+                                "see docs/guide.md 'Settings'"))
     return findings
 
 

@@ -13,6 +13,7 @@ import pytest
 from gitevals.calibration.metrics import split_of, wilson
 
 from . import test_judge
+from .calibration_records import record
 from .conftest import Repo, run_cli
 from .test_judge import FakeJudge
 from .test_run_cli import HARNESS, SETTINGS
@@ -385,17 +386,14 @@ def test_a_stale_or_unreadable_record_leaves_the_judge_advisory(
     from datetime import UTC, datetime, timedelta
 
     _setup(repo, judge)
-    blob = repo.git("rev-parse", "HEAD:evals/graders/q.py")
+    fresh = record(repo, "q.tone", "judge-2026-01-15")  # consistent with its items
     old = (datetime.now(UTC) - timedelta(days=91)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    record = {"format": "gitevals-calibration/1", "grader": "q.tone", "grader_blob": blob,
-              "judge_model": "judge-2026-01-15", "date": old, "final": True,
-              "tpr": {"value": 0.97}, "tnr": {"value": 0.95}}
-    repo.commit({"evals/calibration/q.tone.json": json.dumps(record)})
+    repo.commit({"evals/calibration/q.tone.json": json.dumps({**fresh, "date": old})})
     assert _lint_codes(repo) == ["GE516"]
-    fresh = {**record, "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     repo.commit({"evals/calibration/q.tone.json": json.dumps(fresh)})
     assert _lint_codes(repo) == []
-    repo.commit({"evals/calibration/q.tone.json": json.dumps({**fresh, "tnr": {"value": 0.5}})})
+    low = record(repo, "q.tone", "judge-2026-01-15", fail_judged_pass=0.5)
+    repo.commit({"evals/calibration/q.tone.json": json.dumps(low)})
     assert _lint_codes(repo) == ["GE515"]
     repo.commit({"evals/calibration/q.tone.json": "{ not json"})
     assert _lint_codes(repo) == ["GE511"]

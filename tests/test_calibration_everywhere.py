@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import test_judge
+from .calibration_records import record
 from .conftest import Repo, run_cli
 from .test_calibrate import _answer
 from .test_doctor import JUDGE_TONE, complete_tree
@@ -40,16 +41,14 @@ def _goldens_settings(judge: FakeJudge) -> str:
             + _judge_table(judge))
 
 
-def _calibrated(repo: Repo, grader: str, **changes: Any) -> None:
-    """Commit a final calibration record of ``grader`` at HEAD's blob, dated now (what
-    `gitevals calibrate --final` writes when the judge meets the bar)."""
-    module = grader.partition(".")[0]
-    record = {"format": "gitevals-calibration/1", "grader": grader,
-              "grader_blob": repo.git("rev-parse", f"HEAD:evals/graders/{module}.py"),
-              "judge_model": MODEL, "final": True,
-              "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "tpr": {"value": 0.97}, "tnr": {"value": 0.95}, **changes}
-    repo.commit({f"evals/calibration/{grader}.json": json.dumps(record)}, msg="calibrated")
+def _calibrated(repo: Repo, grader: str, final: bool = True, fail_judged_pass: float = 0.0,
+                **changes: Any) -> None:
+    """Commit a calibration record of ``grader`` at HEAD's blob, dated now, consistent
+    with the items it lists (what `gitevals calibrate --final` writes when the judge
+    meets the bar; ``fail_judged_pass`` lowers TNR)."""
+    doc = record(repo, grader, MODEL, final=final, fail_judged_pass=fail_judged_pass)
+    doc.update(changes)
+    repo.commit({f"evals/calibration/{grader}.json": json.dumps(doc)}, msg="calibrated")
 
 
 # -- the goldens gate ------------------------------------------------------------------
@@ -63,8 +62,8 @@ def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
                  "evals/goldens.jsonl": goldens(), "evals/drift-suite.yaml": SUITE})
 
 
-def _goldens_run(repo: Repo) -> Path:
-    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+def _goldens_run(repo: Repo, note: bool = False) -> Path:
+    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), cwd=repo.path)
     assert res.code in (0, 1), res.err
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
@@ -72,7 +71,9 @@ def _goldens_run(repo: Repo) -> Path:
 def _based(repo: Repo, judge: FakeJudge) -> None:
     _goldens_repo(repo, judge)
     _answer(judge, "PASS")  # the base model's tone: 20 of 20
-    res = run_cli("baseline", str(_goldens_run(repo)), "--model", "base-7b", cwd=repo.path)
+    # noted: a baseline is checked against its run, read from the run's git note
+    res = run_cli("baseline", str(_goldens_run(repo, note=True)), "--model", "base-7b",
+                  cwd=repo.path)
     assert res.code == 0, res.err
     repo.commit(msg="baseline")
 
@@ -127,10 +128,10 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
                               "improved)\n")
     assert "advisory" not in res.out
     # a calibration below the bar makes it advisory again: the same drop is not counted
-    _calibrated(repo, "judged.tone", tnr={"value": 0.5})
+    _calibrated(repo, "judged.tone", fail_judged_pass=0.5)
     again = run_cli("gate", str(_goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
     assert again.code == 0, again.out + again.err
-    assert "grader judged.tone is advisory: it is below the bar: TNR 0.50 < 0.9" in again.out
+    assert "grader judged.tone is advisory: it is below the bar: TNR 0.52 < 0.9" in again.out
 
 
 def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
@@ -193,7 +194,7 @@ def test_doctor_lists_each_judge_graders_status(repo: Repo, judge: FakeJudge) ->
     assert item["detail"].startswith("judges calibrated: tone.polite advisory (it is not "
                                      "calibrated; run `gitevals calibrate tone.polite")
     assert "evals/calibration/tone.polite.json" in item["fix"]
-    _calibrated(repo, "tone.polite", final=False, split="dev")
+    _calibrated(repo, "tone.polite", final=False)
     item = _doctor(repo)
     assert item["status"] == "missing"
     assert item["detail"].startswith("judges calibrated: tone.polite advisory (it was "
@@ -203,7 +204,7 @@ def test_doctor_lists_each_judge_graders_status(repo: Repo, judge: FakeJudge) ->
     assert (item["code"], item["status"]) == (0, "ok")
     today = datetime.now(UTC).date().isoformat()
     assert item["detail"] == (f"judges calibrated: tone.polite calibrated (measured "
-                              f"{today}: TPR 0.97, TNR 0.95)")
+                              f"{today}: TPR 1.00, TNR 1.00)")
     text = run_cli("doctor", cwd=repo.path).out
     assert "judges calibrated: tone.polite calibrated" in text
 

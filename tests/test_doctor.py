@@ -49,7 +49,17 @@ def complete_tree(tone: str = DETERMINISTIC_TONE) -> dict[str, str | bytes]:
     return {"pyproject.toml": SETTINGS, "evals/goldens.jsonl": goldens(100),
             "evals/graders/checks.py": CHECKS, "evals/graders/tone.py": tone,
             "evals/drift-suite.yaml": "drift_budget: {hard_fail_threshold_pts: 3}\n",
-            "evals/baseline-base-7b.json": "{}\n"}
+            "evals/baseline-base-7b.json": BASELINE}
+
+
+#: A baseline as `gitevals baseline` writes one (the doctor checks its schema, not its run).
+BASELINE = json.dumps({
+    "format": "gitevals-baseline/1", "model": "base-7b", "run_id": "r1", "rev": "HEAD",
+    "commit": "a" * 40, "tree": "b" * 40, "target": None, "target_env": None,
+    "graders": {}, "files": {}, "budget": None,
+    "slices": [{"kind": "bucket", "name": b, "grader": "checks.exact", "passed": 20,
+                "total": 25, "errors": 0, "rate": 0.8}
+               for b in ("format", "tone", "tools", "facts")]}) + "\n"
 
 
 def doctor(repo: Repo, *args: str) -> tuple[int, dict[str, str], str]:
@@ -148,3 +158,16 @@ def test_outside_a_repository_is_one_line_exit_2(tmp_path: Path) -> None:
     res = run_cli("doctor", cwd=tmp_path)
     assert res.code == 2 and res.out == "" and res.err.count("\n") == 1
     assert "git init" in res.err
+
+
+@pytest.mark.parametrize("garbage", ["{}\n", "not json\n", '{"format": "gitevals-run/1"}\n'],
+                         ids=["empty-object", "not-json", "a-run"])
+def test_a_garbage_baseline_is_not_a_baseline(repo: Repo, garbage: str) -> None:
+    """Issue 23 item 9: doctor and lint check baseline-*.json against its schema."""
+    repo.commit({**complete_tree(), "evals/baseline-base-7b.json": garbage})
+    code, items, out = doctor(repo)
+    assert (code, items["baseline"]) == (1, "missing"), out
+    assert "evals/baseline-base-7b.json is not a gitevals baseline" in out
+    lint = run_cli("lint", cwd=repo.path)
+    assert lint.code == 1
+    assert "evals/baseline-base-7b.json:1:1: GE640 not a gitevals baseline: " in lint.out

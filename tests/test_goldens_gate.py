@@ -55,8 +55,9 @@ def commit(repo: Repo, f: int, t: int, extra: dict[str, str | bytes] | None = No
     return repo.commit(files)
 
 
-def goldens_run(repo: Repo, rev: str = "HEAD") -> Path:
-    res = run_cli("run", "--goldens-only", "--rev", rev, "--no-note", cwd=repo.path)
+def goldens_run(repo: Repo, rev: str = "HEAD", note: bool = False) -> Path:
+    res = run_cli("run", "--goldens-only", "--rev", rev, *(() if note else ("--no-note",)),
+                  cwd=repo.path)
     assert res.code in (0, 1), res.err
     newest = max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
     return newest
@@ -66,7 +67,7 @@ def goldens_run(repo: Repo, rev: str = "HEAD") -> Path:
 def based(repo: Repo) -> tuple[Repo, Path]:
     """A repo whose base model passes 15/20 format and 10/20 tone, with that baseline."""
     commit(repo, 15, 10)
-    artifact = goldens_run(repo)
+    artifact = goldens_run(repo, note=True)  # a baseline is checked against its run's note
     res = run_cli("baseline", str(artifact), "--model", "base-7b", cwd=repo.path)
     assert res.code == 0, res.err
     assert res.out.startswith("wrote evals/baseline-base-7b.json: 2 slices of run ")

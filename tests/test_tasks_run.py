@@ -135,8 +135,8 @@ def test_never_enough_reaches_max_iterations_and_fails(repo: Repo) -> None:
 
 
 @pytest.mark.parametrize(("plan", "why"), [
-    ("abc", "holds 'abc', not a number"),
-    ("nan", "holds nan, not a finite number from 0 to 1"),
+    ("abc", "holds 'abc', not a decimal number"),
+    ("nan", "holds 'nan', not a decimal number"),
     ("7", "holds 7, not a finite number from 0 to 1"),
     ("-", "the verifier wrote no /logs/verifier/reward.txt"),
 ], ids=["abc", "nan", "seven", "missing"])

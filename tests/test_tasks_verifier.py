@@ -18,17 +18,21 @@ from gitevals.run import tasks as run_tasks
 from gitevals.run.artifact import Iteration, Trial, validate
 from gitevals.tasks import sandbox, verifier
 
+DECIMAL = ", not a decimal number (ASCII digits, an optional point and exponent, as 0.75 or 1e0)"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap")
 
 
 @pytest.mark.parametrize(("fmt", "data", "rewards", "why"), [
     ("reward_text", b"1.0\n", {"reward": 1.0}, None),
     ("reward_text", b" 0 ", {"reward": 0.0}, None),
-    ("reward_text", b"abc", {}, "holds 'abc', not a number"),
-    ("reward_text", b"nan", {}, "holds nan, not a finite number from 0 to 1"),
-    ("reward_text", b"inf", {}, "holds inf, not a finite number from 0 to 1"),
+    ("reward_text", b"abc", {}, "holds 'abc'" + DECIMAL),
+    ("reward_text", b"nan", {}, "holds 'nan'" + DECIMAL),
+    ("reward_text", b"inf", {}, "holds 'inf'" + DECIMAL),
     ("reward_text", b"7", {}, "holds 7, not a finite number from 0 to 1"),
-    ("reward_text", b"-0.1", {}, "holds -0.1, not a finite number from 0 to 1"),
+    ("reward_text", b"-0.1", {}, "holds '-0.1'" + DECIMAL),
+    ("reward_text", b"1e1", {}, "holds 1e1, not a finite number from 0 to 1"),
+    ("reward_json", b'{"reward": 1, "reward": 0}', {},
+     "names 'reward' twice: which one counts would be a guess; write each reward once"),
     ("reward_text", b"", {}, "is empty"),
     ("reward_text", b"\xff", {}, "is not UTF-8"),
     ("reward_json", b'{"reward": 0.5}', {"reward": 0.5}, None),
@@ -133,20 +137,26 @@ def test_artifact_validation_checks_task_records() -> None:
 
 def test_bwrap_argv_isolates_by_default() -> None:
     call = sandbox.Call(("bash", "/tests/test.sh"), "/app", (("K", "v"),), 5.0)
-    argv = sandbox.bwrap_argv("bwrap", call, sandbox.Mounts("/h/ws", "/h/tests", "/h/logs"),
-                              host_links={"/bin": "usr/bin"})
-    assert argv[:4] == ["bwrap", "--die-with-parent", "--new-session", "--unshare-all"]
+    inside = sandbox.Inside(7, (("test.sh", True, 8),), ("data",), (("l", "test.sh"),), 9)
+    argv = sandbox.bwrap_argv("bwrap", call, inside, host_links={"/bin": "usr/bin"},
+                              hidden=(("/etc/shadow", False), ("/etc/ssl/private", True)))
+    assert argv[:6] == ["bwrap", "--die-with-parent", "--new-session", "--unshare-all",
+                        "--cap-drop", "ALL"]
     assert "--share-net" not in argv and "--clearenv" in argv
     assert argv[-3:] == ["--", "bash", "/tests/test.sh"]
     joined = " ".join(argv)
-    for part in ("--ro-bind /h/tests /tests", "--bind /h/logs /logs/verifier",
-                 "--bind /h/ws /app", "--chdir /app", "--symlink usr/bin /bin",
-                 "--setenv K v", "--setenv GITEVALS_LOGS /logs/verifier", "--tmpfs /tmp"):
+    for part in ("--dir /tests --dir /tests/data --perms 0555 --ro-bind-data 8 /tests/test.sh",
+                 "--symlink test.sh /tests/l", "--tmpfs /logs/verifier",
+                 "--bind /proc/self/fd/7 /app --remount-ro / --remount-ro /proc --remount-ro /dev "
+                 "--chdir /app", "--seccomp 9", "--tmpfs /dev/shm",
+                 "--symlink usr/bin /bin", "--ro-bind /dev/null /etc/shadow",
+                 "--tmpfs /etc/ssl/private --remount-ro /etc/ssl/private",
+                 "--setenv K v", "--setenv GITEVALS_LOGS /logs/verifier",
+                 f"--size {sandbox.TMP_BYTES} --tmpfs /tmp"):
         assert part in joined
-    assert "/work" not in joined and "/home" not in joined
+    assert "/work" not in joined and "/home" not in joined and "/root" not in joined
     online = sandbox.Call(("true",), allow_internet=True)
-    assert "--share-net" in sandbox.bwrap_argv("bwrap", online,
-                                               sandbox.Mounts("/a", "/b", "/c"), {})
+    assert "--share-net" in sandbox.bwrap_argv("bwrap", online, sandbox.Inside(3), {}, ())
 
 
 @pytest.mark.parametrize(("workdir", "ok"), [
@@ -171,7 +181,7 @@ def test_the_reward_file_is_never_followed(tmp_path: Path) -> None:
     logs.mkdir()
     (logs / "reward.txt").symlink_to(secret)
     rewards, why = verifier.read_reward(str(logs), "reward_text")
-    assert rewards == {} and why is not None and "cannot be read" in why
+    assert rewards == {} and why is not None and "is a symbolic link, not a regular" in why
     (logs / "reward.txt").unlink()
     os.mkfifo(logs / "reward.txt")
     assert verifier.read_reward(str(logs), "reward_text")[1] == (
@@ -212,9 +222,13 @@ def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_pat
     with sandbox.prepare(call, mounts, sandbox.find_bwrap()) as pending:
         (tmp_path / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
         out = pending.run()
-    assert out.exit_code == 0
-    assert verifier.read_reward(mounts.logs, "reward_text") == ({"reward": 0.5}, None)
-    os.unlink(tmp_path / "logs" / "reward.txt")
+        assert out.exit_code == 0
+        logs = pending.open_logs()  # the sandbox's own /logs/verifier, by descriptor
+        try:
+            assert verifier.read_reward(logs, "reward_text") == ({"reward": 0.5}, None)
+        finally:
+            os.close(logs)
+    assert not (tmp_path / "logs" / "reward.txt").exists()  # no host path holds it
     cancelled = sandbox.prepare(call, mounts, sandbox.find_bwrap())
     assert cancelled.proc is not None
     cancelled.cancel()

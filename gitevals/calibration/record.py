@@ -9,14 +9,24 @@ check. Building and reading are pure; ``calibrate`` writes it (``files.write_ato
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from gitevals.calibration.metrics import Measured, Rate
+from gitevals.calibration.metrics import MIN_ITEMS, RATIOS, Measured, Rate, split_of, wilson
 from gitevals.jsontypes import JSON, JSONObject
 
-FORMAT = "gitevals-calibration/1"
+FORMAT = "gitevals-calibration/2"
+#: Records written before items and the grader's closure were kept: read for their
+#: ``sealed`` list (a split once spent stays spent), never as a calibration.
+OLD_FORMATS = frozenset({"gitevals-calibration/1"})
 DIR = "calibration"
+#: A record dated this much after the moment it is read is from the future.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 def path_of(root: str, grader: str) -> str:
@@ -38,10 +48,29 @@ class Context:
     labels_path: str
     labels_sha256: str
     sizes: dict[str, int]
+    #: The grader module and every tree file it imports: path -> blob (suite/imports.py).
+    closure: dict[str, str]
 
 
-def build(ctx: Context, measured: Measured, final: bool, previous: JSONObject | None
-          ) -> JSONObject:
+def item_rows(labels: Mapping[str, bool], said: Mapping[str, bool | str]) -> list[JSON]:
+    """The measured items as the record lists them, sorted by id: id, the human label,
+    what the grader said (``pass``/``fail``/``error``). The rates are recounted from
+    these when the record is read."""
+    rows: list[JSON] = [{"id": i, "label": "pass" if labels[i] else "fail",
+                         "said": "error" if isinstance(said[i], str)
+                         else "pass" if said[i] else "fail"} for i in sorted(said)]
+    return rows
+
+
+def items_digest(items: list[JSON]) -> str:
+    """The SHA-256 of the listed items' canonical JSON: the content hash of the labels
+    (and answers) the rates stand on."""
+    text = json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build(ctx: Context, measured: Measured, final: bool, previous: JSONObject | None,
+          items: list[JSON]) -> JSONObject:
     """The record of one calibration, carrying forward the ``sealed`` list of ``previous``."""
     sealed = sealed_uses(previous)
     if final:
@@ -52,7 +81,9 @@ def build(ctx: Context, measured: Measured, final: bool, previous: JSONObject | 
         "commit": ctx.commit, "judge_model": ctx.judge_model, "base_url": ctx.base_url,
         "judge_family": ctx.judge_family, "date": ctx.date, "final": final,
         "split": "test" if final else "dev",
-        "labels": {"path": ctx.labels_path, "sha256": ctx.labels_sha256},
+        "labels": {"path": ctx.labels_path, "sha256": ctx.labels_sha256,
+                   "items_sha256": items_digest(items)},
+        "items": items, "grader_closure": dict(sorted(ctx.closure.items())),
         "splits": dict(ctx.sizes),
         "tpr": _rate(measured.tpr), "tnr": _rate(measured.tnr),
         "errors": {"count": len(measured.errors),
@@ -102,10 +133,140 @@ def parse(data: bytes) -> tuple[JSONObject | None, str | None]:
         doc: JSON = json.loads(data)
     except (ValueError, RecursionError):
         return None, "it is not JSON"
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or (doc.get("format") != FORMAT
+                                     and doc.get("format") not in OLD_FORMATS):
         return None, f"it is not a {FORMAT} record"
     for key, kind in (("grader_blob", str), ("judge_model", str), ("date", str),
                       ("final", bool), ("tpr", dict), ("tnr", dict)):
         if not isinstance(doc.get(key), kind):
             return None, f"its {key!r} is missing or of the wrong type"
     return doc, None
+
+
+# -- checking a record against what it claims ------------------------------------------
+
+_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def verify(record: JSONObject, grader: str, now: datetime) -> str | None:
+    """Why a parsed record cannot stand as a calibration, or None. Untrusted: a record is
+    a JSON file anyone can commit, so every number is recounted from the items it lists
+    (each id in the split it claims, the split's size, TPR/TNR hits and counts, the
+    Wilson bounds, the errors), the labels' content hash is recomputed, and its date may
+    not lie in the future. Forging one then takes a labelled item list consistent with
+    every number, not an edited rate; see docs/calibration.md for what stays open."""
+    checks = (_shape, _items_consistent, _rates_consistent)
+    for check in checks:
+        why = check(record, grader, now)
+        if why is not None:
+            return why
+    return None
+
+
+def _shape(record: JSONObject, grader: str, now: datetime) -> str | None:
+    if record.get("format") in OLD_FORMATS:
+        return (f"it was written by an older gitevals ({record.get('format')}) without "
+                "its items and the grader's imports")
+    if record.get("grader") != grader:
+        return f"it is the record of {record.get('grader')!r}, not of {grader!r}"
+    closure = record.get("grader_closure")
+    blob = record.get("grader_blob")
+    if not isinstance(blob, str) or not _SHA.match(blob) or not isinstance(closure, dict) \
+            or not all(isinstance(v, str) and _SHA.match(v) for v in closure.values()) \
+            or blob not in closure.values():
+        return "its grader_blob or grader_closure is not a set of git blob ids holding it"
+    if not record.get("judge_model") or record.get("split") != (
+            "test" if record.get("final") is True else "dev"):
+        return "its judge_model or split is missing or does not match final"
+    when = _date(record.get("date"))
+    if when is None:
+        return "its date is not a UTC time like 2026-11-30T21:00:00Z"
+    if when > now + CLOCK_SKEW:
+        return f"it is dated {record.get('date')}, in the future"
+    labels = record.get("labels")
+    if not isinstance(labels, dict) or not all(
+            isinstance(labels.get(k), str) and _SHA256.match(str(labels.get(k)))
+            for k in ("sha256", "items_sha256")):
+        return "its labels hashes are missing"
+    return None
+
+
+def _date(value: JSON) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _items_consistent(record: JSONObject, grader: str, now: datetime) -> str | None:
+    items, split, splits = record.get("items"), record.get("split"), record.get("splits")
+    if not isinstance(items, list) or not isinstance(splits, dict):
+        return "it lists no measured items"
+    names = [name for name, _ in RATIOS]
+    counts = {n: v for n in names if type(v := splits.get(n)) is int and v >= 0}
+    if sorted(splits) != sorted(names) or len(counts) != len(names):
+        return "its splits are not counts of train, dev and test"
+    if sum(counts.values()) < MIN_ITEMS:
+        return f"it claims fewer than {MIN_ITEMS} labelled items"
+    ids = []
+    for row in items:
+        if not (isinstance(row, dict) and isinstance(row.get("id"), str)
+                and row.get("label") in ("pass", "fail")
+                and row.get("said") in ("pass", "fail", "error")):
+            return "an item is not {id, label pass|fail, said pass|fail|error}"
+        if split_of(str(row["id"])) != split:
+            return f"item {str(row['id'])[:40]!r} is not in the {split} split"
+        ids.append(str(row["id"]))
+    if ids != sorted(set(ids)):
+        return "its items are not unique ids in order"
+    if len(ids) != splits.get(str(split)):
+        return (f"it lists {len(ids)} items of the {split} split, not the "
+                f"{splits.get(str(split))} it counts")
+    labels = record.get("labels")
+    if not isinstance(labels, dict) or labels.get("items_sha256") != items_digest(items):
+        return "the content hash of its items is not theirs"
+    return None
+
+
+def _rates_consistent(record: JSONObject, grader: str, now: datetime) -> str | None:
+    listed = record.get("items")
+    items = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    judged = [r for r in items if r.get("said") != "error"]
+    expect = {
+        "tpr": Rate(sum(r["label"] == "pass" and r["said"] == "pass" for r in judged),
+                    sum(r["label"] == "pass" for r in judged)),
+        "tnr": Rate(sum(r["label"] == "fail" and r["said"] == "fail" for r in judged),
+                    sum(r["label"] == "fail" for r in judged))}
+    for key, rate in expect.items():
+        got = record.get(key)
+        if not isinstance(got, dict) or not _same_rate(got, rate):
+            return (f"its {key.upper()} is not what its items give ({rate.hits} of {rate.of})")
+    if not expect["tpr"].of and not expect["tnr"].of:
+        return "no item was judged (0 of 0)"
+    errors = record.get("errors")
+    if not isinstance(errors, dict) or errors.get("count") != len(items) - len(judged):
+        return "its error count is not what its items give"
+    return None
+
+
+def _same_rate(got: JSONObject, rate: Rate) -> bool:
+    """``got`` (a record's rate) is ``rate``: counts exact, value and bounds finite,
+    within [0, 1] and equal to what the counts give."""
+    if got.get("hits") != rate.hits or got.get("of") != rate.of:
+        return False
+    bounds = wilson(rate.hits, rate.of)
+    want = (rate.value, *(bounds or (None, None)))
+    for key, value in zip(("value", "low", "high"), want, strict=True):
+        have = got.get(key)
+        if value is None:
+            if have is not None:
+                return False
+        elif not (isinstance(have, int | float) and not isinstance(have, bool)
+                  and math.isfinite(have) and 0 <= have <= 1
+                  and math.isclose(have, value, abs_tol=1e-9)):
+            return False
+    return True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from gitevals.calibration.record import parse, path_of
+from gitevals.calibration.record import parse, path_of, verify
 from gitevals.calibration.status import Status, status
 from gitevals.git.tree import Tree
 from gitevals.settings import Settings
@@ -35,6 +35,15 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
     asks = source is not None and asks_judge(source, fn)
     data = tree.read(path_of(settings.root, name)) if asks else None
     record, problem = parse(data) if data is not None else (None, None)
+    if record is not None:
+        problem = verify(record, name, now)
+        record = None if problem is not None else record
+    if record is not None and blob == record.get("grader_blob"):
+        from gitevals.suite.imports import closure
+
+        pinned = record.get("grader_closure")
+        if pinned != closure(tree, [gpath], settings.root):
+            blob = None  # a file the grader imports changed: not the grader measured
     return status(name, asks, blob, settings.judge, record, problem, now)
 
 

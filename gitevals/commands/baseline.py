@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.commands.gate import load_run
+    from gitevals.commands.gate import lints, load_run
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
     from gitevals.git.tree import require_repo
@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
     if artifact["dirty"]:
         raise UsageError(f"run {artifact['run_id']} ran with uncommitted changes: a baseline "
                          "is measured on a commit; commit, run again, then write it")
-    doc = baseline_of(artifact, args.model)
     repo = require_repo()
+    lints(repo, artifact["commit"])  # duplicate golden ids, a budget of inf: refused
+    doc = baseline_of(artifact, args.model)
     rel = baseline_path(artifact["root"], args.model)
     path = repo.work_root / rel
     top = repo.work_root.resolve()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gitevals.calibration.labels import Item
     from gitevals.calibration.metrics import Measured
     from gitevals.git.tree import Repo, RevisionTree
-    from gitevals.jsontypes import JSONObject
+    from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.grading import GraderPool
     from gitevals.settings import Settings
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from gitevals.calibration import metrics
-    from gitevals.calibration.record import path_of
+    from gitevals.calibration.record import item_rows, path_of
     from gitevals.calibration.status import below_bar, status
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.report.calibration import render
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     assert settings.judge is not None  # _grader_blob refused a run without a judge
     if args.final:
         _refuse_second_final(previous, blob, settings.judge.model, args.grader)
+        _refuse_spent_in_history(repo, settings, args.grader, blob, settings.judge.model)
     if not chosen:
         from gitevals.errors import UsageError
 
@@ -74,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
         from gitevals.run.preflight import check_judge
 
         check_judge(settings, [args.grader])
-    measured = _measure(tree, settings, args.grader, chosen, args.jobs)
+    measured, said = _measure(tree, settings, args.grader, chosen, args.jobs)
     if not measured.tpr.of and not measured.tnr.of:
         _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
+    rows = item_rows({i.id: i.label for i in chosen}, said)
     record = _record(tree, settings, args, blob, measured, now, labels_sha,
-                     metrics.sizes(i.id for i in items), previous)
+                     metrics.sizes(i.id for i in items), previous, rows)
     kept = _write(repo, settings, args.grader, record, previous, args.final)
     verdict = status(args.grader, True, blob, settings.judge, record, None, now)
     below = below_bar(record, settings.judge)
@@ -155,18 +157,44 @@ def _labels(path: str) -> tuple[list[Item], int, str]:
     from gitevals.calibration.metrics import MIN_ITEMS
     from gitevals.errors import UsageError
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise UsageError(f"--labels {path}: {exc.strerror or exc}; name the labels file"
-                         ) from None
+    data = _read_regular(path)
     labels = read_labels(data, path)
     n = len(labels.items)
     if n < MIN_ITEMS:
         raise UsageError(f"{path}: {n} labelled item{'s' * (n != 1)}; calibration needs at "
                          f"least {MIN_ITEMS}: label {MIN_ITEMS - n} more")
     return list(labels.items), labels.unlabelled, hashlib.sha256(data).hexdigest()
+
+
+#: The largest labels file read: thousands of labelled items fit many times over.
+MAX_LABELS_BYTES = 256 << 20
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``MAX_LABELS_BYTES``:
+    a device (``/dev/zero``) or a FIFO would be read forever. Opened without blocking (a
+    FIFO with no writer would hang the open), checked, then read to the bound."""
+    import os
+    import stat
+
+    from gitevals.errors import UsageError
+    from gitevals.report.text import visible
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"--labels {visible(path)}: {exc.strerror or exc}; name the labels "
+                         "file") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"--labels {visible(path)}: not a regular file (a device, FIFO "
+                             "or directory is never read); name the labels file")
+        os.set_blocking(fd, True)
+        data = f.read(MAX_LABELS_BYTES + 1)
+    if len(data) > MAX_LABELS_BYTES:
+        raise UsageError(f"--labels {visible(path)}: larger than {MAX_LABELS_BYTES >> 20} "
+                         "MiB; split it, or label fewer items")
+    return data
 
 
 def _record_path(repo: Repo, settings: Settings, name: str) -> Path:
@@ -216,8 +244,45 @@ def _refuse_second_final(previous: JSONObject | None, blob: str, model: str, nam
                          "judge model to measure again, or drop --final to use the dev split")
 
 
+#: How many commits of history ``--final`` reads for earlier uses of the sealed split.
+MAX_HISTORY = 100_000
+
+
+def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: str,
+                             model: str) -> None:
+    """Refuse ``--final`` when any version of the record in HEAD's history (removed or
+    rewritten since) says this grader blob and judge model already measured the sealed
+    split: ``git rm`` of the record does not unspend it. Every version of the record
+    path reachable from HEAD is read (each distinct blob once)."""
+    from gitevals.calibration.record import already_sealed, parse, path_of
+    from gitevals.errors import UsageError
+    from gitevals.git.tree import RevisionTree
+
+    path = path_of(settings.root, name)
+    seen: set[str] = set()
+    for n, commit in enumerate(reversed(repo.new_commits(repo.resolve("HEAD"), []))):
+        if n >= MAX_HISTORY:
+            break
+        tree = RevisionTree(repo, commit)
+        sha = tree.blob_sha(path)
+        if sha is None or sha in seen:
+            continue
+        seen.add(sha)
+        data = tree.read(path)
+        record = parse(data)[0] if data is not None else None
+        final = record is not None and record.get("final") is True \
+            and record.get("grader_blob") == blob and record.get("judge_model") == model
+        use = already_sealed(record, blob, model) or (record if final else None)
+        if use is not None:
+            raise UsageError(f"the sealed test split was already measured for this version "
+                             f"of {name} (blob {blob[:12]}) with judge model {model!r} on "
+                             f"{use.get('date')}: {path} at {commit[:12]} says so (a removed "
+                             "or rewritten record does not unspend it); change the grader or "
+                             "the judge model to measure again, or drop --final")
+
+
 def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item],
-             jobs: int) -> Measured:
+             jobs: int) -> tuple[Measured, dict[str, bool | str]]:
     """Call the grader on every item in the grader workers a run uses; measure it."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -241,7 +306,7 @@ def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item
                     update(n, sum(isinstance(v, str) for v in said.values()))
         finally:
             pool.close()
-    return measure({i.id: i.label for i in items}, said)
+    return measure({i.id: i.label for i in items}, said), said
 
 
 def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
@@ -265,14 +330,17 @@ def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
 
 def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, blob: str,
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
-            previous: JSONObject | None) -> JSONObject:
+            previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
     from gitevals.calibration.record import Context, build
+    from gitevals.lint.graders import module_path
+    from gitevals.suite.imports import closure
 
     assert settings.judge is not None and tree.commit is not None
+    pinned = closure(tree, [module_path(settings.root, args.grader)], settings.root)
     ctx = Context(args.grader, blob, tree.commit, settings.judge.model,
                   settings.judge.base_url, settings.judge.family,
-                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), args.labels, labels_sha, sizes)
-    return build(ctx, measured, args.final, previous)
+                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), args.labels, labels_sha, sizes, pinned)
+    return build(ctx, measured, args.final, previous, rows)
 
 
 def _write(repo: Repo, settings: Settings, name: str, record: JSONObject,

@@ -100,6 +100,12 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     root = the_plan.settings.root
     results = f"{root}/results/"
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
+    # A helper a grader imports from outside the eval root (the repository's top) is a
+    # control too: an edit there changes every verdict (suite/imports.py).
+    from gitevals.suite.imports import closure
+
+    graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
+    files.update(closure(tree, graders, root))
     settings = without_target(the_plan.settings.as_dict())
     from gitevals.run.tasks import DEFAULT_AGENT_TIMEOUT, SCENARIO
 

@@ -12,9 +12,11 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.errors import GitevalsError
+
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Repo
+    from gitevals.git.tree import Repo, RevisionTree
     from gitevals.run.artifact import Run
     from gitevals.suite.gate import Baseline
 
@@ -48,28 +50,78 @@ def read_baseline(data: bytes | None, rel: str) -> Baseline:
 
 
 def load_run(what: str) -> Run:
-    """The run artifact file ``what``, or the goldens run of revision ``what``."""
+    """The run artifact file ``what``, or the goldens run of revision ``what``; either
+    way checked against the commit it names (``pinned``)."""
     from gitevals.commands.show import _is_path, _locate
+    from gitevals.git.tree import require_repo
     from gitevals.run.artifact import load
 
     if _is_path(what):
-        return load(what)
+        run = load(what)
+        pinned(require_repo(), run, what)
+        return run
     repo, commit, root = _locate(what)
-    run = goldens_run_of_commit(repo, root, commit)
-    if run is None:
+    found = goldens_run_of_commit(repo, root, commit)
+    if found is None:
         from gitevals.errors import UsageError
 
         raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/results/ or its "
                          f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
-    return run
+    return found
 
 
-def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
-    """The run of ``commit`` to gate: the preferred one among those that sent every
-    bucket, from ``<root>/results/`` of the working tree (``artifact.preference``), else
-    the one of the git note that counts (``store.counting``: evidence only); None when
-    there is none. (The commit's complete run may have sent no
-    goldens, when it was run before buckets were mapped or with named cases.)"""
+def pinned(repo: Repo, run: Run, label: str) -> None:
+    """Refuse ``run`` unless its pins are those of the commit it names, read from git
+    objects: the commit exists, its tree is the run's, and every pinned goldens file
+    (goldens, drift suite, sources, grader modules and what they import) is that blob
+    there. A file's say-so is never taken for what a commit holds."""
+    from gitevals.errors import GitevalsError
+    from gitevals.git.tree import RevisionTree
+    from gitevals.suite.gate import Refused
+
+    try:
+        tree = RevisionTree(repo, run["commit"])
+    except GitevalsError:
+        raise Refused(f"{label}: run {run['run_id']} names commit {run['commit'][:12]}, "
+                      "which is not in this repository: fetch it, or gate a run of this "
+                      "repository") from None
+    if tree.commit != run["commit"] or tree.tree_sha != run["tree"]:
+        raise Refused(f"{label}: run {run['run_id']} claims tree {str(run['tree'])[:12]} for "
+                      f"commit {run['commit'][:12]}, whose tree is "
+                      f"{str(tree.tree_sha)[:12]}: not a run of that commit")
+    part = run.get("goldens")
+    for path, sha in sorted((part["files"] if part is not None else {}).items()):
+        if tree.blob_sha(path) != sha:
+            raise Refused(f"{label}: run {run['run_id']} pins {path} at {sha[:12]}, but "
+                          f"commit {run['commit'][:12]} holds "
+                          f"{(tree.blob_sha(path) or 'no such file')[:12]}: not a run of that "
+                          "commit")
+    if part is not None:
+        _closure_pinned(tree, run["root"], part["files"], label, run["run_id"])
+
+
+def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label: str,
+                    run_id: str) -> None:
+    """Every grader module pinned must come with the tree files it imports (a run
+    recorded before that pinned the modules alone: refused, run it again)."""
+    from gitevals.suite.gate import Refused
+    from gitevals.suite.imports import closure
+
+    graders = f"{root}/graders/" if root else "graders/"
+    modules = [p for p in files if p.startswith(graders) and p.endswith(".py")]
+    for path, sha in closure(tree, modules, root).items():
+        if files.get(path) != sha:
+            raise Refused(f"{label}: run {run_id} does not pin {path} ({sha[:12]}), which "
+                          "its graders import: run the goldens again with this gitevals")
+
+
+def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool = False
+                          ) -> Run | None:
+    """The run of ``commit`` to gate: among those that sent every bucket, the one of its
+    git note that counts (``store.counting``), else (unless ``notes_only``) from
+    ``<root>/results/`` of the working tree; checked against the commit (``pinned``).
+    None when there is none. (The commit's complete run may have sent no goldens, when
+    it was run before buckets were mapped or with named cases.)"""
     from gitevals.run.artifact import checked
     from gitevals.run.store import counting, local_runs, note_runs, pins_of
 
@@ -77,11 +129,76 @@ def goldens_run_of_commit(repo: Repo, root: str, commit: str) -> Run | None:
         part = run.get("goldens")
         return part is not None and not part["buckets"] and not run["interrupted"]
 
-    local = [r for r, _ in local_runs(repo.work_root, root, commit) if whole(r)]
-    if local:
-        return checked(local[-1], f"{root}/results/ run {local[-1]['run_id']}")
     noted = [r for r in note_runs(repo, commit) if whole(r)]
-    return counting(noted, pins_of(repo, commit))[0] if noted else None
+    counted = counting(noted, pins_of(repo, commit))[0] if noted else None
+    if counted is not None:  # the note's run that counts: evidence, by place in the note
+        run, label = counted, f"git note on {commit[:12]}"
+    else:
+        local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, root, commit)
+                                       if whole(r)]
+        if not local:
+            return None
+        label = f"{root}/results/ run {local[-1]['run_id']}"
+        run = checked(local[-1], label)
+    pinned(repo, run, label)
+    return run
+
+
+def run_by_id(repo: Repo, root: str, commit: str, run_id: str, notes_only: bool
+              ) -> Run | None:
+    """Run ``run_id`` of ``commit`` (its note, else results/ unless ``notes_only``)."""
+    from gitevals.run.artifact import checked
+    from gitevals.run.store import local_runs, note_runs
+
+    for run in note_runs(repo, commit):
+        if run["run_id"] == run_id:
+            return checked(run, f"git note on {commit[:12]}")
+    if notes_only:
+        return None
+    for run, path in local_runs(repo.work_root, root, commit):
+        if run["run_id"] == run_id:
+            return checked(run, str(path))
+    return None
+
+
+def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
+                      ) -> Baseline:
+    """``baseline`` once it is what its run measured: the run it names, read through the
+    commit it is pinned to, with the same slices and pins (``same_run``)."""
+    from gitevals.suite.gate import Refused, same_run
+
+    root = rel.rpartition("/")[0]
+    where = "its git note" if notes_only else "its git note or results/"
+    try:
+        run = run_by_id(repo, root, baseline["commit"], baseline["run_id"], notes_only)
+    except GitevalsError as exc:
+        raise Refused(f"{rel}: its run cannot be read: {exc}") from None
+    if run is None:
+        raise Refused(f"{rel}: run {baseline['run_id']} of commit {baseline['commit'][:12]}, "
+                      f"which it copies, is not in {where}: a baseline is checked against "
+                      "its run (`gitevals notes pull`, or write it again from a run here)")
+    pinned(repo, run, rel)
+    why = same_run(baseline, run)
+    if why is not None:
+        raise Refused(f"{rel}: not what its run measured: {why}; write it again with "
+                      "`gitevals baseline ARTIFACT --model NAME --force`")
+    return baseline
+
+
+def lints(repo: Repo, commit: str) -> None:
+    """Refuse a run of a commit whose eval tree does not lint (duplicate golden ids, a
+    drift budget that is not a number...): its numbers measure nothing the gate trusts."""
+    from gitevals.git.tree import RevisionTree
+    from gitevals.lint import lint_tree
+    from gitevals.suite.gate import Refused
+
+    result = lint_tree(RevisionTree(repo, commit))
+    errors = [f for f in result.findings if f.severity == "error"]
+    if errors:
+        f = errors[0]
+        raise Refused(f"commit {commit[:12]} does not lint ({len(errors)} error"
+                      f"{'s' * (len(errors) != 1)}; the first: {f.path}:{f.line}:{f.col}: "
+                      f"{f.code} {f.message}): fix it; a run of it is not gated")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,10 +207,13 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.suite.gate import baseline_path, gate
 
     artifact = load_run(args.artifact)
+    repo = require_repo()
     rel = baseline_path(artifact["root"], args.baseline)
-    path = require_repo().work_root / rel
+    path = repo.work_root / rel
     data = path.read_bytes() if path.is_file() else None
-    result = gate(read_baseline(data, rel), artifact, rel)
+    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False)
+    result = gate(baseline, artifact, rel)  # another measuring stick is said first
+    lints(repo, artifact["commit"])
     sys.stdout.write(REPORTERS[args.format](result))
     sys.stdout.flush()
     return 0 if result.passed else 1
@@ -101,7 +221,9 @@ def run(args: argparse.Namespace) -> int:
 
 def publish_findings(commit: str, model: str) -> list[Finding]:
     """GE639 when the run pinned to ``commit`` does not pass the gate against the
-    baseline ``model`` of that commit (read from git objects: the published tree)."""
+    baseline ``model`` of that commit. Everything is read from git objects: the published
+    tree, the baseline in it, and the runs in git notes (never the working tree's
+    results/, which anyone with the checkout can write)."""
     from gitevals.findings import Finding
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.report.gate import headline
@@ -113,13 +235,15 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     root = load_settings(tree)[0].root
     rel = baseline_path(root, model)
     try:
-        baseline = read_baseline(tree.read(rel), rel)
-        found = goldens_run_of_commit(repo, root, commit)
+        baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
+                                     notes_only=True)
+        found = goldens_run_of_commit(repo, root, commit, notes_only=True)
         if found is None:
-            raise Refused(f"no goldens run pinned to {commit[:12]} to gate: `gitevals run "
-                          f"--goldens-only --rev {commit}` (or `gitevals notes pull`)")
+            raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
+                          f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "
+                          "pull`)")
         result = gate(baseline, found, rel)
-    except Refused as exc:
+    except GitevalsError as exc:
         return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
     if result.passed:
         return []

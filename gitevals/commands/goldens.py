@@ -83,10 +83,10 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _leak_check(args: argparse.Namespace) -> int:
     from gitevals.git.tree import open_tree
-    from gitevals.goldenset.leak import index_goldens
+    from gitevals.goldenset.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 
-    files = [_open_training(p) for p in args.training]  # every file opens before any scan
+    files = _open_all(args.training)  # every file opens before any scan
     tree = open_tree(rev=args.rev)
     path, data = goldens_bytes(tree)
     index = index_goldens(data)
@@ -94,7 +94,9 @@ def _leak_check(args: argparse.Namespace) -> int:
     report = LeakReport(path, tree.label, index.size)
     for name, f in files:
         with f:
-            report.add(name, index, _shown(name, f) if sys.stderr.isatty() else f, args.field)
+            lines = bounded(f)
+            report.add(name, index, _shown(name, f, lines) if sys.stderr.isatty() else lines,
+                       args.field)
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
     if sum(report.rows.values()) and not report.with_field:
         # every row lacked the field: the input comparison checked nothing
@@ -106,14 +108,14 @@ def _leak_check(args: argparse.Namespace) -> int:
     return 1 if report.leaks or report.unreadable else 0
 
 
-def _shown(name: str, f: BinaryIO) -> Iterator[bytes]:
+def _shown(name: str, f: BinaryIO, lines: Iterator[bytes]) -> Iterator[bytes]:
     """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
     import os
 
     from gitevals.report.text import visible
 
     total = os.fstat(f.fileno()).st_size or 1
-    for n, line in enumerate(f, 1):
+    for n, line in enumerate(lines, 1):
         yield line
         if not n & 0xFFFF:
             sys.stderr.write(f"\rleak-check: {visible(name)} {f.tell() * 100 // total}% "
@@ -121,11 +123,46 @@ def _shown(name: str, f: BinaryIO) -> Iterator[bytes]:
     sys.stderr.write("\r\x1b[K")
 
 
+def _open_all(paths: list[str]) -> list[tuple[str, BinaryIO]]:
+    """Each training file opened once: a file named twice (by another spelling or a
+    link) is scanned once, and said so, so no leak is counted twice."""
+    import os
+
+    from gitevals.report.text import visible
+
+    out: list[tuple[str, BinaryIO]] = []
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        name, f = _open_training(path)
+        st = os.fstat(f.fileno())
+        first = seen.setdefault((st.st_dev, st.st_ino), name)
+        if first != name or any(n == name for n, _ in out):
+            f.close()
+            print(f"gitevals: warning: {visible(name)} is {visible(first)}, named twice: "
+                  "scanned once", file=sys.stderr)
+            continue
+        out.append((name, f))
+    return out
+
+
 def _open_training(path: str) -> tuple[str, BinaryIO]:
+    """``path`` opened for reading when it is a regular file: a device (``/dev/zero``), a
+    FIFO or a directory would never end or never be a training file. Opened without
+    blocking (a FIFO with no writer would hang the open itself), then checked."""
+    import os
+    import stat
+
     from gitevals.errors import UsageError
+    from gitevals.report.text import visible
 
     try:
-        return path, open(path, "rb")  # closed after its scan
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}; name a training file "
-                         "(JSON lines)") from exc
+        raise UsageError(f"{visible(path)}: {exc.strerror or exc}; name a training file "
+                         "(JSON lines)") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{visible(path)}: not a regular file (a device, FIFO or "
+                         "directory is never read); name a training file (JSON lines)")
+    os.set_blocking(fd, True)
+    return path, os.fdopen(fd, "rb")  # closed after its scan

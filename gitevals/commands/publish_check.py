@@ -73,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--each-commit checks the commits a push adds: use it with --pre-push")
     repo = require_repo()
     plan = _push_plan(args, repo) if args.pre_push else _rev_plan(args.revs or ["HEAD"], repo)
-    checked = [Checked(t, _gated(lint_tree(RevisionTree(repo, t.commit)), t.commit,
-                                 args.require_gate)) for t in plan.publications]
+    published = _published(repo)
+    checked = [Checked(t, _gated(_since(repo, lint_tree(RevisionTree(repo, t.commit)),
+                                        t.commit, published), t.commit, args.require_gate))
+               for t in plan.publications]
     if args.format == "sarif":
         from gitevals.report.publish import sarif_log
 
@@ -85,6 +87,52 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(REPORTERS[args.format](checked, plan.passed))
     return 0 if all(c.ok for c in checked) else 1
+
+
+#: How far back (first parents) the last published state is looked for.
+MAX_WALK = 100_000
+
+
+def _published(repo: Repo) -> set[str]:
+    """The commits already published: tagged, or the tip of a remote-tracking ref."""
+    published = set(repo.tags_by_commit())
+    for remote in repo.remotes():
+        published.update(filter(None, map(repo.peel_to_commit, repo.remote_refs(remote))))
+    return published
+
+
+def published_before(repo: Repo, commit: str, published: set[str]) -> str | None:
+    """The last published state ``commit`` builds on: its nearest first-parent ancestor
+    (itself excluded) that a tag or a remote ref points to; None when there is none."""
+    walk = repo.first_parents(commit)
+    next(walk, None)
+    for n, (sha, _) in enumerate(walk):
+        if sha in published:
+            return sha
+        if n >= MAX_WALK:
+            break
+    return None
+
+
+def _since(repo: Repo, result: LintResult, commit: str, published: set[str]) -> LintResult:
+    """``result`` with the goldens-id findings (GE620-GE623) of ``commit`` against the
+    last published state, not only its parent: a removal or a reuse stays refused when
+    an unrelated commit sits on top of it."""
+    from gitevals.git.tree import RevisionTree
+    from gitevals.lint import LintResult
+    from gitevals.lint.retired import lint_retired
+    from gitevals.settings import load_settings
+
+    base = published_before(repo, commit, published)
+    if base is None:
+        return result
+    tree = RevisionTree(repo, commit)
+    settings, bad = load_settings(tree)
+    if bad:
+        return result  # the settings' own findings say why
+    more = [f for f in lint_retired(tree, settings.root, RevisionTree(repo, base))
+            if f not in result.findings]
+    return LintResult(tuple(sorted([*result.findings, *more])), result.files) if more else result
 
 
 def _gated(result: LintResult, commit: str, model: str | None) -> LintResult:

@@ -493,8 +493,10 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         from gitevals.report.text import one_line
 
         cause = userns.diagnose(userns.read_settings(), os.environ)
+        fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "
+                        "knows --cap-drop, --size and --seccomp")
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         f" {cause or 'allow unprivileged user namespaces'}, or pass --no-sandbox")
+                         f" {fix}, or pass --no-sandbox")
     return bwrap
 
 

@@ -80,6 +80,9 @@ def locate(given: str, rev: str | None) -> tuple[Tree, str, Settings]:
         raise UsageError(f"{given}: outside the repository; with --rev, name a task "
                          "directory of the commit")
     where = Path(given).resolve()
+    if where == where.parent:  # the filesystem's root has no name to load a task by
+        raise UsageError(f"{given}: the filesystem's root, not a task directory; name a "
+                         "task (a directory under <root>/tasks/) or a path to one")
     outside = WorkingTree(where.parent)
     return outside, _checked(outside, where.name, given), Settings()
 

@@ -59,6 +59,7 @@ class Facts:
     llm_modules: tuple[str, ...] = ()  # grader modules calling t.llm (no mapping)
     drift_suite: bool = False
     baselines: tuple[str, ...] = ()
+    bad_baselines: dict[str, str] = field(default_factory=dict)  # path -> why not one
     single_surface: bool = False
     settings_problem: str = ""  # the first finding of settings that do not load
 
@@ -153,9 +154,15 @@ def _drift(f: Facts) -> Item:
 
 
 def _baseline(f: Facts) -> Item:
-    if f.baselines:
-        return Item("baseline", "ok", f"{', '.join(f.baselines)} committed")
+    good = [b for b in f.baselines if b not in f.bad_baselines]
+    if good:
+        return Item("baseline", "ok", f"{', '.join(good)} committed")
     path = _p(f, "baseline-NAME.json")
+    if f.bad_baselines:
+        first, why = next(iter(sorted(f.bad_baselines.items())))
+        return Item("baseline", "missing", f"{first} is not a gitevals baseline ({why})",
+                    "write it again from a run of the unmodified base model with `gitevals "
+                    f"baseline ARTIFACT --model NAME` and commit {path}")
     return Item("baseline", "missing", f"no {_p(f, 'baseline-<model>.json')} in the commit",
                 "run the goldens against the base model, then `gitevals baseline "
                 f"ARTIFACT --model NAME` and commit {path}")
@@ -184,15 +191,15 @@ def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None
     judges = {g: st for g, st in statuses(tree, settings, graders,
                                           now or datetime.now(UTC)).items()
               if st.state != "n/a"}
-    top = _join(root, "")
-    baselines = tuple(p for p in tree.blob_shas(top)
-                      if "/" not in p[len(top):] and p[len(top):].startswith("baseline-")
-                      and p.endswith(".json"))
+    from gitevals.lint.baselines import baseline_paths, problem
+
+    baselines = tuple(baseline_paths(tree, root))
+    bad = {p: why for p in baselines if (why := problem(tree.read(p))) is not None}
     return Facts(root, stats_of(data) if data is not None else None, mapping,
                  _unresolved(tree, root, graders), judges,
                  () if mapping else _llm_modules(tree, root),
                  tree.blob_sha(_join(root, "drift-suite.yaml")) is not None, baselines,
-                 single_surface, str(problems[0]) if problems else "")
+                 bad, single_surface, str(problems[0]) if problems else "")
 
 
 def _join(root: str, name: str) -> str:

@@ -1,8 +1,12 @@
 """Training rows that hold a golden: by its ``id``, or by the same input once normalized.
 
-``normalize`` is the one normalization, applied to both sides: case folded, every run
-of characters that are not letters or digits (whitespace, punctuation, symbols, ``_``)
-made one space, ends stripped. A value that is not a string becomes text first
+``normalize`` is the one normalization, applied to both sides: NFKC (composed accents,
+fullwidth and other compatibility forms become their plain letters), Unicode format
+characters (category Cf: zero-width spaces and joiners, soft hyphens, bidi marks)
+removed, case folded, every run of characters that are not letters or digits
+(whitespace, punctuation, symbols, ``_``) made one space, ends stripped. Ids compare as
+text (NFKC, format characters removed) and, when they read as a number, as that number
+(``7``, ``7.0`` and ``"7.0"`` are one id). A value that is not a string becomes text first
 (``text_of``): a list of turns is its turns one a line; a chat transcript (messages
 with a ``role``) is its user turns, which is what a golden's ``input`` holds.
 
@@ -17,10 +21,12 @@ measures both claims (time against a bare ``json.loads`` loop, peak RSS at 1 M a
 from __future__ import annotations
 
 import json
+import math
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from gitevals.jsontypes import JSON, JSONObject
 
@@ -33,11 +39,23 @@ _ASCII = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122
 
 
 def normalize(text: str) -> str:
-    """``text`` as leak checks compare it: casefolded, punctuation and whitespace runs
-    one space, trimmed (``"  Hello,   World!"`` -> ``"hello world"``)."""
+    """``text`` as leak checks compare it: NFKC, format characters removed, casefolded,
+    punctuation and whitespace runs one space, trimmed (``"  Hello,   World!"`` ->
+    ``"hello world"``). ASCII text is already NFKC and holds no format character."""
     if text.isascii():
         return _key(text).decode()
-    return _NOT_WORD.sub(" ", text.casefold()).strip()
+    return _NOT_WORD.sub(" ", _plain(text).casefold()).strip()
+
+
+def _plain(text: str) -> str:
+    """``text`` in NFKC without format characters: what a disguised copy (decomposed
+    accents, fullwidth letters, a zero-width space inside a word) reads as. NFKC again
+    after the removal, since a removed joiner may leave two parts that compose."""
+    text = unicodedata.normalize("NFKC", text)
+    if any(unicodedata.category(c) == "Cf" for c in text):
+        text = unicodedata.normalize(
+            "NFKC", "".join(c for c in text if unicodedata.category(c) != "Cf"))
+    return text
 
 
 def _key(text: str) -> bytes:
@@ -67,6 +85,46 @@ def text_of(value: JSON) -> str:
 def id_key(value: JSON) -> str:
     """An id as lint compares ids: a string as is, anything else as its JSON."""
     return value if type(value) is str else json.dumps(value, sort_keys=True)
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def id_keys(value: JSON) -> tuple[str, ...]:
+    """The keys an id is looked up by: as text (NFKC, format characters removed) and,
+    when it reads as a finite number, as that number (``7``, ``7.0``, ``"7.0"``, ``"７"``
+    -> ``"7"``), so a renumbered copy of a golden id is still caught."""
+    if type(value) is str:
+        text = value if value.isascii() else _plain(value).strip()
+    elif type(value) in (int, float):
+        text = repr(value)
+    else:
+        return (id_key(value),)
+    keys = [text] if type(value) is str else []
+    if text[:1] in _NUMERIC_START and _NUMBER.fullmatch(text):
+        keys.append(_number_key(text))
+    return tuple(dict.fromkeys(keys)) or (id_key(value),)
+
+
+_NUMERIC_START = frozenset("0123456789+-.")
+
+
+def _lookup(ids: dict[str, int], id_: JSON) -> int | None:
+    """The line of the golden whose id matches ``id_`` by any of its keys, or None."""
+    return next((hit for k in id_keys(id_) if (hit := ids.get(k)) is not None), None)
+
+
+def _number_key(text: str) -> str:
+    """The canonical text of a decimal number: an integral value as an integer."""
+    try:
+        x = float(text)
+    except (ValueError, OverflowError):
+        return text
+    if not math.isfinite(x):
+        return text
+    if x == int(x):
+        return str(int(x)) if abs(x) < 2**63 else repr(x)
+    return repr(x)
 
 
 @dataclass(frozen=True)
@@ -111,7 +169,8 @@ def index_goldens(data: bytes) -> Index:
             continue
         split = row.get("split")
         rows[n] = (str(row["id"]), split if type(split) is str else None)
-        ids.setdefault(id_key(row["id"]), n)
+        for k in id_keys(row["id"]):
+            ids.setdefault(k, n)
         if row.get("input") is not None:
             norm = _key(text_of(row["input"]))
             if norm:
@@ -153,6 +212,22 @@ class Lines(NamedTuple):
     with_field: int
 
 
+#: The longest training line read (bytes): a longer one is cut there by ``bounded`` and
+#: reported unreadable, so one giant line cannot take the memory a stream saves.
+MAX_LINE = 16 << 20
+
+
+def bounded(f: BinaryIO, limit: int = MAX_LINE) -> Iterator[bytes]:
+    """The lines of ``f``, each at most ``limit`` bytes: the rest of a longer line is
+    read and dropped (its prefix, which never parses, is reported by ``scan``)."""
+    readline = f.readline
+    while line := readline(limit):
+        yield line
+        if len(line) == limit and not line.endswith(b"\n"):
+            while (rest := readline(limit)) and not rest.endswith(b"\n"):
+                pass
+
+
 def scan(lines: Iterable[bytes], path: str, index: Index, field: str = "input"
          ) -> Iterator[Leak | Unreadable | Lines]:
     """Every leak and unreadable line of one training file, in line order; last, the
@@ -165,7 +240,9 @@ def scan(lines: Iterable[bytes], path: str, index: Index, field: str = "input"
         try:
             row = loads(line)
         except (ValueError, RecursionError) as exc:
-            if line.strip():
+            if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+                yield Unreadable(path, n, f"longer than {MAX_LINE >> 20} MiB")
+            elif line.strip():
                 yield Unreadable(path, n, _why(exc))
             continue
         if type(row) is not dict:
@@ -173,7 +250,11 @@ def scan(lines: Iterable[bytes], path: str, index: Index, field: str = "input"
             continue
         id_ = row.get("id")
         if id_ is not None:
-            hit = ids.get(id_ if type(id_) is str else id_key(id_))
+            hit = ids.get(id_) if type(id_) is str else None
+            # Most training ids are plain text that is no number: one lookup is enough.
+            if hit is None and (type(id_) is not str or id_[:1] in _NUMERIC_START
+                                or not id_.isascii()):
+                hit = _lookup(ids, id_)
             if hit is not None:
                 yield Leak(path, n, "id", index.golden(hit))
                 continue

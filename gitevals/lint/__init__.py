@@ -454,9 +454,10 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
             p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
             for p in paths)):
         return result
+    from gitevals.lint.baselines import lint_baselines
     from gitevals.suite.plan import lint_suite
 
-    more = lint_suite(tree, settings, store)
+    more = [*lint_suite(tree, settings, store), *lint_baselines(tree, settings.root)]
     if not more:
         return result
     return LintResult(tuple(sorted({*result.findings, *more})), result.files, result.notes)

@@ -46,4 +46,20 @@ def cache_key(tree: Tree, settings: Settings | None, today: str) -> list[str]:
     prefix = f"{settings.root}/{DIR}" if settings.root else DIR
     records = sorted(tree.blob_shas(prefix).items())
     return [f"calibration:{today}:{settings.judge!r}",
-            *(f"record:{path}:{sha}" for path, sha in records)]
+            *(f"record:{path}:{sha}" for path, sha in records),
+            *(f"imports:{path}:{tree.blob_sha(path)}" for path in _closures(tree, records))]
+
+
+def _closures(tree: Tree, records: list[tuple[str, str]]) -> list[str]:
+    """Every file the records' graders imported when calibrated (``grader_closure``): an
+    edit to one changes the warnings, so it is part of the key."""
+    from gitevals.calibration.record import parse
+
+    paths: set[str] = set()
+    for path, _ in records:
+        data = tree.read(path)
+        record = parse(data)[0] if data is not None else None
+        pinned = record.get("grader_closure") if record is not None else None
+        if isinstance(pinned, dict):
+            paths.update(pinned)
+    return sorted(paths)

@@ -10,7 +10,10 @@ and a retired id stays retired. Codes:
 - GE623 an id was taken out of goldens.retired
 
 What "before" means is ``previous_tree``: HEAD for the index (the commit hook) and the
-working tree, a revision's first parent for ``--rev`` and the publish check. When
+working tree, a revision's first parent for ``--rev``; the publish check also compares
+with the last published state (``publish_check.published_before``: the nearest
+first-parent ancestor that a tag or a remote ref points to), so an unrelated commit on
+top of a removal does not hide it. When
 neither file changed since then there is nothing to compare and nothing is read: the
 one-file commit hook pays four blob-SHA lookups (benchmarks/bench_lint.py). When one
 did, only the lines that differ are parsed, unless an id left or the retired list
@@ -47,14 +50,16 @@ class Side:
     label: str = ""
 
 
-def lint_retired(tree: Tree, root: str) -> list[Finding]:
-    """The findings of ``tree``'s goldens ids against the commit before it (reads only
-    through ``tree``; nothing when neither file changed)."""
+def lint_retired(tree: Tree, root: str, since: Tree | None = None) -> list[Finding]:
+    """The findings of ``tree``'s goldens ids against the commit before it, or against
+    ``since`` when given (publish-check: the last published state, so a commit on top
+    cannot hide a removal or a reuse from the check). Reads only through the trees;
+    nothing when neither file changed."""
     from gitevals.git.tree import previous_tree
 
     g, r = _path(root, GOLDENS), _path(root, RETIRED)
     now = (tree.blob_sha(g), tree.blob_sha(r))
-    before_tree = previous_tree(tree)
+    before_tree = since if since is not None else previous_tree(tree)
     if before_tree is None:
         if now[1] is None:  # no retired ids and nothing before: nothing to check
             return []

@@ -37,7 +37,8 @@ def headline(r: GateResult) -> str:
         extra = f" ({'; '.join(notes)})" if notes else ""
         return f"gate: PASSED against baseline {r.model}{extra}"
     what = ", ".join(f"{s.kind} {s.name} "
-                     + (f"{s.delta:+.1f} pts" if s.delta is not None else "not measured")
+                     + (f"{s.delta:+.1f} pts" if s.delta is not None else
+                        "not in the baseline" if s.status == "uncovered" else "not measured")
                      for s in bad)
     return (f"gate: FAILED against baseline {r.model}: {what} (a drop beyond "
             f"{r.budget.hard_fail:g} pts in any slice fails, whatever else improved"

@@ -154,15 +154,17 @@ def _overview(run: Run) -> str:
 
 def _slices(run: Run) -> str:
     """The goldens' pass rate per slice (bucket, drift benchmark): never one blended score."""
-    from gitevals.report.suite import HEADER, goldens_title, slice_cells
+    from gitevals.calibration.corrected import slice_corrections
+    from gitevals.report.suite import goldens_title, slice_header, slice_row
 
     part = run.get("goldens")
     if part is None:
         return ""
-    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in slice_cells(s)) + "</tr>"
-                   for s in part["slices"])
+    fixed = slice_corrections(run)  # a judge-corrected column when a slice has a rate
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in slice_row(s, fixed))
+                   + "</tr>" for s in part["slices"])
     return (f"<h3 id=\"goldens\">{esc(goldens_title(part))}</h3><table class=\"overview\"><thead>"
-            f"<tr>{''.join(f'<th>{h}</th>' for h in HEADER)}</tr></thead>"
+            f"<tr>{''.join(f'<th>{h}</th>' for h in slice_header(fixed))}</tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 

@@ -62,7 +62,7 @@ class Tally:
 
 Progress = Callable[[Tally], None]
 #: ``--jobs`` when not given: conversations mostly wait on model APIs, not on CPU, so
-#: the default is a fixed number of slots rather than the core count (README "Choices").
+#: the default is a fixed number of slots rather than the core count (docs/choices.md).
 DEFAULT_JOBS = 16
 #: Most trials (scenario runs, summed over cases) one run may plan.
 MAX_TRIALS = 100_000
@@ -156,7 +156,12 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
         e = tree.entry(p)
         if e is not None:
             out[p] = e.sha
-    return out
+    from gitevals.suite.imports import closure
+
+    # What the graders import from the tree is pinned beside them (suite/imports.py).
+    graders = f"{settings.root}/graders/" if settings.root else "graders/"
+    out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
+    return dict(sorted(out.items()))
 
 
 def plan(tree: Tree, names: Sequence[str], trials: int | None = None,

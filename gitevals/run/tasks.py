@@ -15,8 +15,11 @@ verdicts, ``show``, ``score`` and ``diff`` treat tasks and cases alike.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from gitevals.git.tree import Tree
     from gitevals.run.targets import Conversation, ProcessRegistry
     from gitevals.settings import Settings
+    from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
 
 #: The one scenario id of a task's entry in a run.
@@ -195,35 +199,57 @@ class TaskTrials:
         iterations: list[Iteration] = []
         replies: list[JSONObject] = []
         try:
-            ws, tests = self._prepare(task, base)
-        except OSError as exc:
+            places = self._prepare(task, base)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return self._trial(task, k, [], [], started,
                                {"kind": "workspace_error", "message": f"cannot make the "
-                                f"workspace: {exc.strerror or exc}"})
+                                f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
         try:
             with Conversation(self.argv, self.tree_dir, env=self.env, registry=self.registry,
                               python_target=self.python_target) as conv:
-                error = self._iterate(task, k, conv, Mounts(str(ws), str(tests), ""), base,
-                                      iterations, replies, ran)
+                error = self._iterate(task, k, conv, places, iterations, replies, ran)
         finally:
             for pending in ran:
                 self._close(pending)
+            places.close()
         shutil.rmtree(base, ignore_errors=True)
         if self.stop.is_set():
             return None
         return self._trial(task, k, iterations, replies, started, error)
 
-    def _prepare(self, task: Task, base: Path) -> tuple[Path, Path]:
-        """A fresh workspace (``environment/`` without its Dockerfile) and tests copy."""
+    def _prepare(self, task: Task, base: Path) -> Places:
+        """A fresh workspace (``environment/`` without its Dockerfile) and the verifier's
+        tests, read before the trial's target starts: sealed in memory for a sandbox,
+        else copied into a private directory of their own (``Places``)."""
+        from gitevals.tasks.confine import TestsTooLarge, seal_tests
+        from gitevals.tasks.sandbox import TESTS_BYTES, TESTS_FILES
+
         shutil.rmtree(base, ignore_errors=True)
         source = Path(self.tree_dir) / task.path
-        ws, tests = base / "workspace", base / "tests"
+        ws = base / "workspace"
         copy_within(source / "environment", ws, frozenset(("Dockerfile",)))
-        copy_within(source / "tests", tests)
-        return ws.resolve(), tests.resolve()
+        places = Places(str(ws.resolve()), os.open(base, os.O_PATH | os.O_DIRECTORY
+                                                    | os.O_NOFOLLOW | os.O_CLOEXEC))
+        try:
+            places.check()  # the workspace as made: what each call must find again
+            if self.bwrap is None:
+                places.private = tempfile.mkdtemp(prefix="gitevals-verifier-")
+                copy_within(source / "tests", Path(places.private) / "tests")
+            else:
+                try:
+                    places.tests = seal_tests(str(source / "tests"), TESTS_BYTES, TESTS_FILES)
+                except TestsTooLarge as exc:
+                    raise ValueError(f"{task.path}/tests holds {exc}, over what the sandbox "
+                                     "copies into each verifier call; make it smaller "
+                                     "(docs/tasks.md)") from None
+        except BaseException:
+            places.close()
+            raise
+        return places
 
-    def _iterate(self, task: Task, k: int, conv: Conversation, mounts: Mounts, base: Path,
+    def _iterate(self, task: Task, k: int, conv: Conversation, places: Places,
                  iterations: list[Iteration], replies: list[JSONObject],
                  ran: list[Pending]) -> ErrorRecord | None:
         """The iterations of one trial; the error that ended it, if any."""
@@ -236,10 +262,10 @@ class TaskTrials:
             if self.stop.is_set():
                 return None
             msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
-                   "trial": k, "task": task.name, "workspace": mounts.workspace,
+                   "trial": k, "task": task.name, "workspace": places.workspace,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)
-            ahead = self._start(call, mounts, base, i, 1)
+            ahead = self._start(call, places)
             try:
                 replies.append(conv.ask(msg, time.monotonic() + timeout))
             except TargetError as exc:
@@ -249,7 +275,7 @@ class TaskTrials:
                     self._cancel(ahead)
             if self.stop.is_set():
                 return None
-            it = self._verify(task, call, i, text, mounts, base, ahead, ran)
+            it = self._verify(task, call, i, text, places, ahead, ran)
             iterations.append(it)
             if it["error"] is not None:
                 return it["error"]
@@ -260,11 +286,29 @@ class TaskTrials:
                                             task.max_iterations, it["verifier_tail"])
         return None
 
-    def _start(self, call: Call, mounts: Mounts, base: Path, i: int, attempt: int) -> Pending:
-        """Verifier call ``attempt`` of iteration ``i``, started and waiting, with fresh logs."""
-        logs = base / f"logs-{i}-{attempt}"
-        logs.mkdir()
-        pending = prepare(call, Mounts(mounts.workspace, mounts.tests, str(logs)), self.bwrap)
+    def _start(self, call: Call, places: Places) -> Pending:
+        """A verifier call, started and waiting: the workspace as the trial made it (by
+        descriptor), fresh logs. What cannot be set up is the call's ``problem``."""
+        try:
+            ws = places.check()
+        except OSError as exc:
+            return Pending([], {}, "/", call.timeout, kind="workspace_error",
+                           problem=f"the workspace {places.workspace} is no longer the "
+                           f"directory the trial made: {places.what(exc)}; gitevals binds "
+                           "only the workspace it made, never what the target put there")
+        try:
+            if self.bwrap is None:
+                assert places.private is not None
+                logs = tempfile.mkdtemp(prefix="logs-", dir=places.private)
+                mounts = Mounts(places.workspace, str(Path(places.private) / "tests"), logs)
+            else:
+                mounts = Mounts(f"/proc/self/fd/{ws}", "", "")
+            pending = prepare(call, mounts, self.bwrap, places.tests)
+        except OSError as exc:
+            pending = Pending([], {}, "/", call.timeout, problem=f"cannot set up the "
+                              f"verifier's call: {exc.strerror or exc}")
+        finally:
+            os.close(ws)
         if pending.proc is not None:  # an interrupt kills it with the targets
             self.registry.add(pending.proc)
         return pending
@@ -279,7 +323,7 @@ class TaskTrials:
         if pending.proc is not None:
             self.registry.discard(pending.proc)
 
-    def _verify(self, task: Task, call: Call, i: int, text: str, mounts: Mounts, base: Path,
+    def _verify(self, task: Task, call: Call, i: int, text: str, places: Places,
                 ahead: Pending, ran: list[Pending]) -> Iteration:
         """Run the verifier (twice when its reward cannot be read) on iteration ``i``;
         ``ahead`` is its first call, already started; each call made joins ``ran``."""
@@ -291,15 +335,16 @@ class TaskTrials:
             self._cancel(ahead)
         while bad is None and attempt < ATTEMPTS:
             attempt += 1
-            pending = ahead if attempt == 1 else self._start(call, mounts, base, i, attempt)
+            pending = ahead if attempt == 1 else self._start(call, places)
             ran.append(pending)
+            if pending.problem is not None:  # it could not be set up: no retry helps
+                return _refused(i, text, pending, started)
             out = pending.run()
             code, tail = out.exit_code, out.tail
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
             else:
-                found, problem = rewards.read_reward(str(base / f"logs-{i}-{attempt}"),
-                                                     task.verifier.reward_format)
+                found, problem = _reward(pending, task.verifier.reward_format)
             pending.release()  # what the verifier left behind dies before the next turn
             if problem is None:
                 break
@@ -328,6 +373,73 @@ class TaskTrials:
         result: Trial = {"trial": k, "transcript": transcript(replies, ms), "error": error,
                          "graders": [], "assertions": [], "passed": False, "task": record}
         return judged(result, task.pass_threshold, task.max_iterations)
+
+
+class Places:
+    """Where one trial's verifier calls come from: the workspace (its host path, given to
+    the target, and a descriptor of the directory holding it, so a swapped workspace is
+    seen), the tests sealed for the sandbox, or (``--no-sandbox``) a private directory
+    (``mkdtemp``, 0700) of the tests' copy and each call's fresh logs. Nothing of the
+    tests or the logs is under a directory the target is told of."""
+
+    def __init__(self, workspace: str, base: int) -> None:
+        self.workspace = workspace
+        self.base = base
+        self.made: tuple[int, int] | None = None
+        self.tests: Sealed | None = None
+        self.private: str | None = None
+
+    def check(self) -> int:
+        """A descriptor (``O_PATH``) of the workspace, opened without following a link
+        and checked to be the directory the trial made; raises ``OSError``."""
+        fd = os.open("workspace", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=self.base)
+        st = os.fstat(fd)
+        if self.made is None:
+            self.made = (st.st_dev, st.st_ino)
+        elif self.made != (st.st_dev, st.st_ino):
+            os.close(fd)
+            raise OSError(errno.ENOTDIR, "another directory is in its place")
+        return fd
+
+    def what(self, exc: OSError) -> str:
+        """What is at the workspace's place now, in words (``check`` refused it)."""
+        try:
+            st = os.stat("workspace", dir_fd=self.base, follow_symlinks=False)
+        except OSError:
+            return "the target removed it"
+        if stat.S_ISLNK(st.st_mode):
+            return "the target replaced it with a symbolic link"
+        if stat.S_ISDIR(st.st_mode):
+            return "the target replaced it with another directory"
+        return f"the target replaced it with something else ({exc.strerror or exc})"
+
+    def close(self) -> None:
+        os.close(self.base)
+        if self.tests is not None:
+            self.tests.close()
+        if self.private is not None:
+            shutil.rmtree(self.private, ignore_errors=True)
+
+
+def _reward(pending: Pending, fmt: str) -> tuple[dict[str, float], str | None]:
+    """The rewards of a call whose verifier ran, read from its own logs (by descriptor)."""
+    try:
+        logs = pending.open_logs()
+    except OSError as exc:
+        return {}, f"/logs/verifier cannot be read: {exc.strerror or exc}"
+    try:
+        return rewards.read_reward(logs, fmt)
+    finally:
+        os.close(logs)
+
+
+def _refused(i: int, text: str, pending: Pending, started: float) -> Iteration:
+    """The iteration of a verifier call that could not be set up: the trial's error."""
+    error: ErrorRecord = {"kind": pending.kind, "message": pending.problem or ""}
+    return {"iteration": i, "message": text, "rewards": {}, "reward": None, "passed": False,
+            "verifier_exit": None, "verifier_tail": "", "attempts": 0, "error": error,
+            "duration_ms": int((time.monotonic() - started) * 1000)}
 
 
 def _call(task: Task) -> Call:

@@ -48,7 +48,7 @@ class Budget:
                 "rerun_seed_variation_pts": list(self.rerun)}
 
 
-#: The seed's budget, used by the gate when a run had no drift suite (README "Choices").
+#: The seed's budget, used by the gate when a run had no drift suite (docs/choices.md).
 DEFAULT_BUDGET = Budget(1.0, 5.0)
 
 
@@ -119,6 +119,11 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
     if isinstance(domain, dict):
         slices.extend(_domain(doc, domain, findings))
     budget = _budget(raw["drift_budget"])
+    infinite = _not_finite(raw["drift_budget"])
+    if infinite is not None:
+        return None, [*findings, doc.finding(("drift_budget", infinite), "GE630", (
+            f"{infinite} is not a finite number of points (.inf and .nan fail nothing and "
+            "are not JSON); write a number from 0 to 100"))]
     if budget.hard_fail <= budget.noise:
         findings.append(doc.finding(("drift_budget", "hard_fail_threshold_pts"), "GE638",
                                     f"hard_fail_threshold_pts {budget.hard_fail:g} is not above "
@@ -154,6 +159,18 @@ def _budget(raw: JSON) -> Budget:
     spread = tuple(_num(x) for x in rerun) if isinstance(rerun, list) else (
         (_num(rerun),) if rerun is not None else ())
     return Budget(_num(raw["noise_tolerance_pts"]), _num(raw["hard_fail_threshold_pts"]), spread)
+
+
+def _not_finite(raw: JSON) -> str | None:
+    """The first budget key whose value is infinite, NaN or beyond 100 points, or None."""
+    assert isinstance(raw, dict)
+    for key in ("noise_tolerance_pts", "hard_fail_threshold_pts", "rerun_seed_variation_pts"):
+        value = raw.get(key)
+        values = value if isinstance(value, list) else [value] if value is not None else []
+        if any(isinstance(v, int | float) and not isinstance(v, bool)
+               and not (math.isfinite(v) and v <= 100) for v in values):
+            return key
+    return None
 
 
 def _budget_warnings(slices: list[Slice], budget: Budget, path: str) -> list[Finding]:
@@ -223,10 +240,8 @@ def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
                   mapping: Mapping[str, str]) -> list[Finding]:
     """GE631/GE632/GE635/GE637 for each slice against the files of the tree."""
     out: list[Finding] = []
-    from gitevals.settings import root_problem
-
     for s in suite.slices:
-        why = root_problem(s.source)
+        why = source_problem(s.source)
         if why is not None:
             out.append(Finding(path, *s.at, "GE631",
                                f"{s.name}: source {s.source!r} {why}; name a JSONL file by its "
@@ -266,6 +281,18 @@ def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
                                    "grader, so nothing would grade it; set `grader: "
                                    "file.function` on the slice or give the rows a mapped bucket"))
     return out
+
+
+def source_problem(source: str) -> str | None:
+    """Why a slice's source is not a file of the tree gitevals may read, or None: it must
+    be a normalized path inside the tree and outside ``.git`` (whose config, hooks and
+    objects are git's, never a benchmark: a working-tree lint would read them)."""
+    from gitevals.settings import root_problem
+
+    why = root_problem(source)
+    if why is None and ".git" in source.casefold().split("/"):
+        why = "is inside .git (git's own files are never a benchmark)"
+    return why
 
 
 def _bad_lines(data: bytes) -> list[int]:

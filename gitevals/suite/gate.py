@@ -99,7 +99,55 @@ def check_baseline(doc: JSON, label: str) -> Baseline:
         what = v.message if v else "it does not match"
         raise Refused(f"{label}: not a gitevals baseline: at {where}: {what}; write it with "
                       "`gitevals baseline ARTIFACT --model NAME`")
-    return cast(Baseline, doc)
+    baseline = cast(Baseline, doc)
+    why = _inconsistent(baseline["slices"])
+    if why is not None:
+        raise Refused(f"{label}: not a gitevals baseline: {why}; write it again with "
+                      "`gitevals baseline ARTIFACT --model NAME --force`")
+    return baseline
+
+
+def _inconsistent(slices: list[BaselineSlice]) -> str | None:
+    """Why counts the schema allows cannot be a measurement, or None: no slice at all,
+    a slice named twice, more passed (or errors) than items, a rate that is not
+    passed/total. One line, never a math domain error later."""
+    if not slices:
+        return "it has no slice (a baseline measures every bucket and drift slice)"
+    seen: set[tuple[str, str]] = set()
+    for i, s in enumerate(slices):
+        at = f"slice {i} ({s['kind']} {s['name']})"
+        if (s["kind"], s["name"]) in seen:
+            return f"{at} is listed twice"
+        seen.add((s["kind"], s["name"]))
+        if s["total"] < 1:
+            return f"{at} has total {s['total']}: a slice measured no item"
+        if s["passed"] > s["total"] or s["errors"] > s["total"]:
+            return (f"{at} has passed {s['passed']} and errors {s['errors']} of total "
+                    f"{s['total']}: neither can exceed the total")
+        rate = s["rate"]
+        if rate is None or not math.isclose(rate, s["passed"] / s["total"], abs_tol=1e-12):
+            return f"{at} has rate {rate!r}, not passed/total"
+    return None
+
+
+def same_run(baseline: Baseline, run: Run) -> str | None:
+    """Why ``baseline`` is not what ``run`` (the run it names, read from its commit's note
+    or results/) measured, or None: a baseline is a copy of a run's slices and pins, so
+    editing its numbers (every ``passed`` 0, a slice taken out) is caught here."""
+    part = run.get("goldens")
+    if part is None or run["run_id"] != baseline["run_id"]:
+        return f"run {baseline['run_id']} sent no goldens"
+    if run["commit"] != baseline["commit"] or run["tree"] != baseline["tree"]:
+        return f"run {run['run_id']} is pinned to another commit"
+    if dict(part["files"]) != baseline["files"] or dict(part["graders"]) != baseline["graders"]:
+        return f"run {run['run_id']} measured with other pins"
+    mine = sorted((s["kind"], s["name"], s["passed"], s["total"], s["errors"])
+                  for s in part["slices"])
+    theirs = sorted((s["kind"], s["name"], s["passed"], s["total"], s["errors"])
+                    for s in baseline["slices"])
+    if mine != theirs:
+        return f"its slices are not the ones run {run['run_id']} measured"
+    return None
 
 
 # -- the gate ------------------------------------------------------------------------
@@ -116,7 +164,7 @@ class SliceGate:
     delta: float | None
     low: float | None
     high: float | None
-    status: str  # improved | unchanged | dropped | hard_fail | missing
+    status: str  # improved | unchanged | dropped | hard_fail | missing | uncovered
     #: Why the slice's grader is advisory (the run's ``judge_calibration``): shown, never
     #: counted in the gate's pass/fail; None when it counts.
     advisory: str | None = None
@@ -138,7 +186,8 @@ class GateResult:
     def failing(self) -> tuple[SliceGate, ...]:
         """The counted slices that fail the gate (an advisory slice never does)."""
         return tuple(s for s in self.slices
-                     if s.status in ("hard_fail", "missing") and s.advisory is None)
+                     if s.status in ("hard_fail", "missing", "uncovered")
+                     and s.advisory is None)
 
     @property
     def advisory(self) -> tuple[SliceGate, ...]:
@@ -182,8 +231,16 @@ def _budget(part: Goldens) -> tuple[Budget, str]:
     if raw is None:
         return DEFAULT_BUDGET, "default"
     rerun = raw.get("rerun_seed_variation_pts")
-    return Budget(_num(raw.get("noise_tolerance_pts")), _num(raw.get("hard_fail_threshold_pts")),
-                  tuple(_num(x) for x in rerun) if isinstance(rerun, list) else ()), "run"
+    budget = Budget(_num(raw.get("noise_tolerance_pts")),
+                    _num(raw.get("hard_fail_threshold_pts")),
+                    tuple(_num(x) for x in rerun) if isinstance(rerun, list) else ())
+    # An infinite or NaN threshold (or one past 100 points) would fail nothing.
+    if not all(math.isfinite(x) and 0 <= x <= 100 for x in (budget.noise, budget.hard_fail)) \
+            or budget.hard_fail <= budget.noise:
+        raise Refused(f"the run's drift budget (noise {budget.noise}, hard fail "
+                      f"{budget.hard_fail}) is not a finite budget with 0 <= noise < hard "
+                      "fail <= 100 points: fix drift_budget in drift-suite.yaml and run again")
+    return budget, "run"
 
 
 def _num(value: JSON) -> float:
@@ -225,6 +282,10 @@ def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
         raise Refused(f"{label} was measured with a different measuring stick: {why}; gate a "
                       "run of the same goldens and graders, or write a new baseline")
     budget, source = _budget(part)
+    bad = next((s for s in part["slices"] if not 0 <= s["passed"] <= s["total"]), None)
+    if bad is not None:
+        raise Refused(f"run {run['run_id']}: slice {bad['kind']} {bad['name']} has passed "
+                      f"{bad['passed']} of total {bad['total']}: not a measurement")
     now = {(s["kind"], s["name"]): (s["passed"], s["total"]) for s in part["slices"]}
     graders = {(s["kind"], s["name"]): s["grader"] for s in part["slices"]}
     reasons = advisory_reasons(run)
@@ -242,6 +303,13 @@ def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
         d, lo, hi = difference(base[0], base[1], got[0], got[1])
         rows.append(SliceGate(s["kind"], s["name"], base, got, 100 * d, 100 * lo, 100 * hi,
                               _status(100 * d, budget), advisory))
+    # A slice the run measured that the baseline lacks is a bucket the gate cannot
+    # compare: it fails, so a baseline that leaves out the regressed slice gates nothing.
+    covered = {(s["kind"], s["name"]) for s in baseline["slices"]}
+    for r in part["slices"]:
+        if (r["kind"], r["name"]) not in covered:
+            rows.append(SliceGate(r["kind"], r["name"], (0, 0), (r["passed"], r["total"]),
+                                  None, None, None, "uncovered"))
     return GateResult(baseline["model"], baseline["commit"], run["commit"], budget, source,
                       with_corrected(rows, run))
 

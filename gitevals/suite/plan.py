@@ -141,9 +141,9 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
     import json
 
     from gitevals.lint.cache import key
-    from gitevals.settings import root_problem
+    from gitevals.suite.drift import source_problem
 
-    shas = [f"{s.source}:{tree.blob_sha(s.source) if root_problem(s.source) is None else ''}"
+    shas = [f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
             for s in suite.slices]
     k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
             json.dumps(mapping, sort_keys=True), *shas)
@@ -173,7 +173,7 @@ def plan_suite(tree: Tree, settings: Settings,
     from gitevals.errors import UsageError
 
     root = settings.root
-    findings = lint_suite(tree, settings)
+    findings = lint_suite(tree, settings) + _goldens_errors(tree, root)
     if not settings.golden_graders:
         raise UsageError(f"no goldens to run in {tree.label}: map each bucket of "
                          f"{goldens_path(root)} to a grader in [tool.gitevals.goldens] graders "
@@ -192,13 +192,26 @@ def plan_suite(tree: Tree, settings: Settings,
         _pin(tree, suite_path(root), files)
         if suite is not None and not buckets:
             items += _drift_items(tree, suite, settings.golden_graders, files)
-    for item in items:
-        from gitevals.lint.graders import module_path
+    from gitevals.lint.graders import module_path
+    from gitevals.suite.imports import closure
 
-        _pin(tree, module_path(root, item.grader), files)
+    # The grader modules and every tree file they import: an edit to a helper changes
+    # what a grader decides, so it changes the measuring stick (suite/imports.py).
+    files.update(closure(tree, {module_path(root, i.grader) for i in items}, root))
     return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
                      dict(settings.golden_graders), budget,
                      tuple(sorted(set(buckets))) if buckets else None)
+
+
+def _goldens_errors(tree: Tree, root: str) -> list[Finding]:
+    """The errors lint finds in goldens.jsonl (a duplicate id, GE606...): goldens that
+    do not lint are not sent, so no run (and no baseline) ever counts them."""
+    from gitevals.lint.goldens import lint_goldens
+
+    data = tree.read(goldens_path(root))
+    if data is None:
+        return []
+    return [f for f in lint_goldens(data, goldens_path(root)) if f.severity == "error"]
 
 
 def _pin(tree: Tree, path: str, files: dict[str, str]) -> None:
@@ -225,7 +238,7 @@ def _drift_items(tree: Tree, suite: drift.Suite, mapping: dict[str, str],
                  files: dict[str, str]) -> list[Item]:
     out = []
     for s in suite.slices:
-        data = tree.read(s.source)
+        data = tree.read(s.source) if drift.source_problem(s.source) is None else None
         if data is None:
             continue
         _pin(tree, s.source, files)

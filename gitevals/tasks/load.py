@@ -15,6 +15,7 @@ submodule: a run copies them.
 from __future__ import annotations
 
 import datetime
+import math
 import posixpath
 import re
 from collections.abc import Sequence
@@ -331,7 +332,34 @@ def _verifier(tree: Tree, path: str, doc: JSONObject, text: str
                         if isinstance(env, dict) else (),
                         str(fmt) if fmt is not None else "reward_text", fmt is None)
     where = (path + "/" + TASK_TOML, *_position(text, ("verifier", "command")))
+    bad = _unpassable(verifier, text, path + "/" + TASK_TOML)
+    if bad:  # no argv or environment can carry these: nothing more to check
+        return None, bad
     return verifier, [f for a in argv if (f := _script(tree, path, a, verifier, where))]
+
+
+def _unpassable(verifier: Verifier, text: str, file: str) -> list[Finding]:
+    """GE905 for what no process can be given: a NUL in the command or an environment
+    value, an environment name that is empty or holds ``=`` or a NUL."""
+    out = []
+    for i, a in enumerate(verifier.argv if not verifier.default else ()):
+        if "\0" in a:
+            line, col = _position(text, ("verifier", "command"))
+            out.append(Finding(file, line, col, "GE905", f"bad task.toml value verifier.command"
+                               f"[{i}]: it holds a NUL character, which no argv can carry; "
+                               "remove it"))
+    for k, v in verifier.env:
+        line, col = _position(text, ("verifier", "env"))
+        if not k or "=" in k or "\0" in k:
+            out.append(Finding(file, line, col, "GE905", f"bad task.toml value verifier.env: "
+                               f"the name {k!r} is empty or holds '=' or a NUL, which no "
+                               "environment can carry; name the variable with letters, "
+                               "digits and '_'"))
+        elif "\0" in v:
+            out.append(Finding(file, line, col, "GE905", f"bad task.toml value verifier.env."
+                               f"{k}: it holds a NUL character, which no environment can "
+                               "carry; remove it"))
+    return out
 
 
 def _script(tree: Tree, path: str, member: str, verifier: Verifier,
@@ -441,8 +469,12 @@ def _size_mb(mb: JSON, size: JSON) -> int | None:
         return mb
     if not isinstance(size, str) or not size:
         return None
-    scale = {"K": 1 / 1024, "M": 1, "G": 1024}[size[-1].upper()]
-    return int(float(size[:-1]) * scale)
+    scale = {"K": 1 / 1024, "M": 1, "G": 1024}.get(size[-1].upper())
+    try:  # the schema bounds the digits; a value past it is no size, never a crash
+        mb = float(size[:-1]) * scale if scale is not None else math.inf
+    except ValueError:
+        return None
+    return int(mb) if math.isfinite(mb) else None
 
 
 def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Verifier,

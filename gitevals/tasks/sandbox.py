@@ -30,8 +30,11 @@ outcome is read from the waiter's status line, and the sandbox ends after (``rel
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import os
+import platform
 import selectors
 import shutil
 import signal
@@ -41,6 +44,8 @@ import time
 from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass
+
+from gitevals.tasks.confine import Sealed, reopen, seal_tests, sealed, seccomp_program
 
 #: ``[verifier] timeout_sec`` when the task gives none (Harbor's default verifier budget).
 DEFAULT_TIMEOUT = 600.0
@@ -56,6 +61,15 @@ BASE_ENV: tuple[tuple[str, str], ...] = (
     ("LANG", "C.UTF-8"),
     ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
 )
+#: Bytes of the verifier's ``/tmp``, ``/logs/verifier`` and ``/dev/shm``, each a tmpfs
+#: (memory): a verifier cannot fill the machine's memory through them.
+TMP_BYTES = 512 << 20
+LOGS_BYTES = 64 << 20
+SHM_BYTES = 64 << 20
+#: The most a task's ``tests/`` may hold: it is sealed in memory per trial and copied
+#: into each sandbox as it starts (``seal_tests``).
+TESTS_BYTES = 64 << 20
+TESTS_FILES = 4096
 #: Host directories the sandbox sees read-only; the ``_LINKS`` entries follow the host
 #: (a link on merged-/usr systems, else a read-only bind).
 _SYSTEM = ("/usr", "/etc", "/opt")
@@ -126,23 +140,62 @@ def environment(call: Call, mounts: Mounts | None = None) -> dict[str, str]:
     return env
 
 
-def bwrap_argv(bwrap: str, call: Call, mounts: Mounts,
-               host_links: dict[str, str | None] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class Inside:
+    """What a sandboxed call is given by descriptor (numbers as bubblewrap inherits them):
+    the workspace (an ``O_PATH`` directory), each file of ``/tests`` (a fresh read of a
+    sealed memory file) with its directories and links, and the seccomp filter (None:
+    none for this machine)."""
+
+    workspace: int
+    tests: tuple[tuple[str, bool, int], ...] = ()
+    test_dirs: tuple[str, ...] = ()
+    test_links: tuple[tuple[str, str], ...] = ()
+    seccomp: int | None = None
+
+    def fds(self) -> tuple[int, ...]:
+        extra = () if self.seccomp is None else (self.seccomp,)
+        return (self.workspace, *(fd for _, _, fd in self.tests), *extra)
+
+
+def bwrap_argv(bwrap: str, call: Call, inside: Inside,
+               host_links: dict[str, str | None] | None = None,
+               hidden: tuple[tuple[str, bool], ...] | None = None) -> list[str]:
     """The bubblewrap command line of ``call``. ``host_links`` maps each ``_LINKS`` entry
-    to its link target on the host (None: a directory or absent); read from the host
-    when not given."""
+    to its link target on the host (None: a directory or absent), ``hidden`` names what
+    of ``/etc`` is masked (``confine.hidden_etc``); both read from the host when not
+    given. No host path of the workspace or the tests is on it: they come by
+    descriptor, and ``/logs/verifier`` is the sandbox's own."""
+    from gitevals.tasks.confine import hidden_etc
+
     links = host_links if host_links is not None else _host_links()
-    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    masked = hidden if hidden is not None else hidden_etc()
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     if call.allow_internet:
         out.append("--share-net")
     for d in _SYSTEM:
         out += ["--ro-bind-try", d, d]
+    for path, is_dir in masked:  # what the host keeps from other users
+        out += (["--tmpfs", path, "--remount-ro", path] if is_dir
+                else ["--ro-bind", "/dev/null", path])
     for d in _LINKS:
         target = links.get(d)
         out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
-    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--ro-bind", mounts.tests, TESTS, "--bind", mounts.logs, LOGS,
-            "--bind", mounts.workspace, call.workdir, "--chdir", call.workdir, "--clearenv"]
+    out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", TESTS]
+    out += [x for d in inside.test_dirs for x in ("--dir", f"{TESTS}/{d}")]
+    for rel, executable, fd in inside.tests:
+        out += ["--perms", "0555" if executable else "0444", "--ro-bind-data", str(fd),
+                f"{TESTS}/{rel}"]
+    out += [x for rel, target in inside.test_links
+            for x in ("--symlink", target, f"{TESTS}/{rel}")]
+    out += ["--bind", f"/proc/self/fd/{inside.workspace}", call.workdir,
+            # uid 0 may write /proc/sys (kernel.core_pattern...) by file mode alone
+            "--remount-ro", "/", "--remount-ro", "/proc", "--remount-ro", "/dev",
+            "--chdir", call.workdir, "--clearenv"]
+    if inside.seccomp is not None:
+        out += ["--seccomp", str(inside.seccomp)]
     for k, v in sorted(environment(call).items()):
         out += ["--setenv", k, v]
     return [*out, "--", *call.argv]
@@ -190,9 +243,16 @@ class Pending:
     process of it that is left."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float,
-                 info: bool = False) -> None:
+                 info: bool = False, fds: tuple[int, ...] = (), logs: str | None = None,
+                 problem: str | None = None, kind: str = "verifier_error") -> None:
+        """``fds`` are handed to the process and closed here; ``logs`` is the host
+        directory of ``/logs/verifier`` (None: the sandbox's own); ``problem`` says why
+        it cannot start at all (nothing is started then)."""
         self.timeout = timeout
-        self.problem: str | None = None
+        self.problem: str | None = problem
+        self.kind = kind  # the trial's error kind when ``problem`` ends it
+        self.logs = logs
+        self.pid: int | None = None  # the sandbox's pid 1, once known
         self.proc: subprocess.Popen[bytes] | None = None
         self.read = self.info = -1
         read, write = os.pipe()
@@ -205,9 +265,11 @@ class Pending:
             argv = [argv[0], "--info-fd", str(info_write), *argv[1:]]
         self.argv = argv
         try:
+            if problem is not None:
+                raise OSError(problem)
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=theirs.fileno(),
                                          stdout=write, stderr=write, start_new_session=True,
-                                         pass_fds=(info_write,) if info else ())
+                                         pass_fds=((info_write,) if info else ()) + fds)
             self.read, self.info = read, info_read
             os.set_blocking(read, False)
             self.status.setblocking(False)
@@ -217,12 +279,14 @@ class Pending:
             os.close(read)
             if info:
                 os.close(info_read)
-            self.problem = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+            self.problem = problem or f"cannot start {argv[0]!r}: {exc.strerror or exc}"
         finally:
             os.close(write)
             theirs.close()
             if info:
                 os.close(info_write)
+            for fd in fds:
+                os.close(fd)
 
     def __enter__(self) -> Pending:
         return self
@@ -260,6 +324,28 @@ class Pending:
         text = b"".join(tail)[-TAIL_BYTES:].decode("utf-8", "replace")
         return Outcome(code, text, timed_out, int((time.monotonic() - started) * 1000))
 
+    def open_logs(self) -> int:
+        """A descriptor (``O_PATH``) of the verifier's ``/logs/verifier`` once its verifier
+        ran and before ``release``: the host directory of a direct call, else the
+        sandbox's own tmpfs, reached through its pid 1's root -- no host path holds it.
+        Raises ``OSError`` when there is none (any more)."""
+        flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+        if self.logs is not None:
+            return os.open(self.logs, flags | os.O_NOFOLLOW)
+        if self.pid is None and self.info >= 0:
+            self.pid = _sandbox_pid(self.info, block=False)
+        if self.pid is None or self.proc is None or self.proc.returncode is not None:
+            raise OSError(errno.ESRCH, "the sandbox is gone")
+        root = os.open(f"/proc/{self.pid}/root", flags)
+        try:
+            logs = os.open("logs", flags | os.O_NOFOLLOW, dir_fd=root)
+        finally:
+            os.close(root)
+        try:
+            return os.open("verifier", flags | os.O_NOFOLLOW, dir_fd=logs)
+        finally:
+            os.close(logs)
+
     def cancel(self) -> None:
         """End it without running the verifier (its trial ended first)."""
         self._end(beneath=True)
@@ -288,7 +374,7 @@ class Pending:
     def _gone(self) -> None:
         """Under bubblewrap: wait for the sandbox's pid 1, and so its pid namespace."""
         if self.info >= 0:
-            _wait_gone(_sandbox_pid(self.info), GRACE)
+            _wait_gone(self.pid or _sandbox_pid(self.info), GRACE)
             os.close(self.info)
             self.info = -1
 
@@ -305,15 +391,53 @@ class Pending:
             self.read = -1
 
 
-def prepare(call: Call, mounts: Mounts, bwrap: str | None) -> Pending:
-    """Start ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``), waiting to run."""
+def prepare(call: Call, mounts: Mounts, bwrap: str | None,
+            tests: Sealed | None = None) -> Pending:
+    """Start ``call`` under ``bwrap`` (None: directly, ``--no-sandbox``), waiting to run.
+
+    Under bubblewrap the workspace is bound by descriptor (``mounts.workspace`` is opened
+    as a directory here; a caller that checked it passes ``/proc/self/fd/N``), ``/tests``
+    is copied in from ``tests`` (sealed memory; None: sealed from ``mounts.tests`` now)
+    and ``/logs/verifier`` is the sandbox's own (``mounts.logs`` is not used). A call
+    that cannot be set up comes back as a ``Pending`` whose ``run`` says why."""
     if bwrap is None:
         argv, env, cwd = direct_call(call, mounts)
-        return Pending([*WAITER, *argv], env, cwd, call.timeout)
+        return Pending([*WAITER, *argv], env, cwd, call.timeout, logs=mounts.logs)
     waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
                    call.allow_internet)
-    return Pending(bwrap_argv(bwrap, waiting, mounts), {}, mounts.workspace, call.timeout,
-                   info=True)
+    opened: list[int] = []
+    own = tests is None
+    try:
+        if tests is None:
+            tests = seal_tests(mounts.tests, TESTS_BYTES, TESTS_FILES)
+        opened.append(os.open(mounts.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        files = []
+        for rel, executable, fd in tests.files:
+            opened.append(reopen(fd))
+            files.append((rel, executable, opened[-1]))
+        program = _filter()
+        if program is not None:
+            opened.append(reopen(program))
+        inside = Inside(opened[0], tuple(files), tests.dirs, tests.links,
+                        opened[-1] if program is not None else None)
+        argv = bwrap_argv(bwrap, waiting, inside)
+    except (OSError, ValueError) as exc:
+        for fd in opened:
+            os.close(fd)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return Pending([bwrap], {}, "/", call.timeout, problem=f"cannot set up the sandbox: "
+                       f"{why}")
+    finally:
+        if own and tests is not None:
+            tests.close()
+    return Pending(argv, {}, "/", call.timeout, info=True, fds=tuple(opened))
+
+
+@functools.cache
+def _filter() -> int | None:
+    """The seccomp filter of this machine, sealed in memory once a process."""
+    program = seccomp_program(platform.machine())
+    return None if program is None else sealed(program, "gitevals-seccomp")
 
 
 def run_verifier(call: Call, mounts: Mounts, bwrap: str | None) -> Outcome:
@@ -370,10 +494,12 @@ def _state(pid: int) -> str:
         return ""
 
 
-def _sandbox_pid(fd: int) -> int | None:
+def _sandbox_pid(fd: int, block: bool = True) -> int | None:
     """The host pid of the sandbox's pid 1, from bubblewrap's ``--info-fd`` (read to its
-    end: bwrap has closed it by the time it exits); None when it never wrote one."""
+    end: bwrap has closed it by the time it exits; ``block=False``: what is there now,
+    which is all of it once the verifier ran); None when it never wrote one."""
     data = b""
+    os.set_blocking(fd, block)
     with suppress(OSError):
         while chunk := os.read(fd, 4096):
             data += chunk
@@ -444,14 +570,25 @@ def _kill(pid: int, beneath: bool) -> None:
 
 
 def probe(bwrap: str) -> str | None:
-    """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, ...), or None."""
-    argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/usr", "/usr",
-            *[x for d in _LINKS for x in _link_args(d)], "--proc", "/proc", "--dev", "/dev",
-            "--", "true"]
+    """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, a bubblewrap too
+    old for ``--cap-drop``, ``--size``, ``--remount-ro`` or ``--seccomp``, ...), or None."""
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
+            "--ro-bind", "/usr", "/usr", *[x for d in _LINKS for x in _link_args(d)],
+            "--proc", "/proc", "--dev", "/dev", "--size", "4096", "--tmpfs", "/tmp",
+            "--remount-ro", "/"]
+    fds: tuple[int, ...] = ()
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+        program = _filter()
+        if program is not None:
+            fds = (reopen(program),)
+            argv += ["--seccomp", str(fds[0])]
+        done = subprocess.run([*argv, "--", "true"], capture_output=True, timeout=30,
+                              check=False, pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
+    finally:
+        for fd in fds:
+            os.close(fd)
     if done.returncode != 0:
         return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
     return None

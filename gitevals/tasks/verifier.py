@@ -25,11 +25,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitevals.jsontypes import JSON
     from gitevals.run.artifact import ErrorRecord, Iteration
 
 #: The file each ``reward_format`` names, in ``/logs/verifier/``.
@@ -63,6 +65,14 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+#: A reward as text: ASCII decimal digits with an optional point and an optional
+#: exponent (``1``, ``0.75``, ``.5``, ``1e0``, ``7.5E-1``), nothing else: no sign, no
+#: ``_`` (``0_1``), no other script's digits (``١``), no ``inf``/``nan``/hex.
+_DECIMAL = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: What may surround the number: ASCII blanks and line ends.
+_BLANKS = " \t\r\n"
+
+
 def parse_reward(fmt: str, data: bytes) -> tuple[Rewards, str | None]:
     """The rewards in the bytes of a reward file of format ``fmt``, or ``({}, why not)``."""
     try:
@@ -71,22 +81,37 @@ def parse_reward(fmt: str, data: bytes) -> tuple[Rewards, str | None]:
         return {}, "is not UTF-8"
     if fmt == "reward_json":
         return _json_rewards(text)
-    word = text.strip()
+    word = text.strip(_BLANKS)
     if not word:
         return {}, "is empty"
-    try:
-        value = float(word)
-    except ValueError:
-        return {}, f"holds {_shown(word)}, not a number"
-    got = _number(value)
+    if not _DECIMAL.fullmatch(word):
+        return {}, (f"holds {_shown(word)}, not a decimal number (ASCII digits, an optional "
+                    "point and exponent, as 0.75 or 1e0)")
+    got = _number(float(word))
     if got is None:
         return {}, f"holds {word[:40]}, not a finite number from 0 to 1"
     return {"reward": got}, None
 
 
+class _Twice(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _unique(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
+    out: dict[str, JSON] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Twice(k)
+        out[k] = v
+    return out
+
+
 def _json_rewards(text: str) -> tuple[Rewards, str | None]:
     try:
-        doc = json.loads(text, parse_constant=lambda c: c)
+        doc = json.loads(text, parse_constant=lambda c: c, object_pairs_hook=_unique)
+    except _Twice as exc:
+        return {}, (f"names {_shown(exc.args[0])} twice: which one counts would be a guess; "
+                    "write each reward once")
     except (ValueError, RecursionError):
         return {}, "is not JSON"
     if not isinstance(doc, dict) or not doc:
@@ -113,34 +138,63 @@ def satisfied(rewards: Rewards, threshold: float) -> bool:
     return reward is not None and reward >= threshold
 
 
-def read_reward(logs: str, fmt: str) -> tuple[Rewards, str | None]:
-    """The rewards the verifier left in the host directory ``logs``, or ``({}, why not)``.
+def read_reward(logs: str | int, fmt: str) -> tuple[Rewards, str | None]:
+    """The rewards the verifier left in its logs directory (a host path, or a descriptor
+    of it: a sandbox's own ``/logs/verifier``), or ``({}, why not)``.
 
     The directory was writable by the verifier: the file is opened without following a
     link and read only when it is a regular file, at most ``MAX_REWARD_BYTES``.
     """
     name = REWARD_FILES.get(fmt, "reward.txt")
-    path = os.path.join(logs, name)
+    where = f"/logs/verifier/{name}"
+    d = logs if isinstance(logs, int) else os.open(logs, os.O_PATH | os.O_DIRECTORY)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        other = next((n for f, n in REWARD_FILES.items() if f != fmt
-                      and os.path.lexists(os.path.join(logs, n))), None)
-        hint = (f" (it wrote {other}: set [verifier] reward_format to match)"
-                if other else "")
-        return {}, f"the verifier wrote no /logs/verifier/{name}{hint}"
+        try:
+            st = os.stat(name, dir_fd=d, follow_symlinks=False)
+        except FileNotFoundError:
+            other = next((n for f, n in REWARD_FILES.items() if f != fmt
+                          and _exists(n, d)), None)
+            hint = (f" (it wrote {other}: set [verifier] reward_format to match)"
+                    if other else "")
+            return {}, f"the verifier wrote no {where}{hint}"
+        if stat.S_ISLNK(st.st_mode):
+            return {}, (f"{where} is a symbolic link, not a regular file: gitevals follows "
+                        "no link out of the verifier's logs; write the reward into the file "
+                        "itself")
+        if not stat.S_ISREG(st.st_mode):
+            return {}, f"{where} is not a regular file"
+        data = _read(name, d)
     except OSError as exc:
-        return {}, f"/logs/verifier/{name} cannot be read: {exc.strerror or exc}"
+        return {}, f"{where} cannot be read: {exc.strerror or exc}"
+    finally:
+        if not isinstance(logs, int):
+            os.close(d)
+    if data is None:
+        return {}, f"{where} is not a regular file"
+    if len(data) > MAX_REWARD_BYTES:
+        return {}, f"{where} is over {MAX_REWARD_BYTES} bytes"
+    rewards, why = parse_reward(fmt, data)
+    return rewards, None if why is None else f"{where} {why}"
+
+
+def _exists(name: str, d: int) -> bool:
+    try:
+        os.stat(name, dir_fd=d, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _read(name: str, d: int) -> bytes | None:
+    """At most ``MAX_REWARD_BYTES + 1`` bytes of regular file ``name`` in directory ``d``
+    (None: not a regular file once opened)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=d)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return {}, f"/logs/verifier/{name} is not a regular file"
-        data = os.read(fd, MAX_REWARD_BYTES + 1)
+            return None
+        return os.read(fd, MAX_REWARD_BYTES + 1)
     finally:
         os.close(fd)
-    if len(data) > MAX_REWARD_BYTES:
-        return {}, f"/logs/verifier/{name} is over {MAX_REWARD_BYTES} bytes"
-    rewards, why = parse_reward(fmt, data)
-    return rewards, None if why is None else f"/logs/verifier/{name} {why}"
 
 
 def revision_message(reward: float, threshold: float, iteration: int, budget: int,
