@@ -285,7 +285,8 @@ def old_code(given: str | None, work: Path) -> Path:
         return Path(given)
     dest = work / "old-code"
     dest.mkdir()
-    tar = subprocess.run(["git", "archive", "main", "gitevals"], cwd=HERE.parent, check=True,
+    tar = subprocess.run(["git", "archive", "main", "gitevals", "schemas"], cwd=HERE.parent,
+                         check=True,
                          capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
     return dest
