@@ -206,7 +206,7 @@ def test_git_failures_are_gitevals_errors(repo: Repo, damage: str) -> None:
     if damage == "locked notes ref":
         (repo.path / ".git/refs/notes").mkdir(parents=True)
         (repo.path / ".git/refs/notes/gitevals.lock").write_text("")
-        with pytest.raises(GitError, match="could not write the note"):
+        with pytest.raises(GitError, match="could not move refs/notes/gitevals: failed to lock"):
             r.write_note(sha, "{}")
     else:
         (repo.path / ".git/index").write_bytes(b"DIRC garbage")

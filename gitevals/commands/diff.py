@@ -387,6 +387,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     slices: tuple[SliceRow, ...] = ()
     rescored = None
     suite: SuiteResult | None = None
+    summary_note: str | None = None
     if "verdicts" in parts:
         runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)
                 for i, given in enumerate((a_run, b_run))]
@@ -394,7 +395,12 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
         if run_a is not None and cases and b_cases:
             from gitevals.run.scoring import score_run
 
-            rescored = score_run(run_a, rules=b_cases)
+            full_a = _transcripts_of(repo, run_a)
+            rescored = score_run(full_a, rules=b_cases) if full_a is not None else None
+            if full_a is None:
+                summary_note = (f"note: A's run {run_a['run_id']} is a summary here (its "
+                                "transcripts are not local): A is not re-scored under B's "
+                                "rules; `gitevals fetch-run A` brings them")
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)
@@ -410,7 +416,8 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]), slices=slices,
+                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0])
+                + ((summary_note,) if summary_note else ()), slices=slices,
                 tasks=tuple(tasks), suite=suite, control=control)
 
 
@@ -444,6 +451,23 @@ def _scenario_keys(s: _Sides, i: int) -> set[tuple[str, str]]:
 def _measured(slices: tuple[SliceRow, ...]) -> bool:
     """Were any goldens slices compared (a family that shares alpha)?"""
     return any(r.a is not None and r.b is not None and r.a[1] and r.b[1] for r in slices)
+
+
+def _transcripts_of(repo: Repo, run: Run) -> Run | None:
+    """``run`` whole: itself, or the full artifact of a summary when it is kept here
+    (never fetched: a diff stays offline); None when only the summary is here."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.archive import unpack
+    from gitevals.run.runstore import get
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run
+    data = get(repo, run["stored"]["sha256"])
+    try:
+        return unpack(data, f"the full artifact of run {run['run_id']}") if data else None
+    except ArtifactError:
+        return None
 
 
 def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],

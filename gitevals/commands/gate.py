@@ -119,21 +119,22 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
 
 def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool = False
                           ) -> Run | None:
-    """The run of ``commit`` to gate: the preferred one (``artifact.preference``) among
-    those that sent every bucket, from its git note, else (unless ``notes_only``) from
+    """The run of ``commit`` to gate: among those that sent every bucket, the one of its
+    git note that counts (``store.counting``), else (unless ``notes_only``) from
     ``<root>/results/`` of the working tree; checked against the commit (``pinned``).
     None when there is none. (The commit's complete run may have sent no goldens, when
     it was run before buckets were mapped or with named cases.)"""
-    from gitevals.run.artifact import checked, preference
-    from gitevals.run.store import local_runs, note_runs
+    from gitevals.run.artifact import checked
+    from gitevals.run.store import counting, local_runs, note_runs, pins_of
 
     def whole(run: Run) -> bool:
         part = run.get("goldens")
         return part is not None and not part["buckets"] and not run["interrupted"]
 
-    noted = sorted((r for r in note_runs(repo, commit) if whole(r)), key=preference)
-    if noted:
-        run, label = checked(noted[-1], f"git note on {commit[:12]}"), f"git note on {commit[:12]}"
+    noted = [r for r in note_runs(repo, commit) if whole(r)]
+    counted = counting(noted, pins_of(repo, commit))[0] if noted else None
+    if counted is not None:  # the note's run that counts: evidence, by place in the note
+        run, label = counted, f"git note on {commit[:12]}"
     else:
         local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, root, commit)
                                        if whole(r)]

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     # One short-lived process over one big tree of fresh dicts, none of them cyclic:
     # the cycle collector would only rescan it again and again.
     gc.disable()
-    stored = load(args.artifact)
+    stored = _whole(load(args.artifact), args.artifact, bool(args.regrade))
     rules, rules_commit = rules_at(args.rules) if args.rules and not _goldens_only(stored) \
         else (None, _commit(args.rules) if args.rules else None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
@@ -94,6 +94,23 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     return 1 if failed(scored) else 0
+
+
+def _whole(run: Run, path: str, regrade: bool) -> Run:
+    """``run``, or when it is a summary (a note's line) the full artifact it stands for:
+    scoring reads transcripts. Kept here or fetched; else one line saying so."""
+    from gitevals.errors import ArtifactError
+    from gitevals.git.tree import require_repo
+    from gitevals.run.runstore import full_run
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run
+    try:
+        return full_run(require_repo(), run, f"the full artifact of run {run['run_id']}")
+    except ArtifactError as exc:
+        what = "score --regrade" if regrade else "score"
+        raise ArtifactError(f"{path}: {what} needs the transcripts, and {exc}") from None
 
 
 def _task_rules(run: Run, rev: str) -> Run:

@@ -507,23 +507,27 @@ class Repo:
             return None
 
     def read_note(self, commit: str, ref: str = NOTES_REF) -> str | None:
-        """The note on ``commit`` under ``ref``, or None."""
+        """The note on ``commit`` under ``ref``, or None (at any fan-out: ``notestree``)."""
+        from gitevals.git import notestree
+
         with _translated(f"read the note on {commit[:12]} under {ref}"):
-            try:
-                note = self.raw.lookup_note(commit, ref)
-            except KeyError:
-                return None
-            message: str = note.message
-        return message
+            blob = notestree.find(self, self.ref_target(ref), commit)
+            return None if blob is None else notestree.blob_text(self, blob)
 
     def write_note(self, commit: str, text: str, ref: str = NOTES_REF) -> None:
-        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there.
+        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there;
+        one subtree of the fan-out is rewritten (``notestree``), and ``GitError`` when
+        ``ref`` moved meanwhile (the caller retries).
 
         Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
         """
+        from gitevals.git import notestree
+
+        tip = self.ref_target(ref)
         with _translated(f"write the note on {commit[:12]} under {ref}"):
-            sig = _signature(self.raw)
-            self.raw.create_note(text, sig, sig, commit, ref, True)
+            blob = notestree.new_blob(self, text)
+        notestree.write(self, ref, {commit: blob}, [tip] if tip else [],
+                        "Notes added by 'gitevals run'")
 
     def is_notes_commit(self, sha: str) -> bool:
         """Whether ``sha`` is a commit whose tree holds notes only: blobs named by the
@@ -638,15 +642,6 @@ class Repo:
         with _translated(f"walk the history of {tip[:12]}"):
             return tip == sha or bool(self.raw.descendant_of(tip, sha))
 
-    def notes(self, ref: str) -> dict[str, str]:
-        """``annotated commit -> note text`` of every note under ``ref`` ({} when none)."""
-        if self.ref_target(ref) is None:
-            return {}
-        with _translated(f"read the notes under {ref}"):
-            # pygit2's stubs omit notes()'s ``ref`` argument, which it has always taken.
-            notes = self.raw.notes(ref)  # type: ignore[call-arg]
-            return {str(n.annotated_id): n.message for n in notes}
-
     def set_ref(self, ref: str, target: str, old: str | None) -> None:
         """Point ``ref`` at ``target`` if it still points at ``old`` (None: does not
         exist); else GitError, so a concurrent writer is never overwritten."""
@@ -655,22 +650,19 @@ class Repo:
         with _translated(f"move {ref}"):
             self.raw.references.create(ref, target, force=True)
 
-    def commit_notes(self, ref: str, notes: dict[str, str], parents: list[str],
-                     message: str) -> str:
-        """A notes commit on ``ref`` holding exactly ``notes`` (flat tree, as git reads
-        any fanout), with ``parents``; ``ref`` must still be at ``parents[0]``."""
-        import pygit2
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob; its SHA."""
+        with _translated("write a blob"):
+            return str(self.raw.create_blob(data))
 
-        with _translated(f"write the notes commit on {ref}"):
-            builder = self.raw.TreeBuilder()
-            for commit, text in sorted(notes.items()):
-                builder.insert(commit, self.raw.create_blob(text.encode()),
-                               pygit2.enums.FileMode.BLOB)
-            sig = _signature(self.raw)
-            oid = self.raw.create_commit(None, sig, sig, message, builder.write(),
-                                         parents)
-        self.set_ref(ref, str(oid), parents[0])
-        return str(oid)
+    def config_value(self, key: str) -> str | None:
+        """The value of git config ``key`` for this repository, or None."""
+        with _translated("read the configuration"):
+            try:
+                value: str | None = self.raw.config[key]
+            except KeyError:
+                return None
+        return value
 
     def remotes(self) -> dict[str, list[str]]:
         """``remote name -> its fetch refspecs``, sorted by name."""
@@ -722,12 +714,10 @@ class Repo:
 
     def noted_commits(self, ref: str = NOTES_REF) -> set[str]:
         """The commits that carry a note under ``ref`` (no note is read)."""
-        if self.ref_target(ref) is None:
-            return set()
+        from gitevals.git import notestree
+
         with _translated(f"list the notes under {ref}"):
-            # pygit2's stubs omit notes()'s ``ref`` argument (see ``notes``).
-            notes = self.raw.notes(ref)  # type: ignore[call-arg]
-            return {str(n.annotated_id) for n in notes}
+            return set(notestree.listed(self, self.ref_target(ref)))
 
 
 _HEX = frozenset("0123456789abcdef")
