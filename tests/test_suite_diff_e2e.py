@@ -85,7 +85,8 @@ def test_an_unchanged_harness_of_100_scenarios_is_not_flagged(repo: Repo) -> Non
     assert lines[1].startswith("suite: ") and "within noise (not shown to have changed" in lines[1]
     # 10 trials a side: the suite sees a few points, no scenario on its own can be seen
     assert "this suite can detect a " in lines[1] and "-point suite-wide drop" in lines[1]
-    assert "or no single scenario's drop at its trials (80% power)" in lines[1]
+    assert ("or a typical scenario (median trials and rate) has no drop it finds reliably "
+            "(80% power)") in lines[1]
     assert suite["scenario_mde_pts"] is None and 0 < suite["mde_pts"] < 10
     assert "Benjamini-Hochberg false discovery rate at 0.025 over 100 scenarios" in lines[2]
     assert "no regression" not in text and "no change" not in text

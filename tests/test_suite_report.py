@@ -53,3 +53,22 @@ def test_json_keeps_raw_p_and_the_suite_object() -> None:
     assert all(v["p"] is None and v["q"] is None for v in doc["verdicts"])
     # within noise is never printed as "no change"
     assert "within noise (not shown to have changed" in report.render_text(d)
+
+
+def test_a_suite_of_two_clusters_claims_no_impossible_drop() -> None:
+    """A new user's first diff (3 scenarios in 2 cases): the interval stays within ±100
+    points and the line says no suite-wide drop is detectable, not a 600-point one."""
+    ta = {("a", "s0"): Tally("pass", 5, 5), ("a", "s1"): Tally("pass", 5, 5),
+          ("b", "s0"): Tally("pass", 5, 5)}
+    tb = {("a", "s0"): Tally("fail", 0, 5), ("a", "s1"): Tally("pass", 5, 5),
+          ("b", "s0"): Tally("pass", 5, 5)}
+    rows, suite = assess(compare_tallies(ta, tb), {}, "fdr", 0.05)
+    assert suite.ci_pts is not None
+    assert suite.ci_pts == (-100.0, 100.0)  # clipped: the t quantile at 1 df is ~12.7
+    side = Side("v1", "a" * 40, "evals", run_id="r1")
+    line = report.suite_line(Diff(side, Side("HEAD", "b" * 40, "evals", run_id="r2"),
+                                  verdicts=rows, suite=suite))
+    assert line is not None
+    assert suite.mde_pts is not None and suite.mde_pts > 100
+    assert "no suite-wide drop is detectable with 2 clusters" in line
+    assert not any(f"{n}-point" in line for n in range(101, 1000))

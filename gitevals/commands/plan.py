@@ -112,8 +112,10 @@ def suite_plan(the_plan: Plan, table: list[Row], drop: float, goal: float, alpha
 
     clusters = {c.name: c.cluster or c.name for c in the_plan.cases}
     groups = len({clusters.get(r.case, r.case) for r in table})
-    rates = [r.rate for r in table]
     trials = [max(1, r.trials) for r in table]
+    # A rate seen as 0 or 1 is not a rate without noise: half a trial each way keeps the
+    # prediction from claiming that no drop could hide (a "0.0-point" suite).
+    rates = [(r.rate * n + 0.5) / (n + 1) for r, n in zip(table, trials, strict=True)]
     se = suite_power.predicted_se(rates, trials, trials)
     mde = suite_power.suite_mde(se, groups - 1, alpha, goal) if groups > 1 else None
     return SuitePlan(len(table), groups, alpha, scenario_level,

@@ -159,7 +159,10 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     q = suite.p
     mde_suite = suite_power.suite_mde(suite.se, suite.df, alpha, DEFAULT_GOAL)
     result = SuiteResult(
-        round(100 * suite.estimate, 6), (round(100 * suite.low, 6), round(100 * suite.high, 6)),
+        # a difference of pass rates lies within ±100 points, whatever the t quantile of
+        # a suite of few clusters says
+        round(100 * suite.estimate, 6),
+        (max(-100.0, round(100 * suite.low, 6)), min(100.0, round(100 * suite.high, 6))),
         suite.p, q, _change(suite.estimate), q < alpha and suite.estimate != 0, paired.METHOD,
         tests, None if mde_suite is None else round(100 * mde_suite, 6), suite.clusters,
         1 - alpha, scen_mde, control, words, alpha, None, share=share)

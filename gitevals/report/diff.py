@@ -95,15 +95,21 @@ def suite_line(diff: Diff) -> str | None:
     line = (f"suite: {_pts(s.estimate_pts)} pts over {where}, "
             f"{100 * s.confidence:g}% interval [{_pts(s.ci_pts[0])}, {_pts(s.ci_pts[1])}], "
             f"p {_p(s.p)} (q {_p(s.q)}): {call}")
-    return line + "; " + sees(s.mde_pts, s.scenario_mde_pts)
+    return line + "; " + sees(s.mde_pts, s.scenario_mde_pts, s.clusters)
 
 
-def sees(suite_pts: float | None, one_pts: float | None) -> str:
-    """What the suite could have seen, at 80 % power: never left implicit."""
-    wide = (f"this suite can detect a {suite_pts:.1f}-point suite-wide drop"
-            if suite_pts is not None else "no suite-wide test")
+def sees(suite_pts: float | None, one_pts: float | None, clusters: int = 0) -> str:
+    """What the suite could have seen, at 80 % power: never left implicit, and never a
+    drop past 100 points (a suite of few clusters cannot see any)."""
+    if suite_pts is None:
+        wide = "no suite-wide test"
+    elif suite_pts >= 100:
+        wide = (f"no suite-wide drop is detectable with {clusters} clusters (add cases or "
+                "clusters)")
+    else:
+        wide = f"this suite can detect a {suite_pts:.1f}-point suite-wide drop"
     one = (f"a {one_pts:.0f}-point drop in one scenario" if one_pts is not None
-           else "no single scenario's drop at its trials")
+           else "a typical scenario (median trials and rate) has no drop it finds reliably")
     return f"{wide}, or {one} (80% power)"
 
 
