@@ -172,6 +172,26 @@ def test_a_bad_bucket_is_refused(ran: Repo) -> None:
     assert "--bucket ' ': a bucket is a printable name" in res.err
 
 
+def test_drift_failures_are_exported_the_same_way(repo: Repo) -> None:
+    from .test_drift_suite import SUITE, tagged_goldens, trivia
+    from .test_goldens_gate import commit as gate_commit
+
+    gate_commit(repo, 4, 12, {"evals/drift-suite.yaml": SUITE, "bench/trivia.jsonl": trivia(),
+                              "evals/goldens.jsonl": tagged_goldens()})
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 1
+    (path,) = (repo.path / "evals/results").glob("*.json")
+    items = json.loads(path.read_text())["goldens"]["items"]
+    failed = [it for it in items if it["kind"] != "bucket" and not it["passed"]]
+    assert failed
+    res = run_cli("goldens", "from-runs", str(path), "--failed", cwd=repo.path)
+    assert res.code == 0, res.err
+    got = rows(res.out)
+    assert [r["id"] for r in got] == [f"drift-{it['slice']}-{it['id']}" for it in failed]
+    assert [r["input"] for r in got] == [it["row"]["input"] for it in failed]
+    assert got[0]["source"]["file"] == failed[0]["path"]
+    assert got[0]["source"]["line"] == failed[0]["line"]
+
+
 # -- stats: frequency x severity x value ------------------------------------------------
 
 def test_stats_ranks_buckets_by_frequency_severity_and_value(repo: Repo) -> None:

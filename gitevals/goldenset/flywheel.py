@@ -51,6 +51,26 @@ def from_run(run: Run) -> list[Candidate]:
             out.append(Candidate(id_, not trial["passed"], {
                 "id": id_, "input": _one(user), "output": trial["transcript"]["final_answer"],
                 "passed": trial["passed"], "source": source}))
+    return out + _drift(run)
+
+
+def _drift(run: Run) -> list[Candidate]:
+    """A row per drift row the run sent (a benchmark's, the domain-adjacent slice's), id
+    ``drift-<slice>-<id>``: a drift failure returns to error analysis like a case's.
+    The goldens themselves are not exported: they are in the set already."""
+    part = run.get("goldens")
+    out: list[Candidate] = []
+    for item in part["items"] if part is not None else []:
+        if item["kind"] == "bucket":
+            continue
+        id_ = f"drift-{item['slice']}-{item['id']}"
+        source: JSONObject = {"run_id": run["run_id"], "commit": run["commit"],
+                              "drift": item["slice"], "file": item["path"],
+                              "line": item["line"], "id": item["id"]}
+        out.append(Candidate(id_, not item["passed"], {
+            "id": id_, "input": item["row"].get("input"),
+            "output": item["transcript"]["final_answer"], "passed": item["passed"],
+            "source": source}))
     return out
 
 
