@@ -111,6 +111,23 @@ def _chdir(path: str) -> None:
         raise UsageError(f"-C {path}: {exc.strerror or exc}; name an existing directory") from exc
 
 
+def _interrupted(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def _term_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, a container stopped) as ^C: every command stops as
+    it does on SIGINT (a run keeps what finished; exit 130) rather than dying mid-way.
+    An ignored SIGTERM stays ignored; off the main thread nothing changes."""
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _interrupted)
+    except ValueError:  # not the main thread (gitevals called from a library)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gitevals`` console script. Returns the exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
@@ -118,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(parser, _Parser):
         parser.argv = given
     args = parser.parse_args(given)
+    _term_as_interrupt()
     try:
         if args.chdir:
             _chdir(args.chdir)

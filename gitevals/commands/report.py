@@ -23,7 +23,7 @@ DEFAULT_OUT = "gitevals-report.html"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gitevals.commands._args import positive
+    from gitevals.commands._args import MAX_ROWS, count, positive
     from gitevals.commands.log import LIMIT
 
     # gitevals.report.html.STATIC, written here: every command's arguments are built at
@@ -38,16 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
                         help=f"at most N commits with runs in the history, the newest "
                              f"(default {LIMIT})")
-    parser.add_argument("--static-transcripts", type=_count, default=STATIC, metavar="N",
+    parser.add_argument("--static-transcripts", type=count(MAX_ROWS, least=0), default=STATIC,
+                        metavar="N",
                         help=f"a run of up to N trials has every transcript as HTML that "
                              f"reads with JavaScript off; a larger one keeps them as data a "
                              f"small script shows on opening (default {STATIC})")
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:

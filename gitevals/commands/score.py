@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import MAX_JOBS, count
+
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regrade", action="store_true",
                         help="re-run the graders on the stored transcripts (graders of REV "
                              "with --rules, else of the artifact's commit)")
-    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+    parser.add_argument("--jobs", type=count(MAX_JOBS, least=0), default=0, metavar="N",
                         help="grader workers for --regrade (default: CPU count)")
     parser.add_argument("--out", metavar="FILE",
                         help="write the re-scored artifact to FILE (nothing is written "
@@ -66,11 +68,6 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.run.artifact import failed, load
     from gitevals.run.scoring import apply_rules, rescore
 
-    if args.jobs < 0:
-        from gitevals.errors import UsageError
-
-        raise UsageError(f"--jobs {args.jobs}: give a number of grader workers, 1 or more "
-                         "(0 = CPU count)")
     # One short-lived process over one big tree of fresh dicts, none of them cyclic:
     # the cycle collector would only rescan it again and again.
     gc.disable()

@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _is_path(what: str) -> bool:
-    return what.endswith(".json") or os.path.isfile(what)
+    """A file names an artifact, whatever its kind: a FIFO or a device is then refused as
+    not a regular file, never mistaken for a revision."""
+    return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
 
 
 def _locate(rev: str) -> tuple[Repo, str, str]:

@@ -920,6 +920,15 @@ class IndexTree(_GitTree):
         return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
 
 
+def _holds_blob(node: pygit2.Tree | pygit2.Object) -> bool:
+    """True for a blob, or a tree with a blob somewhere beneath it."""
+    from pygit2 import Blob, Tree
+
+    if not isinstance(node, Tree):
+        return isinstance(node, Blob)
+    return any(_holds_blob(obj) for obj in node)
+
+
 class RevisionTree(_GitTree):
     """The tree of one commit, read from git objects alone (no checkout)."""
 
@@ -936,13 +945,10 @@ class RevisionTree(_GitTree):
                      obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
 
     def _walk(self, tree: pygit2.Tree, base: str) -> Iterator[Entry]:
-        from pygit2 import Blob, Tree
+        from pygit2 import Blob
 
-        for obj in tree:
-            path = f"{base}{obj.name}"
-            if isinstance(obj, Tree):
-                yield from self._walk(obj, path + "/")
-            elif isinstance(obj, Blob):
+        for obj, path in walk_tree(tree, base):
+            if isinstance(obj, Blob):
                 yield self._entry(obj, path)
 
     def _lookup(self, path: str) -> pygit2.Tree | pygit2.Blob | None:
@@ -967,6 +973,12 @@ class RevisionTree(_GitTree):
     def entry(self, path: str) -> Entry | None:
         obj = self._lookup(path)
         return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
+
+    def exists(self, path: str) -> bool:
+        # One lookup, and a walk that stops at the first file: the base class's listing
+        # reads the size of every blob under ``path`` (lint --rev asks this of the root).
+        node = self._lookup(path.strip("/"))
+        return node is not None and _holds_blob(node)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         from pygit2 import Blob, Tree
@@ -1020,7 +1032,7 @@ class RevisionTree(_GitTree):
         entries = self.entries()
         raw = self.repo.raw
         for e in entries:
-            why = unsafe_entry(e, partial(blob_bytes, raw, e.sha))
+            why = _too_deep(e.path) or unsafe_entry(e, partial(blob_bytes, raw, e.sha))
             if why is not None:
                 self._refuse(e.path, why)
         for e in sorted(entries, key=lambda e: e.is_link):
@@ -1041,20 +1053,60 @@ class RevisionTree(_GitTree):
                 self._refuse(e.path, "is a symlink that leads out of the tree")
 
     def _refuse(self, path: str, why: str) -> NoReturn:
-        raise RevisionError(f"commit {self.label}: tree entry {path!r} {why}; refusing to "
+        shown = path if len(path) <= 120 else f"{path[:120]}…"
+        raise RevisionError(f"commit {self.label}: tree entry {shown!r} {why}; refusing to "
                             "write the commit out, nothing was run (fix the commit)")
+
+
+#: The deepest path and the longest one a run writes out: creating and removing a
+#: deeper tree recurses once per level (pathlib, shutil), and the kernel refuses a path
+#: past 4,096 bytes (PATH_MAX), of which the work directory's own path takes a part.
+MAX_TREE_DEPTH = 200
+MAX_PATH_BYTES = 3072
+
+
+def _too_deep(path: str) -> str | None:
+    """Why ``path`` is too deep or too long to write out, or None."""
+    depth, size = path.count("/") + 1, len(path.encode("utf-8", "surrogateescape"))
+    if depth > MAX_TREE_DEPTH:
+        return (f"is {depth:,} levels deep, past the {MAX_TREE_DEPTH} a run "
+                "writes out")
+    if size > MAX_PATH_BYTES:
+        return f"has a path of {size:,} bytes, past the {MAX_PATH_BYTES:,} a run writes out"
+    return None
 
 
 def _bad_names(tree: pygit2.Tree, base: str) -> Iterator[str]:
     """Paths of the entries whose own name could not be written as one plain file name."""
+    for obj, path in walk_tree(tree, base, descend=lambda name: not _bad_name(name)):
+        if _bad_name(obj.name or ""):
+            yield path
+
+
+def _bad_name(name: str) -> bool:
+    return name in _BAD_NAMES or name.lower() == ".git" or "/" in name or "\0" in name
+
+
+def walk_tree(tree: pygit2.Tree, base: str = "",
+              descend: Callable[[str], bool] = lambda name: True
+              ) -> Iterator[tuple[pygit2.Object, str]]:
+    """Every entry below ``tree`` with its path, in the order a recursive walk gives
+    (into the subtrees whose name ``descend`` accepts). Its own stack, not recursion: a
+    commit's tree can nest thousands of levels deep (``git mktree`` makes any depth),
+    past Python's recursion limit."""
     from pygit2 import Tree
 
-    for obj in tree:
+    stack = [(iter(tree), base)]
+    while stack:
+        items, prefix = stack[-1]
+        obj = next(items, None)
+        if obj is None:
+            stack.pop()
+            continue
         name = obj.name or ""
-        if name in _BAD_NAMES or name.lower() == ".git" or "/" in name or "\0" in name:
-            yield f"{base}{name}"
-        elif isinstance(obj, Tree):
-            yield from _bad_names(obj, f"{base}{name}/")
+        yield obj, f"{prefix}{name}"
+        if isinstance(obj, Tree) and descend(name):
+            stack.append((iter(obj), f"{prefix}{name}/"))
 
 
 _BAD_NAMES = frozenset({"", ".", ".."})

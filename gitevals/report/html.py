@@ -350,14 +350,20 @@ def _label(history: History, j: int) -> str:
 
 
 def _diff(diff: Diff | None, note: str) -> str:
-    from gitevals.report.diff import header, sections
+    from gitevals.report.diff import header, sections, suite_line
 
     if diff is None:
         return f"<section id=\"diff\"><h2>Diff</h2><p>{esc(note)}</p></section>\n"
     head = header(diff)
-    bad = "bad" if diff.counts()["regressed_beyond_noise"] else "good"
-    out = [f"<section id=\"diff\"><h2>Diff</h2><p class=\"headline {bad}\">{esc(head[0])}</p>",
-           "<ul class=\"sides\">", *(f"<li>{esc(line)}</li>" for line in head[1:]), "</ul>"]
+    counts = diff.counts()
+    bad = ("bad" if counts["regressed_beyond_noise"] or counts["suite_regressed_beyond_noise"]
+           else "good")
+    out = [f"<section id=\"diff\"><h2>Diff</h2><p class=\"headline {bad}\">{esc(head[0])}</p>"]
+    suite = suite_line(diff)
+    if suite is not None:  # the suite's call, read before any table
+        out.append(f"<p class=\"suite\">{esc(suite)}</p>")
+    out += ["<ul class=\"sides\">",
+            *(f"<li>{esc(line)}</li>" for line in head[1:] if line != suite), "</ul>"]
     for s in sections(diff, 0):
         out.append(f"<h3>{esc(s.title)}</h3>" + _table(s.headers, s.rows))
     if not sections(diff, 0):

@@ -227,6 +227,7 @@ class CaseRun(_CaseRunKeys, total=False):
 
     draft: Draft
     task: TaskInfo
+    cluster: str  # the case's ``cluster:`` (diff clusters the suite interval by it)
 
 
 class _OptionsKeys(TypedDict):
