@@ -149,6 +149,17 @@ def test_a_transcript_line_without_its_user_turn_is_refused(ran: Repo) -> None:
                        "user turn the reply answered\n")
 
 
+def test_more_conversations_than_the_limit_are_refused_not_cut(ran: Repo) -> None:
+    log = ran.path / "big.jsonl"
+    log.write_text("".join(json.dumps({"conversation": f"c{i}", "user": "hi"}) + "\n"
+                           for i in range(10_001)))
+    res = run_cli("goldens", "from-runs", "big.jsonl", cwd=ran.path)
+    assert res.code == 2
+    assert res.out == ""
+    assert res.err == ("gitevals: error: big.jsonl:10001:1: more than 10,000 conversations; "
+                       "export a smaller file\n")
+
+
 def test_only_regular_files_are_read(ran: Repo) -> None:
     fifo = ran.path / "pipe.jsonl"
     os.mkfifo(fifo)
