@@ -91,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
         text = report.render_text(result, args.limit)
     sys.stdout.write(text)
     if args.require_runs and "verdicts" in set(args.only or PARTS):
-        missing = [side for side in (result.a, result.b) if side.run_id is None]
+        missing = [f"no run of {side.rev} ({side.commit[:12]}): {side.missing_run_hint}"
+                   for side in (result.a, result.b) if side.run_id is None]
+        missing += [f"the run of {side.rev} ({side.commit[:12]}) is partial ({side.partial}):"
+                    f" run the whole commit (`gitevals run --rev {side.commit[:12]}`)"
+                    for side in (result.a, result.b) if side.run_id and side.partial]
         if missing:
             from gitevals.errors import UsageError
 
-            raise UsageError("; ".join(
-                f"no run of {side.rev} ({side.commit[:12]}): {side.missing_run_hint}"
-                for side in missing) + " (--require-runs)")
+            raise UsageError("; ".join(missing) + " (--require-runs)")
     return exit_code(result, args.fail_on)
 
 
@@ -273,7 +275,24 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
     hint = None if run or not looked else missing_run_hint(s.repo, commit)
     return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
                 run["run_id"] if run else None, source,
-                run["commit"] if run else None, hint)
+                run["commit"] if run else None, hint, _partial(run))
+
+
+def _partial(run: Run | None) -> str | None:
+    """Why ``run`` is not its commit's complete run (None: it is, or there is none)."""
+    from gitevals.run.artifact import complete, is_draft
+
+    if run is None or complete(run):
+        return None
+    if run["interrupted"]:
+        return "interrupted"
+    if is_draft(run):
+        return "a draft"
+    if run["options"].get("goldens_only"):
+        return "--goldens-only"
+    if run["options"]["cases"]:
+        return "only " + ", ".join(run["options"]["cases"])
+    return "some buckets only"
 
 
 def missing_run_hint(repo: Repo, commit: str) -> str:
@@ -308,6 +327,11 @@ def missing_run_hint(repo: Repo, commit: str) -> str:
 def _run_notes(sides: tuple[Side, Side]) -> list[str]:
     out = []
     for label, side in zip("AB", sides, strict=True):
+        if side.partial:
+            out.append(f"note: the run of {label} ({side.commit[:12]}) is partial "
+                       f"({side.partial}): the scenarios it left out show as not run; run "
+                       f"the whole commit (`gitevals run --rev {side.commit[:12]}`) to "
+                       "compare them")
         if side.run_commit and side.run_commit != side.commit:
             out.append(f"note: the run given for {label} ran commit {side.run_commit}, "
                        f"not {label} ({side.commit})")
@@ -374,6 +398,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)
+            verdicts = _left_out(s, verdicts)
             from gitevals.diff.buckets import compare_slices, control_slices
 
             slices = compare_slices(run_a, run_b, test, alpha)
@@ -387,6 +412,33 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
                 tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]), slices=slices,
                 tasks=tuple(tasks), suite=suite, control=control)
+
+
+def _left_out(s: _Sides, verdicts: tuple[VerdictRow, ...]) -> tuple[VerdictRow, ...]:
+    """A row "gone" from B's run (or "new" in it) whose scenario is in that side's commit
+    was left out of a partial run (named cases, ``--goldens-only``): not run, never
+    silently gone or new."""
+    from dataclasses import replace
+
+    wanted = {"gone": 1, "new": 0}
+    if not any(r.change in wanted for r in verdicts):
+        return verdicts
+    held = [_scenario_keys(s, 0), _scenario_keys(s, 1)]
+    return tuple(replace(r, change="not_run") if r.change in wanted
+                 and (r.case, r.scenario) in held[wanted[r.change]] else r for r in verdicts)
+
+
+def _scenario_keys(s: _Sides, i: int) -> set[tuple[str, str]]:
+    """``(case, scenario)`` of every case that reads in side ``i``'s commit."""
+    from gitevals.diff.rules import read_case
+
+    root = s.roots[i]
+    out: set[tuple[str, str]] = set()
+    for rel, sha in _case_files(s.trees[i], root).items():
+        case, _ = read_case(f"{root}/cases/{rel}", s.blob(sha) or b"")
+        if case is not None:
+            out |= {(case.name, str(sc.id)) for sc in case.scenarios}
+    return out
 
 
 def _measured(slices: tuple[SliceRow, ...]) -> bool:

@@ -36,6 +36,8 @@ class Side:
     run_source: str | None = None  # "results" | "note" | "file"
     run_commit: str | None = None
     missing_run_hint: str | None = None
+    #: why the run is not its commit's complete one (named cases, --goldens-only, ...)
+    partial: str | None = None
 
 
 @dataclass(frozen=True)
