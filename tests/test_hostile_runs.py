@@ -190,9 +190,16 @@ def test_a_plan_over_the_bound_is_refused_before_anything_starts(repo: Repo,
     repo.commit({"harness.py": f"open({str(tmp_path / 'started')!r}, 'w')\n",
                  "pyproject.toml": SETTINGS, "evals/cases/c.yaml": CASE})
     res = run_cli("run", "--trials", "1000000000000", cwd=repo.path)
+    assert res.code == 2  # the flag's own bound (issue 25 item 12) speaks first
+    assert res.err == ("gitevals run: error: argument --trials: '1000000000000' is past the "
+                       "bound of 10,000: give 1 to 10,000; see `gitevals run --help`\n")
+    many = "defaults: {trials: 10000}\nscenarios:\n" + "".join(
+        f"  - id: s{i}\n    user: hello\n" for i in range(11))  # 110,000 trials in all
+    repo.commit({"evals/cases/c.yaml": many})
+    res = run_cli("run", cwd=repo.path)  # each count within bounds, the plan over its own
     assert res.code == 2
-    assert res.err == ("gitevals: error: this run would make 1,000,000,000,000 trials, over "
-                       "the limit of 100,000 a run; lower `trials` (or --trials), or run fewer "
-                       "cases at once\n")
+    assert res.err == ("gitevals: error: this run would make 110,000 trials, over the limit "
+                       "of 100,000 a run; lower `trials` (or --trials), or run fewer cases "
+                       "at once\n")
     assert not (tmp_path / "started").exists()
     assert not (repo.path / "evals" / "results").exists()

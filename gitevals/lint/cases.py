@@ -225,35 +225,11 @@ class _Semantics:
         if isinstance(defaults, dict):
             self._timeout(defaults, ("defaults",))
         seen: dict[str, int] = {}
-        fewest: tuple[int, str] | None = None  # the fewest trials of an earlier scenario
         for i, sc in enumerate(scenarios):
             if isinstance(sc, dict):
                 self._ids(sc, i, seen)
                 self._timeout(sc, ("scenarios", i))
                 self._scenario(sc, ("scenarios", i), trials)
-                fewest = self._history(sc, i, trials, fewest)
-
-    def _history(self, sc: JSONObject, i: int, default_trials: JSON,
-                 fewest: tuple[int, str] | None) -> tuple[int, str] | None:
-        """GE407: scenarios of a case share conversation ``t`` for trial ``t``, and one
-        with fewer trials sits out the later conversations, so a scenario with more trials
-        than one before it runs its extra trials without that scenario's turns."""
-        n = sc.get("trials", default_trials)
-        n = 1 if n is None else n
-        if not isinstance(n, int) or isinstance(n, bool):
-            return fewest
-        sid = str(sc.get("id", i))
-        if fewest is not None and n > fewest[0]:
-            extra = (f"trials {fewest[0] + 1}-{n} are" if n > fewest[0] + 1
-                     else f"trial {n} is a conversation")
-            self._add(("scenarios", i, "trials") if "trials" in sc else ("scenarios", i),
-                      "GE407", f"scenario {sid!r} runs {n} trials, more than {fewest[1]!r} "
-                      f"before it ({fewest[0]}): its {extra.replace(' are', ' are conversations')} "
-                      f"without {fewest[1]!r}'s turns; give it {fewest[0]} "
-                      f"trial{'s' * (fewest[0] != 1)}, or a case of its own, for every trial "
-                      "to see the same history",
-                      key="trials" not in sc, severity="warning")
-        return (n, sid) if fewest is None or n < fewest[0] else fewest
 
     def _timeout(self, obj: JSONObject, at: Path_) -> None:
         """GE406: a timeout longer than a run can wait for (the schema checks its shape)."""

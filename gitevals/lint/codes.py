@@ -143,13 +143,6 @@ CODES: tuple[Code, ...] = (
          "a `timeout` over 24 h (a conversation never waits longer; longer waits overflow the "
          "clock). `trials` has a maximum of 10,000 in the schema (GE204)",
          "use 24h or less"),
-    Code("GE407",
-         "a scenario runs more trials than a scenario before it in the same case: trial *t* of "
-         "a case is one conversation, and a scenario with fewer trials sits out the later ones, "
-         "so the extra trials run without its turns (some trials see the earlier history, some "
-         "do not)",
-         "give it the earlier scenario's trials, or move it to a case of its own",
-         "warning"),
     Code("GE501",
          "the grader name is not `<file>.<function>` with both parts plain identifiers: `a.b.c` "
          "(more than one dot: read up to the first), `../x.f` or `x/y.f` (a path), `x.` / `.f` "

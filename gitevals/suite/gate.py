@@ -347,7 +347,10 @@ def _beyond_noise(rows: tuple[SliceGate, ...], control: str, alpha: float
         r = rows[i]
         assert r.now is not None
         p = two_sided("boschloo", r.base[0], r.base[1], r.now[0], r.now[1])
-        q = qs.get(i, min(1.0, down[i]) if control == "none" else None)
+        # an advisory slice is outside the family (it never fails the gate): its status
+        # is read at its own one-sided p, as it would be were it counted alone
+        alone = control == "none" or r.advisory is not None
+        q = qs.get(i, min(1.0, down[i]) if alone else None)
         status = r.status
         if status == "hard_fail" and not (q is not None and q < alpha):
             status = "dropped"  # beyond the threshold, but not beyond noise
