@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 from gitevals.git.tree import Tree
 from gitevals.jsontypes import JSON, JSONObject
+from gitevals.run.pricing import Prices, prices_of
 
 if TYPE_CHECKING:
     from gitevals.lint.schema import SchemaError
@@ -69,6 +70,8 @@ class Settings:
     max_instruction_chars: int = 4096
     #: ``[tool.gitevals.goldens] graders``: bucket -> grader (``file.function``), sorted.
     golden_graders: dict[str, str] = field(default_factory=dict)
+    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
+    pricing: Prices = field(default_factory=Prices)
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -160,7 +163,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     golden_graders = ({str(k): str(v) for k, v in sorted(mapped.items())}
                       if isinstance(mapped, dict) else {})
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders,
+                    golden_graders=golden_graders, pricing=prices_of(raw),
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
 
 
