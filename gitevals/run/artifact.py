@@ -117,7 +117,7 @@ class TaskTrial(TypedDict):
 
     state: str                   # satisfied | needs_revision | max_iterations_reached | error
     final_reward: float | None
-    sandbox: str                 # "bwrap", or "none" (run --no-sandbox)
+    sandbox: str                 # "bwrap", "none" (run --no-sandbox), "harbor" (imported)
     iterations: list[Iteration]
 
 
@@ -353,6 +353,11 @@ class Run(_RunKeys, total=False):
     executor: ExecutorRecord
     goldens: Goldens
     interrupted_reason: str
+    imported: Imported
+
+
+#: Where an imported run came from (``gitevals import harbor``): ``from`` is a keyword.
+Imported = TypedDict("Imported", {"from": str, "job": str, "trials": int})
 
 
 def unkeepable(value: object) -> str | None:
@@ -703,7 +708,7 @@ _ITERATION_KEYS = frozenset(Iteration.__annotations__)
 _TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
 _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
-_GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
+_GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -778,7 +783,7 @@ def _task_trial_ok(t: object) -> bool:
     """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
     return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
-            and t["sandbox"] in ("bwrap", "none")
+            and t["sandbox"] in ("bwrap", "none", "harbor")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))
 
 
