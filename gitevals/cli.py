@@ -111,6 +111,23 @@ def _chdir(path: str) -> None:
         raise UsageError(f"-C {path}: {exc.strerror or exc}; name an existing directory") from exc
 
 
+def _interrupted(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def _term_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, a container stopped) as ^C: every command stops as
+    it does on SIGINT (a run keeps what finished; exit 130) rather than dying mid-way.
+    An ignored SIGTERM stays ignored; off the main thread nothing changes."""
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _interrupted)
+    except ValueError:  # not the main thread (gitevals called from a library)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gitevals`` console script. Returns the exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
@@ -118,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(parser, _Parser):
         parser.argv = given
     args = parser.parse_args(given)
+    _term_as_interrupt()
     try:
         if args.chdir:
             _chdir(args.chdir)
@@ -141,6 +159,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one place that turns a bug into a message
         if os.environ.get("GITEVALS_TRACEBACK"):
             raise
+        where = _bug_log(exc, given)
+        told = (f"the traceback and versions are in {visible(where)}" if where
+                else "set GITEVALS_TRACEBACK=1 to see where")
         print(f"gitevals: internal error: {type(exc).__name__}: {visible(exc)} "
-              "(set GITEVALS_TRACEBACK=1 to see where; please report it)", file=sys.stderr)
+              f"({told}; please report it)", file=sys.stderr)
         return 2
+
+
+def _bug_log(exc: BaseException, argv: Sequence[str]) -> str | None:
+    """Write what a bug report needs (versions, the command line, the traceback) to a
+    file of its own in the cache directory, as pre-commit's error handler does; its path,
+    or None when nothing could be written."""
+    import platform
+    import time
+    import traceback
+    from importlib.metadata import PackageNotFoundError, version
+
+    from gitevals import __version__
+    from gitevals.files import cache_dir, write_atomic
+
+    try:
+        libgit2 = f"pygit2 {version('pygit2')}"
+    except PackageNotFoundError:
+        libgit2 = "pygit2 not installed"
+    text = "".join([
+        f"gitevals {__version__}\n", f"python {sys.version.split()[0]} ({sys.executable})\n",
+        f"{platform.platform()}\n", f"{libgit2}\n",
+        f"argv: {' '.join(map(repr, argv))}\n\n",
+        *traceback.format_exception(type(exc), exc, exc.__traceback__)])
+    path = cache_dir("bugs") / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, private=True)
+    except OSError:
+        return None
+    return str(path)

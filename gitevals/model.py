@@ -76,6 +76,8 @@ class Case:
     name: str
     path: str
     scenarios: tuple[Scenario, ...]
+    #: ``cluster:`` -- cases naming one cluster move together (diff's suite interval)
+    cluster: str | None = None
 
     @property
     def trials(self) -> int:
@@ -119,7 +121,9 @@ def load_case(path: str, data: JSONObject) -> Case:
     timeout = parse_duration(defaults["timeout"]) if "timeout" in defaults else DEFAULT_TIMEOUT
     scenarios = tuple(_scenario(_object(s, "a scenario"), trials, timeout)
                       for s in _list(data["scenarios"], "scenarios"))
-    return Case(case_name(path), path, scenarios)
+    cluster = data.get("cluster")
+    return Case(case_name(path), path, scenarios,
+                cluster if isinstance(cluster, str) else None)
 
 
 # -- narrowing the document (a lint-clean one always has these shapes) ---------------

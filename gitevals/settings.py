@@ -41,6 +41,10 @@ class Target:
     command: tuple[str, ...] | None = None
     python: str | None = None
     family: str | None = None  # the model family under test (the judge must differ)
+    #: the interpreter a python target runs in, as written (``run.targets.resolve_interpreter``)
+    interpreter: str | None = None
+    #: ``"many"``: one process of a command target serves many conversations at once
+    conversations: str = "one"
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,9 @@ class Settings:
     max_instruction_chars: int = 4096
     #: ``[tool.gitevals.goldens] graders``: bucket -> grader (``file.function``), sorted.
     golden_graders: dict[str, str] = field(default_factory=dict)
+    #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
+    control: str = "fdr"
+    alpha: float = 0.05
     #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
     pricing: Prices = field(default_factory=Prices)
 
@@ -114,7 +121,7 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
                                 f"bad setting {where}: {_toml_hint(err)}; "
-                                "see README 'Settings'"))
+                                "see docs/guide.md 'Settings'"))
     return findings
 
 
@@ -141,7 +148,8 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     if isinstance(t, dict):
         cmd = t.get("command")
         target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
-                        _text(t.get("python")), _text(t.get("family")))
+                        _text(t.get("python")), _text(t.get("family")),
+                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one")
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
@@ -162,8 +170,14 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     mapped = goldens.get("graders") if isinstance(goldens, dict) else None
     golden_graders = ({str(k): str(v) for k, v in sorted(mapped.items())}
                       if isinstance(mapped, dict) else {})
+    stats = raw.get("statistics")
+    control = stats.get("control") if isinstance(stats, dict) else None
+    alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
                     golden_graders=golden_graders, pricing=prices_of(raw),
+                    control=control if isinstance(control, str) else "fdr",
+                    alpha=float(alpha) if isinstance(alpha, int | float)
+                    and not isinstance(alpha, bool) else 0.05,
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
 
 

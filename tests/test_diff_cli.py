@@ -88,7 +88,11 @@ def test_outside_a_repository(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--alpha", "2"], "'2' must be between 0 and 1"),
+    (["--alpha", "2"], "'2' must be from 1e-06 to 0.5"),
+    (["--alpha", "1e-300"], "'1e-300' must be from 1e-06 to 0.5"),
+    (["--alpha", "nan"], "'nan' must be from 1e-06 to 0.5"),
+    (["--control", "bonferroni"], "invalid choice: 'bonferroni'"),
+    (["--equivalence", "0"], "'0' must be above 0 and at most 100 points"),
     (["--only", "rulez"], "unknown part 'rulez'"),
     (["--fail-on", "sometimes"], "invalid choice: 'sometimes'"),
 ])

@@ -108,17 +108,23 @@ def test_cli_verdict_table_and_exit_code(two_runs: tuple[Repo, str, str]) -> Non
     lines = r.out.splitlines()
     assert lines[0] == ("1 regressed beyond noise, 1 regressed within noise, 1 improved, "
                         "1 new, 1 gone, 2 rules changed")
-    assert lines[1].startswith(f"A  {a[:10]}  {a}  run ")
-    assert lines[2].startswith(f"B  HEAD  {b}  run ")
+    # one case is one cluster: no suite test; the scenarios' "regressed" family keeps
+    # its alpha / 2 (one-sided), so no row is called more easily than before
+    assert lines[1] == "suite: not tested (fewer than 2 clusters of scenarios both sides ran)"
+    assert lines[2].startswith("noise: scenarios by the boschloo exact test under "
+                               "Benjamini-Hochberg false discovery rate at 0.025 over 3 "
+                               "scenarios")
+    assert lines[3].startswith(f"A  {a[:10]}  {a}  run ")
+    assert lines[4].startswith(f"B  HEAD  {b}  run ")
     table = r.out.split("\n\n")[1]
     assert table == """\
-Verdicts (boschloo test, beyond noise when p < 0.05)
-  case  scenario  A           A by B's rules  B           change     p        noise
-  geo   better    flaky 1/10  flaky 1/10      pass 10/10  improved   4.0e-05  beyond noise
-  geo   capital   pass 10/10  pass 10/10      flaky 2/10  regressed  0.0002   beyond noise
-  geo   fresh     -           not_run 0/0     flaky 5/10  new        -
-  geo   retired   flaky 4/10  flaky 4/10      -           gone       -
-  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   within noise \
+Verdicts (boschloo test, beyond noise when q < 0.05)
+  case  scenario  A           A by B's rules  B           change     p        q       noise
+  geo   better    flaky 1/10  flaky 1/10      pass 10/10  improved   4.0e-05  0.0001  beyond noise
+  geo   capital   pass 10/10  pass 10/10      flaky 2/10  regressed  0.0002   0.0006  beyond noise
+  geo   fresh     -           not_run 0/0     flaky 5/10  new        -        -
+  geo   retired   flaky 4/10  flaky 4/10      -           gone       -        -
+  geo   steady    flaky 3/10  flaky 3/10      flaky 2/10  regressed  0.8238   1.0000  within noise \
 (underpowered)"""
     assert run_cli("diff", a, b, "--fail-on", "never", cwd=repo.path).code == 0
     strict = run_cli("diff", a, b, "--alpha", "0.0001", cwd=repo.path)
@@ -148,10 +154,13 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
     assert r.code == 0, r.out + r.err
     rows = r.out.split("\n\n")[1].splitlines()
     assert rows[1].split() == ["case", "scenario", "A", "A", "by", "B's", "rules", "B", "change",
-                               "p", "noise"]
+                               "p", "q", "noise"]
     # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
+    # q: Benjamini-Hochberg over the 4 scenarios both ran (3 did not move: p 1), one-sided
+    # p x 4, x 2 (the family's half of alpha)
     assert rows[2].split() == ["geo", "steady", "flaky", "3/10", "flaky", "7/10", "flaky",
-                               "7/10", "improved", "0.1153", "within", "noise", "(underpowered)"]
+                               "7/10", "improved", "0.1153", "0.4613", "within", "noise",
+                               "(underpowered)"]
 
 
 def test_cli_explicit_run_files(two_runs: tuple[Repo, str, str], tmp_path: Path) -> None:
@@ -277,5 +286,5 @@ def test_cli_verdict_rows_name_the_changed_graders_they_use(repo: Repo) -> None:
     rows = r.out.split("\n\n")[1].splitlines()
     assert rows[1].split()[-2:] == ["changed", "graders"]
     assert rows[2].split() == ["geo", "judged", "pass", "6/6", "fail", "0/6", "regressed",
-                               "0.0005", "beyond", "noise", "quality.ok"]
+                               "0.0005", "0.0010", "beyond", "noise", "quality.ok"]
     assert len(rows) == 3  # "plain" did not move

@@ -62,7 +62,8 @@ def test_three_lanes_report_rates_means_and_population_variances(repo: Repo) -> 
     c2 = _skill_two(repo)
     r = run_cli("experiment", "--lane", f"base={c1[:10]},env:MODEL=a",
                 "--lane", "ft=HEAD~1,env:MODEL=b", "--lane", "new=HEAD,env:MODEL=a",
-                "--repeat", "5", "--format", "json", cwd=repo.path)
+                "--repeat", "5", "--format", "json", "--target-env-public", "MODEL",
+                cwd=repo.path)
     assert r.code == 1, r.err  # some samples failed (the controls held)
     doc = json.loads(r.out)
     assert doc == _report(repo)  # what is printed is what is kept
@@ -246,7 +247,8 @@ def test_recheck_of_an_unknown_experiment_is_one_line(repo: Repo) -> None:
 def test_run_target_env_reaches_the_target_and_hides_secrets(repo: Repo) -> None:
     _base(repo)
     r = run_cli("run", "math", "--format", "json", "--no-note", "--target-env", "MODEL=b",
-                "--target-env", "API_KEY=hunter2", cwd=repo.path)
+                "--target-env", "API_KEY=hunter2", "--target-env-public", "MODEL",
+                cwd=repo.path)
     assert r.code == 0, r.err  # MODEL=b is wrong on odd trials only; this is trial 0
     art = json.loads(r.out)
     shown = run_cli("show", "--format", "json", cwd=repo.path)  # the kept run validates

@@ -41,7 +41,7 @@ def test_text_report_exactly() -> None:
         "geo   capital   pass 2/2  flaky 1/2",
         "",
     ]
-    assert lines[-3:] == ["geo/capital  a vs b  2/2 vs 1/2  regressed  p=0.625", "",
+    assert lines[-3:] == ["geo/capital  a vs b  2/2 vs 1/2  regressed  p=0.625  q=0.625", "",
                           "some samples failed; controls held"]
 
 

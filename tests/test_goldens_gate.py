@@ -121,11 +121,15 @@ def test_gate_within_noise_is_unchanged(based: tuple[Repo, Path]) -> None:
 
 def test_gate_hard_fail_in_one_bucket_while_another_improves(based: tuple[Repo, Path]) -> None:
     repo, _ = based
-    commit(repo, 12, 20)  # format -15 pts (beyond 10), tone +50 pts
+    commit(repo, 12, 20)  # format -15 pts (beyond 10 but within noise at 20 goldens)
+    res = run_cli("gate", str(goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
+    assert res.code == 0, res.out
+    assert "beyond the threshold, within noise: not shown to have dropped" in res.out
+    commit(repo, 3, 20)  # format -60 pts (beyond 10 and beyond noise), tone +50 pts
     res = run_cli("gate", str(goldens_run(repo)), "--baseline", "base-7b", "--format",
                   "markdown", cwd=repo.path)
     assert res.code == 1, res.err
-    assert res.out.startswith("**gate: FAILED against baseline base-7b: bucket format -15.0 "
+    assert res.out.startswith("**gate: FAILED against baseline base-7b: bucket format -60.0 "
                               "pts (a drop beyond 10 pts in any slice fails")
     rows = {r.split(" | ")[0]: r for r in res.out.splitlines() if r.startswith("| bucket")}
     assert rows["| bucket format"].endswith("| hard fail |")
@@ -173,10 +177,13 @@ def test_diff_shows_a_bucket_that_dropped_while_another_rose(repo: Repo) -> None
     assert res.code == 1, res.out + res.err
     assert res.out.startswith("1 goldens slice regressed beyond noise")
     rows = [ln.split() for ln in res.out.splitlines() if ln.startswith("  bucket ")]
-    assert [r[:9] for r in rows] == [
+    # p, then q (the slices are a family under the control), then the call
+    assert [r[:10] for r in rows] == [
         ["bucket", "format", "20/20", "100.0%", "0/20", "0.0%", "regressed", rows[0][7],
-         "beyond"],
-        ["bucket", "tone", "0/20", "0.0%", "20/20", "100.0%", "improved", rows[1][7], "beyond"]]
+         rows[0][8], "beyond"],
+        ["bucket", "tone", "0/20", "0.0%", "20/20", "100.0%", "improved", rows[1][7],
+         rows[1][8], "beyond"]]
+    assert float(rows[0][8]) >= float(rows[0][7])
     doc = json.loads(run_cli("diff", "v1", "v2", "--format", "json", cwd=repo.path).out)
     assert [(s["name"], s["change"], s["beyond_noise"]) for s in doc["slices"]] == [
         ("format", "regressed", True), ("tone", "improved", True)]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from gitevals.run.archive import digest
 from gitevals.run.artifact import load, validate
+from gitevals.run.summary import summarize
 
 from .conftest import Repo, run_cli
 
@@ -120,7 +122,8 @@ def test_results_that_cannot_be_written_go_to_a_printed_fallback(
     run = load(fallback)
     assert run["commit"] == commit and run["cases"][0]["scenarios"][0]["verdict"]["verdict"] \
         == "pass"
-    assert json.loads(repo.git("notes", "--ref", "gitevals", "show", commit)) == run
+    assert json.loads(repo.git("notes", "--ref", "gitevals", "show", commit)) == \
+        summarize(run, *digest(run)[:2])
     assert not outside.exists()  # nothing was written through the symlink
     assert sorted(tmp_path.iterdir()) == before
 

@@ -163,6 +163,7 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
     # brackets made inert, as every cell of data is
     assert "| judge-corrected |" in md
     assert f"| {want.rate:.2f} \\[{want.low:.2f}, {want.high:.2f}\\] |" in md
+    assert f"| 0 | {want.rate:.2f} \\[" in md  # the goldens table: errors, then corrected
 
 
 def test_forged_calibration_counts_show_nothing_or_are_refused_in_one_line(
@@ -238,4 +239,5 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     page = out.read_text()
     assert "<th>judge-corrected</th>" in page
     assert f"<span class=\"num\">{cell(cb)}</span>" in page
+    assert f"<td>{cell(cb)}</td>" in page  # the goldens table's bucket tone
     assert f"{cell(ca)} -&gt; {cell(cb)}" in page

@@ -80,6 +80,15 @@ def test_anything_else_decided_a_trial_and_nothing_is_shown(run: dict[str, Any])
     assert corrections(run) == {}
 
 
+def test_a_forged_verdict_or_slice_count_is_never_believed() -> None:
+    run = _run()
+    run["cases"][0]["scenarios"][0]["verdict"]["passes"] = 99  # more than its 10 trials
+    assert corrections(run) == {("c", "s"): corrected(3, 10, Calibration(63, 73, 21, 26))}
+    assert slice_corrections(_slices(
+        {"kind": "bucket", "name": "tone", "grader": "judged.tone", "passed": 30,
+         "total": 20, "errors": 0})) == {}
+
+
 def test_an_advisory_judge_beside_the_calibrated_one_is_not_counted_so_still_qualifies(
         ) -> None:
     run = _run()

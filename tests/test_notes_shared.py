@@ -76,10 +76,10 @@ def test_two_machines_push_notes_of_one_commit_and_a_fresh_clone_sees_both(
     assert all(r["sources"] == ["note refs/notes/gitevals"] for r in runs)
     shown = run_cli("show", "--format", "json", cwd=fresh)
     assert json.loads(shown.out)["run_id"] == complete
-    # The note is JSONL, sorted as cat_sort_uniq leaves it: git's own merge keeps it valid.
+    # The note is JSONL in the order runs were added (two's own, then the one merged in):
+    # git's own cat_sort_uniq merge keeps it valid, and the complete run still counts.
     lines = _note(fresh, sha).splitlines()
-    assert lines == sorted(lines) and len(lines) == 2
-    assert {json.loads(line)["run_id"] for line in lines} == {complete, partial}
+    assert [json.loads(line)["run_id"] for line in lines] == [partial, complete]
 
     again = run_cli("notes", "pull", cwd=one)
     assert again.out.endswith("1 commit(s) gained runs\n")
@@ -148,14 +148,16 @@ def test_unknown_remote_is_one_line_exit_2(repo: Repo) -> None:
 
 
 def test_a_note_keeps_at_most_note_keep_runs() -> None:
+    """The counting run (complete, here the first added) and the last added others."""
     from gitevals.run.store import NOTE_KEEP, bounded
 
-    runs: list[Any] = [{"run_id": str(i), "finished_at": f"2026-01-01T00:00:{i:02d}Z"}
-                       for i in range(NOTE_KEEP + 5)]
-    runs.insert(0, {"run_id": "best", "finished_at": "2025-01-01T00:00:00Z"})
-    runs = [*runs[1:], runs[0]]  # least preferred first: "best" last
+    def fake(run_id: str, cases: list[str]) -> Any:
+        return {"run_id": run_id, "options": {"cases": cases}, "interrupted": False,
+                "cases": [], "dirty": False}
+
+    runs = [fake("best", []), *(fake(str(i), ["tone"]) for i in range(NOTE_KEEP + 5))]
     kept = bounded(runs)
-    assert [r["run_id"] for r in kept] == [str(i) for i in range(6, NOTE_KEEP + 5)] + ["best"]
+    assert [r["run_id"] for r in kept] == ["best", *(str(i) for i in range(6, NOTE_KEEP + 5))]
 
 
 RACE_HOOK = """#!/bin/sh

@@ -91,8 +91,14 @@ def test_plan_cli_reads_the_run_of_rev(repo: Repo) -> None:
     r = run_cli("plan", "--format", "json", cwd=repo.path)
     rows = {row["scenario"]: row for row in json.loads(r.out)["scenarios"]}
     assert rows["sure"]["observed"] == "4/4" and rows["sure"]["rate"] == 1.0
-    assert rows["sure"]["needed"] == trials_needed(1.0, 0.2)
-    assert rows["coin"]["observed"] == "2/4" and rows["coin"]["needed"] == trials_needed(0.5, 0.2)
+    # two scenarios under the default control: a lone drop is tested at alpha / 2
+    assert json.loads(r.out)["scenario_level"] == 0.025
+    assert rows["sure"]["needed"] == trials_needed(1.0, 0.2, alpha=0.025)
+    assert rows["coin"]["observed"] == "2/4"
+    assert rows["coin"]["needed"] == trials_needed(0.5, 0.2, alpha=0.025)
+    assert trials_needed(0.5, 0.2, alpha=0.025) > trials_needed(0.5, 0.2)
+    suite = json.loads(r.out)["suite"]
+    assert (suite["scenarios"], suite["clusters"]) == (2, 1) and suite["needed"] is None
     assert {row["status"] for row in rows.values()} == {"underpowered"}
     text = run_cli("plan", "--drop", "60", cwd=repo.path)
     assert "60-point drop" in text.out and "1 of 2 scenarios underpowered" in text.out
@@ -101,6 +107,9 @@ def test_plan_cli_reads_the_run_of_rev(repo: Repo) -> None:
     assert "underpowered: 2 of 2 scenarios" in show.out
     bad = run_cli("plan", "--power", "1.5", cwd=repo.path)
     assert bad.code == 2 and "Traceback" not in bad.err
+    tiny = run_cli("plan", "--alpha", "1e-17", cwd=repo.path)  # issue 25: StatisticsError
+    assert tiny.code == 2 and "'1e-17' must be from 1e-06 to 0.5" in tiny.err
+    assert "Traceback" not in tiny.err
 
 
 def test_plan_defaults_are_the_libraries() -> None:
@@ -116,4 +125,8 @@ def test_plan_defaults_are_the_libraries() -> None:
     args = parser.parse_args([])
     assert (args.drop, args.power, args.prior) == (pw.DEFAULT_DROP * 100, pw.DEFAULT_POWER,
                                                    pw.DEFAULT_PRIOR)
-    assert (args.alpha, args.test) == (stats.DEFAULT_ALPHA, stats.DEFAULT_TEST)
+    assert args.test == stats.DEFAULT_TEST
+    # --alpha and --control default to [tool.gitevals.statistics], whose defaults these are
+    from gitevals.settings import Settings
+    assert (args.alpha, args.control) == (None, None)
+    assert (Settings().alpha, Settings().control) == (stats.DEFAULT_ALPHA, "fdr")

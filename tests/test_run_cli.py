@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from gitevals.run.archive import digest
 from gitevals.run.artifact import load as load_artifact
-from gitevals.run.store import local_runs, parse_note, run_of_commit
+from gitevals.run.store import local_runs, parse_note, ranked, run_of_commit
+from gitevals.run.summary import summarize
 
 from .conftest import GIT_ENV, Repo, run_cli
 
@@ -267,7 +269,11 @@ def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) 
     before = repo.git("rev-parse", "refs/notes/commits")
     assert run_cli("run", cwd=repo.path).code == 0
     note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
-    assert note == _only_artifact(repo)
+    artifact = _only_artifact(repo)
+    sha, size, _ = digest(artifact)  # the note holds the summary; the artifact its address
+    assert note == summarize(artifact, sha, size)
+    assert repo.git("for-each-ref", "--format=%(refname)", "refs/gitevals/runs/") == \
+        f"refs/gitevals/runs/{sha}"
     assert repo.git("rev-parse", "refs/notes/commits") == before
     assert repo.git("notes", "show", commit) == "a human note"
 
@@ -506,7 +512,8 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
     chosen = run_of_commit(None, repo.path, "evals", commit)
     assert chosen is not None and chosen.run["options"]["cases"] == []
     note = parse_note(repo.git("notes", "--ref", "gitevals", "show", commit))  # JSONL: both
-    assert [r["options"]["cases"] for r in note] == [["one"], []]  # the complete one preferred
+    assert [r["options"]["cases"] for r in note] == [[], ["one"]]  # in the order added
+    assert [r["options"]["cases"] for r in ranked(note)] == [["one"], []]  # complete counts
     shown = run_cli("show", cwd=repo.path)
     assert "one" in shown.out and "two" in shown.out
 

@@ -249,5 +249,5 @@ def test_a_real_run_validates_and_rescores_to_the_same_verdicts(repo: Repo) -> N
 
 def test_negative_jobs_is_a_usage_error(repo: Repo) -> None:
     res = run_cli("score", "x.json", "--regrade", "--jobs", "-1", cwd=repo.path)
-    assert (res.code, res.err) == (2, "gitevals: error: --jobs -1: give a number of grader "
-                                      "workers, 1 or more (0 = CPU count)\n")
+    assert (res.code, res.err) == (2, "gitevals score: error: argument --jobs: '-1' must be "
+                                      "0 or more; see `gitevals score --help`\n")

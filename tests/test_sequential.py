@@ -95,6 +95,8 @@ def test_run_against_stops_settled_scenarios_and_diff_calls_the_drop(repo: Repo)
     assert got["dropped"]["sequential"]["stopped"] == "regressed"
     assert got["dropped"]["sequential"]["looks"] == [{"trials": 8, "passes": 3,
                                                       "call": "regressed"}]
+    # the family of 3 designs is held by Bonferroni under the default control (issue 21)
+    assert got["dropped"]["sequential"]["design"]["alpha"] == 0.05 / 3
     assert len(got["uncertain"]["results"]) == 40       # kept running to the maximum
     assert got["uncertain"]["sequential"]["stopped"] == "max_trials"
     assert [lk["trials"] for lk in got["uncertain"]["sequential"]["looks"]] == [8, 16, 24, 32, 40]

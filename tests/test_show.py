@@ -234,6 +234,8 @@ def test_show_revision_picks_the_run_that_finished_last(repo: Repo) -> None:
 def test_show_revision_reads_the_git_note(repo: Repo) -> None:
     head = repo.commit({"README": "x"})
     doc = pinned(head, "Lyon", "21:00", "21:10", "dddddd")
+    # a note's run is evidence only when pinned to the commit it is on: tree and files
+    doc["tree"], doc["files"] = repo.git("rev-parse", "HEAD^{tree}").strip(), {}
     repo.git("notes", "--ref=refs/notes/gitevals", "add", "-F", "-", head,
              input=json.dumps(doc))
     res = run_cli("show", "main", "--format", "json", cwd=repo.path)

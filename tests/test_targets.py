@@ -239,7 +239,7 @@ def test_a_python_target_that_raises_reports_it_as_its_error(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("spec", "kind", "says"), [
     ("agent:not_a_dict", "target_protocol", "not a JSON object"),
-    ("agent:missing", "target_start", "has no attribute 'missing'"),
+    ("agent:missing", "target_start", "agent has no function 'missing'"),
     ("nosuchmodule:fn", "target_start", "No module named 'nosuchmodule'"),
 ], ids=["returns-a-list", "no-such-function", "no-such-module"])
 def test_a_broken_python_target_is_a_target_error(tmp_path: Path, spec: str, kind: str,

@@ -91,12 +91,13 @@ def test_lint_and_publish_check_escape_a_file_name_and_a_quoted_value(repo: Repo
     assert check.code == 1 and f"\n  {expected}" in check.out and not _raw(check.out)
 
 
-def test_json_and_github_keep_the_data_exact(repo: Repo) -> None:
+def test_json_keeps_the_data_exact_and_github_escapes_it(repo: Repo) -> None:
     repo.commit({EVIL_FILE: BAD_CASE})
     doc = json.loads(run_cli("lint", "--format", "json", cwd=repo.path).out)
     assert doc["findings"][0]["path"] == EVIL_FILE
     github = run_cli("lint", "--format", "github", cwd=repo.path).out
-    assert f"file={EVIL_FILE}" in github
+    # the workflow log that shows an annotation is a terminal too (issue 25, item 14)
+    assert "file=evals/cases/evil\\x1b]0;owned\\x07.yaml," in github and not _raw(github)
 
 
 def test_diff_json_keeps_golden_ids_exact(repo: Repo) -> None:

@@ -178,6 +178,20 @@ def test_every_kind_of_tree_has_the_checkout_as_location(repo: Repo) -> None:
     assert {os.path.realpath(t.location) for t in trees.values()} == {str(repo.path.resolve())}
 
 
+def test_a_revision_answers_exists_without_sizing_a_blob(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lint --rev asks whether the root exists: one lookup, not a listing that reads the
+    header of every blob beneath it (issue 27's lint regression)."""
+    tree = _committed(repo)["revision"]
+
+    def sized(*_: object) -> int:
+        raise AssertionError("exists read a blob's size")
+
+    monkeypatch.setattr("gitevals.git.tree.blob_size", sized)
+    assert [tree.exists(p) for p in ("evals", "evals/cases/", "evals/nope")] == [
+        True, True, False]
+
+
 def test_the_working_tree_reads_a_listed_file_once(repo: Repo) -> None:
     tree = _committed(repo)["working"]
     shas = tree.blob_shas("evals/cases")
@@ -192,7 +206,7 @@ def test_git_failures_are_gitevals_errors(repo: Repo, damage: str) -> None:
     if damage == "locked notes ref":
         (repo.path / ".git/refs/notes").mkdir(parents=True)
         (repo.path / ".git/refs/notes/gitevals.lock").write_text("")
-        with pytest.raises(GitError, match="could not write the note"):
+        with pytest.raises(GitError, match="could not move refs/notes/gitevals: failed to lock"):
             r.write_note(sha, "{}")
     else:
         (repo.path / ".git/index").write_bytes(b"DIRC garbage")

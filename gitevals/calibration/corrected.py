@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gitevals.stats.judge_correction import Calibration, Corrected, corrected, usable
+from gitevals.stats.judge_correction import MAX_COUNT, Calibration, Corrected, corrected, usable
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import CaseRun, GraderCalibration, Run, ScenarioRun, Trial
@@ -95,10 +95,11 @@ def scenario_correction(case: CaseRun, scenario: ScenarioRun,
     if found is None:
         return None
     index, name = found
-    if not all(_judge_decided(t, index) for t in scenario["results"]):
+    results = scenario["results"]
+    if not all(_judge_decided(t, index) for t in results):
         return None
-    v = scenario["verdict"]
-    return corrected(v["passes"], v["trials"], judges[name])
+    # counted from the trials, not read from the stored verdict (which may be forged)
+    return _correct(sum(t["passed"] is True for t in results), len(results), judges[name])
 
 
 def corrections(run: Run | None) -> dict[tuple[str, str], Corrected]:
@@ -118,9 +119,17 @@ def corrections(run: Run | None) -> dict[tuple[str, str], Corrected]:
 def slice_correction(s: SliceRate, judges: dict[str, Calibration]) -> Corrected | None:
     """The judge-corrected pass rate of a goldens slice, or None when it does not qualify."""
     grader = s["grader"]
-    if grader is None or grader not in judges or s["errors"] or not s["total"]:
+    if grader is None or grader not in judges or s["errors"]:
         return None
-    return corrected(s["passed"], s["total"], judges[grader])
+    return _correct(s["passed"], s["total"], judges[grader])
+
+
+def _correct(passes: int, trials: int, cal: Calibration) -> Corrected | None:
+    """``corrected``, or None for counts a forged artifact made impossible (more passes
+    than trials, none at all, beyond ``MAX_COUNT``): nothing shown, never a traceback."""
+    if not 0 <= passes <= trials or not 0 < trials <= MAX_COUNT:
+        return None
+    return corrected(passes, trials, cal)
 
 
 def slice_corrections(run: Run | None) -> dict[tuple[str, str], Corrected]:

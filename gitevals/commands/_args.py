@@ -3,17 +3,49 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+
+#: The most a count on the command line may be (docs/run.md, "Bounds"): a scenario's
+#: trials as a case file may set them; conversations or processes at once; looks of a
+#: sequential run; rows and commits a report lists. Each keeps a typo (an extra zero
+#: or three) from building a work list or a pool no machine holds.
+MAX_TRIALS = 10_000
+MAX_SEQUENTIAL_TRIALS = 1_000
+MAX_LOOKS = 100
+MAX_JOBS = 256
+MAX_REPEAT = 10_000
+MOST_SAMPLES = 1_000_000
+MAX_ROWS = 1_000_000
 
 
 def positive(text: str) -> int:
-    """A whole number of at least 1."""
+    """A whole number of at least 1 (at most ``MAX_ROWS``)."""
+    return _whole(text, 1, MAX_ROWS)
+
+
+def _whole(text: str, least: int, most: int) -> int:
+    shown = repr(text if len(text) <= 24 else f"{text[:20]}…")
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+        digits = text.strip().removeprefix("+")
+        if not (digits.isascii() and digits.isdigit()):
+            raise argparse.ArgumentTypeError(f"{shown} is not a whole number") from None
+        value = most + 1  # more digits than Python converts: past any bound
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{shown} must be {least} or more")
+    if value > most:
+        raise argparse.ArgumentTypeError(f"{shown} is past the bound of {most:,}: give "
+                                         f"{least} to {most:,}")
     return value
+
+
+def count(most: int, least: int = 1) -> Callable[[str], int]:
+    """The argparse type of a whole number from ``least`` to ``most``."""
+    def parse(text: str) -> int:
+        return _whole(text, least, most)
+
+    return parse
 
 
 def _number(text: str, what: str = "a number") -> float:
@@ -45,3 +77,30 @@ def rate(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
     return value
+
+
+#: The bounds of ``--alpha``: below 1e-6 no trial count a run can afford reaches it (and
+#: the exact tests' floats stop meaning anything); above 0.5 a "beyond noise" call is a
+#: coin toss.
+ALPHA_MIN, ALPHA_MAX = 1e-6, 0.5
+
+
+def alpha(text: str) -> float:
+    """A test's level: from 1e-6 to 0.5."""
+    value = _number(text)
+    if not ALPHA_MIN <= value <= ALPHA_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be from {ALPHA_MIN:g} to {ALPHA_MAX:g} (e.g. 0.05)")
+    return value
+
+
+def add_control(parser: argparse._ActionsContainer, what: str) -> None:
+    """``--control`` and ``--alpha``, defaulting to ``[tool.gitevals.statistics]``."""
+    parser.add_argument("--control", choices=("fdr", "fwer", "none"), default=None,
+                        help=f"multiple-comparison control across {what}: fdr "
+                             "(Benjamini-Hochberg, the default), fwer (Holm) or none; "
+                             "default from [tool.gitevals.statistics] control")
+    parser.add_argument("--alpha", type=alpha, default=None, metavar="A",
+                        help="the level: an unchanged harness is called regressed in at most "
+                             "this share of comparisons (1e-6 to 0.5; default 0.05, or "
+                             "[tool.gitevals.statistics] alpha)")

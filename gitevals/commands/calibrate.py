@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import positive
+from gitevals.commands._args import MAX_JOBS, count
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "model (a second --final is refused)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="what to print on stdout (default text)")
-    parser.add_argument("--jobs", "-j", type=positive, default=4, metavar="N",
+    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), default=4, metavar="N",
                         help="grader calls in parallel (default 4)")
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip checking that the judge is keyed and answering first")

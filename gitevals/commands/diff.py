@@ -11,6 +11,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import (
+    MAX_ROWS,
+    add_control,
+    count,
+    points,
+)
+
 if TYPE_CHECKING:
     from gitevals.diff import Diff, Side
     from gitevals.diff.buckets import SliceRow
@@ -29,16 +36,6 @@ HELP = ("what changed between two revisions: rules (cases and task definitions),
 
 PARTS = ("rules", "graders", "goldens", "verdicts")
 FAIL_ON = ("regressed", "any-change", "never")
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.05)")
-    return value
 
 
 def _parts(text: str) -> list[str]:
@@ -61,13 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=FAIL_ON, default="regressed",
                         help="exit 1 when a scenario regressed beyond noise (default), on any "
                              "change, or never")
-    parser.add_argument("--alpha", type=_alpha, default=0.05,
-                        help="beyond noise when the exact test's p is below this (default 0.05)")
+    add_control(parser, "scenarios (and goldens slices)")
+    parser.add_argument("--equivalence", type=points, metavar="PTS",
+                        help="also require the suite to show no drop larger than PTS points "
+                             "(two one-sided tests): exit 1 unless it does")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test on pass counts (default boschloo)")
     parser.add_argument("--only", type=_parts, metavar="PARTS",
                         help=f"compare only these parts (comma list of {', '.join(PARTS)})")
-    parser.add_argument("--limit", type=int, default=50, metavar="N",
+    parser.add_argument("--limit", type=count(MAX_ROWS, least=0), default=50, metavar="N",
                         help="rows of goldens shown in text/markdown (0 = all; json has all)")
     parser.add_argument("--require-runs", action="store_true",
                         help="fail (exit 2) when either side has no run, instead of comparing "
@@ -80,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     repo = require_repo()
     result = collect(repo, args.a, args.b, args.a_run, args.b_run,
-                           set(args.only or PARTS), args.test, args.alpha)
+                     set(args.only or PARTS), args.test, args.alpha, args.control,
+                     args.equivalence)
     if args.format == "json":
         text = report.render_json(result)
     elif args.format == "markdown":
@@ -91,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
         text = report.render_text(result, args.limit)
     sys.stdout.write(text)
     if args.require_runs and "verdicts" in set(args.only or PARTS):
-        missing = [side for side in (result.a, result.b) if side.run_id is None]
+        missing = [f"no run of {side.rev} ({side.commit[:12]}): {side.missing_run_hint}"
+                   for side in (result.a, result.b) if side.run_id is None]
+        missing += [f"the run of {side.rev} ({side.commit[:12]}) is partial ({side.partial}):"
+                    f" run the whole commit (`gitevals run --rev {side.commit[:12]}`)"
+                    for side in (result.a, result.b) if side.run_id and side.partial]
         if missing:
             from gitevals.errors import UsageError
 
-            raise UsageError("; ".join(
-                f"no run of {side.rev} ({side.commit[:12]}): {side.missing_run_hint}"
-                for side in missing) + " (--require-runs)")
+            raise UsageError("; ".join(missing) + " (--require-runs)")
     return exit_code(result, args.fail_on)
 
 
@@ -108,7 +110,11 @@ def exit_code(result: Diff, fail_on: str) -> int:
     if fail_on == "any-change":
         return 1 if result.any_change() else 0
     c = result.counts()
-    return 1 if c["regressed_beyond_noise"] or c["buckets_regressed_beyond_noise"] else 0
+    if result.suite is not None and result.suite.equivalence_pts is not None \
+            and not result.suite.no_drop:
+        return 1  # --equivalence: the suite must show no drop larger than the margin
+    return 1 if (c["regressed_beyond_noise"] or c["buckets_regressed_beyond_noise"]
+                 or c["suite_regressed_beyond_noise"]) else 0
 
 
 # ---------------------------------------------------------------- gathering
@@ -141,7 +147,8 @@ class _Sides:
         self.repo = repo
         self.revs = (rev_a, rev_b)
         self.trees = (RevisionTree(repo, rev_a), RevisionTree(repo, rev_b))
-        self.roots = tuple(load_settings(t)[0].root for t in self.trees)
+        self.settings = tuple(load_settings(t)[0] for t in self.trees)
+        self.roots = tuple(s.root for s in self.settings)
         # "root/": a directory; a file named like the eval root is no eval tree.
         self.has_evals = tuple(bool(t.blob_shas(f"{r}/")) for t, r in zip(self.trees, self.roots,
                                                                           strict=True))
@@ -268,7 +275,24 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
     hint = None if run or not looked else missing_run_hint(s.repo, commit)
     return Side(s.revs[i], commit, s.roots[i], s.has_evals[i],
                 run["run_id"] if run else None, source,
-                run["commit"] if run else None, hint)
+                run["commit"] if run else None, hint, _partial(run))
+
+
+def _partial(run: Run | None) -> str | None:
+    """Why ``run`` is not its commit's complete run (None: it is, or there is none)."""
+    from gitevals.run.artifact import complete, is_draft
+
+    if run is None or complete(run):
+        return None
+    if run["interrupted"]:
+        return "interrupted"
+    if is_draft(run):
+        return "a draft"
+    if run["options"].get("goldens_only"):
+        return "--goldens-only"
+    if run["options"]["cases"]:
+        return "only " + ", ".join(run["options"]["cases"])
+    return "some buckets only"
 
 
 def missing_run_hint(repo: Repo, commit: str) -> str:
@@ -303,6 +327,11 @@ def missing_run_hint(repo: Repo, commit: str) -> str:
 def _run_notes(sides: tuple[Side, Side]) -> list[str]:
     out = []
     for label, side in zip("AB", sides, strict=True):
+        if side.partial:
+            out.append(f"note: the run of {label} ({side.commit[:12]}) is partial "
+                       f"({side.partial}): the scenarios it left out show as not run; run "
+                       f"the whole commit (`gitevals run --rev {side.commit[:12]}`) to "
+                       "compare them")
         if side.run_commit and side.run_commit != side.commit:
             out.append(f"note: the run given for {label} ran commit {side.run_commit}, "
                        f"not {label} ({side.commit})")
@@ -332,13 +361,19 @@ def _resolvable(repo: Repo, *revs: str) -> tuple[Repo, str, str]:
 
 
 def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | None,
-            parts: set[str], test: str, alpha: float) -> Diff:
-    """Read what the two revisions hold and build the ``Diff``."""
+            parts: set[str], test: str, alpha: float | None = None,
+            control: str | None = None, equivalence: float | None = None) -> Diff:
+    """Read what the two revisions hold and build the ``Diff``. ``alpha`` and
+    ``control`` default to A's ``[tool.gitevals.statistics]``: the base revision sets
+    the bar, so a change cannot loosen the test that judges it."""
     from gitevals.diff import Diff
-    from gitevals.diff.verdicts import compare_verdicts, mark_grader_users
+    from gitevals.diff.suite import SuiteResult, assess
+    from gitevals.diff.verdicts import clusters, compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
     s = _Sides(*_resolvable(repo, rev_a, rev_b))
+    alpha = s.settings[0].alpha if alpha is None else alpha
+    control = s.settings[0].control if control is None else control
     if not any(s.has_evals) and not (a_run or b_run):
         a, b = (t.commit or "" for t in s.trees)
         raise UsageError(f"neither A ({a[:12]}) nor B ({b[:12]}) has an eval tree "
@@ -351,6 +386,8 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     verdicts: tuple[VerdictRow, ...] = ()
     slices: tuple[SliceRow, ...] = ()
     rescored = None
+    suite: SuiteResult | None = None
+    summary_note: str | None = None
     if "verdicts" in parts:
         runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)
                 for i, given in enumerate((a_run, b_run))]
@@ -358,20 +395,79 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
         if run_a is not None and cases and b_cases:
             from gitevals.run.scoring import score_run
 
-            rescored = score_run(run_a, rules=b_cases)
+            full_a = _transcripts_of(repo, run_a)
+            rescored = score_run(full_a, rules=b_cases) if full_a is not None else None
+            if full_a is None:
+                summary_note = (f"note: A's run {run_a['run_id']} is a summary here (its "
+                                "transcripts are not local): A is not re-scored under B's "
+                                "rules; `gitevals fetch-run A` brings them")
         if run_a is not None and run_b is not None:
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
                                          users)
-            from gitevals.diff.buckets import compare_slices
+            verdicts = _left_out(s, verdicts)
+            from gitevals.diff.buckets import compare_slices, control_slices
 
             slices = compare_slices(run_a, run_b, test, alpha)
+            verdicts, suite = assess(verdicts, clusters(run_a, run_b), control, alpha,
+                                     equivalence, test, others=int(_measured(slices)))
+            slices = control_slices(slices, control, alpha, suite.share)
             verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
                 users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0]), slices=slices,
-                tasks=tuple(tasks))
+                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0])
+                + ((summary_note,) if summary_note else ()), slices=slices,
+                tasks=tuple(tasks), suite=suite, control=control)
+
+
+def _left_out(s: _Sides, verdicts: tuple[VerdictRow, ...]) -> tuple[VerdictRow, ...]:
+    """A row "gone" from B's run (or "new" in it) whose scenario is in that side's commit
+    was left out of a partial run (named cases, ``--goldens-only``): not run, never
+    silently gone or new."""
+    from dataclasses import replace
+
+    wanted = {"gone": 1, "new": 0}
+    if not any(r.change in wanted for r in verdicts):
+        return verdicts
+    held = [_scenario_keys(s, 0), _scenario_keys(s, 1)]
+    return tuple(replace(r, change="not_run") if r.change in wanted
+                 and (r.case, r.scenario) in held[wanted[r.change]] else r for r in verdicts)
+
+
+def _scenario_keys(s: _Sides, i: int) -> set[tuple[str, str]]:
+    """``(case, scenario)`` of every case that reads in side ``i``'s commit."""
+    from gitevals.diff.rules import read_case
+
+    root = s.roots[i]
+    out: set[tuple[str, str]] = set()
+    for rel, sha in _case_files(s.trees[i], root).items():
+        case, _ = read_case(f"{root}/cases/{rel}", s.blob(sha) or b"")
+        if case is not None:
+            out |= {(case.name, str(sc.id)) for sc in case.scenarios}
+    return out
+
+
+def _measured(slices: tuple[SliceRow, ...]) -> bool:
+    """Were any goldens slices compared (a family that shares alpha)?"""
+    return any(r.a is not None and r.b is not None and r.a[1] and r.b[1] for r in slices)
+
+
+def _transcripts_of(repo: Repo, run: Run) -> Run | None:
+    """``run`` whole: itself, or the full artifact of a summary when it is kept here
+    (never fetched: a diff stays offline); None when only the summary is here."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.archive import unpack
+    from gitevals.run.runstore import get
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run
+    data = get(repo, run["stored"]["sha256"])
+    try:
+        return unpack(data, f"the full artifact of run {run['run_id']}") if data else None
+    except ArtifactError:
+        return None
 
 
 def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],

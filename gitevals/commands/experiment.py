@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.commands._args import positive
+from gitevals.commands._args import (
+    MAX_JOBS,
+    MAX_REPEAT,
+    MOST_SAMPLES,
+    add_control,
+    count,
+)
 
 if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
@@ -31,18 +37,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lane", action="append", default=[], metavar="NAME=REV[,env:K=V...]",
                         help="a lane: a revision of the harness, optionally with variables "
                              "for the target (repeatable; e.g. base=v1.2,env:MODEL=base-7b)")
-    parser.add_argument("--repeat", type=positive, default=1, metavar="N",
+    parser.add_argument("--target-env-public", action="append", metavar="KEY",
+                        help="record the value of the lanes' env:KEY in clear (repeatable; "
+                             "e.g. MODEL): every other value is recorded as its SHA-256")
+    parser.add_argument("--repeat", type=count(MAX_REPEAT), default=1, metavar="N",
                         help="run every scenario's trials N times in each lane (default 1)")
-    parser.add_argument("--jobs", "-j", type=positive, metavar="N",
+    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
                         help="conversations in parallel within a lane (default 16)")
-    parser.add_argument("--max-samples", type=positive, metavar="N",
+    parser.add_argument("--max-samples", type=count(MOST_SAMPLES), metavar="N",
                         help="raise the bound of 1,000 conversations an experiment may make")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                         help="what to print on stdout (default text); the JSON report is "
                              "written to <root>/results/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
-                             "(default boschloo; beyond noise when p < 0.05)")
+                             "(default boschloo; beyond noise when q < alpha)")
+    add_control(parser, "every lane pair and scenario (fdr is Benjamini-Yekutieli here: "
+                        "pairs that share a lane are dependent)")
     parser.add_argument("--recheck", metavar="ID",
                         help="run nothing: re-check the kept samples of experiment ID against "
                              "its lanes' pins and report again")
@@ -60,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
             raise UsageError("--recheck reads the lanes and cases the experiment kept: "
                              "give no --lane or CASE with it")
-        return _recheck(repo, args.recheck, args.format, args.test)
+        return _recheck(repo, args.recheck, args.format, args.test, args.control, args.alpha)
     return _experiment(repo, args)
 
 
@@ -153,9 +164,11 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     from gitevals.experiment.lanes import MAX_SAMPLES, check_matrix, repeated
     from gitevals.git.tree import RevisionTree
     from gitevals.model import case_name
+    from gitevals.run.targetenv import public_names
 
     names = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in args.cases]
     lanes = _lanes(repo, args.lane)
+    public = public_names(args.target_env_public, {k for lane in lanes for k in lane.env})
     trees = [RevisionTree(repo, lane.commit) for lane in lanes]
     plans = [_plan(t, lane, names) for t, lane in zip(trees, lanes, strict=True)]
     if _refuse_blocked(lanes, plans):
@@ -175,16 +188,17 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     results: list[LaneResult] = []
     stopped = False
     for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
-        pins = pins_of(lane, the_plan.files, snap, args.repeat)
+        pins = pins_of(lane, the_plan.files, snap, args.repeat, public)
         if stopped:  # listed, never left out: the report says which lanes did not run
             results.append(_not_run(repo.work_root, root, exp_id, lane, pins))
             continue
         result = _run_lane(repo, root, exp_id, lane, tree, repeated(the_plan, args.repeat),
-                           pins, names, args)
+                           pins, names, args, public)
         results.append(result)
         stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], args, total, snaps[0], started, time.time())
-    return _finish(repo, root, meta, results, args.format, args.test)
+    return _finish(repo, root, meta, results, args.format, args.test, args.control,
+                   args.alpha)
 
 
 def _new_id() -> str:
@@ -195,8 +209,8 @@ def _new_id() -> str:
 
 
 def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree,
-              the_plan: Plan, pins: Pins, names: list[str], args: argparse.Namespace
-              ) -> LaneResult:
+              the_plan: Plan, pins: Pins, names: list[str], args: argparse.Namespace,
+              public: frozenset[str] = frozenset()) -> LaneResult:
     """Run one lane's share with the ordinary runner, score it by its judge graders'
     calibration as ``run`` does (an advisory grader's failures are not counted in the
     lane's rates), keep its artifact, and read it back from disk: the after-check reads
@@ -211,7 +225,7 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
     bwrap = _sandbox(the_plan, no_sandbox=False)
     artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env,
-                        bwrap=bwrap)
+                        bwrap=bwrap, public_env=public)
     artifact = _calibrated(tree, the_plan, artifact)
     path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
@@ -292,10 +306,15 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path
 
 
 def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
-            fmt: str, test: str) -> int:
+            fmt: str, test: str, control: str | None = None, alpha: float | None = None
+            ) -> int:
     from gitevals.experiment import report
+    from gitevals.git.tree import WorkingTree
+    from gitevals.settings import load_settings
 
-    doc = report.build(meta, results, test)
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    doc = report.build(meta, results, test, settings.alpha if alpha is None else alpha,
+                       settings.control if control is None else control)
     path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
     sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
@@ -309,7 +328,8 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
 # -- --recheck ----------------------------------------------------------------------------
 
 
-def _recheck(repo: Repo, exp_id: str, fmt: str, test: str) -> int:
+def _recheck(repo: Repo, exp_id: str, fmt: str, test: str, control: str | None = None,
+             alpha: float | None = None) -> int:
     """Re-read experiment ``exp_id``'s kept samples, re-check each against the pins its
     lanes recorded before they ran, and report (and keep) the result again."""
     import re
@@ -327,7 +347,7 @@ def _recheck(repo: Repo, exp_id: str, fmt: str, test: str) -> int:
     results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
     keys = ("id", "tool_version", "root", "cases", "repeat", "jobs", "conversations",
             "max_samples", "settings", "started_at", "finished_at")
-    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test)
+    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test, control, alpha)
 
 
 def _read_report(path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_control
 from gitevals.errors import GitevalsError
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the baseline's model name (<root>/baseline-<NAME>.json of the "
                              "working tree)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    add_control(parser, "the counted slices")
 
 
 def read_baseline(data: bytes | None, rel: str) -> Baseline:
@@ -117,21 +119,22 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
 
 def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool = False
                           ) -> Run | None:
-    """The run of ``commit`` to gate: the preferred one (``artifact.preference``) among
-    those that sent every bucket, from its git note, else (unless ``notes_only``) from
+    """The run of ``commit`` to gate: among those that sent every bucket, the one of its
+    git note that counts (``store.counting``), else (unless ``notes_only``) from
     ``<root>/results/`` of the working tree; checked against the commit (``pinned``).
     None when there is none. (The commit's complete run may have sent no goldens, when
     it was run before buckets were mapped or with named cases.)"""
-    from gitevals.run.artifact import checked, preference
-    from gitevals.run.store import local_runs, note_runs
+    from gitevals.run.artifact import checked
+    from gitevals.run.store import counting, local_runs, note_runs, pins_of
 
     def whole(run: Run) -> bool:
         part = run.get("goldens")
         return part is not None and not part["buckets"] and not run["interrupted"]
 
-    noted = sorted((r for r in note_runs(repo, commit) if whole(r)), key=preference)
-    if noted:
-        run, label = checked(noted[-1], f"git note on {commit[:12]}"), f"git note on {commit[:12]}"
+    noted = [r for r in note_runs(repo, commit) if whole(r)]
+    counted = counting(noted, pins_of(repo, commit))[0] if noted else None
+    if counted is not None:  # the note's run that counts: evidence, by place in the note
+        run, label = counted, f"git note on {commit[:12]}"
     else:
         local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, root, commit)
                                        if whole(r)]
@@ -201,8 +204,9 @@ def lints(repo: Repo, commit: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.tree import WorkingTree, require_repo
     from gitevals.report.gate import REPORTERS
+    from gitevals.settings import load_settings
     from gitevals.suite.gate import baseline_path, gate
 
     artifact = load_run(args.artifact)
@@ -211,7 +215,10 @@ def run(args: argparse.Namespace) -> int:
     path = repo.work_root / rel
     data = path.read_bytes() if path.is_file() else None
     baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False)
-    result = gate(baseline, artifact, rel)  # another measuring stick is said first
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    result = gate(baseline, artifact, rel,  # another measuring stick is said first
+                  settings.control if args.control is None else args.control,
+                  settings.alpha if args.alpha is None else args.alpha)
     lints(repo, artifact["commit"])
     sys.stdout.write(REPORTERS[args.format](result))
     sys.stdout.flush()
@@ -231,7 +238,8 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
 
     repo = require_repo()
     tree = RevisionTree(repo, commit)
-    root = load_settings(tree)[0].root
+    settings = load_settings(tree)[0]
+    root = settings.root
     rel = baseline_path(root, model)
     try:
         baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
@@ -241,7 +249,7 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
             raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
                           f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "
                           "pull`)")
-        result = gate(baseline, found, rel)
+        result = gate(baseline, found, rel, settings.control, settings.alpha)
     except GitevalsError as exc:
         return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
     if result.passed:

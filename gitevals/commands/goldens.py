@@ -4,6 +4,7 @@ whole (counts, the seed's floors) and training files checked for golden rows."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -12,10 +13,14 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
     from gitevals.git.tree import Tree
+    from gitevals.goldenset.flywheel import Candidate
 
 NAME = "goldens"
 HELP = "the golden set: counts per bucket/split/tag and floors (stats), training files " \
-       "checked for golden ids and inputs (leak-check)"
+       "checked for golden ids and inputs (leak-check), recorded conversations as rows " \
+       "(from-runs)"
+#: Largest recording ``from-runs`` reads (a run artifact or a JSONL transcript).
+MAX_RECORDING = 1 << 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +44,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(default: input; a chat 'messages' list compares its user turns)")
     _tree_arguments(leak)
     leak.set_defaults(_goldens=_leak_check)
+    runs = sub.add_parser("from-runs", help="recorded conversations (a run, or a JSONL "
+                          "transcript) as goldens rows with their provenance",
+                          description="Write each conversation of RUN as a goldens row "
+                          "(input: its user turns; source: where it was recorded), ids "
+                          "derived from the provenance; ids retired or already in "
+                          "goldens.jsonl are refused, one line each (exit 1).")
+    runs.add_argument("what", metavar="RUN",
+                      help="a run artifact (.json), a JSONL transcript, or a revision "
+                           "whose run is kept (as `gitevals show REV` finds it)")
+    runs.add_argument("--failed", action="store_true",
+                      help="only the failed trials (conversations)")
+    runs.add_argument("--bucket", metavar="B", help="set every row's bucket to B")
+    runs.add_argument("-o", "--output", metavar="FILE",
+                      help="write the rows to FILE, which must not exist (default: stdout)")
+    runs.set_defaults(_goldens=_from_runs)
 
 
 def _tree_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +99,94 @@ def _stats(args: argparse.Namespace) -> int:
     render = stats_json if args.format == "json" else stats_text
     sys.stdout.write(render(stats, path, tree.label))
     return 0
+
+
+def _from_runs(args: argparse.Namespace) -> int:
+    from gitevals.git.tree import open_tree
+    from gitevals.goldenset import flywheel
+    from gitevals.lint.retired import parse_retired
+    from gitevals.report.text import visible
+    from gitevals.settings import load_settings
+    from gitevals.suite.rows import row_id, rows
+
+    bucket = flywheel.bucket_name(args.bucket) if args.bucket is not None else None
+    found = _conversations(args.what)
+    tree = open_tree()
+    root = load_settings(tree)[0].root
+    g_path, r_path = (f"{root}/{n}" if root else n for n in ("goldens.jsonl",
+                                                               "goldens.retired"))
+    present = {row_id(row, n) for n, row in rows(tree.read(g_path) or b"")}
+    retired = parse_retired(tree.read(r_path), r_path)[0]
+    chosen = flywheel.select(found, args.failed, bucket, present, retired, g_path, r_path)
+    text = flywheel.dumps(chosen.rows)
+    if args.output is not None:
+        _create(args.output, text)
+    else:
+        sys.stdout.write(text)
+    for id_, why in chosen.refused:
+        print(f"gitevals: refused id {visible(json.dumps(id_))}: {visible(why)}",
+              file=sys.stderr)
+    where = visible(args.output) if args.output is not None else "stdout"
+    print(f"wrote {len(chosen.rows):,} rows to {where}; refused {len(chosen.refused):,}",
+          file=sys.stderr)
+    return 1 if chosen.refused else 0
+
+
+def _conversations(what: str) -> list[Candidate]:
+    """The conversations of ``what``: a file (run artifact or JSONL), else a revision."""
+    import os
+
+    from gitevals.goldenset import flywheel
+    from gitevals.run.artifact import load
+
+    if what.endswith((".json", ".jsonl")) or os.path.lexists(what):
+        data = _read_recording(what)
+        if flywheel.is_run(data):
+            return flywheel.from_run(load(data, what))
+        return flywheel.from_jsonl(what, data)
+    from gitevals.commands.show import run_for_rev
+
+    return flywheel.from_run(run_for_rev(what))
+
+
+def _read_recording(path: str) -> bytes:
+    """A recording's bytes when it is a regular file of at most ``MAX_RECORDING`` bytes."""
+    import os
+    import stat
+
+    from gitevals.errors import UsageError
+    from gitevals.report.text import visible
+
+    fix = "name a run artifact (.json) or a JSONL transcript"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"{visible(path)}: {exc.strerror or exc}; {fix}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{visible(path)}: not a regular file (a device, FIFO or "
+                             f"directory is never read); {fix}")
+        if st.st_size > MAX_RECORDING:
+            raise UsageError(f"{visible(path)}: {st.st_size:,} bytes, over the limit of "
+                             f"{MAX_RECORDING:,}; split it")
+        os.set_blocking(fd, True)
+        return f.read(MAX_RECORDING + 1)
+
+
+def _create(path: str, text: str) -> None:
+    """``text`` into a new file ``path``: an existing file is never overwritten."""
+    from gitevals.errors import UsageError
+    from gitevals.report.text import visible
+
+    try:
+        with open(path, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise UsageError(f"{visible(path)}: already exists; name a new file (rows are "
+                         "never written over an existing one)") from None
+    except OSError as exc:
+        raise UsageError(f"{visible(path)}: cannot write: {exc.strerror or exc}") from None
 
 
 def _leak_check(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import MAX_JOBS, count
+
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
@@ -34,18 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(SARIF 2.1.0 for code scanning)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the lint cache")
-    parser.add_argument("--jobs", type=_positive, metavar="N",
+    parser.add_argument("--jobs", type=count(MAX_JOBS), metavar="N",
                         help="worker processes (default: number of CPUs)")
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of jobs")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,7 +143,7 @@ def staged_deletions(index: Tree) -> list[str]:
     from gitevals.git.tree import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
-    from gitevals.tasks.load import tasks_dir
+    from gitevals.tasks import tasks_dir
 
     try:
         head = open_tree(rev="HEAD", start=Path(index.location))

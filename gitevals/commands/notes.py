@@ -35,17 +35,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (
         ("pull", "fetch the remote's refs/notes/gitevals and merge its runs into yours"),
-        ("push", "pull, then push refs/notes/gitevals (retried when another push won)"),
+        ("push", "pull, then push refs/notes/gitevals and the run artifacts (retried when "
+                 "another push won)"),
     ):
         p = sub.add_parser(action, help=text, description=text)
         p.add_argument("remote", nargs="?", default="origin", metavar="REMOTE",
                        help="a remote of this repository (default origin)")
+    text = ("rewrite notes holding whole runs as summaries, the runs kept as artifacts "
+            "(docs/storage.md); run it again: it changes nothing")
+    sub.add_parser("compact", help=text, description=text)
 
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
     from gitevals.git.tree import require_repo
 
+    if args.action == "compact":
+        from gitevals.run.compact import compact
+
+        print(compact(require_repo()))
+        return 0
     if not _REMOTE.fullmatch(args.remote):
         raise UsageError(f"{args.remote!r} is not a remote name: name one of "
                          "`git remote` (default origin)")
@@ -75,20 +84,47 @@ def fetch(repo: Repo, remote: str) -> bool:
 
 def merge(repo: Repo, theirs_ref: str) -> int:
     """Merge the notes under ``theirs_ref`` into refs/notes/gitevals; how many commits'
-    notes changed (a fast-forward counts the commits whose note it brought)."""
+    notes changed (a fast-forward counts the commits whose note it brought).
+
+    Notes are compared by blob id (``notestree.changed``, subtree by subtree): a
+    fast-forward reads no note, and a merge reads only the notes the two sides hold
+    differently, so its memory follows what changed, not the length of the history.
+    """
+    from gitevals.git import notestree
     from gitevals.git.tree import NOTES_REF
-    from gitevals.run.store import merge_notes
 
     theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
     if theirs is None or (ours is not None and repo.contains(ours, theirs)):
         return 0
-    mine, other = repo.notes(NOTES_REF), repo.notes(theirs_ref)
+    differ = notestree.changed(repo, ours, theirs)
     if ours is None or repo.contains(theirs, ours):
         repo.set_ref(NOTES_REF, theirs, ours)
-        return sum(mine.get(c) != text for c, text in other.items())
-    merged = {c: merge_notes(mine.get(c), other.get(c)) or "" for c in {*mine, *other}}
-    repo.commit_notes(NOTES_REF, merged, [ours, theirs], f"gitevals notes: merge {theirs_ref}")
-    return sum(mine.get(c) != text for c, text in merged.items())
+        return sum(b is not None for _, b in differ.values())
+    changes = _merged(repo, differ)
+    notestree.write(repo, NOTES_REF, changes, [ours, theirs],
+                    f"gitevals notes: merge {theirs_ref}")
+    return len(changes)
+
+
+def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dict[str, str]:
+    """``commit -> new note blob`` for the notes the two sides hold differently: theirs
+    alone is taken as is (not read), both are read and merged (``store.merge_notes``);
+    ours alone stays (a note missing on one side is never a deletion)."""
+    from gitevals.git import notestree
+    from gitevals.run.store import merge_notes
+
+    changes: dict[str, str] = {}
+    for commit, (mine, other) in sorted(differ.items()):
+        if other is None:
+            continue
+        if mine is None:
+            changes[commit] = other
+            continue
+        ours_text = notestree.blob_text(repo, mine)
+        text = merge_notes(ours_text, notestree.blob_text(repo, other))
+        if text is not None and text != ours_text:
+            changes[commit] = notestree.new_blob(repo, text)
+    return changes
 
 
 def pulled(repo: Repo, remote: str) -> int | None:
@@ -115,13 +151,15 @@ def push(repo: Repo, remote: str) -> str:
     pushed first is retried after a new pull, ``PUSH_ATTEMPTS`` times in all."""
     from gitevals.errors import GitError
     from gitevals.git.tree import NOTES_REF
+    from gitevals.run.runstore import RUNS_REF
 
     merged = 0
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         merged += pulled(repo, remote) or 0
         if repo.ref_target(NOTES_REF) is None:
             return f"no {NOTES_REF} here: nothing to push (`gitevals run` writes notes)"
-        code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}")
+        code, err = repo.run_git("push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}",
+                                 f"{RUNS_REF}*:{RUNS_REF}*")
         if code == 0:
             return f"pushed {NOTES_REF} to {remote}" + (
                 f" (after merging theirs: {merged} commit(s) gained runs)" if merged else "")

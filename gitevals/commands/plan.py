@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import level, points, rate
+from gitevals.commands._args import add_control, level, points, rate
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
@@ -23,15 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # arguments are built at each start, and importing gitevals.diff costs ~40 ms
     # (tests/test_power.py checks they agree)
     DEFAULT_DROP, DEFAULT_POWER, DEFAULT_PRIOR = 0.20, 0.8, 0.5
-    DEFAULT_ALPHA, DEFAULT_TEST, TESTS = 0.05, "boschloo", ("boschloo", "fisher")
+    DEFAULT_TEST, TESTS = "boschloo", ("boschloo", "fisher")
 
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV",
                         help="the revision whose cases and run to plan from (default HEAD)")
     parser.add_argument("--drop", type=points, default=DEFAULT_DROP * 100, metavar="PTS",
                         help=f"the drop in pass rate to detect, in points "
                              f"(default {DEFAULT_DROP * 100:g})")
-    parser.add_argument("--alpha", type=level, default=DEFAULT_ALPHA, metavar="A",
-                        help=f"diff's level: p below it is beyond noise (default {DEFAULT_ALPHA})")
+    add_control(parser, "scenarios: a lone scenario's drop is tested at alpha / scenarios "
+                        "under fdr and fwer")
+    parser.add_argument("--suite-drop", type=points, default=5.0, metavar="PTS",
+                        help="the suite-wide drop the suite test should see, in points "
+                             "(default 5)")
     parser.add_argument("--power", type=level, default=DEFAULT_POWER, metavar="P",
                         help=f"the chance of calling such a drop (default {DEFAULT_POWER})")
     parser.add_argument("--prior", type=rate, default=DEFAULT_PRIOR, metavar="RATE",
@@ -88,12 +91,56 @@ def rows(the_plan: Plan, run: Run | None, drop: float, goal: float, prior: float
     return out
 
 
+@dataclass(frozen=True)
+class SuitePlan:
+    """The suite as a whole: what its paired test sees at the trials asked for now, and
+    the trials a side it needs to see ``drop`` suite-wide (trial noise alone)."""
+
+    scenarios: int
+    clusters: int
+    level: float            # the suite test's (two-sided)
+    scenario_level: float   # the level a lone scenario's drop faces under the control
+    mde_pts_now: float | None
+    drop_pts: float
+    needed: int | None
+
+
+def suite_plan(the_plan: Plan, table: list[Row], drop: float, goal: float, alpha: float,
+               scenario_level: float) -> SuitePlan:
+    """The suite rows of ``plan``: the same paired test ``diff`` makes (pure)."""
+    from gitevals.stats import power as suite_power
+
+    clusters = {c.name: c.cluster or c.name for c in the_plan.cases}
+    groups = len({clusters.get(r.case, r.case) for r in table})
+    trials = [max(1, r.trials) for r in table]
+    # A rate seen as 0 or 1 is not a rate without noise: half a trial each way keeps the
+    # prediction from claiming that no drop could hide (a "0.0-point" suite).
+    rates = [(r.rate * n + 0.5) / (n + 1) for r, n in zip(table, trials, strict=True)]
+    se = suite_power.predicted_se(rates, trials, trials)
+    mde = suite_power.suite_mde(se, groups - 1, alpha, goal) if groups > 1 else None
+    return SuitePlan(len(table), groups, alpha, scenario_level,
+                     None if mde is None else round(100 * mde, 2), 100 * drop,
+                     suite_power.suite_trials(rates, groups, drop, alpha, goal))
+
+
+def suite_text(s: SuitePlan, goal: float) -> str:
+    if s.clusters < 2:
+        return (f"suite: {s.scenarios} scenarios in {s.clusters} cluster: no suite test "
+                "(diff needs 2 clusters or more)")
+    now = f"{s.mde_pts_now:.1f}" if s.mde_pts_now is not None else "-"
+    need = f"{s.needed} trials a side" if s.needed is not None else "more than 100,000 trials"
+    return (f"suite: {s.scenarios} scenarios in {s.clusters} clusters, paired test at "
+            f"{s.level:g}: the trials now detect a {now}-point suite-wide drop with power "
+            f"{goal:g}; a {s.drop_pts:g}-point one needs {need} (trial noise alone: "
+            f"scenarios that move together need more)")
+
+
 def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: str) -> str:
     from gitevals.diff.power import MAX_PLANNED
     from gitevals.report.text import visible
 
-    head = (f"trials a side for {test} at alpha {alpha:g} to call a {drop * 100:g}-point drop "
-            f"with power {goal:g}")
+    head = (f"trials a side for {test} at level {alpha:g} to call a {drop * 100:g}-point "
+            f"drop in one scenario with power {goal:g}")
     cols = ["case", "scenario", "rate", "trials now", "power now", "needed", "status"]
     cells = [cols]
     for r in table:
@@ -120,17 +167,27 @@ def run(args: argparse.Namespace) -> int:
     the_plan = runner.plan(tree, [])
     found = run_of_commit(repo, repo.work_root, the_plan.settings.root, tree.commit or "")
     drop = args.drop / 100
+    alpha = the_plan.settings.alpha if args.alpha is None else args.alpha
+    control = the_plan.settings.control if args.control is None else args.control
+    count = sum(len(c.scenarios) for c in the_plan.cases) + len(the_plan.tasks)
+    # diff's "regressed" family under fdr/fwer holds a lone drop to one-sided alpha / 2m:
+    # the two-sided exact test at alpha / m (and the suite test has the other half)
+    per = alpha / max(1, count) if control != "none" else alpha
     table = rows(the_plan, found.run if found else None, drop, args.power, args.prior,
-                 args.test, args.alpha)
+                 args.test, per)
+    suite = suite_plan(the_plan, table, args.suite_drop / 100, args.power, alpha, per)
     if args.format == "json":
         doc = {"format": "gitevals-plan/1", "rev": args.rev, "commit": tree.commit,
                "run_id": found.run["run_id"] if found else None, "drop": drop,
-               "alpha": args.alpha, "power": args.power, "prior": args.prior,
-               "test": args.test, "scenarios": [asdict(r) for r in table]}
+               "alpha": alpha, "control": control, "scenario_level": per,
+               "power": args.power, "prior": args.prior,
+               "test": args.test, "scenarios": [asdict(r) for r in table],
+               "suite": asdict(suite)}
         sys.stdout.write(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
     else:
         if found is None:
             print(f"gitevals: no run of {args.rev}: every scenario uses the prior rate "
                   f"{args.prior:g} (--prior)", file=sys.stderr)
-        sys.stdout.write(render_text(table, drop, args.power, args.alpha, args.test))
+        sys.stdout.write(suite_text(suite, args.power) + "\n")
+        sys.stdout.write(render_text(table, drop, args.power, per, args.test))
     return 0

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gitevals.commands.log import Gathered
     from gitevals.diff import Diff
     from gitevals.git.tree import Repo
+    from gitevals.run.artifact import Run
 
 NAME = "report"
 HELP = "write one self-contained HTML report: overview, history along git, diff, transcripts"
@@ -23,7 +24,7 @@ DEFAULT_OUT = "gitevals-report.html"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gitevals.commands._args import positive
+    from gitevals.commands._args import MAX_ROWS, count, positive
     from gitevals.commands.log import LIMIT
 
     # gitevals.report.html.STATIC, written here: every command's arguments are built at
@@ -38,16 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
                         help=f"at most N commits with runs in the history, the newest "
                              f"(default {LIMIT})")
-    parser.add_argument("--static-transcripts", type=_count, default=STATIC, metavar="N",
+    parser.add_argument("--static-transcripts", type=count(MAX_ROWS, least=0), default=STATIC,
+                        metavar="N",
                         help=f"a run of up to N trials has every transcript as HTML that "
                              f"reads with JavaScript off; a larger one keeps them as data a "
                              f"small script shows on opening (default {STATIC})")
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,9 +66,27 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no run of {b} ({got.tip[:12]}) in {root}/results/ or its git "
                          f"note: make one with `gitevals run --rev {got.tip}`")
     diff, note = _diff(repo, got)
-    page = html.render(html.Report(got.tip_run, got.history, args.what, diff, note,
-                                   __version__, args.static_transcripts))
+    tip = _transcripts(repo, got.tip_run)
+    page = html.render(html.Report(tip, got.history, args.what, diff, note, __version__,
+                                   args.static_transcripts))
     return _write(page, args.output)
+
+
+def _transcripts(repo: Repo, run: Run) -> Run:
+    """The tip's run whole, for its transcripts: a summary's full artifact is fetched
+    when not here; when it cannot be had the page shows the summary, and says so."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.runstore import full_run
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run
+    try:
+        return full_run(repo, run, f"the full artifact of run {run['run_id']}")
+    except ArtifactError as exc:
+        print(f"gitevals: warning: {exc}; the page shows verdicts without transcripts",
+              file=sys.stderr)
+        return run
 
 
 def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:

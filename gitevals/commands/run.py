@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import level, points, positive
+from gitevals.commands._args import (
+    MAX_JOBS,
+    MAX_LOOKS,
+    MAX_SEQUENTIAL_TRIALS,
+    MAX_TRIALS,
+    add_control,
+    count,
+    points,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,11 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="case names (file name without directory or .yaml) or task "
                              "names (directory under tasks/); default all")
     parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
-    parser.add_argument("--trials", type=positive, metavar="N",
-                        help="run every scenario N times instead of its own trials")
-    parser.add_argument("--jobs", "-j", type=positive, metavar="N",
+    parser.add_argument("--trials", type=count(MAX_TRIALS), metavar="N",
+                        help="run every scenario N times instead of its own trials (at "
+                             f"most {MAX_TRIALS:,}, as a case file may set)")
+    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
                         help="conversations in parallel (default 16: conversations mostly wait "
-                             "on model APIs, not on the CPU)")
+                             f"on model APIs, not on the CPU; at most {MAX_JOBS})")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
@@ -54,9 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "graders and harness (linted first; kept in results/drafts/, "
                              "never as the commit's run or note)")
     parser.add_argument("--target-env", action="append", metavar="KEY=VALUE",
-                        help="give the target this environment variable (repeatable); recorded "
-                             "in the artifact, as a SHA-256 when the name holds KEY, TOKEN or "
-                             "SECRET")
+                        help="give the target this environment variable (repeatable); the "
+                             "artifact records the SHA-256 of its value, not the value")
+    parser.add_argument("--target-env-public", action="append", metavar="KEY",
+                        help="record the value of --target-env KEY in clear (repeatable; "
+                             "e.g. MODEL); never a name holding KEY, TOKEN or SECRET")
     seq = parser.add_argument_group(
         "sequential runs (docs/statistics.md)",
         "run each scenario's trials in rounds against the run pinned to REV, and stop a "
@@ -64,15 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seq.add_argument("--against", metavar="REV",
                      help="the base revision: its run's tallies are what each scenario is "
                           "compared with after every round")
-    seq.add_argument("--max-trials", type=positive, metavar="N",
-                     help="trials a scenario runs at most (default: its own trials)")
-    seq.add_argument("--looks", type=positive, metavar="K",
-                     help="looks (rounds) at most (default 5)")
+    seq.add_argument("--max-trials", type=count(MAX_SEQUENTIAL_TRIALS), metavar="N",
+                     help="trials a scenario runs at most (default: its own trials; at most "
+                          f"{MAX_SEQUENTIAL_TRIALS:,}: the design is computed exactly)")
+    seq.add_argument("--looks", type=count(MAX_LOOKS), metavar="K",
+                     help=f"looks (rounds) at most (default 5; at most {MAX_LOOKS})")
     seq.add_argument("--drop", type=points, metavar="PTS", default=20.0,
                      help="the drop in pass rate, in points, that matters: ruling it out "
                           "stops a scenario early (default 20)")
-    seq.add_argument("--alpha", type=level, metavar="A", default=0.05,
-                     help="false 'regressed' calls at most, as diff's --alpha (default 0.05)")
+    add_control(seq, "scenarios: under fdr and fwer each scenario's design is held at "
+                     "alpha / scenarios (Bonferroni)")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
@@ -265,9 +277,10 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     from gitevals.git.tree import RevisionTree, require_repo
     from gitevals.model import case_name
     from gitevals.run import runner
-    from gitevals.run.targetenv import collect
+    from gitevals.run.targetenv import collect, public_names
 
     target_env = collect(args.target_env)
+    public = public_names(args.target_env_public, target_env)
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
     assert tree.commit is not None and tree.tree_sha is not None
@@ -325,7 +338,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     try:
         artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
                             target_env, rounds, bwrap, cluster, args.graders_on_workers,
-                            sendable, args.cost_limit)
+                            sendable, public, args.cost_limit)
     finally:
         if cluster is not None:
             cluster.close()
@@ -411,9 +424,16 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
                          f"with `gitevals run --rev {args.against}`")
     planned = {(c.name, s.id): the_plan.trials_of(s) for c in the_plan.cases
                for s in c.scenarios}
+    alpha = the_plan.settings.alpha if args.alpha is None else args.alpha
+    control = the_plan.settings.control if args.control is None else args.control
+    # a sequential design gives no p to adjust: the family is held by Bonferroni, each
+    # design at alpha / (scenarios with a base), as diff reads them back
+    bases = sequential.bases_of(found.run)
+    based = sum(1 for key in planned if key in bases) or 1
+    level = alpha / based if control != "none" else alpha
     settings = sequential.Settings(commit, found.run["run_id"], args.max_trials,
-                                   args.looks or DEFAULT_LOOKS, args.alpha, args.drop / 100)
-    return sequential.Rounds(settings, planned, sequential.bases_of(found.run))
+                                   args.looks or DEFAULT_LOOKS, level, args.drop / 100)
+    return sequential.Rounds(settings, planned, bases)
 
 
 def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
@@ -425,7 +445,7 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
         from gitevals.run.draft import mark
 
         artifact = mark(artifact, draft)
-    text = dumps(artifact)
+    text = _writable(dumps(artifact), artifact)
     path = _keep(repo.work_root, artifact, text, draft is not None)
     # A draft is not the commit's: its run is never the commit's note.
     noted = not args.no_note and draft is None and _write_note(repo, artifact)
@@ -441,6 +461,21 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
     return 1 if blocked or failed(artifact) else 0
+
+
+def _writable(text: str, artifact: Run) -> str:
+    """``text``, or when it holds what UTF-8 cannot write (a lone surrogate), the same
+    run with every non-ASCII character as a JSON escape: a finished run is kept whole
+    rather than lost to an encoding error after its conversations ran."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        import json
+
+        print("gitevals: warning: the run holds text that is not valid UTF-8; it is kept "
+              "with JSON escapes (\\u...)", file=sys.stderr)
+        return json.dumps(artifact, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+    return text
 
 
 def _calibration_warning(code: str) -> bool:
@@ -547,7 +582,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
              rounds: Rounds | None = None, bwrap: str | None = None,
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
-             suite: SuitePlan | None = None, cost_limit: float | None = None) -> Run:
+             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
+             cost_limit: float | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -559,12 +595,14 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
     # gitevals adopts what escapes its targets and graders, and kills it all before the
     # materialized tree is removed (gitevals.run.reaper).
+    target = the_plan.settings.target
+    interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
         tree.materialize(tmp)
-        if check and the_plan.settings.target is not None:
+        if check and target is not None:
             from gitevals.run.preflight import check_target
 
-            check_target(the_plan.settings.target, str(tmp))
+            check_target(target, str(tmp), interpreter)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 
@@ -572,20 +610,26 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                           RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers,
                                     dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
-                                     bwrap, executor=cluster)
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env)
+                                     bwrap, executor=cluster, interpreter=interpreter,
+                                     public_env=public_env)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
         started = time.time()
 
-        def stop(signum: int = 0, frame: FrameType | None = None) -> None:
+        def halt() -> None:
             execution.interrupt()
             if goldens is not None:
                 goldens.interrupt()
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            halt()
+            if execution.looking:  # a look's computation checks no flag: end it here
+                raise KeyboardInterrupt
 
         meter = None
         if cost_limit is not None:
             from gitevals.run.pricing import CostMeter
 
-            meter = CostMeter(the_plan.settings.pricing, cost_limit, stop)
+            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
             execution.on_trial = meter.add
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -636,21 +680,34 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
-                     jobs: int, target_env: Mapping[str, str] | None = None
-                     ) -> SuiteExecution | None:
+                     jobs: int, target_env: Mapping[str, str] | None = None,
+                     interpreter: str | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.suite.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout(),
-                          target_env)
+                          target_env, interpreter)
+
+
+def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
+    """The interpreter of a python target (``[target] interpreter``, else the
+    repository's ``.venv``, else gitevals' own); None for a command target."""
+    target = the_plan.settings.target
+    if target is None or target.command or not target.python:
+        return None
+    from gitevals.run.targets import resolve_interpreter
+
+    return resolve_interpreter(target.interpreter, str(tree.repo.work_root))
 
 
 def _grader_timeout() -> float:
-    """30 s; GITEVALS_GRADER_TIMEOUT (seconds) overrides it, for tests of the timeout path."""
+    """30 s; GITEVALS_GRADER_TIMEOUT (seconds, above 0 and at most 3,600) overrides it,
+    for tests of the timeout path."""
     from gitevals.run.grading import GRADER_TIMEOUT
 
     try:
-        return float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
+        value = float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
     except ValueError:
         return GRADER_TIMEOUT
+    return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both

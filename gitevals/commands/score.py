@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import MAX_JOBS, count
+
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regrade", action="store_true",
                         help="re-run the graders on the stored transcripts (graders of REV "
                              "with --rules, else of the artifact's commit)")
-    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+    parser.add_argument("--jobs", type=count(MAX_JOBS, least=0), default=0, metavar="N",
                         help="grader workers for --regrade (default: CPU count)")
     parser.add_argument("--out", metavar="FILE",
                         help="write the re-scored artifact to FILE (nothing is written "
@@ -66,15 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.run.artifact import failed, load
     from gitevals.run.scoring import apply_rules, rescore
 
-    if args.jobs < 0:
-        from gitevals.errors import UsageError
-
-        raise UsageError(f"--jobs {args.jobs}: give a number of grader workers, 1 or more "
-                         "(0 = CPU count)")
     # One short-lived process over one big tree of fresh dicts, none of them cyclic:
     # the cycle collector would only rescan it again and again.
     gc.disable()
-    stored = load(args.artifact)
+    stored = _whole(load(args.artifact), args.artifact, bool(args.regrade))
     rules, rules_commit = rules_at(args.rules) if args.rules and not _goldens_only(stored) \
         else (None, _commit(args.rules) if args.rules else None)
     ruled = apply_rules(stored, rules) if rules is not None else stored
@@ -97,6 +94,23 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(scored, args.format, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     return 1 if failed(scored) else 0
+
+
+def _whole(run: Run, path: str, regrade: bool) -> Run:
+    """``run``, or when it is a summary (a note's line) the full artifact it stands for:
+    scoring reads transcripts. Kept here or fetched; else one line saying so."""
+    from gitevals.errors import ArtifactError
+    from gitevals.git.tree import require_repo
+    from gitevals.run.runstore import full_run
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run
+    try:
+        return full_run(require_repo(), run, f"the full artifact of run {run['run_id']}")
+    except ArtifactError as exc:
+        what = "score --regrade" if regrade else "score"
+        raise ArtifactError(f"{path}: {what} needs the transcripts, and {exc}") from None
 
 
 def _task_rules(run: Run, rev: str) -> Run:

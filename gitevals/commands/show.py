@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
     from gitevals.git.tree import Repo
     from gitevals.report.runs import Kept
-    from gitevals.run.artifact import Run
+    from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
+    from gitevals.suite.results import SuiteItem
 
 NAME = "show"
 HELP = "show the verdicts of a run: an artifact file, or the newest run of a revision"
@@ -35,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _is_path(what: str) -> bool:
-    return what.endswith(".json") or os.path.isfile(what)
+    """A file names an artifact, whatever its kind: a FIFO or a device is then refused as
+    not a regular file, never mistaken for a revision."""
+    return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
 
 
 def _locate(rev: str) -> tuple[Repo, str, str]:
@@ -73,16 +76,20 @@ def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
     from gitevals.git.tree import NOTES_REF
     from gitevals.report.runs import kept
-    from gitevals.run.store import local_runs, note_runs
+    from gitevals.run.store import counting, local_runs, note_runs, pins_of, problem
 
     repo, commit, root = _locate(rev)
     local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
-    found = [*local, *((run, f"note {NOTES_REF}", 0) for run in note_runs(repo, commit))]
+    noted = note_runs(repo, commit)
+    found = [*local, *((run, f"note {NOTES_REF}", 0) for run in noted)]
     if not found:
         raise _no_run(rev, commit, root)
-    picked = str(found[len(local) - 1 if local else -1][0].get("run_id"))
-    return commit, kept(found, picked)
+    pins = pins_of(repo, commit)
+    refused = {str(r.get("run_id")): why for r in noted if (why := problem(r, pins))}
+    counts = counting(noted, pins)[0]
+    picked = local[-1][0] if local else counts
+    return commit, kept(found, str(picked.get("run_id")) if picked else "", refused)
 
 
 def _written(path: Path) -> int:
@@ -131,16 +138,64 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_trial(artifact: Run, spec: str, fmt: str) -> int:
     from gitevals.report import trial
+    from gitevals.run.summary import is_summary
 
     item = trial.pick_golden(artifact, spec)
     if item is not None:
+        if is_summary(artifact):
+            item = _full_item(artifact, item)
         doc = trial.golden_document(artifact, item)
         _write(trial.as_json(doc) if fmt == "json" else trial.render_text(doc))
         return 0 if item["passed"] else 1
     case, scenario, chosen = trial.pick(artifact, spec)
+    if is_summary(artifact):
+        chosen = _full_trial(artifact, case, scenario, chosen)
     doc = trial.document(artifact, case, scenario, chosen)
     _write(trial.as_json(doc) if fmt == "json" else trial.render_text(doc))
     return 0 if chosen["passed"] else 1
+
+
+def _packed(summary: Run) -> tuple[bytes, str]:
+    """The packed full artifact of ``summary`` (fetched when not here), and its label."""
+    from gitevals.git.tree import require_repo
+    from gitevals.run.runstore import get, packed
+
+    repo = require_repo()
+    stored = summary["stored"]
+    label = f"the full artifact of run {summary['run_id']}"
+    if get(repo, stored["sha256"]) is None:
+        print(f"gitevals: fetching the transcripts of run {summary['run_id']} "
+              f"({stored['bytes']:,} bytes unpacked)", file=sys.stderr)
+    return packed(repo, summary, label), label
+
+
+def _full_trial(summary: Run, case: CaseRun, scenario: ScenarioRun, chosen: Trial) -> Trial:
+    """The trial ``chosen`` (picked from the summary) read alone from the full artifact."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.archive import trial_of
+
+    ci = next(i for i, c in enumerate(summary["cases"]) if c is case)
+    si = next(i for i, s in enumerate(case["scenarios"]) if s is scenario)
+    ri = next(i for i, t in enumerate(scenario["results"]) if t is chosen)
+    data, label = _packed(summary)
+    full = trial_of(data, ci, si, ri, label)
+    if full is None or full["trial"] != chosen["trial"]:
+        raise ArtifactError(f"{label}: does not hold trial {chosen['trial']} of "
+                            f"{case['name']}/{scenario['id']}: it is not this run's")
+    return full
+
+
+def _full_item(summary: Run, item: SuiteItem) -> SuiteItem:
+    from gitevals.errors import ArtifactError
+    from gitevals.run.archive import item_of
+
+    items = summary["goldens"]["items"]
+    index = next(i for i, it in enumerate(items) if it is item)
+    data, label = _packed(summary)
+    full = item_of(data, index, label)
+    if full is None or full["id"] != item["id"]:
+        raise ArtifactError(f"{label}: does not hold golden {item['id']}: it is not this run's")
+    return full
 
 
 def _show_all(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.graders import GraderChange, GraderUse
 from gitevals.diff.rules import CaseFileChange, ScenarioChange
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
+from gitevals.diff.suite import SuiteResult
 from gitevals.diff.tasks import TaskChange
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.run.artifact import JSONObject
@@ -35,6 +36,8 @@ class Side:
     run_source: str | None = None  # "results" | "note" | "file"
     run_commit: str | None = None
     missing_run_hint: str | None = None
+    #: why the run is not its commit's complete one (named cases, --goldens-only, ...)
+    partial: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class Diff:
     notes: tuple[str, ...] = field(default=())
     tasks: tuple[TaskChange, ...] = ()  # task definitions that changed (the rules part)
     slices: tuple[SliceRow, ...] = ()  # goldens pass rates per bucket / drift slice
+    #: the paired suite-level comparison and the control the rows were decided under
+    suite: SuiteResult | None = None
+    control: str = "fdr"
 
     def scenario_changes(self) -> list[ScenarioChange]:
         return [s for c in self.cases for s in c.scenarios]
@@ -76,6 +82,7 @@ class Diff:
             "tasks_changed": len(self.tasks),
             "buckets_regressed_beyond_noise": sum(r.change == "regressed" and r.beyond_noise
                                                   for r in self.slices),
+            "suite_regressed_beyond_noise": int(self.suite is not None and self.suite.regressed),
         }
 
     def any_change(self) -> bool:

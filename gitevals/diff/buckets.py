@@ -7,7 +7,7 @@ with the same two-sided exact test the verdicts use (``gitevals.diff.stats``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
 from gitevals.run.artifact import Run
@@ -25,6 +25,7 @@ class SliceRow:
     change: str  # regressed | improved | unchanged | new | gone | not_run
     p: float | None = None
     beyond_noise: bool = False
+    q: float | None = None  # p adjusted for the family of slices (``control_slices``)
     #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
     corrected_a: Corrected | None = None
     corrected_b: Corrected | None = None
@@ -62,3 +63,26 @@ def compare_slices(run_a: Run | None, run_b: Run | None, test: str = DEFAULT_TES
                 p = two_sided(test, a[0], a[1], b[0], b[1])
         rows.append(SliceRow(key[0], key[1], a, b, change, p, p is not None and p < alpha))
     return tuple(rows)
+
+
+def control_slices(rows: tuple[SliceRow, ...], control: str, alpha: float, share: int = 1
+                   ) -> tuple[SliceRow, ...]:
+    """``rows`` with ``q`` (adjusted under ``control``, times ``share``) and beyond noise
+    when ``q < alpha``: the family is every slice both runs measured (p 1 when it did
+    not move). Buckets hold different goldens, so their tests are independent."""
+    from gitevals.stats.multiplicity import family
+
+    index = [i for i, r in enumerate(rows) if r.a is not None and r.b is not None
+             and r.a[1] > 0 and r.b[1] > 0]
+    qs = family([_or_one(rows[i].p) for i in index], control, share)
+    out = list(rows)
+    for i, q in zip(index, qs, strict=True):
+        r = rows[i]
+        out[i] = replace(r, q=q if r.p is not None else None,
+                         beyond_noise=r.p is not None and q < alpha)
+    return tuple(out)
+
+
+def _or_one(p: float | None) -> float:
+    """A row that did not move has no test: in the family it counts as p = 1."""
+    return 1.0 if p is None else p

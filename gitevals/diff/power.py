@@ -22,7 +22,7 @@ the first ``n`` that reaches the goal by bisection, then looks back over the pre
 from __future__ import annotations
 
 from functools import lru_cache
-from math import comb, exp, lgamma, log, sqrt
+from math import asin, ceil, comb, exp, lgamma, log, sin, sqrt
 from statistics import NormalDist
 
 from gitevals.diff import stats
@@ -192,3 +192,62 @@ def underpowered(trials: int, rate: float, drop: float = DEFAULT_DROP,
     if trials >= 4 * _normal_guess(min(rate, 1.0), drop, alpha, goal):
         return False
     return power(trials, rate, drop, test, alpha) < goal
+
+
+#: Trials a side up to which ``scenario_mde`` sums the exact power.
+EXACT_MDE = 50
+
+
+def _arcsine_mde(trials: int, rate: float, level: float, goal: float) -> float | None:
+    """2 asin(sqrt(r)) - 2 asin(sqrt(r - d)) = (z_(1 - level/2) + z_goal) sqrt(2 / n),
+    solved for d and rounded up to a whole point."""
+    z = NormalDist().inv_cdf
+    h = 2 * asin(sqrt(rate)) - (z(1 - level / 2) + z(goal)) * sqrt(2 / trials)
+    if h <= 0:
+        return None
+    return ceil(100 * (rate - sin(h / 2) ** 2) - 1e-9) / 100
+
+
+def _power_at(cut: tuple[int, ...], lo: int, pa_pmf: list[float], n: int, pb: float) -> float:
+    """power() from cutoffs already found for A's window ``lo ..``: the sum alone."""
+    cdf_b, acc = [], 0.0
+    for w in _exact_pmf(n, pb):
+        acc += w
+        cdf_b.append(min(acc, 1.0))
+    return min(1.0, sum(pa_pmf[xa] * cdf_b[c] for xa, c in enumerate(cut, start=lo) if c >= 0))
+
+
+@lru_cache(maxsize=1024)
+def scenario_mde(trials: int, rate: float, level: float, goal: float = DEFAULT_POWER,
+                 test: str = DEFAULT_TEST) -> float | None:
+    """The smallest drop (a fraction, whole points) from ``rate`` that ``trials`` a side
+    call "regressed" with ``goal`` power at ``level``: what one scenario must lose on its
+    own to be seen. None when even a drop to 0 is not.
+
+    Up to ``EXACT_MDE`` trials it is exact: the test's cutoffs do not depend on B's
+    rate, so they are found once (over A's likely counts and every count of B) and each
+    drop costs one sum (as ``power``). Beyond, where the exact sums cost seconds, the
+    normal approximation on the arcsine scale (Cohen's h), which is within a point or
+    two of the exact answer there (``tests/test_stats_kernel.py``)."""
+    top = round(rate * 100)
+    if trials <= 0 or top < 1:
+        return None
+    if trials > EXACT_MDE:
+        return _arcsine_mde(trials, rate, level, goal)
+    pa_pmf = _exact_pmf(trials, rate)
+    lo, hi = _window(pa_pmf)
+    cut = cutoffs(trials, test, level, lo, hi, trials)
+
+    def enough(points: int) -> bool:
+        return _power_at(cut, lo, pa_pmf, trials, max(0.0, rate - points / 100)) >= goal
+
+    if not enough(top):
+        return None
+    low, high = 0, top  # not enough at low, enough at high (power grows with the drop)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if enough(mid):
+            high = mid
+        else:
+            low = mid
+    return high / 100

@@ -441,3 +441,18 @@ def two_sided(test: str, x1: int, n1: int, x2: int, n2: int) -> float:
     except KeyError:
         raise ValueError(f"unknown test {test!r}: use one of {', '.join(TESTS)}") from None
     return fn(x1, n1, x2, n2)
+
+
+def one_sided_less(test: str, x1: int, n1: int, x2: int, n2: int) -> float:
+    """p of ``test`` for "the first group passes less often than the second", one-sided:
+    Boschloo's one-sided p, or Fisher's P[X1 <= x1 | the total passes] (1.0 if a side
+    ran none). For a moved row, ``two_sided`` already computed and cached the side that
+    moved (Boschloo), so this is free there."""
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    if test == "boschloo":
+        return boschloo_less(x1, n1, x2, n2)
+    if test == "fisher":
+        _check(x1, n1, x2, n2)
+        return min(1.0, exp(_log_stat(x1, n1, x2, n2)))
+    raise ValueError(f"unknown test {test!r}: use one of {', '.join(TESTS)}")

@@ -39,6 +39,9 @@ class VerdictRow:
     sequential: str | None = None
     #: the trials a side cannot detect a 20-point drop from A's rate (``gitevals plan``)
     underpowered: bool = False
+    #: p adjusted for the family of scenarios (``gitevals.diff.suite``): beyond noise
+    #: when below alpha; equal to p without a control
+    q: float | None = None
     #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
     corrected_a: Corrected | None = None
     corrected_b: Corrected | None = None
@@ -61,6 +64,18 @@ def tallies(run: Run | None) -> dict[tuple[str, str], Tally]:
     return {(case["name"], s["id"]): Tally(s["verdict"]["verdict"], s["verdict"]["passes"],
                                            s["verdict"]["trials"])
             for case, s in scenarios(run)}
+
+
+def clusters(*runs: Run | None) -> dict[str, str]:
+    """Case -> the ``cluster`` it declared, as the runs recorded it (the later run's
+    word wins); a case that declared none is its own cluster."""
+    out: dict[str, str] = {}
+    for run in runs:
+        for case in run["cases"] if run is not None else ():
+            name = case.get("cluster")
+            if isinstance(name, str) and name:
+                out[case["name"]] = name
+    return out
 
 
 def _direction(a: Tally, b: Tally) -> str:

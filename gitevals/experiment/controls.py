@@ -99,9 +99,11 @@ class Pins:
     root: str
 
 
-def pins_of(lane: Lane, files: Mapping[str, str], snap: Snapshot, repeats: int) -> Pins:
-    """The pins of ``lane`` from its plan's ``files`` and its before-snapshot."""
-    return Pins(lane.commit, lane.tree, record(lane.env), dict(sorted(files.items())),
+def pins_of(lane: Lane, files: Mapping[str, str], snap: Snapshot, repeats: int,
+            public: frozenset[str] = frozenset()) -> Pins:
+    """The pins of ``lane`` from its plan's ``files`` and its before-snapshot (its env as
+    the run records it: hashed but for the ``public`` names)."""
+    return Pins(lane.commit, lane.tree, record(lane.env, public), dict(sorted(files.items())),
                 snap.settings, {k: (t * repeats, s) for k, (t, s) in snap.timing.items()},
                 snap.tool_version, snap.root)
 

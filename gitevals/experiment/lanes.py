@@ -17,7 +17,7 @@ from gitevals.run.runner import Plan
 from gitevals.run.targetenv import parse
 
 #: Lane names become file names (``results/experiments/<id>/<lane>.json``).
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: Conversations an experiment may make unless ``--max-samples`` raises it.
 MAX_SAMPLES = 1000
 
@@ -54,7 +54,7 @@ def parse_lane(text: str) -> LaneSpec:
         raise UsageError(f"--lane {text!r}: {extra!r} is not an env: setting; write "
                          f"NAME=REV[,env:KEY=VALUE...], e.g. --lane {name}="
                          f"{rev.partition(',')[0]},env:{extra}")
-    if not _LABEL.match(name):
+    if not _LABEL.fullmatch(name):
         raise UsageError(f"--lane {text!r}: the name {name!r} must be 1-64 letters, digits, "
                          "'.', '_' or '-', starting with a letter or digit")
     env: dict[str, str] = {}
@@ -138,4 +138,4 @@ def check_matrix(the_plan: Plan, lanes: int, repeats: int, limit: int) -> int:
 
 def valid_name(name: object) -> bool:
     """True when ``name`` can label a lane (and name its artifact file)."""
-    return isinstance(name, str) and _LABEL.match(name) is not None
+    return isinstance(name, str) and _LABEL.fullmatch(name) is not None

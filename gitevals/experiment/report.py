@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
-from gitevals.diff.verdicts import compare_verdicts
+from gitevals.diff.verdicts import VerdictRow, compare_verdicts
 from gitevals.experiment.controls import Pins, after
 from gitevals.experiment.metrics import METRICS, lane_metrics, pass_rate
 from gitevals.report.text import md_inert, visible
 from gitevals.run.artifact import Run, Trial, scenarios
 from gitevals.run.targetenv import shown
+from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 FORMAT = "gitevals-experiment/1"
 
@@ -74,11 +75,19 @@ def _lane(lane: LaneResult) -> Doc:
     }
 
 
-def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float) -> list[Doc]:
-    out = []
+def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float,
+                 control: str = DEFAULT_CONTROL) -> list[Doc]:
+    """Every lane pair, scenario by scenario, under one control across all of them:
+    pairs that share a lane share data, so ``fdr`` is Benjamini-Yekutieli here."""
+    from gitevals.stats.multiplicity import family
+
+    out: list[Doc] = []
+    raw: list[VerdictRow] = []
     for i, a in enumerate(lanes):
         for b in lanes[i + 1:]:
             for row in compare_verdicts(a.run, b.run, test=test, alpha=alpha):
+                if row.a is not None and row.b is not None and row.a.trials and row.b.trials:
+                    raw.append(row)
                 out.append({
                     "a": a.name, "b": b.name, "case": row.case, "scenario": row.scenario,
                     "a_passes": row.a.passes if row.a else None,
@@ -86,20 +95,32 @@ def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float) -> list[D
                     "b_passes": row.b.passes if row.b else None,
                     "b_trials": row.b.trials if row.b else None,
                     "change": row.change, "p": row.p, "beyond_noise": row.beyond_noise})
+    tested = [c for c in out if c["a_trials"] and c["b_trials"]]
+    ps = [row.p if row.p is not None else 1.0 for row in raw]
+    qs = family(ps, control, dependent=True)
+    for c, q in zip(tested, qs, strict=True):
+        c["q"] = q if c["p"] is not None else None
+        c["beyond_noise"] = c["p"] is not None and q < alpha
     return out
 
 
 def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
-          alpha: float = DEFAULT_ALPHA) -> Doc:
+          alpha: float = DEFAULT_ALPHA, control: str = DEFAULT_CONTROL) -> Doc:
     """The report of an experiment: ``meta`` (id, root, cases, repeat, jobs, settings,
-    times...) with every lane, the pairwise comparisons (``test`` at ``alpha``, as
-    ``gitevals diff`` makes them) and the two decisions."""
+    times...) with every lane, the pairwise comparisons (``test`` at ``alpha`` under
+    ``control`` across every pair and scenario) and the two decisions."""
+    from gitevals.stats.multiplicity import describe
+
     docs = [_lane(lane) for lane in lanes]
     held = all(d["controls"]["held"] for d in docs)
     ran = all(lane.run is not None and not lane.run["interrupted"] for lane in lanes)
     passed = ran and all(t["passed"] for lane in lanes if lane.run for t in _trials(lane.run))
-    return {"format": FORMAT, **meta, "test": test, "alpha": alpha,
-            "lanes": docs, "comparisons": _comparisons(lanes, test, alpha),
+    comparisons = _comparisons(lanes, test, alpha, control)
+    tests = sum(1 for c in comparisons if c["a_trials"] and c["b_trials"])
+    return {"format": FORMAT, **meta, "test": test, "alpha": alpha, "control": control,
+            "control_text": describe(control, alpha, tests, dependent=True,
+                                     what="lane-pair comparisons"),
+            "lanes": docs, "comparisons": comparisons,
             "controls_held": held, "passed": passed}
 
 
@@ -207,7 +228,8 @@ def _comparison_rows(doc: Doc) -> list[list[str]]:
     return [[f"{visible(c['case'])}/{visible(c['scenario'])}",
              f"{visible(c['a'])} vs {visible(c['b'])}",
              f"{c['a_passes']}/{c['a_trials']} vs {c['b_passes']}/{c['b_trials']}",
-             c["change"], _p(c["p"]), "beyond noise" if c["beyond_noise"] else ""]
+             c["change"], _p(c["p"]), "" if c.get("q") is None else f"q={c['q']:.3g}",
+             "beyond noise" if c["beyond_noise"] else ""]
             for c in doc["comparisons"] if c["change"] not in ("unchanged",)]
 
 
@@ -244,8 +266,9 @@ def _blocks(doc: Doc, tail: str) -> list[Block]:
     if silent:
         out.append(f"not reported by any reply (missing, not zero): {', '.join(silent)}")
     comp = _comparison_rows(doc)
-    out += ["", f"pairwise ({doc['test']} exact test, beyond noise when p < {doc['alpha']:g}):"]
-    out.append((["scenario", "lanes", "passes", "change", "p", ""], comp) if comp
+    out += ["", f"pairwise ({doc['test']} exact test, beyond noise when q < {doc['alpha']:g}; "
+                f"{doc.get('control_text', 'no multiple-comparison control')}):"]
+    out.append((["scenario", "lanes", "passes", "change", "p", "q", ""], comp) if comp
                else "  no scenario differs between lanes")
     out += ["", *_calibration(doc), *_problems(doc), _verdict_line(doc) + tail]
     return out

@@ -507,23 +507,27 @@ class Repo:
             return None
 
     def read_note(self, commit: str, ref: str = NOTES_REF) -> str | None:
-        """The note on ``commit`` under ``ref``, or None."""
+        """The note on ``commit`` under ``ref``, or None (at any fan-out: ``notestree``)."""
+        from gitevals.git import notestree
+
         with _translated(f"read the note on {commit[:12]} under {ref}"):
-            try:
-                note = self.raw.lookup_note(commit, ref)
-            except KeyError:
-                return None
-            message: str = note.message
-        return message
+            blob = notestree.find(self, self.ref_target(ref), commit)
+            return None if blob is None else notestree.blob_text(self, blob)
 
     def write_note(self, commit: str, text: str, ref: str = NOTES_REF) -> None:
-        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there.
+        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there;
+        one subtree of the fan-out is rewritten (``notestree``), and ``GitError`` when
+        ``ref`` moved meanwhile (the caller retries).
 
         Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
         """
+        from gitevals.git import notestree
+
+        tip = self.ref_target(ref)
         with _translated(f"write the note on {commit[:12]} under {ref}"):
-            sig = _signature(self.raw)
-            self.raw.create_note(text, sig, sig, commit, ref, True)
+            blob = notestree.new_blob(self, text)
+        notestree.write(self, ref, {commit: blob}, [tip] if tip else [],
+                        "Notes added by 'gitevals run'")
 
     def is_notes_commit(self, sha: str) -> bool:
         """Whether ``sha`` is a commit whose tree holds notes only: blobs named by the
@@ -638,15 +642,6 @@ class Repo:
         with _translated(f"walk the history of {tip[:12]}"):
             return tip == sha or bool(self.raw.descendant_of(tip, sha))
 
-    def notes(self, ref: str) -> dict[str, str]:
-        """``annotated commit -> note text`` of every note under ``ref`` ({} when none)."""
-        if self.ref_target(ref) is None:
-            return {}
-        with _translated(f"read the notes under {ref}"):
-            # pygit2's stubs omit notes()'s ``ref`` argument, which it has always taken.
-            notes = self.raw.notes(ref)  # type: ignore[call-arg]
-            return {str(n.annotated_id): n.message for n in notes}
-
     def set_ref(self, ref: str, target: str, old: str | None) -> None:
         """Point ``ref`` at ``target`` if it still points at ``old`` (None: does not
         exist); else GitError, so a concurrent writer is never overwritten."""
@@ -655,22 +650,19 @@ class Repo:
         with _translated(f"move {ref}"):
             self.raw.references.create(ref, target, force=True)
 
-    def commit_notes(self, ref: str, notes: dict[str, str], parents: list[str],
-                     message: str) -> str:
-        """A notes commit on ``ref`` holding exactly ``notes`` (flat tree, as git reads
-        any fanout), with ``parents``; ``ref`` must still be at ``parents[0]``."""
-        import pygit2
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob; its SHA."""
+        with _translated("write a blob"):
+            return str(self.raw.create_blob(data))
 
-        with _translated(f"write the notes commit on {ref}"):
-            builder = self.raw.TreeBuilder()
-            for commit, text in sorted(notes.items()):
-                builder.insert(commit, self.raw.create_blob(text.encode()),
-                               pygit2.enums.FileMode.BLOB)
-            sig = _signature(self.raw)
-            oid = self.raw.create_commit(None, sig, sig, message, builder.write(),
-                                         parents)
-        self.set_ref(ref, str(oid), parents[0])
-        return str(oid)
+    def config_value(self, key: str) -> str | None:
+        """The value of git config ``key`` for this repository, or None."""
+        with _translated("read the configuration"):
+            try:
+                value: str | None = self.raw.config[key]
+            except KeyError:
+                return None
+        return value
 
     def remotes(self) -> dict[str, list[str]]:
         """``remote name -> its fetch refspecs``, sorted by name."""
@@ -722,12 +714,10 @@ class Repo:
 
     def noted_commits(self, ref: str = NOTES_REF) -> set[str]:
         """The commits that carry a note under ``ref`` (no note is read)."""
-        if self.ref_target(ref) is None:
-            return set()
+        from gitevals.git import notestree
+
         with _translated(f"list the notes under {ref}"):
-            # pygit2's stubs omit notes()'s ``ref`` argument (see ``notes``).
-            notes = self.raw.notes(ref)  # type: ignore[call-arg]
-            return {str(n.annotated_id) for n in notes}
+            return set(notestree.listed(self, self.ref_target(ref)))
 
 
 _HEX = frozenset("0123456789abcdef")
@@ -920,6 +910,15 @@ class IndexTree(_GitTree):
         return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
 
 
+def _holds_blob(node: pygit2.Tree | pygit2.Object) -> bool:
+    """True for a blob, or a tree with a blob somewhere beneath it."""
+    from pygit2 import Blob, Tree
+
+    if not isinstance(node, Tree):
+        return isinstance(node, Blob)
+    return any(_holds_blob(obj) for obj in node)
+
+
 class RevisionTree(_GitTree):
     """The tree of one commit, read from git objects alone (no checkout)."""
 
@@ -936,13 +935,10 @@ class RevisionTree(_GitTree):
                      obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
 
     def _walk(self, tree: pygit2.Tree, base: str) -> Iterator[Entry]:
-        from pygit2 import Blob, Tree
+        from pygit2 import Blob
 
-        for obj in tree:
-            path = f"{base}{obj.name}"
-            if isinstance(obj, Tree):
-                yield from self._walk(obj, path + "/")
-            elif isinstance(obj, Blob):
+        for obj, path in walk_tree(tree, base):
+            if isinstance(obj, Blob):
                 yield self._entry(obj, path)
 
     def _lookup(self, path: str) -> pygit2.Tree | pygit2.Blob | None:
@@ -967,6 +963,12 @@ class RevisionTree(_GitTree):
     def entry(self, path: str) -> Entry | None:
         obj = self._lookup(path)
         return self._entry(obj, path) if obj is not None and obj.type_str == "blob" else None
+
+    def exists(self, path: str) -> bool:
+        # One lookup, and a walk that stops at the first file: the base class's listing
+        # reads the size of every blob under ``path`` (lint --rev asks this of the root).
+        node = self._lookup(path.strip("/"))
+        return node is not None and _holds_blob(node)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         from pygit2 import Blob, Tree
@@ -1020,7 +1022,7 @@ class RevisionTree(_GitTree):
         entries = self.entries()
         raw = self.repo.raw
         for e in entries:
-            why = unsafe_entry(e, partial(blob_bytes, raw, e.sha))
+            why = _too_deep(e.path) or unsafe_entry(e, partial(blob_bytes, raw, e.sha))
             if why is not None:
                 self._refuse(e.path, why)
         for e in sorted(entries, key=lambda e: e.is_link):
@@ -1041,20 +1043,60 @@ class RevisionTree(_GitTree):
                 self._refuse(e.path, "is a symlink that leads out of the tree")
 
     def _refuse(self, path: str, why: str) -> NoReturn:
-        raise RevisionError(f"commit {self.label}: tree entry {path!r} {why}; refusing to "
+        shown = path if len(path) <= 120 else f"{path[:120]}…"
+        raise RevisionError(f"commit {self.label}: tree entry {shown!r} {why}; refusing to "
                             "write the commit out, nothing was run (fix the commit)")
+
+
+#: The deepest path and the longest one a run writes out: creating and removing a
+#: deeper tree recurses once per level (pathlib, shutil), and the kernel refuses a path
+#: past 4,096 bytes (PATH_MAX), of which the work directory's own path takes a part.
+MAX_TREE_DEPTH = 200
+MAX_PATH_BYTES = 3072
+
+
+def _too_deep(path: str) -> str | None:
+    """Why ``path`` is too deep or too long to write out, or None."""
+    depth, size = path.count("/") + 1, len(path.encode("utf-8", "surrogateescape"))
+    if depth > MAX_TREE_DEPTH:
+        return (f"is {depth:,} levels deep, past the {MAX_TREE_DEPTH} a run "
+                "writes out")
+    if size > MAX_PATH_BYTES:
+        return f"has a path of {size:,} bytes, past the {MAX_PATH_BYTES:,} a run writes out"
+    return None
 
 
 def _bad_names(tree: pygit2.Tree, base: str) -> Iterator[str]:
     """Paths of the entries whose own name could not be written as one plain file name."""
+    for obj, path in walk_tree(tree, base, descend=lambda name: not _bad_name(name)):
+        if _bad_name(obj.name or ""):
+            yield path
+
+
+def _bad_name(name: str) -> bool:
+    return name in _BAD_NAMES or name.lower() == ".git" or "/" in name or "\0" in name
+
+
+def walk_tree(tree: pygit2.Tree, base: str = "",
+              descend: Callable[[str], bool] = lambda name: True
+              ) -> Iterator[tuple[pygit2.Object, str]]:
+    """Every entry below ``tree`` with its path, in the order a recursive walk gives
+    (into the subtrees whose name ``descend`` accepts). Its own stack, not recursion: a
+    commit's tree can nest thousands of levels deep (``git mktree`` makes any depth),
+    past Python's recursion limit."""
     from pygit2 import Tree
 
-    for obj in tree:
+    stack = [(iter(tree), base)]
+    while stack:
+        items, prefix = stack[-1]
+        obj = next(items, None)
+        if obj is None:
+            stack.pop()
+            continue
         name = obj.name or ""
-        if name in _BAD_NAMES or name.lower() == ".git" or "/" in name or "\0" in name:
-            yield f"{base}{name}"
-        elif isinstance(obj, Tree):
-            yield from _bad_names(obj, f"{base}{name}/")
+        yield obj, f"{prefix}{name}"
+        if isinstance(obj, Tree) and descend(name):
+            stack.append((iter(obj), f"{prefix}{name}/"))
 
 
 _BAD_NAMES = frozenset({"", ".", ".."})

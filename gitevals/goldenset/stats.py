@@ -13,6 +13,7 @@ unreadable (``gitevals lint`` says why).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -40,6 +41,25 @@ class Floor:
 
 
 @dataclass(frozen=True)
+class Priority:
+    """One bucket's rank: rows, mean severity and value (1 when none carried one), their
+    product, and how many rows lacked each."""
+
+    bucket: str | None
+    rows: int
+    severity: float
+    value: float
+    priority: float
+    no_severity: int
+    no_value: int
+
+    def as_dict(self) -> JSONObject:
+        return {"bucket": self.bucket or "", "rows": self.rows, "severity": self.severity,
+                "value": self.value, "priority": self.priority,
+                "without_severity": self.no_severity, "without_value": self.no_value}
+
+
+@dataclass(frozen=True)
 class Stats:
     """Counts of one goldens file."""
 
@@ -48,6 +68,21 @@ class Stats:
     buckets: dict[str | None, int] = field(default_factory=dict)
     splits: dict[str | None, int] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
+    #: Per bucket: (severity sum, rows with one, value sum, rows with one).
+    weights: dict[str | None, tuple[float, int, float, int]] = field(default_factory=dict)
+
+    def priority(self) -> list[Priority]:
+        """Buckets ranked by frequency x mean severity x mean value, greatest first; empty
+        when no row carries a numeric ``severity`` or ``value`` (a missing one counts as
+        1, and ``Priority`` says how many rows lacked it)."""
+        if not any(n_s or n_v for _, n_s, _, n_v in self.weights.values()):
+            return []
+        out = []
+        for name, n in self.buckets.items():
+            s, n_s, v, n_v = self.weights.get(name, (0.0, 0, 0.0, 0))
+            sev, val = (s / n_s if n_s else 1.0), (v / n_v if n_v else 1.0)
+            out.append(Priority(name, n, sev, val, n * sev * val, n - n_s, n - n_v))
+        return sorted(out, key=lambda p: (-p.priority, p.bucket is None, p.bucket or ""))
 
     @property
     def bucket_names(self) -> list[str]:
@@ -62,7 +97,9 @@ class Stats:
                 "buckets": _named(self.buckets), "splits": _named(self.splits),
                 "tags": dict(sorted(self.tags.items())),
                 "floors": [f.as_dict() for f in self.floors()],
-                "floors_met": all(f.ok is not False for f in self.floors())}
+                "floors_met": all(f.ok is not False for f in self.floors()),
+                **({"priority": [p.as_dict() for p in ranked]}
+                   if (ranked := self.priority()) else {})}
 
 
 def _named(counts: dict[str | None, int]) -> JSONObject:
@@ -102,6 +139,7 @@ def stats_of(data: bytes) -> Stats:
     buckets: Counter[str | None] = Counter()
     splits: Counter[str | None] = Counter()
     tags: Counter[str] = Counter()
+    weights: dict[str | None, tuple[float, int, float, int]] = {}
     for line in data.split(b"\n"):
         if not line.strip():
             continue
@@ -116,7 +154,27 @@ def stats_of(data: bytes) -> Stats:
         buckets[_text(row.get("bucket"))] += 1
         splits[_text(row.get("split"))] += 1
         tags.update(_tags(row))
-    return Stats(items, unreadable, dict(buckets), dict(splits), dict(tags))
+        _weigh(weights, _text(row.get("bucket")), row)
+    return Stats(items, unreadable, dict(buckets), dict(splits), dict(tags), weights)
+
+
+def _weigh(weights: dict[str | None, tuple[float, int, float, int]], bucket: str | None,
+           row: JSONObject) -> None:
+    s, n_s, v, n_v = weights.get(bucket, (0.0, 0, 0.0, 0))
+    sev, val = _weight(row.get("severity")), _weight(row.get("value"))
+    if sev is not None:
+        s, n_s = s + sev, n_s + 1
+    if val is not None:
+        v, n_v = v + val, n_v + 1
+    weights[bucket] = (s, n_s, v, n_v)
+
+
+def _weight(value: JSON) -> float | None:
+    """A finite number >= 0 (not a boolean); anything else is not a weight."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) and f >= 0 else None
 
 
 def _text(value: JSON) -> str | None:

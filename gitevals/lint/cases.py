@@ -118,6 +118,10 @@ def _semantic(err: schema.SchemaError) -> bool:
 def _schema_finding(doc: Document, err: schema.SchemaError) -> Finding:
     if err.keyword == "additionalProperties" and _is_assertion_key(err.path):
         return doc.finding(err.path, "GE205", _unknown_kind(err), key=True)
+    if tuple(err.path) == ("cluster",):
+        return doc.finding(err.path, "GE208", "bad cluster: a cluster is a name of letters, "
+                           "digits, '_', '.' and '-' (at most 100, e.g. cluster: capitals); "
+                           f"{err.message}", key=err.key)
     return doc.finding(err.path, _CODES.get(err.keyword, "GE204"), err.message, key=err.key)
 
 

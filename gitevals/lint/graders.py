@@ -16,7 +16,6 @@ Codes (GE501, the syntax of the name itself, belongs to the case rules):
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -160,6 +159,8 @@ def _missing_function(mpath: str, func: str, index: Index) -> str:
 
 
 def _hint(word: str, options: Iterable[str]) -> str:
+    import difflib  # only for a name that does not resolve: the commit hook rarely needs it
+
     close = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -30,11 +30,11 @@ def lint_tasks(tree: Tree, settings: Settings, store: LintCache,
     were checked, the paths of every task directory looked at (their files are the
     task rules' business, not the eval tree's GE801/GE104), and the loader's notes on
     the directories under tasks/ that are no task (a Terminal-Bench 1 ``task.yaml``)."""
-    from gitevals.tasks.load import children, skipped_note, tasks_dir
-
     wanted = _named_tasks(settings.root, named)
     if wanted is not None and not wanted:
-        return [], 0, [], []
+        return [], 0, [], []  # the commit hook on files outside tasks/: nothing to load
+    from gitevals.tasks.load import children, skipped_note, tasks_dir
+
     # One listing of every task's files (a working tree hashes each file once), grouped.
     base = tasks_dir(settings.root) if wanted is None else None
     listed = tree.blob_shas(base + "/") if base else {}
@@ -68,7 +68,7 @@ def _grouped(base: str, listing: dict[str, str]) -> dict[str, dict[str, str]]:
 def _named_tasks(root: str, named: Sequence[str] | None) -> list[str] | None:
     """Task directory paths the named paths fall in; None: every task (a path at or
     above ``<root>/tasks``, or no paths at all)."""
-    from gitevals.tasks.load import tasks_dir
+    from gitevals.tasks import tasks_dir
 
     if named is None:
         return None

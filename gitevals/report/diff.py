@@ -41,6 +41,8 @@ def summary(diff: Diff) -> str:
     """The first line of every output: what changed, most important first."""
     c = diff.counts()
     parts = []
+    if c["suite_regressed_beyond_noise"]:
+        parts.append("the suite regressed beyond noise")
     if diff.slices and c["buckets_regressed_beyond_noise"]:
         parts.append(f"{c['buckets_regressed_beyond_noise']} goldens slice"
                      f"{'s' * (c['buckets_regressed_beyond_noise'] != 1)} regressed beyond noise")
@@ -72,9 +74,80 @@ def _side_line(label: str, side: Side) -> str:
     return f"{label}  {side.rev}  {side.commit}  {run}{evals}"
 
 
+def _pts(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def suite_line(diff: Diff) -> str | None:
+    """The suite's paired comparison in one line, read before any table: the estimate,
+    its interval, p and q, the call, and what the suite could have seen."""
+    s = diff.suite
+    if s is None:
+        return None
+    if s.estimate_pts is None or s.ci_pts is None or s.p is None or s.q is None:
+        return f"suite: not tested ({s.why_not})"
+    if s.beyond_noise:
+        call = f"{s.change} beyond noise"
+    else:
+        call = "within noise (not shown to have changed: not the same as unchanged)"
+    where = (f"{s.scenarios} scenarios" if s.clusters == s.scenarios
+             else f"{s.scenarios} scenarios in {s.clusters} clusters")
+    line = (f"suite: {_pts(s.estimate_pts)} pts over {where}, "
+            f"{100 * s.confidence:g}% interval [{_pts(s.ci_pts[0])}, {_pts(s.ci_pts[1])}], "
+            f"p {_p(s.p)} (q {_p(s.q)}): {call}")
+    return line + "; " + sees(s.mde_pts, s.scenario_mde_pts, s.clusters)
+
+
+def sees(suite_pts: float | None, one_pts: float | None, clusters: int = 0) -> str:
+    """What the suite could have seen, at 80 % power: never left implicit, and never a
+    drop past 100 points (a suite of few clusters cannot see any)."""
+    if suite_pts is None:
+        wide = "no suite-wide test"
+    elif suite_pts >= 100:
+        wide = (f"no suite-wide drop is detectable with {clusters} clusters (add cases or "
+                "clusters)")
+    else:
+        wide = f"this suite can detect a {suite_pts:.1f}-point suite-wide drop"
+    one = (f"a {one_pts:.0f}-point drop in one scenario" if one_pts is not None
+           else "a typical scenario (median trials and rate) has no drop it finds reliably")
+    return f"{wide}, or {one} (80% power)"
+
+
+def control_line(diff: Diff) -> str | None:
+    """How "beyond noise" was decided: the tests, the control and the error rate."""
+    s = diff.suite
+    if s is None:
+        return None
+    parts = [f"noise: scenarios by the {diff.test} exact test under {s.control_text}"]
+    if s.p is not None:
+        parts.append(f"the suite by a {s.method}, two-sided at {s.alpha:g} (a false "
+                     f"'regressed' at most {s.alpha / 2:g})")
+    if s.control != "none":
+        promise = (f"an unchanged harness fails this diff at most {100 * s.alpha:g}% of the "
+                   f"time whatever the suite's size")
+    else:
+        promise = "no bound on false alarms across the suite (--control none)"
+    return "; ".join(parts) + f"; {promise}"
+
+
+def equivalence_line(diff: Diff) -> str | None:
+    s = diff.suite
+    if s is None or s.equivalence_pts is None:
+        return None
+    m = f"{s.equivalence_pts:g}"
+    if s.p_no_drop is None:
+        return f"equivalence: no suite test, so a drop larger than {m} pts is not ruled out"
+    if s.no_drop:
+        return (f"equivalence: no drop larger than {m} pts (one-sided p {_p(s.p_no_drop)} < "
+                f"{s.alpha:g}, two one-sided tests)")
+    return (f"equivalence: a drop larger than {m} pts is not ruled out (one-sided p "
+            f"{_p(s.p_no_drop)}, needs < {s.alpha:g})")
+
+
 def header(diff: Diff) -> list[str]:
-    return [summary(diff), _side_line("A", diff.a), _side_line("B", diff.b), *diff.notes,
-            *corrected_note(diff)]
+    lines = [suite_line(diff), equivalence_line(diff), control_line(diff)]
+    return [summary(diff), *(x for x in lines if x is not None), _side_line("A", diff.a),
+            _side_line("B", diff.b), *diff.notes, *corrected_note(diff)]
 
 
 def corrected_note(diff: Diff) -> list[str]:
@@ -100,7 +173,7 @@ def _verdicts(diff: Diff) -> Section | None:
     if not diff.verdicts:
         return None
     shown = [r for r in diff.verdicts if r.change != "unchanged"]
-    headers = ["case", "scenario", "A", "B", "change", "p", "noise"]
+    headers = ["case", "scenario", "A", "B", "change", "p", "q", "noise"]
     if diff.rescored:
         headers.insert(3, "A by B's rules")
     graders = any(r.graders_changed for r in shown)
@@ -116,7 +189,7 @@ def _verdicts(diff: Diff) -> Section | None:
             noise = r.sequential
         elif r.underpowered and not r.beyond_noise:  # "within noise" here: not measured
             noise += " (underpowered)" if noise else "underpowered"
-        row = [r.case, r.scenario, _tally(r.a), _tally(r.b), r.change, _p(r.p), noise]
+        row = [r.case, r.scenario, _tally(r.a), _tally(r.b), r.change, _p(r.p), _p(r.q), noise]
         if diff.rescored:
             row.insert(3, _tally(r.a_rescored))
         if graders:
@@ -125,7 +198,7 @@ def _verdicts(diff: Diff) -> Section | None:
             row.append(corrected_pair(r.corrected_a, r.corrected_b))
         rows.append(tuple(row))
     unchanged = len(diff.verdicts) - len(shown)
-    title = f"Verdicts ({diff.test} test, beyond noise when p < {diff.alpha:g}"
+    title = f"Verdicts ({diff.test} test, beyond noise when q < {diff.alpha:g}"
     title += f"; {unchanged} unchanged not listed)" if unchanged else ")"
     return Section(title, tuple(headers), tuple(rows))
 
@@ -256,11 +329,12 @@ def _slices(diff: Diff) -> Section | None:
     fixed = any(r.corrected_a or r.corrected_b for r in diff.slices)
     for r in diff.slices:
         noise = "" if r.p is None else "beyond noise" if r.beyond_noise else "within noise"
-        rows.append((f"{r.kind} {r.name}", _rate(r.a), _rate(r.b), r.change, _p(r.p), noise,
+        rows.append((f"{r.kind} {r.name}", _rate(r.a), _rate(r.b), r.change, _p(r.p), _p(r.q),
+                     noise,
                      *([corrected_pair(r.corrected_a, r.corrected_b)] if fixed else [])))
-    title = (f"Goldens per slice ({diff.test} test per slice, beyond noise when p < "
-             f"{diff.alpha:g}; never one blended score)")
-    return Section(title, ("slice", "A", "B", "change", "p", "noise",
+    title = (f"Goldens per slice ({diff.test} test per slice, beyond noise when q < "
+             f"{diff.alpha:g}, q under the same control; never one blended score)")
+    return Section(title, ("slice", "A", "B", "change", "p", "q", "noise",
                            *([CORRECTED] if fixed else [])), tuple(rows))
 
 
@@ -327,7 +401,8 @@ def render_rich(diff: Diff, limit: int = 50, width: int | None = None) -> str:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width, highlight=False)
     c = diff.counts()
-    style = "bold red" if c["regressed_beyond_noise"] else "bold green"
+    style = ("bold red" if c["regressed_beyond_noise"] or c["suite_regressed_beyond_noise"]
+             else "bold green")
     head = [visible(h) for h in header(diff)]
     console.print(head[0], style=style, markup=False)
     for line in head[1:]:

@@ -38,8 +38,12 @@ def as_json(result: LintResult) -> str:
 
 
 def escape_data(s: str) -> str:
-    """A workflow command's message, escaped as GitHub reads it (``%``, CR, LF)."""
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, escaped as GitHub reads it (``%``, CR, LF); every
+    other control or format character (ESC, BEL, a bidi override) as its escape
+    (``\x1b``): the log that shows the annotation is a terminal too."""
+    from gitevals.report.text import visible
+
+    return visible(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(s: str) -> str:

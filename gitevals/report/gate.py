@@ -7,7 +7,7 @@ import json
 from gitevals.report.text import md_inert, visible
 from gitevals.suite.gate import GateResult, SliceGate
 
-HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "status")
+HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "q", "status")
 
 
 def _count(t: tuple[int, int] | None) -> str:
@@ -16,12 +16,16 @@ def _count(t: tuple[int, int] | None) -> str:
     return f"{t[0]}/{t[1]} {100 * t[0] / t[1]:.1f}%" if t[1] else f"{t[0]}/{t[1]}"
 
 
-def _cells(s: SliceGate) -> tuple[str, ...]:
+def _cells(s: SliceGate, hard_fail: float) -> tuple[str, ...]:
     delta = "-" if s.delta is None else f"{s.delta:+.1f}"
     interval = "-" if s.low is None or s.high is None else f"[{s.low:+.1f}, {s.high:+.1f}]"
     status = s.status.replace("_", " ")
-    return (f"{s.kind} {s.name}", _count(s.base), _count(s.now), delta, interval,
+    q = "-" if s.q is None else f"{s.q:.4f}" if s.q >= 0.0001 else f"{s.q:.1e}"
+    if s.status == "dropped" and s.delta is not None and s.delta < -hard_fail:
+        status += " (beyond the threshold, within noise: not shown to have dropped)"
+    return (f"{s.kind} {s.name}", _count(s.base), _count(s.now), delta, interval, q,
             f"{status} (advisory, not counted)" if s.advisory is not None else status)
+
 
 
 def headline(r: GateResult) -> str:
@@ -54,8 +58,18 @@ def _budget_line(r: GateResult) -> str:
     where = ("drift-suite.yaml of the run" if r.budget_source == "run"
              else "defaults: the run had no drift-suite.yaml")
     return (f"budget: unchanged within {r.budget.noise:g} pts, hard fail beyond a "
-            f"{r.budget.hard_fail:g} pt drop ({where}); baseline commit "
-            f"{r.baseline_commit[:12]}, run commit {r.run_commit[:12]}")
+            f"{r.budget.hard_fail:g} pt drop that is also beyond noise ({where}); baseline "
+            f"commit {r.baseline_commit[:12]}, run commit {r.run_commit[:12]}")
+
+
+def noise_line(r: GateResult) -> str:
+    """How "beyond noise" was decided across the slices."""
+    from gitevals.stats.multiplicity import describe
+
+    counted = sum(s.q is not None for s in r.slices)
+    return (f"noise: one-sided Boschloo test per slice (the run passes less often) under "
+            f"{describe(r.control, r.alpha, counted, what='counted slices')}; beyond noise "
+            f"when q < {r.alpha:g}")
 
 
 #: The column of the run's rate corrected for a calibrated judge (only when a slice has one).
@@ -75,8 +89,8 @@ def _row(r: GateResult, s: SliceGate) -> tuple[str, ...]:
     from gitevals.calibration.corrected import cell
 
     if not _fixed(r):
-        return _cells(s)
-    return (*_cells(s), cell(s.corrected) if s.corrected is not None else "-")
+        return _cells(s, r.budget.hard_fail)
+    return (*_cells(s, r.budget.hard_fail), cell(s.corrected) if s.corrected is not None else "-")
 
 
 def corrected_note(r: GateResult) -> list[str]:
@@ -92,7 +106,7 @@ def text(r: GateResult) -> str:
     head = _header(r)
     rows = [head, *(tuple(visible(c) for c in _row(r, s)) for s in r.slices)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = [visible(headline(r)), visible(_budget_line(r))]
+    lines = [visible(headline(r)), visible(_budget_line(r)), visible(noise_line(r))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
               for row in rows]
     lines += [visible(line) for line in advisory_lines(r) + corrected_note(r)]
@@ -101,6 +115,7 @@ def text(r: GateResult) -> str:
 
 def markdown(r: GateResult) -> str:
     lines = [f"**{md_inert(headline(r))}**", "", md_inert(_budget_line(r)), "",
+             md_inert(noise_line(r)), "",
              "| " + " | ".join(_header(r)) + " |", "|" + "---|" * len(_header(r))]
     lines += ["| " + " | ".join(md_inert(c) for c in _row(r, s)) + " |" for s in r.slices]
     notes = advisory_lines(r) + corrected_note(r)
@@ -115,9 +130,10 @@ def as_json(r: GateResult) -> str:
            "slices": [{"kind": s.kind, "name": s.name, "baseline": list(s.base),
                        "run": list(s.now) if s.now else None, "delta_pts": s.delta,
                        "interval_pts": [s.low, s.high] if s.low is not None else None,
-                       "status": s.status, "advisory": s.advisory,
+                       "status": s.status, "advisory": s.advisory, "p": s.p, "q": s.q,
                        **(s.corrected.as_json() if s.corrected is not None else {})}
-                      for s in r.slices]}
+                      for s in r.slices],
+           "control": r.control, "alpha": r.alpha}
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 

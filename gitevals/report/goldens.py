@@ -13,7 +13,7 @@ from gitevals.report.text import visible
 if TYPE_CHECKING:
     from gitevals.goldenset.doctor import Item
     from gitevals.goldenset.leak import Index, Leak, Unreadable
-    from gitevals.goldenset.stats import Floor, Stats
+    from gitevals.goldenset.stats import Floor, Priority, Stats
 
 _MARK = {True: "ok", False: "missing", None: "note"}
 
@@ -29,6 +29,8 @@ def stats_text(stats: Stats, path: str, label: str) -> str:
         lines += ["", f"{title}:", *_counts(counts, f"(no {title})")]
     lines += ["", "tag:", *(_counts(stats.tags, "") if stats.tags else ["  (no tags)"])]
     lines += ["", "floors (Phase 0):", *(_floor(f) for f in stats.floors())]
+    if ranked := stats.priority():
+        lines += ["", "priority (frequency × severity × value):", *_priority(ranked)]
     return "\n".join(lines) + "\n"
 
 
@@ -37,6 +39,23 @@ def _counts(counts: dict[str, int] | dict[str | None, int], none: str) -> list[s
                   key=lambda kv: (kv[0].startswith("(no "), kv[0]))
     width = max((len(k) for k, _ in rows), default=0)
     return [f"  {k:<{width}}  {v:>7,}" for k, v in rows]
+
+
+def _priority(ranked: list[Priority]) -> list[str]:
+    """The ranked buckets as a table; then how many rows lacked a weight (counted as 1)."""
+    names = [visible(p.bucket) if p.bucket is not None else "(no bucket)" for p in ranked]
+    width = max(len(n) for n in [*names, "bucket"])
+    out = [f"  {'bucket':<{width}}  {'rows':>7}  {'severity':>8}  {'value':>8}  "
+           f"{'priority':>9}"]
+    out += [f"  {n:<{width}}  {p.rows:>7,}  {p.severity:>8.3g}  {p.value:>8.3g}  "
+            f"{p.priority:>9.4g}" for n, p in zip(names, ranked, strict=True)]
+    total = sum(p.rows for p in ranked)
+    for what, lack in (("severity", sum(p.no_severity for p in ranked)),
+                       ("value", sum(p.no_value for p in ranked))):
+        if lack:
+            out.append(f"  {lack:,} of {total:,} rows lack {what} (a finite number >= 0): "
+                       "counted as 1")
+    return out
 
 
 def _floor(f: Floor) -> str:

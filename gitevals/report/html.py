@@ -154,15 +154,17 @@ def _overview(run: Run) -> str:
 
 def _slices(run: Run) -> str:
     """The goldens' pass rate per slice (bucket, drift benchmark): never one blended score."""
-    from gitevals.report.suite import HEADER, goldens_title, slice_cells
+    from gitevals.calibration.corrected import slice_corrections
+    from gitevals.report.suite import goldens_title, slice_header, slice_row
 
     part = run.get("goldens")
     if part is None:
         return ""
-    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in slice_cells(s)) + "</tr>"
-                   for s in part["slices"])
+    fixed = slice_corrections(run)  # a judge-corrected column when a slice has a rate
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in slice_row(s, fixed))
+                   + "</tr>" for s in part["slices"])
     return (f"<h3 id=\"goldens\">{esc(goldens_title(part))}</h3><table class=\"overview\"><thead>"
-            f"<tr>{''.join(f'<th>{h}</th>' for h in HEADER)}</tr></thead>"
+            f"<tr>{''.join(f'<th>{h}</th>' for h in slice_header(fixed))}</tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 
@@ -348,14 +350,20 @@ def _label(history: History, j: int) -> str:
 
 
 def _diff(diff: Diff | None, note: str) -> str:
-    from gitevals.report.diff import header, sections
+    from gitevals.report.diff import header, sections, suite_line
 
     if diff is None:
         return f"<section id=\"diff\"><h2>Diff</h2><p>{esc(note)}</p></section>\n"
     head = header(diff)
-    bad = "bad" if diff.counts()["regressed_beyond_noise"] else "good"
-    out = [f"<section id=\"diff\"><h2>Diff</h2><p class=\"headline {bad}\">{esc(head[0])}</p>",
-           "<ul class=\"sides\">", *(f"<li>{esc(line)}</li>" for line in head[1:]), "</ul>"]
+    counts = diff.counts()
+    bad = ("bad" if counts["regressed_beyond_noise"] or counts["suite_regressed_beyond_noise"]
+           else "good")
+    out = [f"<section id=\"diff\"><h2>Diff</h2><p class=\"headline {bad}\">{esc(head[0])}</p>"]
+    suite = suite_line(diff)
+    if suite is not None:  # the suite's call, read before any table
+        out.append(f"<p class=\"suite\">{esc(suite)}</p>")
+    out += ["<ul class=\"sides\">",
+            *(f"<li>{esc(line)}</li>" for line in head[1:] if line != suite), "</ul>"]
     for s in sections(diff, 0):
         out.append(f"<h3>{esc(s.title)}</h3>" + _table(s.headers, s.rows))
     if not sections(diff, 0):

@@ -583,11 +583,13 @@ class Kept:
     problem: str | None
 
 
-def kept(found: Sequence[tuple[Run, str, int]], picked: str) -> list[Kept]:
+def kept(found: Sequence[tuple[Run, str, int]], picked: str,
+         refused: Mapping[str, str] | None = None) -> list[Kept]:
     """``found`` (a run, where it is kept and when that was written, e.g. a file's mtime;
     one run may be kept twice, as a file and as the note) as one entry per run, newest
     first (``finished_at`` has whole seconds: a tie goes to the later written);
-    ``picked`` is the run id shown."""
+    ``picked`` is the run id shown; ``refused``: run id -> why a note's run is no
+    evidence of the commit (``store.problem``)."""
     sources: dict[str, list[str]] = {}
     first: dict[str, tuple[Run, int]] = {}
     for run, where, written in found:  # only a candidate yet: read with care
@@ -596,10 +598,11 @@ def kept(found: Sequence[tuple[Run, str, int]], picked: str) -> list[Kept]:
         first.setdefault(rid, (run, written))
     order = sorted(first.items(), key=lambda i: (i[1][0]["finished_at"], i[1][1]),
                    reverse=True)
-    return [_kept(run, tuple(sources[rid]), rid == picked) for rid, (run, _) in order]
+    return [_kept(run, tuple(sources[rid]), rid == picked, (refused or {}).get(rid))
+            for rid, (run, _) in order]
 
 
-def _kept(run: Run, sources: tuple[str, ...], picked: bool) -> Kept:
+def _kept(run: Run, sources: tuple[str, ...], picked: bool, refused: str | None) -> Kept:
     from gitevals.errors import ArtifactError
     from gitevals.run.artifact import checked
 
@@ -612,6 +615,8 @@ def _kept(run: Run, sources: tuple[str, ...], picked: bool) -> Kept:
         problem = None
     except ArtifactError as exc:
         tally, problem = None, str(exc)
+    if refused is not None and problem is None:
+        tally, problem = None, f"refused as evidence of this commit: {refused}"
     return Kept(str(run.get("run_id", "(no run id)")), run["finished_at"], scope, sources,
                 picked, tally, problem)
 

@@ -40,7 +40,12 @@ def goldens_title(part: Goldens) -> str:
     return f"goldens{picked}: {n} item{'s' * (n != 1)}, a pass rate per slice"
 
 
-def _fixed_cells(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
+def slice_header(fixed: Fixed) -> tuple[str, ...]:
+    """The slice table's header: with a judge-corrected column when some slice has one."""
+    return (*HEADER, "judge-corrected") if fixed else HEADER
+
+
+def slice_row(s: SliceRate, fixed: Fixed) -> tuple[str, ...]:
     """A slice's cells, and its judge-corrected rate when some slice has one."""
     from gitevals.calibration.corrected import cell
 
@@ -56,8 +61,8 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
     rate when ``fixed`` has some); then the goldens that did not pass (those an
     ``advisory`` judge grader failed marked as not counted)."""
     fixed = fixed or {}
-    head = (*HEADER, "judge-corrected") if fixed else HEADER
-    rows = [head, *(tuple(visible(c) for c in _fixed_cells(s, fixed)) for s in part["slices"])]
+    head = slice_header(fixed)
+    rows = [head, *(tuple(visible(c) for c in slice_row(s, fixed)) for s in part["slices"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [visible(goldens_title(part))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
@@ -72,10 +77,12 @@ def text(part: Goldens, advisory: frozenset[str] = frozenset(), fixed: Fixed | N
     return "\n".join(lines) + "\n"
 
 
-def markdown(part: Goldens) -> str:
-    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(HEADER) + " |",
-             "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(md_inert(c) for c in slice_cells(s)) + " |" for s in part["slices"]]
+def markdown(part: Goldens, fixed: Fixed | None = None) -> str:
+    head = slice_header(fixed or {})
+    lines = [f"**{md_inert(goldens_title(part))}**", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(md_inert(c) for c in slice_row(s, fixed or {})) + " |"
+              for s in part["slices"]]
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +126,7 @@ def with_goldens(artifact: Run, fmt: str, rendered: str) -> str:
         doc["goldens"] = as_data(part, advisory, fixed)
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
-        return rendered + "\n" + markdown(part)
+        return rendered + "\n" + markdown(part, fixed)
     if fmt == "text":
         return rendered + "\n" + text(part, advisory, fixed)
     return rendered

@@ -11,9 +11,20 @@ from __future__ import annotations
 
 import re
 
+#: Unicode's format characters (category Cf, Unicode 15): the bidirectional controls
+#: (an RLO U+202E makes a name read backwards, so ``txt.exe`` shows as ``exe.txt``),
+#: zero-width characters, the BOM, interlinear annotations, tags. Listed, not computed:
+#: a sweep of every code point at each start would cost more than the whole command
+#: (tests check the list against ``unicodedata``).
+FORMAT_CHARS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+                "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+                "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+                "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                "\U000e0020-\U000e007f")
 #: C0 and C1 controls and DEL, plus line/paragraph separators some terminals honour,
-#: and lone UTF-16 surrogates (JSON can spell them; no terminal encoding can write them).
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+#: the format characters, and lone UTF-16 surrogates (JSON can spell them; no
+#: terminal encoding can write them).
+CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARS}\ud800-\udfff]")
 
 
 _CONTROL_RUN = re.compile(f"(?:{CONTROL.pattern})+")

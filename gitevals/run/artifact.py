@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, cast
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, TypeGuard, cast
 
 from gitevals.errors import ArtifactError
 from gitevals.jsontypes import JSON as JSON
@@ -27,7 +27,7 @@ from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
     from gitevals.run.pricing import Prices
-    from gitevals.suite.results import Goldens
+    from gitevals.suite.results import Goldens, SuiteItem
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -243,6 +243,7 @@ class CaseRun(_CaseRunKeys, total=False):
 
     draft: Draft
     task: TaskInfo
+    cluster: str  # the case's ``cluster:`` (diff clusters the suite interval by it)
 
 
 class _OptionsKeys(TypedDict):
@@ -337,14 +338,23 @@ class ExecutorRecord(TypedDict):
     nodes: list[str]
 
 
+class Stored(TypedDict):
+    """Where a summary's full artifact is: the sha256 and size of its canonical text."""
+
+    sha256: str
+    bytes: int
+
+
 class Run(_RunKeys, total=False):
     """A whole run, pinned to ``commit``; ``scored_with`` only from ``gitevals score``;
     ``target_env`` only when variables were given to the target (``--target-env``);
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
     calibration) in runs since judge calibration: empty when no grader asks the judge;
     ``executor`` in runs written since executors could be chosen; ``goldens`` only when
-    the run sent the goldens (``gitevals.suite.results``); ``interrupted_reason`` only
-    when something other than a signal stopped it (``run --cost-limit``)."""
+    the run sent the goldens (``gitevals.suite.results``); ``stored`` only in a summary
+    (``gitevals.run.summary``: the note's form, transcripts left out);
+    ``interrupted_reason`` only when something other than a signal stopped it
+    (``run --cost-limit``); ``imported`` only for a run ``gitevals import`` made."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
@@ -352,6 +362,7 @@ class Run(_RunKeys, total=False):
     judge_calibration: dict[str, GraderCalibration]
     executor: ExecutorRecord
     goldens: Goldens
+    stored: Stored
     interrupted_reason: str
     imported: Imported
 
@@ -480,11 +491,13 @@ def failed(run: Run) -> bool:
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
     """Sort key of the runs of one commit: the greatest is the one to show, diff and note.
 
-    Complete runs first (`gitevals run tone` after a full run must not hide the full
-    run; a draft run is never complete), then the run that finished last (a long run
-    started earlier can finish after a short one); ``finished_at`` has whole seconds, so
-    a tie goes to the later-written one (``written``: a file's mtime), never to the run
-    id's random suffix.
+    Used for the files of ``<root>/results/`` (the working tree's own); the runs of a
+    note are ordered by their place in it, never by a field they carry
+    (``store.ranked``). Complete runs first (`gitevals run tone` after a full run must
+    not hide the full run; a draft run is never complete), then the run that finished
+    last (a long run started earlier can finish after a short one); ``finished_at`` has
+    whole seconds, so a tie goes to the later-written one (``written``: a file's mtime),
+    never to the run id's random suffix.
     """
     return complete(run), run["finished_at"], written
 
@@ -762,6 +775,18 @@ def _trial_ok(r: object) -> bool:
             and type(r["assertions"]) is list and all(map(_assertion_ok, r["assertions"]))
             and ("task" not in r or _task_trial_ok(r["task"]))
             and ("placement" not in r or _placement_ok(r["placement"])))
+
+
+def is_trial(r: object) -> TypeGuard[Trial]:
+    """True when ``r`` is a trial record (``_trial_ok``): a record read back alone."""
+    return _trial_ok(r)
+
+
+def is_item(r: object) -> TypeGuard[SuiteItem]:
+    """True when ``r`` is a golden item record (``$defs/suite_item``)."""
+    from gitevals import validation
+
+    return isinstance(r, dict) and validation.is_valid("result", r, definition="suite_item")
 
 
 def _reward_ok(x: object) -> bool:

@@ -21,18 +21,15 @@ IMPORT_TIMEOUT = 20.0
 #: Seconds the judge endpoint has to answer the preflight's request.
 JUDGE_TIMEOUT = 5.0
 _SKIP = "; or pass --no-preflight to run anyway"
-_IMPORT = ("import sys, os, importlib; sys.path.pop(0); sys.path.insert(0, os.getcwd()); "
-           "m, _, f = sys.argv[1].partition(':'); mod = importlib.import_module(m); "
-           "fn = getattr(mod, f, None); "
-           "callable(fn) or sys.exit(f'{m} has no function {f!r}')")
 
 
-def check_target(target: Target, tree_dir: str) -> None:
-    """The command's executable is there and executable; a python target imports."""
+def check_target(target: Target, tree_dir: str, interpreter: str | None = None) -> None:
+    """The command's executable is there and executable; a python target imports in its
+    interpreter (gitevals' own when None)."""
     if target.command:
         _check_command(target.command[0], tree_dir)
     elif target.python:
-        _check_import(target.python, tree_dir)
+        _check_import(target.python, tree_dir, interpreter or sys.executable)
 
 
 def _check_command(exe: str, tree_dir: str) -> None:
@@ -53,21 +50,29 @@ def _check_command(exe: str, tree_dir: str) -> None:
                          f"`git update-index --chmod=+x {exe}` and commit{_SKIP}")
 
 
-def _check_import(spec: str, tree_dir: str) -> None:
-    """Import the target module in a process in the materialized tree, as the worker
-    does (this runs tree code, which the run would do next anyway)."""
+def _check_import(spec: str, tree_dir: str, interpreter: str) -> None:
+    """Import the target module in a process in the materialized tree, with the worker
+    the run uses, in its interpreter (this runs tree code, which the run would do next
+    anyway)."""
+    from gitevals.run.targets import target_argv
+
+    argv = target_argv(None, spec, interpreter)
     try:
-        proc = subprocess.run([sys.executable, "-c", _IMPORT, spec], cwd=tree_dir,
+        proc = subprocess.run([*argv[:2], "--check", spec], cwd=tree_dir,
                               capture_output=True, text=True, timeout=IMPORT_TIMEOUT,
                               start_new_session=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise UsageError(f"python target {spec}: cannot start the interpreter {interpreter}: "
+                         f"{exc.strerror or exc}; fix [target] interpreter{_SKIP}") from None
     except subprocess.TimeoutExpired:
         print(f"gitevals: warning: python target {spec} took over {IMPORT_TIMEOUT:g} s to "
               "import; running anyway", file=sys.stderr)
         return
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"]
-        raise UsageError(f"python target {spec} does not load in the commit: {lines[-1]}"
-                         f"{_SKIP}")
+        said = lines[-1] if proc.returncode == 97 else (  # the worker's own line
+            f"{spec} does not load in the commit: {lines[-1]}")
+        raise UsageError(f"python target {said}{_SKIP}")
 
 
 def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:

@@ -18,6 +18,11 @@ parent: on Linux an orphan goes to the nearest ancestor marked
   reused pid is never hit), and reaps them; it answers once it has no child left,
   which on a subreaper means nothing is left beneath it. If gitevals dies, the
   supervisor sees its socket close and does the same before it exits.
+- **A python target's warm worker** (``gitevals/run/pyworker.py --zygote``) is a child
+  of the slot's supervisor that outlives conversations: it imported the module once and
+  forks each conversation's process, which it hands over (forking twice, so the
+  supervisor adopts it). Sweeps leave the worker and what is beneath it alone; the
+  conversation's process and its leftovers are beneath the supervisor as any target's.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
   escapes elsewhere -- a grader's children, the subtree of a supervisor that a
   target killed -- is adopted by gitevals and swept when the run ends, before the
@@ -122,14 +127,45 @@ def _process_tree() -> dict[int, list[tuple[int, int]]]:
     return children
 
 
-def descendants(*roots: int) -> dict[int, int]:
-    """pid -> start time of every process beneath ``roots``, by the parent links in /proc."""
-    children = _process_tree()
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` (of every thread of it), from /proc/PID/task/TID/children;
+    None where the kernel has no such file (then the whole of /proc is read)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+                return None
+        except OSError:
+            continue
+    return out
+
+
+def descendants(*roots: int, skip: frozenset[int] = frozenset()) -> dict[int, int]:
+    """pid -> start time of every process beneath ``roots``, by the parent links in /proc;
+    the processes in ``skip`` and everything beneath them are left out.
+
+    Walks the children files down from ``roots`` (a few reads for a small tree), or reads
+    every process of /proc where there are none."""
     found: dict[int, int] = {}
     todo = list(roots)
+    tree: dict[int, list[tuple[int, int]]] | None = None
     while todo:
-        for pid, started in children.get(todo.pop(), ()):
-            if pid not in found:
+        parent = todo.pop()
+        kids = None if tree is not None else _children(parent)
+        if kids is None:
+            tree = tree if tree is not None else _process_tree()
+            pairs = tree.get(parent, [])
+        else:
+            pairs = [(pid, st[1]) for pid in kids if (st := _stat(pid)) is not None]
+        for pid, started in pairs:
+            if pid not in found and pid not in skip:
                 found[pid] = started
                 todo.append(pid)
     return found
@@ -178,8 +214,9 @@ def _reap_exited() -> bool:
             return True
 
 
-def sweep(limit: float = SWEEP_LIMIT) -> list[int]:
-    """Kill and reap every process beneath this one; the pids still there after ``limit`` s.
+def sweep(limit: float = SWEEP_LIMIT, keep: frozenset[int] = frozenset()) -> list[int]:
+    """Kill and reap every process beneath this one but those in ``keep`` (and what is
+    beneath them); the pids still there after ``limit`` s.
 
     Reaps *all* children: call it only where no child is owned by anyone else (a
     supervisor, or gitevals once its workers are stopped). On a subreaper "no child
@@ -188,7 +225,12 @@ def sweep(limit: float = SWEEP_LIMIT) -> list[int]:
     deadline = time.monotonic() + limit
     pause = 0.0005
     while _reap_exited():
-        left = descendants(os.getpid())
+        mine = _children(os.getpid())
+        if mine is not None and not set(mine) - keep:
+            return []  # only the kept ones: nothing to sweep, and no scan of /proc
+        left = descendants(os.getpid(), skip=keep)
+        if not left:
+            return []
         for pid, started in left.items():
             _kill(pid, started)
         if time.monotonic() > deadline:
@@ -270,33 +312,118 @@ def _status(target: int, wait: float) -> int | None:
     return code
 
 
-def _end(target: int) -> dict[str, Any]:
-    """Kill the target's group and everything else beneath us; reap it all."""
+def _end(target: int, keep: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """Kill the target's group and everything else beneath us but ``keep`` (the warm
+    workers); reap it all."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(target, signal.SIGKILL)
     code = _status(target, SWEEP_LIMIT)
-    return {"status": code, "left": sweep()}
+    return {"status": code, "left": sweep(keep=keep)}
 
 
-def _serve(request: dict[str, Any], fds: list[int],
-           target: int | None) -> tuple[dict[str, Any], int | None]:
-    op = request.get("op")
-    if op == "spawn" and target is None:
+class _Zygote:
+    """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
+    supervisor: it imported the target module once and forks one child a conversation,
+    which it hands over to us (see ``pyworker._fork``)."""
+
+    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None) -> None:
+        import socket
+
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            pid = _spawn(request["argv"], request["cwd"], request.get("env"), fds)
-        except OSError as exc:
-            return {"errno": exc.errno, "error": exc.strerror or str(exc)}, None
+            self.pid = _spawn(argv, cwd, env, (theirs.fileno(), devnull, devnull))
+        except OSError:
+            self.sock.close()
+            raise
+        finally:
+            theirs.close()
+            os.close(devnull)
+        ready = self._receive()
+        self.error: str | None = None if ready.get("ready") else str(
+            ready.get("error") or "the python worker exited while importing the target")
+
+    def _receive(self) -> dict[str, object]:
+        try:
+            data = self.sock.recv(_MAX_MESSAGE)
+        except OSError:
+            data = b""
+        answer = json.loads(data) if data else {}
+        return answer if isinstance(answer, dict) else {}
+
+    def fork(self, fds: Sequence[int]) -> dict[str, object]:
+        """One conversation on ``fds``: ``{"pid"}`` (now our child), or what failed."""
+        import socket
+
+        try:
+            socket.send_fds(self.sock, [b'{"op": "fork"}'], list(fds))
+        except OSError:
+            return {}
+        return self._receive()
+
+    def stop(self) -> None:
+        self.sock.close()
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+class _Slot:
+    """One job slot's state in its supervisor: the target of the conversation it serves
+    (at most one at a time), and the warm workers of the python targets it started."""
+
+    def __init__(self) -> None:
+        self.target: int | None = None
+        self.zygotes: dict[str, _Zygote] = {}
+
+    def kept(self) -> frozenset[int]:
+        return frozenset(z.pid for z in self.zygotes.values())
+
+    def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+        op = request.get("op")
+        try:
+            if op == "spawn" and self.target is None:
+                return self._spawn(request, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        return {"pid": pid}, pid
-    for fd in fds:
-        os.close(fd)
-    if op == "status" and target is not None:
-        return {"status": _status(target, float(request.get("wait", 0)))}, target
-    if op == "end" and target is not None:
-        return _end(target), None
-    return {"error": f"unexpected request {op!r}"}, target
+        if op == "status" and self.target is not None:
+            return {"status": _status(self.target, float(request.get("wait", 0)))}
+        if op == "end" and self.target is not None:
+            target, self.target = self.target, None
+            return _end(target, self.kept())
+        return {"error": f"unexpected request {op!r}"}
+
+    def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+        argv, cwd, env = request["argv"], request["cwd"], request.get("env")
+        try:
+            if request.get("zygote"):
+                answer = self._warm(request["zygote"], cwd, env, fds)
+                if answer is not None:
+                    return answer
+            self.target = _spawn(argv, cwd, env, fds)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        return {"pid": self.target}
+
+    def _warm(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+              fds: list[int]) -> dict[str, object] | None:
+        """A child of the warm worker for ``argv`` (started now if it is not running);
+        None when there cannot be one, and the target is started cold."""
+        key = json.dumps([argv, cwd, env], sort_keys=True)
+        for _ in range(2):  # a worker a conversation killed is started again, once
+            zygote = self.zygotes.get(key)
+            if zygote is None:
+                zygote = self.zygotes[key] = _Zygote(argv, cwd, env)
+            if zygote.error is not None:
+                return {"start_failed": zygote.error}
+            pid = zygote.fork(fds).get("pid")
+            if isinstance(pid, int):
+                self.target = pid
+                return {"pid": pid}
+            del self.zygotes[key]
+            zygote.stop()
+            sweep(keep=self.kept())
+        return None
 
 
 def supervisor_main() -> None:
@@ -309,14 +436,13 @@ def supervisor_main() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     sock.send(b'{"ready": true}')
-    target: int | None = None
+    slot = _Slot()
     try:
         while True:
             data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3, socket.MSG_CMSG_CLOEXEC)
             if not data:
                 break  # gitevals is done (or gone)
-            reply, target = _serve(json.loads(data), fds, target)
-            sock.send(json.dumps(reply).encode())
+            sock.send(json.dumps(slot.serve(json.loads(data), fds)).encode())
     finally:  # whatever went wrong, nothing stays behind
         sweep()
         os._exit(0)
@@ -327,6 +453,10 @@ def supervisor_main() -> None:
 
 class SupervisorGone(Exception):
     """The supervisor died or stopped answering; it has been killed."""
+
+
+class StartFailed(Exception):
+    """A python target's module did not import in its warm worker (the worker's line)."""
 
 
 class Supervisor:
@@ -399,11 +529,22 @@ class Supervisor:
         return self._receive(limit + ANSWER_LIMIT)
 
     def spawn(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-              fds: Sequence[int]) -> int:
+              fds: Sequence[int], zygote: Sequence[str] | None = None,
+              wait: float = 0) -> int:
         """Start a target on ``fds`` (its stdin, stdout, stderr); its pid. A target that
-        cannot start raises ``OSError`` as ``Popen`` would."""
-        answer = self._ask({"op": "spawn", "argv": list(argv), "cwd": cwd,
-                            "env": None if env is None else dict(env)}, 0, fds)
+        cannot start raises ``OSError`` as ``Popen`` would.
+
+        With ``zygote`` (a python target's warm worker argv), the target is a fresh fork
+        of that worker, which this supervisor starts on first use and keeps; ``wait`` is
+        how long its import may take. A module that does not import raises
+        ``StartFailed`` with the worker's one line."""
+        request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
+                   "env": None if env is None else dict(env)}
+        if zygote:
+            request["zygote"] = list(zygote)
+        answer = self._ask(request, wait, fds)
+        if "start_failed" in answer:
+            raise StartFailed(str(answer["start_failed"]))
         if "pid" not in answer:
             raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
         return int(answer["pid"])

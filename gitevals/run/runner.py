@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
@@ -41,7 +42,14 @@ from gitevals.run.artifact import (
 )
 from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
 from gitevals.run.judge import judge_config
-from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
+from gitevals.run.targets import (
+    Conversation,
+    ProcessRegistry,
+    SharedConversation,
+    SharedTarget,
+    TargetError,
+    target_argv,
+)
 from gitevals.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -63,7 +71,7 @@ class Tally:
 
 Progress = Callable[[Tally], None]
 #: ``--jobs`` when not given: conversations mostly wait on model APIs, not on CPU, so
-#: the default is a fixed number of slots rather than the core count (README "Choices").
+#: the default is a fixed number of slots rather than the core count (docs/choices.md).
 DEFAULT_JOBS = 16
 #: Most trials (scenario runs, summed over cases) one run may plan.
 MAX_TRIALS = 100_000
@@ -269,13 +277,15 @@ class Execution:
                  grader_timeout: float = GRADER_TIMEOUT,
                  target_env: Mapping[str, str] | None = None, bwrap: str | None = None,
                  executor: Executor | None = None, registry: ProcessRegistry | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, interpreter: str | None = None,
+                 public_env: frozenset[str] = frozenset()) -> None:
         from gitevals.run.executors import LocalExecutor
 
         self.plan = the_plan
         # Given to the target only (``run --target-env``, an experiment lane's ``env:``):
         # graders run with gitevals' own environment.
         self.target_env = dict(sorted((target_env or {}).items()))
+        self.public_env = public_env  # recorded in clear; every other value hashed
         self._env = {**os.environ, **self.target_env} if self.target_env else None
         # Where conversations run (gitevals.run.executors); grading stays here unless
         # the executor graded on its workers.
@@ -283,10 +293,18 @@ class Execution:
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
-        self.argv = target_argv(target.command, target.python) if target else []
+        # a python target runs in ``interpreter`` (run.targets.resolve_interpreter)
+        self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
+        #: True while the main thread computes a sequential run's look: an interrupt
+        #: may then raise there (gitevals.run.sequential)
+        self.looking = False
         self.registry = registry or ProcessRegistry()
+        # ``[target] conversations = "many"``: one command process serves them all
+        self.shared = (SharedTarget(self.argv, tree_dir, self._env, self.registry)
+                       if target and target.command and target.conversations == "many"
+                       else None)
         self.graders = GraderPool(tree_dir, the_plan.settings.root,
                                   judge_config(the_plan.settings.judge), grader_timeout,
                                   self.registry)
@@ -338,8 +356,7 @@ class Execution:
         (those ``wants`` runs, or the indices ``only`` when the driver decided them)."""
         done: list[_Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
-        with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
-                          python_target=self.python_target) as conv:
+        with self._conversation(case, trial) as conv:
             for index, s in enumerate(case.scenarios):
                 if index not in only if only is not None else not self.wants(case, s, trial):
                     continue  # this scenario sits out the later conversations
@@ -354,6 +371,12 @@ class Execution:
                 done.append(_Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
 
+    def _conversation(self, case: Case, trial: int) -> Conversation | SharedConversation:
+        if self.shared is not None:
+            return self.shared.conversation(f"{case.name}#{trial}")
+        return Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
+                            python_target=self.python_target)
+
     def wants(self, case: Case, s: Scenario, trial: int) -> bool:
         """Does conversation ``trial`` of ``case`` run scenario ``s``? (A sequential run
         narrows this round by round: ``gitevals.run.sequential``.)"""
@@ -362,7 +385,7 @@ class Execution:
         return self.plan.trials_of(s) > trial
 
     @staticmethod
-    def _turns(conv: Conversation, case: Case, s: Scenario,
+    def _turns(conv: Conversation | SharedConversation, case: Case, s: Scenario,
                trial: int) -> tuple[list[JSONObject], ErrorRecord | None]:
         """Send the scenario's user turns; the replies, and the error that ended it if any."""
         deadline = time.monotonic() + s.timeout
@@ -422,45 +445,26 @@ class Execution:
                 self.on_trial(done)
 
     def run(self, progress: Progress | None = None,
-            work: list[tuple[int, int]] | None = None, last: bool = True,
+            work: Iterable[tuple[int, int]] | None = None, last: bool = True,
             tasks: bool = True) -> None:
         """Run every conversation and task trial (or the ``(case index, trial)`` pairs of
         ``work``, and the task trials only when ``tasks``); returns early (with what
         finished) once interrupted. ``last=False`` keeps the grader workers for another
-        call."""
-        if work is None:
-            counts = [self.plan.conversations(c) for c in self.plan.cases]
-            # Trial-major order: every case gets its first conversations early.
-            work = [(ci, t) for t in range(max(counts, default=0))
-                    for ci, n in enumerate(counts) if t < n]
-        task_work = [(ti, t) for t in range(self.plan.task_trials()
-                                            if self.plan.tasks and tasks else 0)
-                     for ti in range(len(self.plan.tasks))]
+        call.
+
+        The work is drawn lazily and at most twice ``jobs`` trials wait in the pool: a
+        plan of many trials never becomes a list of them in memory, and an interrupt
+        stops the drawing at once."""
+        counts = [self.plan.conversations(c) for c in self.plan.cases]
+        # Trial-major order: every case gets its first conversations early.
+        items = chain(
+            ((self._trial, ci, t) for ci, t in (work if work is not None
+                                                else _trial_major(counts))),
+            ((self._task, ti, t) for ti, t in _trial_major(
+                [self.plan.task_trials()] * len(self.plan.tasks) if tasks else [])))
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
-        all_done = threading.Event()
-        left = [len(work) + len(task_work)]
-        if not left[0]:
-            all_done.set()
-
-        def finished(_: Future[None]) -> None:
-            with self._lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    all_done.set()
-
         try:
-            # One waiter for the whole run: waiting on every future each time one
-            # finishes would cost O(trials^2).
-            futures = [pool.submit(self._trial, ci, t) for ci, t in work]
-            futures += [pool.submit(self._task, ti, t) for ti, t in task_work]
-            for f in futures:
-                f.add_done_callback(finished)
-            while not all_done.wait(0.1 if progress else 0.5) and not self.stop.is_set():
-                if progress is not None:
-                    progress(self.tally())
-            for f in futures:
-                if f.done() and not f.cancelled():
-                    f.result()  # a bug in a trial thread surfaces here, not silently
+            self._feed(pool, items, progress)
         finally:
             if self.stop.is_set():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -468,8 +472,34 @@ class Execution:
             pool.shutdown(wait=True)
             if last or self.stop.is_set():
                 self.graders.close()
+                if self.shared is not None:
+                    self.shared.close()
         if progress is not None:
             progress(self.tally())
+
+    def _feed(self, pool: ThreadPoolExecutor,
+              items: Iterator[tuple[Callable[[int, int], None], int, int]],
+              progress: Progress | None) -> None:
+        """Submit ``items`` to ``pool``, keeping at most ``2 * jobs`` in flight, until
+        they are all done or the run is interrupted; a bug in a trial thread surfaces
+        here once everything stopped, not silently."""
+        running: set[Future[None]] = set()
+        failed: list[BaseException] = []
+        ahead, shown = 2 * self.jobs, 0.0
+        while not self.stop.is_set():
+            for fn, index, trial in islice(items, max(0, ahead - len(running))):
+                running.add(pool.submit(fn, index, trial))
+            if not running:
+                break
+            done, running = wait(running, timeout=0.1 if progress else 0.5,
+                                 return_when=FIRST_COMPLETED)
+            failed += [e for f in done if not f.cancelled()
+                       for e in [f.exception()] if e is not None]
+            if progress is not None and time.monotonic() - shown >= 0.1:
+                progress(self.tally())
+                shown = time.monotonic()
+        if failed:
+            raise failed[0]
 
     def cases(self) -> list[CaseRun]:
         """The run's ``cases`` from what finished (results in trial order)."""
@@ -485,8 +515,11 @@ class Execution:
                     "id": s.id, "user": list(s.user), "expect": expect_of(s),
                     "trials": self.plan.trials_of(s), "timeout": s.timeout,
                     "results": results, "verdict": verdict(results)})
-            out.append({"name": case.name, "path": case.path,
-                        "blob": self.plan.files.get(case.path), "scenarios": scenarios})
+            record: CaseRun = {"name": case.name, "path": case.path,
+                               "blob": self.plan.files.get(case.path), "scenarios": scenarios}
+            if case.cluster is not None:
+                record["cluster"] = case.cluster
+            out.append(record)
         if self.plan.tasks:
             from gitevals.run.tasks import case_run
 
@@ -497,6 +530,15 @@ class Execution:
                                     self.task_trials.sandbox))
             out.sort(key=lambda c: c["name"])
         return out
+
+
+def _trial_major(counts: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """``(index, trial)`` for every trial of ``counts`` (item ``i`` has ``counts[i]``),
+    trial by trial: ``(0, 0), (1, 0), (0, 1), ...``, drawn as needed."""
+    for t in range(max(counts, default=0)):
+        for i, n in enumerate(counts):
+            if t < n:
+                yield i, t
 
 
 @dataclass(frozen=True)
@@ -532,7 +574,7 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
     if execution.target_env:  # only when given: runs without one stay byte-identical
         from gitevals.run.targetenv import record
 
-        run["target_env"] = record(execution.target_env)
+        run["target_env"] = record(execution.target_env, execution.public_env)
     return run
 
 

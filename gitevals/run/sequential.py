@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from gitevals.diff.sequential import Design, decide
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from gitevals.model import Case, Scenario
     from gitevals.run.artifact import Run, SequentialLook, SequentialRecord
     from gitevals.run.runner import Execution, Progress
@@ -135,8 +137,6 @@ def run_rounds(execution: Execution, rounds: Rounds, progress: Progress | None =
     scenario is settled, or at once when interrupted (what finished is kept). A look
     counts trials as the run's verdicts will: the failures of the ``advisory`` judge
     graders (not calibrated) do not fail a trial."""
-    from gitevals.run.scoring import expect_of, rescore_trials
-
     cases = execution.plan.cases
 
     def wants(case: Case, s: Scenario, trial: int) -> bool:
@@ -146,25 +146,52 @@ def run_rounds(execution: Execution, rounds: Rounds, progress: Progress | None =
     done = [0] * len(cases)  # conversations of each case run so far
     try:
         while rounds.advance() and not execution.stop.is_set():
-            work = []
             tops = [max((rounds.limit((c.name, s.id)) for s in c.scenarios), default=0)
                     for c in cases]
-            for t in range(max([*tops, 0])):
-                work += [(ci, t) for ci in range(len(cases)) if done[ci] <= t < tops[ci]]
             # task trials (no base tallies to look at) run once, in the first round
-            execution.run(progress, work=work, last=False, tasks=rounds.round == 0)
+            execution.run(progress, work=_round_work(done, tops), last=False,
+                          tasks=rounds.round == 0)
             done = [max(d, t) for d, t in zip(done, tops, strict=True)]
-            if execution.stop.is_set():
+            if execution.stop.is_set() or not _look(execution, rounds, advisory):
                 break
-            for ci, case in enumerate(cases):
-                for si, s in enumerate(case.scenarios):
-                    got = execution.results.get((ci, si), {})
-                    trials = [got[t] for t in sorted(got)]
-                    if advisory:
-                        trials = rescore_trials(expect_of(s), trials, advisory)
-                    rounds.look((case.name, s.id), [t["passed"] for t in trials])
     finally:
         execution.graders.close()
+
+
+def _look(execution: Execution, rounds: Rounds, advisory: frozenset[str]) -> bool:
+    """Every scenario's look at the end of a round; False when interrupted meanwhile.
+
+    The first look computes the design's exact bounds (seconds to minutes with many
+    trials) in this thread: ``execution.looking`` lets an interrupt raise
+    ``KeyboardInterrupt`` here (``commands.run``'s handler), so SIGINT or SIGTERM stops
+    the run at once, and the trials that finished are kept."""
+    from gitevals.run.scoring import expect_of, rescore_trials
+
+    try:
+        execution.looking = True
+        for ci, case in enumerate(execution.plan.cases):
+            for si, s in enumerate(case.scenarios):
+                got = execution.results.get((ci, si), {})
+                trials = [got[t] for t in sorted(got)]
+                if advisory:
+                    trials = rescore_trials(expect_of(s), trials, advisory)
+                rounds.look((case.name, s.id), [t["passed"] for t in trials])
+    except KeyboardInterrupt:
+        execution.looking = False
+        execution.interrupt()
+        return False
+    finally:
+        execution.looking = False
+    return True
+
+
+def _round_work(done: list[int], tops: list[int]) -> Iterator[tuple[int, int]]:
+    """``(case index, trial)`` of one round, trial-major: the trials from ``done[ci]``
+    up to ``tops[ci]``, drawn as the run needs them (never a list in memory)."""
+    for t in range(min(done, default=0), max(tops, default=0)):
+        for ci, (start, top) in enumerate(zip(done, tops, strict=True)):
+            if start <= t < top:
+                yield ci, t
 
 
 def annotate(run: Run, rounds: Rounds) -> Run:

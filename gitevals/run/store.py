@@ -1,11 +1,17 @@
 """Where runs are kept: ``<root>/results/`` of the working tree and the git note.
 
-One rule (``artifact.preference``) picks "the run of a commit" for ``show``,
-``diff`` and the note writer alike.
+The note is JSONL: one run per line, in the order runs were added, so that git's own
+``cat_sort_uniq`` merge (and ``gitevals notes pull``) keeps every run two machines
+attached to one commit. Since notes hold summaries (``gitevals.run.summary``) a line
+is a run's summary; a full run written by an older gitevals reads as before. The
+older form still, one indented document, is read too.
 
-The note is JSONL: one compact run per line, so that git's own ``cat_sort_uniq`` merge
-(and ``gitevals notes pull``) keeps every run two machines attached to one commit. The
-older form, one indented document, is still read.
+Which run counts for a commit (``show``, ``diff``, ``gate``, ``log``...): in results/,
+``artifact.preference``; in a note, ``counting``: a run is evidence only when it
+validates, is pinned to the commit the note is on (commit, tree, file blobs), lies in
+no future and its verdicts are what its trials give; among those, complete before
+partial, clean before dirty, then the one added last to the note. No field a run
+carries (``finished_at``...) decides: anyone can write those (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -14,12 +20,23 @@ import errno
 import json
 import os
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitevals.errors import ArtifactError
-from gitevals.run.artifact import Run, candidate, checked, dumps, load, preference
+from gitevals.run.artifact import (
+    Run,
+    candidate,
+    checked,
+    complete,
+    dumps,
+    load,
+    preference,
+    scenarios,
+)
 
 if TYPE_CHECKING:
     from gitevals.git.tree import Repo
@@ -67,68 +84,165 @@ def note_line(run: Run) -> str:
 
 
 def parse_note(text: str) -> list[Run]:
-    """The runs a note holds, least preferred first; a line that is no run is skipped.
+    """The runs a note holds, in the order they were added (its lines, top to bottom);
+    a line that is no run is skipped.
 
     A note written before notes were JSONL is one indented document: read whole first.
-    Runs with the same ``run_id`` (merged twice from two sides) count once.
+    A run id seen twice (merged from two sides) counts once, at its first place.
     """
     whole = candidate(text) if text.lstrip().startswith("{\n") else None
     runs = [whole] if whole is not None else [
         run for line in text.split("\n") if line.strip()
         if (run := candidate(line)) is not None]
-    return ranked(runs)
+    return _once(runs)
+
+
+def _once(runs: list[Run]) -> list[Run]:
+    seen: set[str] = set()
+    out = []
+    for run in runs:
+        if str(run.get("run_id")) not in seen:
+            seen.add(str(run.get("run_id")))
+            out.append(run)
+    return out
 
 
 def ranked(runs: list[Run]) -> list[Run]:
-    """``runs`` once each by run id, least preferred first (``preference``; a tie, same
-    finish second, by run id: notes carry no write time)."""
-    unique = {str(run.get("run_id")): run for run in runs}
-    return sorted(unique.values(), key=lambda r: (preference(r), str(r.get("run_id"))))
+    """``runs`` (in note order) least preferred first: complete before partial, clean
+    before dirty, then the later place in the note (``counts``' rule: never a field
+    the run itself carries, such as ``finished_at``, which anyone can write)."""
+    return sorted(_once(runs), key=lambda r: (complete(r), not r.get("dirty")))
 
 
 def bounded(runs: list[Run], keep: int = NOTE_KEEP) -> list[Run]:
-    """The preferred run and the ``keep - 1`` most recently finished others (same order)."""
+    """``runs`` (note order) cut to the ``keep - 1`` last added and the one that counts
+    (``ranked``'s last), in note order."""
     if len(runs) <= keep:
         return runs
-    best = runs[-1]
-    recent = sorted(runs[:-1], key=lambda r: r["finished_at"])[len(runs) - keep:]
+    best = ranked(runs)[-1]
+    recent = runs[len(runs) - keep + 1:]
     return [r for r in runs if r is best or any(r is k for k in recent)]
 
 
 def note_text(runs: list[Run]) -> str:
-    """The note holding ``runs``: their lines sorted, as ``cat_sort_uniq`` leaves them."""
-    return "".join(sorted(note_line(run) for run in bounded(runs)))
+    """The note holding ``runs``, one line each in note order (the order is evidence of
+    which was added last: ``ranked``)."""
+    return "".join(note_line(run) for run in bounded(_once(runs)))
 
 
 def note_runs(repo: Repo, commit: str, ref: str | None = None) -> list[Run]:
     """The runs in the note on ``commit`` (under ``ref``, default NOTES_REF), least
-    preferred first."""
+    preferred first (``ranked``)."""
     from gitevals.git.tree import NOTES_REF
 
     text = repo.read_note(commit, ref or NOTES_REF)
-    return parse_note(text) if text else []
+    return ranked(parse_note(text)) if text else []
 
 
 def note(repo: Repo, run: Run) -> bool:
-    """Add ``run`` to the note on its commit under refs/notes/gitevals (one line among
-    the runs already there, bounded by ``NOTE_KEEP``). True when the note's preferred
-    run (the one ``show`` and ``diff`` read) is now this one.
+    """Add ``run`` to the note on its commit under refs/notes/gitevals: its summary as
+    the last line (bounded by ``NOTE_KEEP``), the full artifact kept once by
+    ``runstore``. True when the note's counting run (the one ``show`` and ``diff``
+    read) is now this one.
     """
-    others = [r for r in note_runs(repo, run["commit"]) if r.get("run_id") != run["run_id"]]
-    runs = ranked([*others, run])
-    repo.write_note(run["commit"], note_text(runs))
-    return runs[-1] is run
+    from gitevals.git.tree import NOTES_REF
+    from gitevals.run import runstore
+    from gitevals.run.summary import is_summary, summarize
+
+    if not is_summary(run):
+        run = summarize(run, *runstore.put(repo, run))
+    text = repo.read_note(run["commit"], NOTES_REF)
+    others = [r for r in (parse_note(text) if text else []) if r.get("run_id") != run["run_id"]]
+    kept = [*others, run]
+    repo.write_note(run["commit"], note_text(kept))
+    return ranked(kept)[-1] is run
 
 
 def merge_notes(ours: str | None, theirs: str | None) -> str | None:
-    """Two notes on one commit (either may be missing) as one: the union of their runs
-    by run id, bounded. Equal texts, or a side with no run, stay as they are."""
+    """Two notes on one commit (either may be missing) as one: ours' runs in their
+    order, then those only theirs holds, in theirs' order; bounded. Equal texts, or a
+    side with no run, stay as they are."""
     if ours == theirs or not theirs:
         return ours
     if not ours:
         return theirs
-    runs = ranked([*parse_note(ours), *parse_note(theirs)])
+    runs = [*parse_note(ours), *parse_note(theirs)]
     return note_text(runs) if runs else ours
+
+
+# -- evidence: a run in a note is a claim to check ----------------------------------
+
+#: How far in the future a run's times may lie (clocks of CI machines drift).
+SKEW_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Pins:
+    """What a commit pins: its SHA, its tree, and the blob of each path asked for."""
+
+    commit: str
+    tree: str
+    blob_of: Callable[[str], str | None]
+
+
+def pins_of(repo: Repo, commit: str) -> Pins:
+    """The pins of ``commit`` in ``repo`` (blobs looked up only when asked)."""
+    from gitevals.git.tree import RevisionTree
+
+    tree = RevisionTree(repo, commit)
+    return Pins(commit, tree.tree_sha or "", tree.blob_sha)
+
+
+def problem(run: Run, pins: Pins, now: float | None = None) -> str | None:
+    """Why ``run``, found in the note on ``pins.commit``, is no evidence of it, or None:
+    not a valid run (schema), pinned to another commit or tree, a file pin the commit
+    does not hold (for a clean run), a time in the future, or a verdict its own trials
+    contradict."""
+    from gitevals.run.artifact import utc_stamp, validate
+
+    bad = validate(run)
+    if bad is not None:
+        return bad
+    if run["commit"] != pins.commit or run["tree"] != pins.tree:
+        return f"pinned to commit {run['commit'][:12]} (tree {run['tree'][:12]}), not this one"
+    future = utc_stamp((time.time() if now is None else now) + SKEW_SECONDS)[:19]
+    if max(run["started_at"][:19], run["finished_at"][:19]) > future:
+        return f"finished at {run['finished_at']}, in the future"
+    if not run["dirty"]:
+        files = {**run["files"], **(run["goldens"]["files"] if "goldens" in run else {})}
+        wrong = sorted(p for p, sha in files.items() if pins.blob_of(p) != sha)
+        if wrong:
+            return f"pins {wrong[0]} at a blob the commit does not hold"
+    return _contradicted(run)
+
+
+def _contradicted(run: Run) -> str | None:
+    """A verdict or slice rate the run's own trials or items do not give, or None."""
+    from gitevals.run.scoring import verdict
+    from gitevals.suite.results import slices
+
+    for case, s in scenarios(run):
+        v, again = s["verdict"], verdict(s["results"])
+        if (v["verdict"], v["passes"], v["trials"]) != (
+                again["verdict"], again["passes"], again["trials"]):
+            return (f"{case['name']}/{s['id']}: its verdict {v['verdict']} "
+                    f"{v['passes']}/{v['trials']} is not what its trials give")
+    part = run.get("goldens")
+    if part is not None and part["slices"] != slices(part["items"]):
+        return "its golden slice rates are not what its items give"
+    return None
+
+
+def counting(runs: list[Run], pins: Pins) -> tuple[Run | None, list[tuple[Run, str]]]:
+    """The run that counts among ``runs`` (``ranked`` order): the most preferred one
+    that is evidence of ``pins.commit``; and the runs refused on the way, with why."""
+    refused: list[tuple[Run, str]] = []
+    for run in reversed(runs):
+        why = problem(run, pins)
+        if why is None:
+            return run, refused
+        refused.append((run, why))
+    return None, refused
 
 
 def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]]:
@@ -155,7 +269,9 @@ def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]
 def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
                   commit: str) -> Found | None:
     """The run to show for ``commit``: the preferred run in results/ of the working tree,
-    else its git note (when ``repo`` is given); validated, or ``ArtifactError``."""
+    else the run of its git note that counts (``counting``: evidence checked, order by
+    place in the note); validated, or ``ArtifactError`` when the note holds none that
+    is evidence."""
     if work_root is not None:
         local = local_runs(work_root, root, commit)
         if local:
@@ -170,11 +286,16 @@ def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
     if not text:
         return None
     label = f"git note {NOTES_REF} on {commit[:12]}"
-    runs = parse_note(text)
+    runs = ranked(parse_note(text))
     if not runs:
         # Lines that are no run are skipped beside runs; a note of nothing else is
         # damaged, and says how (load's one line on its first line).
         first = next(line for line in text.split("\n") if line.strip()) if text.strip() else ""
         load(first.encode(), label)
         raise ArtifactError(f"{label}: holds no gitevals run")
-    return Found(checked(runs[-1], label), "note", label)
+    found, refused = counting(runs, pins_of(repo, commit))
+    if found is None:
+        run, why = refused[0]
+        raise ArtifactError(f"{label}: no run in it is evidence of this commit: run "
+                            f"{run.get('run_id')} is refused: {why}")
+    return Found(found, "note", label)

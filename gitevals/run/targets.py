@@ -3,8 +3,10 @@
 A ``command`` target is an argv started in the materialized commit; it reads one
 JSON line per user turn on stdin and answers one JSON line on stdout. A
 ``python`` target (``module:function``) is driven through the same protocol by a
-small worker process (``python_worker_main`` below), so the tree's code never
-runs inside gitevals and can always be killed.
+small worker script (``gitevals/run/pyworker.py``, run by path in the interpreter the
+settings name), so the tree's code never runs inside gitevals and can always be
+killed. Where job slots have supervisors, the worker imports the module once per slot
+and forks a fresh child for each conversation.
 
 Everything that can go wrong with a target is a ``TargetError`` carrying the
 error kind of the run artifact; it ends that conversation only. When a
@@ -20,18 +22,24 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:  # the python-target worker imports this module: keep its start light
+if TYPE_CHECKING:
+    import queue
     import selectors
     import subprocess
+    import threading
+    from typing import TypeAlias
 
     from jsonschema import ValidationError
 
     from gitevals.run.artifact import ErrorRecord
     from gitevals.run.reaper import Supervisor
+
+    #: Where a shared target's reader puts one conversation's answer lines (or its end).
+    Replies: TypeAlias = queue.Queue["bytes | TargetError"]
 
 #: A reply line longer than this is a protocol error (a runaway target must not
 #: eat the memory of the run).
@@ -41,11 +49,8 @@ EXIT_GRACE = 0.5
 _STDERR_TAIL = 2048
 #: Exit status of the python worker when the module:function cannot be loaded.
 _START_FAILED = 97
-
-_PY_BOOT = (
-    "import sys; sys.path.pop(0); "
-    "from gitevals.run.targets import python_worker_main; python_worker_main(sys.argv[1])"
-)
+#: The python target's worker, a standalone script (standard library only).
+PYWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyworker.py")
 
 
 class TargetError(Exception):
@@ -60,13 +65,37 @@ class TargetError(Exception):
         return {"kind": self.kind, "message": self.message}
 
 
-def target_argv(command: Sequence[str] | None, python: str | None) -> list[str]:
-    """The argv that starts one conversation with the configured target."""
+def target_argv(command: Sequence[str] | None, python: str | None,
+                interpreter: str | None = None) -> list[str]:
+    """The argv that starts one conversation with the configured target (a python target
+    in ``interpreter``, by default gitevals' own)."""
     if command:
         return list(command)
     if python:
-        return [sys.executable, "-c", _PY_BOOT, python]
+        return [interpreter or sys.executable, PYWORKER, python]
     raise ValueError("no target configured")
+
+
+def zygote_argv(argv: Sequence[str]) -> list[str]:
+    """The warm worker's argv for a python target's ``target_argv``."""
+    return [*argv[:2], "--zygote", *argv[2:]]
+
+
+def resolve_interpreter(written: str | None, repo_dir: str | None) -> str:
+    """The interpreter a python target runs in: ``[target] interpreter`` as written (a
+    path with a ``/`` is relative to the repository's working directory, a bare name is
+    looked up on PATH), else the repository's own ``.venv`` when it has one, else
+    gitevals' own. The path is kept as given (a venv's python is a link that must stay
+    one: the venv is found from where it is called)."""
+    import shutil
+
+    base = repo_dir or os.getcwd()
+    if written is None:
+        venv = os.path.join(base, ".venv", "bin", "python")
+        return venv if os.path.isfile(venv) and os.access(venv, os.X_OK) else sys.executable
+    if "/" in written:
+        return os.path.join(base, os.path.expanduser(written))
+    return shutil.which(written) or written
 
 
 class HasPid(Protocol):
@@ -280,15 +309,17 @@ class Conversation:
         self._sel: selectors.BaseSelector | None = None
         self.failed = False
 
-    def start(self) -> None:
+    def start(self, deadline: float | None = None) -> None:
         import selectors
 
         theirs, ours = _pipes()
         try:
-            self.proc = self._spawn(theirs, ours)
-        except OSError as exc:
+            self.proc = self._spawn(theirs, ours, deadline or time.monotonic())
+        except (OSError, TargetError) as exc:
             for fd in ours:
                 os.close(fd)
+            if isinstance(exc, TargetError):
+                raise
             raise TargetError("target_start",
                               f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
         finally:
@@ -301,16 +332,24 @@ class Conversation:
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self._sel.register(self.proc.stderr, selectors.EVENT_READ)
 
-    def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int]) -> _Process:
-        """Start the target through this slot's supervisor, or directly where there is none."""
-        from gitevals.run.reaper import SupervisorGone
+    def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int],
+               deadline: float) -> _Process:
+        """Start the target through this slot's supervisor (a python target as a fork of
+        the slot's warm worker), or directly where there is none."""
+        from gitevals.run.reaper import StartFailed, SupervisorGone
 
         sup = self.registry.acquire()
         if sup is not None:
+            zygote = zygote_argv(self.argv) if self.python_target else None
             try:
-                pid = sup.spawn(self.argv, self.cwd, self.env, theirs)
+                pid = sup.spawn(self.argv, self.cwd, self.env, theirs, zygote,
+                                max(0.0, deadline - time.monotonic()))
             except SupervisorGone:
                 pass  # started directly: what escapes is swept when the run ends
+            except StartFailed as exc:
+                self.registry.release(sup)
+                raise TargetError("target_start",
+                                  f"cannot load the python target: {exc}") from None
             except OSError:
                 self.registry.release(sup)
                 raise
@@ -325,7 +364,7 @@ class Conversation:
     def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
         """Send ``message`` as one JSON line; the parsed reply object, or ``TargetError``."""
         if self.proc is None:
-            self.start()
+            self.start(deadline)
         line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
         try:
             self._write(line, deadline)
@@ -545,69 +584,198 @@ def _reply_phrase(err: ValidationError) -> str:
     return f"reply at {json_path(path)}: {err.message}"  # a rule the schema gained later
 
 
-# --- the python-target worker (runs in its own process, in the materialized tree) ---
+# --- one command target, many conversations ([target] conversations = "many") -----------
 
 
-def _load_target(spec: str) -> Any:
-    import importlib
+class SharedTarget:
+    """One long-lived command target that serves many conversations at once, for a target
+    that declares it can (``[target] conversations = "many"``).
 
-    module_name, _, func = spec.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, func)
+    Every line gitevals writes carries ``"conversation": ID``; the target answers each
+    turn with one line carrying the same ID, in any order, and gets
+    ``{"conversation": ID, "end": true}`` (no answer) when that conversation is over. A
+    reader thread routes each answer to the conversation waiting for it.
 
-
-def _protocol_streams() -> tuple[IO[str], IO[str]]:
-    """Keep the real stdin/stdout for the protocol; anything the target prints goes to stderr."""
-    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    sys.stdout = sys.stderr
-    return proto_in, proto_out
-
-
-def _turns(proto_in: IO[str]) -> Iterator[dict[str, Any]]:
-    for line in proto_in:
-        yield json.loads(line)
-
-
-def python_worker_main(spec: str) -> None:
-    """Serve one conversation for ``module:function``: fn(messages) -> reply dict per turn.
-
-    ``messages`` is the conversation so far, OpenAI style: ``{"role": "user",
-    "content": text, "turn", "case", "scenario", "trial"}`` then ``{"role": "assistant",
-    "content": final_answer, "reply": <previous reply>}``, ending with the new user turn.
+    The crash rule: when the process exits, or writes a line that names no conversation
+    of this run, every conversation in flight -- waiting for an answer or between turns --
+    ends with ``target_crash``, and the next conversation starts a new process. A
+    conversation that times out ends alone (the process serves the others on). What the
+    process starts is swept when the run ends, not per conversation.
     """
-    proto_in, proto_out = _protocol_streams()
-    sys.path.insert(0, os.getcwd())
+
+    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+                 registry: ProcessRegistry) -> None:
+        import threading
+
+        self.argv, self.cwd, self.env, self.registry = list(argv), cwd, env, registry
+        self._lock = threading.Lock()
+        self._proc: Conversation | None = None
+        self.generation = 0  # how many processes were started
+        self._waiting: dict[str, Replies] = {}  # conversation id -> its queue
+        self._closed = False
+        self._reader: threading.Thread | None = None
+
+    def conversation(self, cid: str) -> SharedConversation:
+        return SharedConversation(self, cid)
+
+    def _ensure(self, deadline: float) -> tuple[Conversation, int]:
+        """The running process (started now when there is none) and its generation."""
+        import threading
+
+        if self._proc is None:
+            proc = Conversation(self.argv, self.cwd, env=self.env, registry=self.registry)
+            proc.start(deadline)
+            self._proc = proc
+            self.generation += 1
+            # The reader alone closes a process's pipes (once it saw their end), so a
+            # descriptor number is never read after another conversation reused it.
+            self._reader = threading.Thread(target=self._read, args=(proc, self.generation),
+                                            daemon=True, name="gitevals-shared-target")
+            self._reader.start()
+        return self._proc, self.generation
+
+    def send(self, cid: str, message: Mapping[str, Any], deadline: float, since: int | None,
+             queue: Replies) -> int:
+        """Write one turn of conversation ``cid``; the generation of the process it went
+        to. ``since``: the generation the conversation began on (None: it begins now)."""
+        with self._lock:
+            if self._closed:
+                raise TargetError("target_crash", "the run is over")
+            if since is not None and since != self.generation:
+                raise TargetError("target_crash", "the shared target was restarted during "
+                                  "this conversation; its state is gone")
+            proc, generation = self._ensure(deadline)
+            if since is not None and since != generation:
+                raise TargetError("target_crash", "the shared target was restarted during "
+                                  "this conversation; its state is gone")
+            self._waiting[cid] = queue
+            line = json.dumps({**message, "conversation": cid}, ensure_ascii=False)
+            try:
+                proc._write(line.encode() + b"\n", deadline)
+            except TargetError as exc:
+                proc.kill()  # its reader sees the end and applies the crash rule
+                raise TargetError("target_crash", f"the shared target failed: {exc.message}"
+                                  ) from None
+            return generation
+
+    def end(self, cid: str, generation: int) -> None:
+        """Conversation ``cid`` is over: tell the target (best effort), stop routing to it."""
+        with self._lock:
+            self._waiting.pop(cid, None)
+            if self._proc is None or generation != self.generation or self._closed:
+                return
+            line = json.dumps({"conversation": cid, "end": True}).encode() + b"\n"
+            with suppress(TargetError):
+                self._proc._write(line, time.monotonic() + EXIT_GRACE)
+
+    def _read(self, proc: Conversation, generation: int) -> None:
+        """The reader thread: route each answer line to its conversation."""
+        while True:
+            try:
+                line = proc._read_line(time.monotonic() + 7 * 86400)  # as long as it lives
+                cid = _conversation_of(line)
+            except TargetError as exc:
+                self._crash(generation, exc)
+                return
+            except OSError as exc:
+                self._crash(generation, TargetError("target_crash", str(exc)))
+                return
+            with self._lock:
+                queue = self._waiting.get(cid) if cid is not None else None
+            if queue is None:
+                self._crash(generation, TargetError("target_protocol", "an answer for no "
+                            f"conversation in flight: {_short(line)!r}"))
+                return
+            queue.put(line)
+
+    def _crash(self, generation: int, exc: TargetError) -> None:
+        """The crash rule (in the reader thread): every conversation in flight ends, the
+        process is killed with what it started, and the next conversation starts anew."""
+        with self._lock:
+            if generation != self.generation:
+                return  # a process replaced since (cannot happen while this one reads)
+            proc: Conversation | None
+            if self._proc is not None:
+                proc, self._proc = self._proc, None
+            else:  # closed by ``close``: end it here
+                proc, self._closing = self._closing, None
+            waiting, self._waiting = self._waiting, {}
+        failed = TargetError("target_crash", f"the shared target ended: {exc.message}")
+        for queue in waiting.values():
+            queue.put(failed)
+        if proc is not None:
+            proc.failed = True
+            proc.close()
+
+    _closing: Conversation | None = None
+
+    def close(self) -> None:
+        """End the process: its stdin closed, a moment to exit, then killed with what it
+        started (the reader thread reaps it)."""
+        with self._lock:
+            self._closed = True
+            proc, self._proc = self._proc, None
+            self._closing = proc
+            reader = self._reader
+        if proc is None or reader is None:
+            return
+        if proc.proc is not None:
+            proc.proc.close_stdin()
+        reader.join(EXIT_GRACE)
+        if reader.is_alive():
+            proc.kill()
+            reader.join()
+
+
+def _conversation_of(line: bytes) -> str | None:
     try:
-        fn = _load_target(spec)
-    except BaseException as exc:  # the target's import may raise anything
-        print(f"{spec}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(_START_FAILED)
-    messages: list[dict[str, Any]] = []
-    for turn in _turns(proto_in):
-        messages.append({"role": "user", "content": turn.get("text"), **turn})
-        reply = _call_target(fn, messages)
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise TargetError("target_protocol", f"reply is not JSON: {_short(line)!r}") from None
+    cid = obj.get("conversation") if isinstance(obj, dict) else None
+    return cid if isinstance(cid, str) else None
+
+
+class SharedConversation:
+    """One conversation on a ``SharedTarget``: ``ask`` and ``close`` as ``Conversation``."""
+
+    def __init__(self, shared: SharedTarget, cid: str) -> None:
+        import queue
+
+        self.shared, self.cid = shared, cid
+        self.generation: int | None = None
+        self._queue: Replies = queue.Queue()
+        self.failed = False
+
+    def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+        import queue
+
+        if self.failed:
+            raise TargetError("target_crash", "this conversation already ended")
         try:
-            if not isinstance(reply, dict):
-                raise TypeError(f"{type(reply).__name__} {reply!r:.100}, not a dict")
-            line = json.dumps(reply, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            # Not JSON on purpose: the parent reports it as target_protocol.
-            line = f"gitevals: {spec} returned a reply that is not a JSON object: {exc}"
-            reply = {}
-        messages.append({"role": "assistant", "content": reply.get("final_answer"),
-                         "reply": reply})
-        proto_out.write(line + "\n")
-        proto_out.flush()
+            self.generation = self.shared.send(self.cid, message, deadline, self.generation,
+                                               self._queue)
+            try:
+                got = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TargetError("target_timeout", "no answer before the scenario timeout "
+                                  "(the shared target serves the other conversations on)"
+                                  ) from None
+            if isinstance(got, TargetError):
+                raise got
+            reply = parse_reply(got)
+        except TargetError:
+            self.failed = True
+            raise
+        reply.pop("conversation", None)
+        return reply
 
+    def close(self) -> None:
+        if self.generation is not None:
+            self.shared.end(self.cid, self.generation)
 
-def _call_target(fn: Any, messages: list[dict[str, Any]]) -> Any:
-    try:
-        return fn([dict(m) for m in messages])
-    except Exception as exc:  # the harness failing is its error, reported in the reply
-        return {"final_answer": None, "tool_calls": [], "hooks": [],
-                "error": f"{type(exc).__name__}: {exc}"}
+    def __enter__(self) -> SharedConversation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -7,3 +7,7 @@ filter language), ``drift`` (the drift suite: schema, lint, deterministic sample
 to the target, then to their grader), ``results`` (the artifact's ``goldens`` part:
 types, slices, re-scoring) and ``gate`` (baseline and gate, pure).
 """
+
+#: The drift suite's file under the eval root (here, so lint can tell there is none
+#: without importing the suite's modules).
+SUITE_FILE = "drift-suite.yaml"

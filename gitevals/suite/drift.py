@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
+from gitevals.suite import SUITE_FILE as SUITE_FILE
 from gitevals.suite import filters
 from gitevals.suite.rows import bucket, row_id, rows, turns
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 #: z of a two-sided 95 % interval.
 Z95 = 1.959963984540054
-SUITE_FILE = "drift-suite.yaml"
 DOMAIN = "domain_adjacent"
 
 
@@ -48,7 +48,7 @@ class Budget:
                 "rerun_seed_variation_pts": list(self.rerun)}
 
 
-#: The seed's budget, used by the gate when a run had no drift suite (README "Choices").
+#: The seed's budget, used by the gate when a run had no drift suite (docs/choices.md).
 DEFAULT_BUDGET = Budget(1.0, 5.0)
 
 

@@ -61,7 +61,8 @@ class SuiteExecution:
     """Sends every item of ``plan`` to the target in ``tree_dir``, ``jobs`` at a time."""
 
     def __init__(self, plan: SuitePlan, settings: Settings, tree_dir: str, jobs: int,
-                 grader_timeout: float, target_env: Mapping[str, str] | None = None) -> None:
+                 grader_timeout: float, target_env: Mapping[str, str] | None = None,
+                 interpreter: str | None = None) -> None:
         target = settings.target
         # the same environment as the run's cases and tasks (``run --target-env``): a
         # baseline that records MODEL=... must have been measured with it
@@ -69,7 +70,7 @@ class SuiteExecution:
         self.plan = plan
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
-        self.argv = target_argv(target.command, target.python) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = threading.Event()
         self.registry = ProcessRegistry()

@@ -168,6 +168,10 @@ class SliceGate:
     #: Why the slice's grader is advisory (the run's ``judge_calibration``): shown, never
     #: counted in the gate's pass/fail; None when it counts.
     advisory: str | None = None
+    #: the exact test's two-sided p, and the one-sided "dropped" p adjusted across the
+    #: counted slices (``q``): a drop beyond the threshold fails only when q < alpha
+    p: float | None = None
+    q: float | None = None
     #: the run's rate corrected for the slice's calibrated judge grader, when it alone
     #: decided every item (``gitevals.calibration.corrected``); shown, never gated on
     corrected: Corrected | None = None
@@ -181,6 +185,8 @@ class GateResult:
     budget: Budget
     budget_source: str  # "run" | "default"
     slices: tuple[SliceGate, ...]
+    control: str = "fdr"
+    alpha: float = 0.05
 
     @property
     def failing(self) -> tuple[SliceGate, ...]:
@@ -268,11 +274,16 @@ def advisory_reasons(run: Run) -> dict[str, str]:
             if c.get("status") == "advisory"}
 
 
-def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
+def gate(baseline: Baseline, run: Run, label: str, control: str = "fdr",
+         alpha: float = 0.05) -> GateResult:
     """Compare ``run`` with ``baseline`` slice by slice (``Refused`` when they cannot be).
 
     A slice graded by a grader the run recorded as advisory (a judge grader that is not
-    calibrated) is compared and shown, marked with the reason, and never fails the gate."""
+    calibrated) is compared and shown, marked with the reason, and never fails the gate.
+    A drop beyond the hard-fail threshold fails only when it is also beyond noise: the
+    one-sided exact test of "the run passes less often", adjusted under ``control``
+    across the counted slices, below ``alpha`` -- so an unchanged model fails the gate
+    in at most alpha of runs however many buckets there are."""
     part = run.get("goldens")
     if part is None:
         raise Refused(f"run {run['run_id']} sent no goldens, so there is nothing to gate; run "
@@ -311,7 +322,37 @@ def gate(baseline: Baseline, run: Run, label: str) -> GateResult:
             rows.append(SliceGate(r["kind"], r["name"], (0, 0), (r["passed"], r["total"]),
                                   None, None, None, "uncovered"))
     return GateResult(baseline["model"], baseline["commit"], run["commit"], budget, source,
-                      with_corrected(rows, run))
+                      _beyond_noise(with_corrected(rows, run), control, alpha), control, alpha)
+
+
+def _beyond_noise(rows: tuple[SliceGate, ...], control: str, alpha: float
+                  ) -> tuple[SliceGate, ...]:
+    """Each measured slice's p and q; a hard fail within noise is only "dropped"."""
+    from dataclasses import replace
+
+    from gitevals.diff.stats import one_sided_less, two_sided
+    from gitevals.stats.multiplicity import family
+
+    measured = [i for i, r in enumerate(rows) if r.now is not None and r.delta is not None]
+    counted = [i for i in measured if rows[i].advisory is None]
+    down = {}
+    for i in measured:
+        r = rows[i]
+        assert r.now is not None
+        down[i] = (one_sided_less("boschloo", r.now[0], r.now[1], r.base[0], r.base[1])
+                   if r.now[0] * r.base[1] < r.base[0] * r.now[1] else 1.0)
+    qs = dict(zip(counted, family([down[i] for i in counted], control), strict=True))
+    out = list(rows)
+    for i in measured:
+        r = rows[i]
+        assert r.now is not None
+        p = two_sided("boschloo", r.base[0], r.base[1], r.now[0], r.now[1])
+        q = qs.get(i, min(1.0, down[i]) if control == "none" else None)
+        status = r.status
+        if status == "hard_fail" and not (q is not None and q < alpha):
+            status = "dropped"  # beyond the threshold, but not beyond noise
+        out[i] = replace(r, p=p, q=q, status=status)
+    return tuple(out)
 
 
 def with_corrected(rows: list[SliceGate], run: Run) -> tuple[SliceGate, ...]:

@@ -3,7 +3,7 @@
 Pure. A slice is a bucket of the goldens, a frozen benchmark or the domain-adjacent
 slice of the drift suite; its rate is never blended with another's. An item lost to
 an infrastructure error (the target crashed, the grader raised) counts as not
-passed, and the slice says how many were (README "Choices").
+passed, and the slice says how many were (docs/choices.md).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
+from gitevals.tasks import tasks_dir as tasks_dir
 from gitevals.tasks.definition import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PASS_THRESHOLD,
@@ -58,11 +59,6 @@ USED = frozenset({
 _TWICE = ((("reward_format",), ("verifier", "reward_format")),
           (("pass_threshold",), ("verifier", "pass_threshold")),
           (("environment", "docker_image"), ("environment", "image")))
-
-
-def tasks_dir(root: str) -> str:
-    """The tree path of the directory that holds task directories."""
-    return f"{root}/tasks" if root else "tasks"
 
 
 def task_dirs(tree: Tree, root: str) -> dict[str, str]:

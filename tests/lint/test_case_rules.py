@@ -100,6 +100,10 @@ CASES = [
      [("GE203", 5, 21)]),
     ("min-calls-without-count", S + "    expect:\n      - min_tool_calls: {name: a}\n",
      [("GE203", 5, 25)]),
+    # -- GE208 bad cluster
+    ("cluster-spaces", "cluster: two words\n" + S, [("GE208", 1, 10)]),
+    ("cluster-number", "cluster: 7\n" + S, [("GE208", 1, 10)]),
+    ("cluster-empty", "cluster: ''\n" + S, [("GE208", 1, 10)]),
     # -- GE204 bad value
     ("trials-zero", "defaults: {trials: 0}\n" + S, [("GE204", 1, 20)]),
     ("timeout-no-unit", S + "    timeout: '300'\n", [("GE204", 4, 14)]),
@@ -163,6 +167,15 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_finding_code_line_col(text: str, expected: list[tuple[str, int, int]]) -> None:
     assert where(lint(text)) == expected
+
+
+def test_a_good_cluster_is_clean_and_loaded() -> None:
+    from gitevals.model import load_case
+
+    assert where(lint("cluster: capitals.v2\n" + S)) == where(lint(S))
+    case = load_case("cases/geo.yaml", {"cluster": "capitals.v2",
+                                        "scenarios": [{"id": "a", "user": "hi"}]})
+    assert case.cluster == "capitals.v2"
 
 
 def test_table_ids_are_unique() -> None:

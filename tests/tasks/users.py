@@ -33,7 +33,8 @@ from ..conftest import GIT_ENV, Repo, Result, git
 
 UID = GID = 65534
 ROOT = Path(__file__).resolve().parents[2]
-USERNS = ("user.max_user_namespaces", "kernel.unprivileged_userns_clone")
+USERNS = ("user.max_user_namespaces", "kernel.unprivileged_userns_clone",
+          "kernel.apparmor_restrict_unprivileged_userns")
 
 
 @dataclass
@@ -94,7 +95,7 @@ def _user_problem(env: dict[str, str], python: str) -> str | None:
     if done.returncode == 0:
         return None
     return (f"bubblewrap cannot run unprivileged on this kernel ({done.stderr.strip()}): "
-            f"raise sysctl {USERNS[0]} (or set {USERNS[1]}=1)")
+            f"raise sysctl {USERNS[0]} (or set {USERNS[1]}=1, {USERNS[2]}=0)")
 
 
 @pytest.fixture(params=["root", "user"])

@@ -1,0 +1,258 @@
+"""The ``python`` target's worker: a standalone script, run by path in the interpreter the
+settings name (``[target] interpreter``), which may not have gitevals installed. So it
+imports nothing but the standard library, and keeps to syntax Python 3.8 reads.
+
+    INTERPRETER pyworker.py SPEC             serve one conversation on stdin/stdout
+    INTERPRETER pyworker.py --zygote SPEC    import once, then fork one child a conversation
+    INTERPRETER pyworker.py --check SPEC     import and exit: 0, or one line and 97
+
+``SPEC`` is ``module:function``; the module is imported from the working directory (the
+materialized commit). In ``--zygote`` mode fd 0 is a socket to the job slot's supervisor
+(``gitevals.run.reaper``): after the import it says ``{"ready": true}`` (or
+``{"error": line}``), then each ``{"op": "fork"}`` carrying the conversation's three pipe
+ends becomes a fresh child -- forked twice so that it is the supervisor's child, in a
+session of its own -- that serves that one conversation and exits. Every conversation
+starts from the state right after the import: nothing one conversation changes (module
+globals, caches, open files) can reach another, and the import is paid once.
+
+Why a fork and not a thread or a reset: the module's state is whatever its authors made it;
+only a copy of the process is sure to start clean, and a fork copies lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: this file must run on older Pythons
+    import socket
+    from collections.abc import Callable
+
+    #: The target: ``fn(messages) -> reply``.
+    Fn = Callable[..., object]
+    Message = dict[str, object]
+
+#: Exit status when the module:function cannot be loaded (gitevals reads it as target_start).
+START_FAILED = 97
+_MAX_MESSAGE = 1 << 16
+
+
+def _load(spec: str) -> Fn:
+    import importlib
+
+    module_name, _, func = spec.partition(":")
+    module = importlib.import_module(module_name)
+    fn: object = getattr(module, func, None)
+    if fn is None:
+        raise AttributeError(f"{module_name} has no function {func!r}")
+    if not callable(fn):
+        raise TypeError(f"{module_name}.{func} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def _failure(spec: str, exc: BaseException) -> str:
+    """One line: what could not be imported, by which interpreter, and what to do."""
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    hint = ""
+    if isinstance(exc, ImportError):
+        hint = ("; install what it needs into that interpreter, or name another with "
+                "[target] interpreter")
+    return f"{spec} does not load in the commit: {what} (in {sys.executable}){hint}"
+
+
+def _load_or_exit(spec: str) -> Fn:
+    try:
+        return _load(spec)
+    except BaseException as exc:  # the target's import may raise anything, SystemExit too
+        print(_failure(spec, exc), file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(START_FAILED)
+
+
+def _protocol_streams() -> tuple[IO[str], IO[str]]:
+    """Keep the real stdin/stdout for the protocol; anything the target prints goes to
+    stderr, and it reads an empty stdin."""
+    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return proto_in, proto_out
+
+
+def _call(fn: Fn, messages: list[Message]) -> object:
+    try:
+        return fn(messages)
+    except Exception as exc:  # the harness failing is its error, reported in the reply
+        return {"final_answer": None, "tool_calls": [], "hooks": [],
+                "error": f"{type(exc).__name__}: {exc}"}
+
+
+def serve(spec: str, fn: Fn) -> None:
+    """One conversation: ``fn(messages) -> reply dict`` per turn.
+
+    ``messages`` is the conversation so far, OpenAI style: ``{"role": "user", "content":
+    text, "turn", "case", "scenario", "trial"}`` then ``{"role": "assistant", "content":
+    final_answer, "reply": <previous reply>}``, ending with the new user turn. It is one
+    list, grown by a message on each side of every call and never copied: a long
+    conversation costs linear time, and what ``fn`` changes in it, later turns see.
+    """
+    proto_in, proto_out = _protocol_streams()
+    messages: list[Message] = []
+    for line in proto_in:
+        turn = json.loads(line)
+        messages.append({"role": "user", "content": turn.get("text"), **turn})
+        reply = _call(fn, messages)
+        try:
+            if not isinstance(reply, dict):
+                raise TypeError(f"{type(reply).__name__} {reply!r:.100}, not a dict")
+            out = json.dumps(reply, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            # Not JSON on purpose: gitevals reports it as target_protocol.
+            out = f"gitevals: {spec} returned a reply that is not a JSON object: {exc}"
+            reply = {}
+        messages.append({"role": "assistant", "content": reply.get("final_answer"),
+                         "reply": reply})
+        proto_out.write(out + "\n")
+        proto_out.flush()
+
+
+def _exit(code: int) -> None:
+    """Leave as an interpreter would (atexit handlers, flushed streams), never returning
+    into the zygote's loop."""
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+# --- the zygote --------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, obj: Message) -> None:
+    sock.send(json.dumps(obj).encode())
+
+
+def _receive(sock: socket.socket) -> tuple[Message | None, list[int]]:
+    """One request and the fds it carries; None when the supervisor is gone."""
+    import array
+    import socket
+
+    fds = array.array("i")
+    try:
+        data, anc, _, _ = sock.recvmsg(
+            _MAX_MESSAGE, socket.CMSG_LEN(3 * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    except OSError:
+        return None, []
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data:
+        return None, list(fds)
+    request: Message = json.loads(data)
+    return request, list(fds)
+
+
+def _conversation(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> None:
+    """In the grandchild: a session of its own, the conversation's pipes as 0/1/2."""
+    try:
+        sock.close()  # the supervisor's channel is not the target's
+        os.setsid()
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        serve(spec, fn)
+    except BaseException:  # a broken pipe or a bug: the conversation ends
+        _exit(1)
+    _exit(0)
+
+
+def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> Message:
+    """Start one conversation; its pid, which is the supervisor's child by then.
+
+    The middle process exits at once: its child, orphaned, goes to the nearest subreaper
+    above, the supervisor, which can then wait for it, kill its group and sweep beneath it
+    exactly as for a target it started itself."""
+    r, w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        os.close(r)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                os.close(w)
+                _conversation(spec, fn, sock, fds)
+            os.write(w, str(pid).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    for fd in fds:
+        os.close(fd)
+    with os.fdopen(r, "rb") as reader:
+        said = reader.read()
+    os.waitpid(middle, 0)
+    return {"pid": int(said)} if said.isdigit() else {"error": "fork failed", "errno": 0}
+
+
+def zygote(spec: str) -> None:
+    """Import ``spec`` once, then serve fork requests from the supervisor on fd 0."""
+    import socket
+
+    sock = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    try:
+        fn = _load(spec)
+    except BaseException as exc:  # the target's import may raise anything
+        _send(sock, {"error": _failure(spec, exc)})
+        os._exit(START_FAILED)
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what the import made stays out of the children's collections: fewer copies
+    _send(sock, {"ready": True})
+    while True:
+        request, fds = _receive(sock)
+        if request is None:
+            os._exit(0)  # the supervisor is done (or gone)
+        if request.get("op") == "fork" and len(fds) == 3:
+            try:
+                answer = _fork(spec, fn, sock, fds)
+            except OSError as exc:
+                answer = {"error": exc.strerror or str(exc), "errno": exc.errno or 0}
+        else:
+            for fd in fds:
+                os.close(fd)
+            answer = {"error": f"unexpected request {request.get('op')!r}", "errno": 0}
+        _send(sock, answer)
+
+
+def main(argv: list[str]) -> None:
+    # Run by path, Python put this file's directory first on sys.path: the tree's modules
+    # must not be shadowed by gitevals' own (``runner``, ``targets``...).
+    if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(
+            sys.path[0] or "."):
+        sys.path.pop(0)
+    sys.path.insert(0, os.getcwd())
+    mode, spec = (argv[1], argv[2]) if len(argv) > 2 else ("", argv[1])
+    if mode == "--zygote":
+        zygote(spec)
+    elif mode == "--check":
+        _load_or_exit(spec)
+    else:
+        fn = _load_or_exit(spec)
+        serve(spec, fn)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,149 @@
+"""Issue 21 end to end: a real random harness, real runs at two commits, the real CLI.
+
+The harness passes scenario s with probability rates.json[s], seeded by seed.txt, so
+each commit draws its own trials and every outcome is fixed by the seeds (no flakes).
+Scenarios live in several case files: each case is a cluster of the suite interval.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from .conftest import Repo, run_cli
+
+# real runs of up to 2,000 conversations a side: minutes on a shared machine
+pytestmark = pytest.mark.timeout(1800)
+
+HARNESS = """\
+import json, random, sys
+from pathlib import Path
+here = Path(__file__).parent
+rates = json.loads((here / "rates.json").read_text())
+seed = (here / "seed.txt").read_text().strip()
+for line in sys.stdin:
+    msg = json.loads(line)
+    rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
+    ok = rng.random() < rates[msg["scenario"]]
+    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+PER_CASE = 5
+
+
+def _case(ids: list[str], trials: int, cluster: str | None = None) -> str:
+    head = f"cluster: {cluster}\n" if cluster else ""
+    body = "".join(f"  - id: {i}\n    user: What is the capital of France?\n"
+                   f"    expect: [{{final_answer_contains: Paris}}]\n" for i in ids)
+    return f"{head}defaults: {{trials: {trials}, timeout: 10s}}\nscenarios:\n{body}"
+
+
+def _commit_and_run(repo: Repo, rates: dict[str, float], trials: int, seed: str,
+                    clusters: dict[int, str] | None = None) -> str:
+    ids = sorted(rates)
+    files: dict[str, str | bytes] = {"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                                     "rates.json": json.dumps(rates), "seed.txt": seed}
+    for k in range(0, len(ids), PER_CASE):
+        cluster = (clusters or {}).get(k // PER_CASE)
+        files[f"evals/cases/c{k // PER_CASE:02d}.yaml"] = _case(ids[k:k + PER_CASE], trials,
+                                                                cluster)
+    sha = repo.commit(files, seed)
+    r = run_cli("run", "--jobs", "4", cwd=repo.path, timeout=900)
+    assert r.code in (0, 1), r.err
+    return sha
+
+
+def _diff(repo: Repo, a: str, b: str, *args: str) -> tuple[int, dict[str, object], str]:
+    doc = run_cli("diff", a, b, "--format", "json", *args, cwd=repo.path, timeout=300)
+    text = run_cli("diff", a, b, *args, cwd=repo.path, timeout=300)
+    assert doc.code == text.code, (doc.err, text.err)
+    return doc.code, json.loads(doc.out), text.out
+
+
+def test_an_unchanged_harness_of_100_scenarios_is_not_flagged(repo: Repo) -> None:
+    """The issue's measurement: 100 scenarios at 0.5/0.7/0.9, 10 trials, nothing
+    changed. Without a control this very pair of runs fails CI; under the default it
+    does not, and the output says why a within-noise result is not "no change"."""
+    rates = {f"s{i:03d}": (0.5, 0.7, 0.9)[i % 3] for i in range(100)}
+    a = _commit_and_run(repo, rates, 10, "same-a")
+    b = _commit_and_run(repo, rates, 10, "same-b")
+    code, doc, text = _diff(repo, a, b)
+    assert code == 0, text
+    suite = doc["suite"]
+    assert isinstance(suite, dict)
+    assert {"estimate_pts", "ci_pts", "p", "change", "beyond_noise", "method", "scenarios",
+            "mde_pts"} <= set(suite)
+    assert suite["scenarios"] == 100 and suite["clusters"] == 20
+    assert suite["beyond_noise"] is False
+    lo, hi = suite["ci_pts"]
+    assert lo < suite["estimate_pts"] < hi
+    assert all(v["q"] >= v["p"] for v in doc["verdicts"] if v["p"] is not None)
+    lines = text.splitlines()
+    assert lines[1].startswith("suite: ") and "within noise (not shown to have changed" in lines[1]
+    # 10 trials a side: the suite sees a few points, no scenario on its own can be seen
+    assert "this suite can detect a " in lines[1] and "-point suite-wide drop" in lines[1]
+    assert ("or a typical scenario (median trials and rate) has no drop it finds reliably "
+            "(80% power)") in lines[1]
+    assert suite["scenario_mde_pts"] is None and 0 < suite["mde_pts"] < 10
+    assert "Benjamini-Hochberg false discovery rate at 0.025 over 100 scenarios" in lines[2]
+    assert "no regression" not in text and "no change" not in text
+    # the procedure before issue 21: the same runs, a false alarm
+    old, old_doc, _ = _diff(repo, a, b, "--control", "none")
+    assert old == 1
+    assert any(v["beyond_noise"] and v["change"] == "regressed" for v in old_doc["verdicts"])
+
+
+def test_a_uniform_drop_is_found_by_the_suite_test_alone(repo: Repo) -> None:
+    """40 scenarios each lose 12 points: no scenario can show it, the suite does."""
+    before = {f"s{i:02d}": (0.75, 0.85, 0.95)[i % 3] for i in range(40)}
+    after = {k: round(v - 0.12, 2) for k, v in before.items()}
+    a = _commit_and_run(repo, before, 15, "drop-a")
+    b = _commit_and_run(repo, after, 15, "drop-b")
+    code, doc, text = _diff(repo, a, b)
+    suite = doc["suite"]
+    assert isinstance(suite, dict)
+    assert code == 1, text
+    assert suite["change"] == "regressed" and suite["beyond_noise"] is True
+    assert suite["ci_pts"][1] < 0 and suite["p"] < 0.05
+    assert not any(v["beyond_noise"] for v in doc["verdicts"])  # each within noise
+    assert doc["counts"]["suite_regressed_beyond_noise"] == 1
+    assert text.splitlines()[0].startswith("the suite regressed beyond noise, 0 regressed")
+    assert "regressed beyond noise" in text.splitlines()[1]
+    # equivalence: a 5-point margin cannot be claimed, a 40-point one can
+    assert _diff(repo, a, b, "--equivalence", "5", "--fail-on", "never")[0] == 0
+    narrow = run_cli("diff", a, b, "--equivalence", "5", cwd=repo.path, timeout=300)
+    assert narrow.code == 1 and "a drop larger than 5 pts is not ruled out" in narrow.out
+    wide = json.loads(run_cli("diff", a, b, "--equivalence", "40", "--format", "json",
+                              cwd=repo.path, timeout=300).out)["suite"]
+    assert wide["no_drop"] is True and wide["p_no_drop"] < 0.05
+
+
+def test_five_hard_drops_are_found_under_the_control(repo: Repo) -> None:
+    """5 of 50 scenarios fall 0.9 -> 0.2 at 20 trials, the rest unchanged: the control
+    keeps them (and calls nothing else), both under fdr and fwer."""
+    before = {f"s{i:02d}": (0.5, 0.7, 0.9)[i % 3] for i in range(50)}
+    dropped = [f"s{i:02d}" for i in (2, 11, 20, 29, 38)]  # rate 0.9 before
+    after = {k: (0.2 if k in dropped else v) for k, v in before.items()}
+    a = _commit_and_run(repo, before, 20, "five-a")
+    b = _commit_and_run(repo, after, 20, "five-b")
+    for control in ("fdr", "fwer"):
+        code, doc, _ = _diff(repo, a, b, "--control", control)
+        assert code == 1
+        called = {v["scenario"] for v in doc["verdicts"]
+                  if v["change"] == "regressed" and v["beyond_noise"]}
+        assert len(called & set(dropped)) >= 4 and called <= set(dropped), (control, called)
+
+
+def test_declared_clusters_count_as_one(repo: Repo) -> None:
+    """Cases naming one cluster are one cluster of the suite interval (from the runs)."""
+    rates = {f"s{i:02d}": 0.7 for i in range(20)}
+    shared = {0: "geo", 1: "geo", 2: "geo"}  # 3 of 4 case files share one cluster
+    a = _commit_and_run(repo, rates, 4, "cl-a", shared)
+    b = _commit_and_run(repo, rates, 4, "cl-b", shared)
+    _, doc, _ = _diff(repo, a, b)
+    suite = doc["suite"]
+    assert isinstance(suite, dict)
+    assert suite["scenarios"] == 20 and suite["clusters"] == 2
