@@ -114,6 +114,11 @@ CODES: tuple[Code, ...] = (
          "an assertion whose arguments are not indented under it (`- tool_called:` then `name: "
          "x` at the same indentation, which YAML reads as two keys)",
          "indent the arguments two more spaces"),
+    Code("GE208",
+         "a bad `cluster:` (the case's top level): not a string, empty, over 100 "
+         'characters, or other characters than letters, digits, `_`, `.`, `-`',
+         'name the cluster, e.g. `cluster: capitals`; cases naming one cluster count as '
+         "one in `diff`'s suite interval ([statistics.md](statistics.md))"),
     Code("GE301",
          "a refused key in the top level, `defaults` or a scenario; the message gives the reason",
          "remove it"),
