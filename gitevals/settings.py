@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 from gitevals.git.tree import Tree
 from gitevals.jsontypes import JSON, JSONObject
+from gitevals.run.pricing import Prices, prices_of
 
 if TYPE_CHECKING:
     from gitevals.lint.schema import SchemaError
@@ -76,6 +77,8 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
+    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
+    pricing: Prices = field(default_factory=Prices)
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -171,7 +174,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     control = stats.get("control") if isinstance(stats, dict) else None
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders,
+                    golden_graders=golden_graders, pricing=prices_of(raw),
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,

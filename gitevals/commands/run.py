@@ -105,9 +105,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-address", metavar="HOST:PORT",
                         help="the Ray cluster's head (implies --executor ray; default the "
                              "[executor] address, RAY_ADDRESS, or the cluster on this machine)")
+    parser.add_argument("--cost-limit", type=_usd, metavar="USD",
+                        help="stop the run cleanly once its trials have cost USD or more "
+                             "(target and judge; tokens priced by [pricing]); the artifact "
+                             "keeps what finished, marked interrupted")
     parser.add_argument("--graders-on-workers", action="store_true",
                         help="with --executor ray, grade on the cluster's nodes rather than "
                              "on this machine (the judge's key must be set there too)")
+
+
+def _usd(text: str) -> float:
+    """A cost limit in USD: above 0, at most ``MAX_COST_LIMIT``."""
+    import math
+
+    from gitevals.run.pricing import MAX_COST_LIMIT
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of USD") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_COST_LIMIT):
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most "
+                                         f"{MAX_COST_LIMIT:,.0f} USD")
+    return value
 
 
 def _refuse_dirty(repo: Repo, root: str, allow: bool,
@@ -318,7 +338,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     try:
         artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
                             target_env, rounds, bwrap, cluster, args.graders_on_workers,
-                            sendable, public)
+                            sendable, public, args.cost_limit)
     finally:
         if cluster is not None:
             cluster.close()
@@ -435,7 +455,8 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     sys.stdout.write(_render(artifact, text, args.format, refused, tail))
     sys.stdout.flush()
     if artifact["interrupted"]:
-        print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
+        why = artifact.get("interrupted_reason", "interrupted")
+        print(f"gitevals: {why}; what finished is in {path}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if args.format != "text" and sys.stderr.isatty():  # stdout stays the document alone
         print(f"artifact: {os.path.relpath(path)}", file=sys.stderr)
@@ -561,7 +582,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
              rounds: Rounds | None = None, bwrap: str | None = None,
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
-             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset()) -> Run:
+             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
+             cost_limit: float | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -593,12 +615,22 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
         started = time.time()
 
-        def stop(signum: int, frame: FrameType | None) -> None:
+        def halt() -> None:
             execution.interrupt()
             if goldens is not None:
                 goldens.interrupt()
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            halt()
             if execution.looking:  # a look's computation checks no flag: end it here
                 raise KeyboardInterrupt
+
+        meter = None
+        if cost_limit is not None:
+            from gitevals.run.pricing import CostMeter
+
+            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
+            execution.on_trial = meter.add
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         cases = len(the_plan.cases)
@@ -640,6 +672,10 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         artifact["goldens"] = goldens.part()
         artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
         artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
+    if meter is not None:
+        artifact["options"]["cost_limit"] = meter.limit
+        if meter.reached:
+            artifact["interrupted_reason"] = meter.reason()
     return artifact
 
 

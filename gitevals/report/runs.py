@@ -20,6 +20,7 @@ from gitevals.run.artifact import (
     VERDICTS,
     Measure,
     Usage,
+    run_prices,
     run_usage,
     scenarios,
     usage,
@@ -96,11 +97,12 @@ def rows(run: Run) -> list[Row]:
     from gitevals.calibration.corrected import corrections
 
     fixed = corrections(run)
+    prices = run_prices(run)
     out = []
     for case, s in scenarios(run):
         v = s["verdict"]
         out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
-                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"]),
+                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"], prices),
                        fixed.get((case["name"], s["id"]))))
     return out
 
@@ -170,6 +172,33 @@ def usage_line(u: Usage) -> str | None:
     if cost.total is not None:
         parts.append(f"cost {_number(cost.total)}{_missing(u.trials, cost.reported)}")
     return "; ".join(parts) or None
+
+
+def judge_line(artifact: Run) -> str | None:
+    """``judge: 12 calls; tokens 3,400 in / 120 out; cost 0.0123``: the judge's usage,
+    apart from the target's; None when no grader asked the judge."""
+    from gitevals.run.pricing import judge_usage
+
+    u = judge_usage(artifact)
+    if not u.calls:
+        return None
+    parts = [f"judge: {u.calls:,} call{'s' * (u.calls != 1)}"]
+    if u.reported:
+        none = (f" ({u.calls - u.reported} of {u.calls} calls reported none)"
+                if u.reported < u.calls else "")
+        parts.append(f"tokens {_number(u.prompt_tokens)} in / {_number(u.completion_tokens)}"
+                     f" out{none}")
+    if u.cost is not None:
+        parts.append(f"cost {_number(u.cost)}")
+    return "; ".join(parts)
+
+
+def judge_json(artifact: Run) -> dict[str, object]:
+    from gitevals.run.pricing import judge_usage
+
+    u = judge_usage(artifact)
+    return {"calls": u.calls, "reported": u.reported, "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens, "cost": u.cost}
 
 
 def _missing(trials: int, reported: int) -> str:
@@ -267,9 +296,10 @@ def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
     judged = run_line(artifact.get("judge_calibration"))
     weak = underpowered_line(table)
     fixed = corrected_line(table)
+    spent = judge_line(artifact)
     return [*([judged] if judged else []), *([fixed] if fixed else []),
             *([weak] if weak else []),
-            *([line] if line else []), summary(table) + tail]
+            *([line] if line else []), *([spent] if spent else []), summary(table) + tail]
 
 
 def _underpowered(r: Row) -> bool:
@@ -351,6 +381,7 @@ def as_json(artifact: Run) -> str:
         "run_id": artifact["run_id"], "commit": artifact["commit"],
         "rev": artifact["rev"], "interrupted": artifact["interrupted"],
         "summary": counts(table), "usage": usage_json(run_usage(artifact)),
+        "judge_usage": judge_json(artifact),
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
                        "first_failure": r.first_failure or None, "errors": r.errors,
@@ -469,8 +500,9 @@ def markdown(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
     head = md_inert(_title(artifact)) if artifact is not None else "nothing was run"
     lines = [f"**gitevals** {head}", "", f"**{summary(table)}{_refused_count(refused)}**"]
     line = usage_line(run_usage(artifact)) if artifact is not None else None
+    spent = judge_line(artifact) if artifact is not None else None
     fixed = corrected_line(table)
-    lines += [*(md_inert(x) for x in (line, fixed) if x), ""]
+    lines += [*(md_inert(x) for x in (line, spent, fixed) if x), ""]
     if table or refused:
         cols = _columns(table)
         lines += ["| " + " | ".join(name for name, _ in cols) + " |",

@@ -26,6 +26,7 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
+    from gitevals.run.pricing import Prices
     from gitevals.suite.results import Goldens, SuiteItem
     from gitevals.validation import Violation
 
@@ -55,14 +56,29 @@ class Transcript(TypedDict):
     duration_ms: int | float
 
 
-class GraderAnswer(TypedDict):
-    """A grader's raw answer as run (deciding what it means is scoring's job)."""
-
+class _GraderAnswerKeys(TypedDict):
     index: int
     name: str
     raw: JSON
     error: ErrorRecord | None
     duration_ms: int | float
+
+
+class JudgeCalls(TypedDict):
+    """What a grader's ``t.llm``/``t.judge`` calls cost: ``calls`` to the judge, of which
+    ``reported`` answered with both token counts (summed here)."""
+
+    calls: int
+    reported: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class GraderAnswer(_GraderAnswerKeys, total=False):
+    """A grader's raw answer as run (deciding what it means is scoring's job); ``usage``
+    only when the grader asked the judge."""
+
+    usage: JudgeCalls
 
 
 class _AssertionOutcomeKeys(TypedDict):
@@ -101,7 +117,7 @@ class TaskTrial(TypedDict):
 
     state: str                   # satisfied | needs_revision | max_iterations_reached | error
     final_reward: float | None
-    sandbox: str                 # "bwrap", or "none" (run --no-sandbox)
+    sandbox: str                 # "bwrap", "none" (run --no-sandbox), "harbor" (imported)
     iterations: list[Iteration]
 
 
@@ -237,9 +253,11 @@ class _OptionsKeys(TypedDict):
 
 
 class Options(_OptionsKeys, total=False):
-    """``goldens_only`` only for ``run --goldens-only`` (no case was run)."""
+    """``goldens_only`` only for ``run --goldens-only`` (no case was run); ``cost_limit``
+    (USD) only for ``run --cost-limit``."""
 
     goldens_only: bool
+    cost_limit: float
 
 
 class ScoredWith(TypedDict, total=False):
@@ -334,7 +352,9 @@ class Run(_RunKeys, total=False):
     calibration) in runs since judge calibration: empty when no grader asks the judge;
     ``executor`` in runs written since executors could be chosen; ``goldens`` only when
     the run sent the goldens (``gitevals.suite.results``); ``stored`` only in a summary
-    (``gitevals.run.summary``: the note's form, transcripts left out)."""
+    (``gitevals.run.summary``: the note's form, transcripts left out);
+    ``interrupted_reason`` only when something other than a signal stopped it
+    (``run --cost-limit``); ``imported`` only for a run ``gitevals import`` made."""
 
     scored_with: ScoredWith
     target_env: dict[str, TargetEnvValue]
@@ -343,6 +363,12 @@ class Run(_RunKeys, total=False):
     executor: ExecutorRecord
     goldens: Goldens
     stored: Stored
+    interrupted_reason: str
+    imported: Imported
+
+
+#: Where an imported run came from (``gitevals import harbor``): ``from`` is a keyword.
+Imported = TypedDict("Imported", {"from": str, "job": str, "trials": int})
 
 
 def unkeepable(value: object) -> str | None:
@@ -389,6 +415,20 @@ def transcript(replies: list[JSONObject], ms: int) -> Transcript:
         "turns": replies,
         "duration_ms": ms,
     }
+
+
+def judge_calls(value: object) -> JudgeCalls | None:
+    """The judge usage a grader worker reported for one call, or None when it is not
+    four whole numbers >= 0 with ``reported`` at most ``calls``."""
+    if not isinstance(value, dict):
+        return None
+    keys = ("calls", "reported", "prompt_tokens", "completion_tokens")
+    got = [value.get(k) for k in keys]
+    counts = [v for v in got if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    if len(counts) != len(keys) or counts[1] > counts[0]:
+        return None
+    return {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
+            "completion_tokens": counts[3]}
 
 
 def _objects(value: JSON) -> list[JSONObject]:
@@ -500,48 +540,74 @@ NO_USAGE = Usage(0, tuple(Measure(None, 0) for _ in MEASURES))
 _ALIASES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
-def _reported(reply: JSONObject, name: str) -> int | float | None:
+def _reported(reply: JSONObject, name: str, prices: Prices | None = None) -> int | float | None:
     """The measure ``name`` of one reply, or None when it carries no usable one: a token
-    count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string)."""
+    count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string).
+    A reply that reports tokens but no cost is priced from ``prices`` when it can be."""
+    if name == "cost":
+        return reply_reported_cost(reply, prices)
     usage = reply.get("usage")
     value = usage.get(name) if isinstance(usage, dict) else None
     if value is None and isinstance(usage, dict) and name in _ALIASES:
         value = usage.get(_ALIASES[name])  # the other API's name for the same count
-    if name == "cost" and reply.get("cost") is not None:
-        value = reply["cost"]
+    return _usable(value, whole=True)
+
+
+def _usable(value: JSON, whole: bool) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if (name != "cost" and not isinstance(value, int)) or value < 0:
+    if (whole and not isinstance(value, int)) or value < 0:
         return None
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def trial_usage(trial: Trial) -> Usage:
+def reply_reported_cost(reply: JSONObject, prices: Prices | None = None) -> int | float | None:
+    """A reply's cost: what it reports (``cost`` or ``usage.cost``), else its tokens at
+    the price table's rate (``gitevals.run.pricing``), else None."""
+    usage = reply.get("usage")
+    value = reply["cost"] if reply.get("cost") is not None else (
+        usage.get("cost") if isinstance(usage, dict) else None)
+    if value is None and prices is not None:
+        from gitevals.run.pricing import reply_cost
+
+        return reply_cost(reply, prices)
+    return _usable(value, whole=False)
+
+
+def trial_usage(trial: Trial, prices: Prices | None = None) -> Usage:
     """One trial's usage: a measure counts only when every reply of the trial reported
     it (a partial sum would read as the whole); a trial with no reply reported nothing."""
     replies = trial["transcript"]["turns"]
     out = []
     for name in MEASURES:
-        values = [_reported(r, name) for r in replies if isinstance(r, dict)]
+        values = [_reported(r, name, prices) for r in replies if isinstance(r, dict)]
         known = bool(values) and len(values) == len(replies) and None not in values
         out.append(Measure(sum(v for v in values if v is not None), 1) if known
                    else Measure(None, 0))
     return Usage(1, tuple(out))
 
 
-def usage(trials: Iterable[Trial]) -> Usage:
+def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
     """The usage of ``trials`` summed (a scenario's results, or every trial of a run)."""
     total = NO_USAGE
     for t in trials:
-        one = trial_usage(t)
+        one = trial_usage(t, prices)
         total = Usage(total.trials + 1,
                       tuple(map(_plus, total.measures, one.measures)))
     return total
 
 
+def run_prices(run: Run) -> Prices:
+    """The price table the run's commit set (recorded in its ``settings``)."""
+    from gitevals.run.pricing import prices_of
+
+    return prices_of(run["settings"])
+
+
 def run_usage(run: Run) -> Usage:
-    """The usage of every trial of ``run``."""
-    return usage(t for _, s in scenarios(run) for t in s["results"])
+    """The usage of every trial of ``run`` (tokens priced by the run's own price table)."""
+    prices = run_prices(run)
+    return usage((t for _, s in scenarios(run) for t in s["results"]), prices)
 
 
 # -- text -----------------------------------------------------------------------
@@ -655,7 +721,7 @@ _ITERATION_KEYS = frozenset(Iteration.__annotations__)
 _TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
 _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
-_GRADER_KEYS = frozenset(GraderAnswer.__annotations__)
+_GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -742,7 +808,7 @@ def _task_trial_ok(t: object) -> bool:
     """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
     return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
-            and t["sandbox"] in ("bwrap", "none")
+            and t["sandbox"] in ("bwrap", "none", "harbor")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))
 
 

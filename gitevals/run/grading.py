@@ -108,18 +108,21 @@ class GraderWorker:
     def call(self, name: str, case: JSONObject, run: JSONObject) -> JSONObject:
         """Run grader ``name`` once; returns ``{"name", "raw", "error", "duration_ms"}``."""
         started = time.monotonic()
-        raw, error = self._call(name, case, run)
+        raw, error, used = self._call(name, case, run)
         ms = int((time.monotonic() - started) * 1000)
-        return {"name": name, "raw": raw, "error": error, "duration_ms": ms}
+        out: JSONObject = {"name": name, "raw": raw, "error": error, "duration_ms": ms}
+        if used is not None:
+            out["usage"] = used
+        return out
 
     def _call(self, name: str, case: JSONObject,
-              run: JSONObject) -> tuple[JSON, JSON]:
+              run: JSONObject) -> tuple[JSON, JSON, JSON]:
         if self.proc is None:
             try:
                 self._start()
             except OSError as exc:
                 return None, _err("grader_error", f"grader {name}: cannot start the grader "
-                                                  f"worker: {exc.strerror or exc}")
+                                                  f"worker: {exc.strerror or exc}"), None
         file, fn = split_name(name)
         frame = json.dumps({"file": file, "fn": fn, "case": case, "run": run},
                            ensure_ascii=False).encode()
@@ -130,13 +133,13 @@ class GraderWorker:
         except TimeoutError:
             self.stop()
             return None, _err("grader_timeout", f"grader {name} ran past {limit:g} s; "
-                                                "its worker was killed and restarted")
+                                                "its worker was killed and restarted"), None
         except (WorkerGone, OSError) as exc:
             code = self.stop()
             why = f" ({exc})" if str(exc) else ""
             return None, _err("grader_error", f"grader {name}: worker exited"
-                                              f"{f' with code {code}' if code else ''}{why}")
-        return reply.get("raw"), reply.get("error")
+                                              f"{f' with code {code}' if code else ''}{why}"), None
+        return reply.get("raw"), reply.get("error"), reply.get("usage")
 
     def limit(self, file: str) -> float:
         """The grader limit, plus the judge's whole budget (every attempt and wait,
@@ -444,5 +447,10 @@ def worker_main(config: str) -> None:
         body = inbox.read(_HEADER.unpack(head)[0])
         if body is None:
             break
-        reply = json.dumps(_answer(graders, t, json.loads(body)), ensure_ascii=False).encode()
+        t.reset()
+        answer = _answer(graders, t, json.loads(body))
+        used = t.usage()
+        if used is not None:
+            answer["usage"] = used
+        reply = json.dumps(answer, ensure_ascii=False).encode()
         _write_all(proto_out, _HEADER.pack(len(reply)) + reply)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     import urllib.request
+    from collections.abc import Callable
 
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.settings import Judge
@@ -135,6 +136,13 @@ def llm(config: JSONObject | None, prompt: str) -> str:
 
     HTTP 429, 5xx and timeouts are retried (``retries`` times, backoff doubling from
     1 s, or what ``Retry-After`` asks up to ``MAX_WAIT``); anything else fails at once."""
+    return ask(config, prompt)[0]
+
+
+def ask(config: JSONObject | None, prompt: str) -> tuple[str, tuple[int, int] | None]:
+    """``llm``'s answer with the token counts its reply reported (OpenAI-compatible
+    ``usage.prompt_tokens``/``completion_tokens``), None when it reported none: the judge's
+    cost is reported apart from the target's."""
     if config is None:
         raise JudgeError(NO_JUDGE)
     if not isinstance(prompt, str):
@@ -158,7 +166,20 @@ def llm(config: JSONObject | None, prompt: str) -> str:
         payload: JSON = json.loads(data)
     except ValueError:
         raise JudgeError("judge reply is not JSON") from None
-    return _content(payload)
+    return _content(payload), _usage(payload)
+
+
+def _usage(payload: JSON) -> tuple[int, int] | None:
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**53
+               for c in counts):
+        return None
+    p, c = counts
+    assert isinstance(p, int) and isinstance(c, int)
+    return p, c
 
 
 class _Retry(NamedTuple):
@@ -219,7 +240,8 @@ def verdict(answer: str) -> bool | None:
     return True if word == "PASS" else False if word == "FAIL" else None
 
 
-def judge(config: JSONObject | None, prompt: str) -> bool:
+def judge(config: JSONObject | None, prompt: str,
+          asker: Callable[[JSONObject | None, str], str] = llm) -> bool:
     """Ask the judge ``prompt`` for exactly PASS or FAIL; True for PASS.
 
     An answer that is neither is asked again, up to ``retries`` more times (the judge's
@@ -227,7 +249,7 @@ def judge(config: JSONObject | None, prompt: str) -> bool:
     a FAIL: a judge that cannot say is an error, not a decision."""
     last = ""
     for _ in range(_retries(config or {}) + 1):
-        last = llm(config, prompt)
+        last = asker(config, prompt)
         said = verdict(last)
         if said is not None:
             return said
@@ -238,16 +260,38 @@ def judge(config: JSONObject | None, prompt: str) -> bool:
 
 
 class T:
-    """The ``t`` graders receive: ``t.llm(prompt) -> str``, ``t.judge(prompt) -> bool``."""
+    """The ``t`` graders receive: ``t.llm(prompt) -> str``, ``t.judge(prompt) -> bool``.
+    It counts the judge's calls and tokens since ``reset`` (one grader call's usage)."""
 
     def __init__(self, config: JSONObject | None) -> None:
         self._config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls = self.reported = self.prompt_tokens = self.completion_tokens = 0
+
+    def usage(self) -> JSONObject | None:
+        """The judge usage since ``reset``, as recorded on a grader answer; None: no call."""
+        if not self.calls:
+            return None
+        return {"calls": self.calls, "reported": self.reported,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
+    def _ask(self, config: JSONObject | None, prompt: str) -> str:
+        self.calls += 1
+        answer, tokens = ask(config, prompt)
+        if tokens is not None:
+            self.reported += 1
+            self.prompt_tokens += tokens[0]
+            self.completion_tokens += tokens[1]
+        return answer
 
     def llm(self, prompt: str) -> str:
         """Ask the configured judge model; raises ``JudgeError`` when it cannot."""
-        return llm(self._config, prompt)
+        return self._ask(self._config, prompt)
 
     def judge(self, prompt: str) -> bool:
         """Ask the judge for exactly PASS or FAIL (temperature 0, the pinned model): True
         for PASS, False for FAIL; ``JudgeParseError`` for any other answer."""
-        return judge(self._config, prompt)
+        return judge(self._config, prompt, self._ask)

@@ -34,6 +34,7 @@ from gitevals.run.artifact import (
     Trial,
     grader_arguments,
     grader_calls,
+    judge_calls,
     new_run_id,
     transcript,
     unkeepable,
@@ -322,6 +323,8 @@ class Execution:
         self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
                                       self.stop, bwrap, self._env)
         self.task_results: dict[int, dict[int, Trial]] = {}
+        #: told of every trial recorded, after it is (``run --cost-limit``'s meter)
+        self.on_trial: Callable[[Trial], None] | None = None
 
     def _task(self, ti: int, trial: int) -> None:
         """Trial ``trial`` of task ``ti``: a conversation and its verifier calls."""
@@ -338,6 +341,8 @@ class Execution:
             self.task_results.setdefault(ti, {})[trial] = result
             self.done += 1
             self.failures += 0 if result["passed"] else 1
+        if self.on_trial is not None:
+            self.on_trial(result)
 
     def interrupt(self) -> None:
         """Start no more work and kill every running target and grader."""
@@ -435,6 +440,9 @@ class Execution:
                 self.results.setdefault((ci, si), {})[trial] = result
                 self.done += 1
                 self.failures += 0 if result["passed"] else 1
+        if self.on_trial is not None:
+            for _, done in scored:
+                self.on_trial(done)
 
     def run(self, progress: Progress | None = None,
             work: Iterable[tuple[int, int]] | None = None, last: bool = True,
@@ -588,6 +596,10 @@ def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSON
         if why is not None:  # kept as an error, so the run can always be written and read
             raw, error = None, {"kind": "grader_malformed",
                                 "message": f"grader {name}: its answer cannot be kept: {why}"}
-        out.append({"index": index, "name": name, "raw": raw, "error": error,
-                    "duration_ms": cast(int, answer.get("duration_ms", 0))})
+        graded: GraderAnswer = {"index": index, "name": name, "raw": raw, "error": error,
+                                "duration_ms": cast(int, answer.get("duration_ms", 0))}
+        used = judge_calls(answer.get("usage"))
+        if used is not None:  # only a grader that asked the judge: older runs stay as they were
+            graded["usage"] = used
+        out.append(graded)
     return out
