@@ -407,7 +407,7 @@ def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCl
     local, on_ray = ({s["id"]: (len(s["results"]), s["sequential"])
                       for s in run["cases"][0]["scenarios"]} for run in runs)
     assert on_ray == local
-    assert on_ray["dropped"][1]["stopped"] == "regressed" and on_ray["dropped"][0] == 8
+    assert on_ray["dropped"][1]["stopped"] == "regressed" and on_ray["dropped"][0] == 16
     assert on_ray["stable"][1]["stopped"] == "ruled_out"
     assert all("placement" in t for s in runs[1]["cases"][0]["scenarios"]
                for t in s["results"])

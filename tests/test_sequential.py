@@ -91,10 +91,13 @@ def test_run_against_stops_settled_scenarios_and_diff_calls_the_drop(repo: Repo)
     got = {s["id"]: s for s in run["cases"][0]["scenarios"]}
     assert len(got["stable"]["results"]) == 16          # ruled out at the second look
     assert got["stable"]["sequential"]["stopped"] == "ruled_out"
-    assert len(got["dropped"]["results"]) == 8          # regressed at the first look
+    # regressed at the second look: at the first, 3 of 8 is not yet beyond the family's
+    # level (alpha / 3, one design per scenario) against 40 of 40
+    assert len(got["dropped"]["results"]) == 16
     assert got["dropped"]["sequential"]["stopped"] == "regressed"
-    assert got["dropped"]["sequential"]["looks"] == [{"trials": 8, "passes": 3,
-                                                      "call": "regressed"}]
+    assert got["dropped"]["sequential"]["looks"] == [
+        {"trials": 8, "passes": 3, "call": "continue"},
+        {"trials": 16, "passes": 6, "call": "regressed"}]
     # the family of 3 designs is held by Bonferroni under the default control (issue 21)
     assert got["dropped"]["sequential"]["design"]["alpha"] == 0.05 / 3
     assert len(got["uncertain"]["results"]) == 40       # kept running to the maximum
@@ -109,12 +112,12 @@ def test_run_against_stops_settled_scenarios_and_diff_calls_the_drop(repo: Repo)
     rows = {row["scenario"]: row for row in doc["verdicts"]}
     assert doc["counts"]["regressed_beyond_noise"] == 1
     assert rows["dropped"]["beyond_noise"] and rows["dropped"]["p"] is None
-    assert rows["dropped"]["sequential"].startswith("regressed at look 1 of 5")
+    assert rows["dropped"]["sequential"].startswith("regressed at look 2 of 5")
     assert not rows["uncertain"]["beyond_noise"]
     assert "no regression" in rows["uncertain"]["sequential"]
     assert b  # B is HEAD: the sequential run is pinned to it
     text = run_cli("diff", a, b, cwd=repo.path).out
-    assert "regressed at look 1 of 5, 8 trials (sequential bound)" in text
+    assert "regressed at look 2 of 5, 16 trials (sequential bound)" in text
 
 
 def test_sequential_options_need_a_base(repo: Repo) -> None:
