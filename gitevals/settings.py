@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.run.pricing import Prices, prices_of
 

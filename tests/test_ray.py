@@ -338,7 +338,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     error of its trials, the scenarios are broken, and the run is still a valid one."""
     import time as clock
 
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.run import runner
     from gitevals.run.artifact import checked
     from gitevals.run.ray_executor import RayExecutor

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitevals.findings import Finding
-from gitevals.git.tree import WorkingTree
+from gitevals.git.trees import WorkingTree
 from gitevals.run.runner import _load
 
 MESSAGE = "cannot load the case: the top level is not a mapping; run `gitevals lint`"

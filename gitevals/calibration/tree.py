@@ -8,7 +8,7 @@ from datetime import datetime
 
 from gitevals.calibration.record import parse, path_of, verify
 from gitevals.calibration.status import Status, status
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.settings import Settings
 
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
     from gitevals.calibration.labels import Item
     from gitevals.calibration.metrics import Measured
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.grading import GraderPool
     from gitevals.settings import Settings
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.calibration import metrics
     from gitevals.calibration.record import item_rows, path_of
     from gitevals.calibration.status import below_bar, status
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.calibration import render
 
     repo = require_repo()
@@ -122,7 +124,7 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     tree, asking a configured judge."""
     from gitevals.calibration.asks import asks_judge
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.graderfile import read, why_not
 
     file, dot, fn = name.partition(".")
@@ -256,7 +258,7 @@ def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: st
     path reachable from HEAD is read (each distinct blob once)."""
     from gitevals.calibration.record import already_sealed, parse, path_of
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     path = path_of(settings.root, name)
     seen: set[str] = set()

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from gitevals.diff.rules import CaseFileChange
     from gitevals.diff.tasks import TaskChange
     from gitevals.diff.verdicts import VerdictRow
-    from gitevals.git.tree import Repo, Tree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import Tree
     from gitevals.model import Case
     from gitevals.run.artifact import Run
 
@@ -74,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.report import diff as report
 
     repo = require_repo()
@@ -141,7 +142,7 @@ class _Sides:
     """Both revisions with their settings root and file listings (SHAs only)."""
 
     def __init__(self, repo: Repo, rev_a: str, rev_b: str) -> None:
-        from gitevals.git.tree import RevisionTree
+        from gitevals.git.trees import RevisionTree
         from gitevals.settings import load_settings
 
         self.repo = repo
@@ -303,7 +304,7 @@ def missing_run_hint(repo: Repo, commit: str) -> str:
     refspecs bring refs/notes/gitevals and it exists.
     """
     from gitevals.commands.notes import side_ref
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run.store import note_runs
 
     make = f"`gitevals run --rev {commit}`"

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
     from gitevals.experiment.lanes import Lane
     from gitevals.experiment.report import LaneResult
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.runner import Plan
 
 NAME = "experiment"
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     repo = require_repo()
     if args.recheck is not None:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
     from gitevals.experiment.lanes import parse_lane, resolve
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     def to_commit(rev: str) -> tuple[str, str]:
         tree = RevisionTree(repo, rev)
@@ -162,7 +163,7 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
 
     from gitevals.experiment.controls import pins_of
     from gitevals.experiment.lanes import MAX_SAMPLES, check_matrix, repeated
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.model import case_name
     from gitevals.run.targetenv import public_names
 
@@ -309,7 +310,7 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
             fmt: str, test: str, control: str | None = None, alpha: float | None = None
             ) -> int:
     from gitevals.experiment import report
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
@@ -335,7 +336,7 @@ def _recheck(repo: Repo, exp_id: str, fmt: str, test: str, control: str | None =
     import re
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):

@@ -17,7 +17,8 @@ from gitevals.errors import GitevalsError
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.artifact import Run
     from gitevals.suite.gate import Baseline
 
@@ -55,7 +56,7 @@ def load_run(what: str) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what``; either
     way checked against the commit it names (``pinned``)."""
     from gitevals.commands.show import _is_path, _locate
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.artifact import load
 
     if _is_path(what):
@@ -78,7 +79,7 @@ def pinned(repo: Repo, run: Run, label: str) -> None:
     (goldens, drift suite, sources, grader modules and what they import) is that blob
     there. A file's say-so is never taken for what a commit holds."""
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.suite.gate import Refused
 
     try:
@@ -190,7 +191,7 @@ def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
 def lints(repo: Repo, commit: str) -> None:
     """Refuse a run of a commit whose eval tree does not lint (duplicate golden ids, a
     drift budget that is not a number...): its numbers measure nothing the gate trusts."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import lint_tree
     from gitevals.suite.gate import Refused
 
@@ -204,7 +205,8 @@ def lints(repo: Repo, commit: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import WorkingTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
     from gitevals.report.gate import REPORTERS
     from gitevals.settings import load_settings
     from gitevals.suite.gate import baseline_path, gate
@@ -231,7 +233,8 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     tree, the baseline in it, and the runs in git notes (never the working tree's
     results/, which anyone with the checkout can write)."""
     from gitevals.findings import Finding
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.gate import headline
     from gitevals.settings import load_settings
     from gitevals.suite.gate import Refused, baseline_path, gate

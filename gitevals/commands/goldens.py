@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import BinaryIO
 
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.goldenset.flywheel import Candidate
 
 NAME = "goldens"
@@ -89,7 +89,7 @@ def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.goldenset.stats import stats_of
     from gitevals.report.goldens import stats_json, stats_text
 
@@ -102,7 +102,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _from_runs(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.goldenset import flywheel
     from gitevals.lint.retired import parse_retired
     from gitevals.report.text import visible
@@ -190,7 +190,7 @@ def _create(path: str, text: str) -> None:
 
 
 def _leak_check(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.goldenset.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 

@@ -13,7 +13,7 @@ from gitevals.commands._args import MAX_JOBS, count
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.lint import LintResult
 
 NAME = "lint"
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import lint_tree
     from gitevals.report.findings import nothing_to_lint, render
 
@@ -140,7 +140,7 @@ def staged_deletions(index: Tree) -> list[str]:
     breaks the cases that name it: naming the deleted path re-lints them.
     """
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
     from gitevals.tasks import tasks_dir

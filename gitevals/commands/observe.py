@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gitevals.errors import UsageError
     from gitevals.experiment import observe
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     limits = dict(observe.parse_limit(t) for t in args.max)
     if len(limits) < len(args.max):

@@ -158,7 +158,8 @@ def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run import runner
     from gitevals.run.store import run_of_commit
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitevals.git.pushes import Publication, PushCheck
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.lint import LintResult
 
 NAME = "publish-check"
@@ -63,7 +63,8 @@ class Checked:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import lint_tree
     from gitevals.report.publish import REPORTERS
 
@@ -118,7 +119,7 @@ def _since(repo: Repo, result: LintResult, commit: str, published: set[str]) -> 
     """``result`` with the goldens-id findings (GE620-GE623) of ``commit`` against the
     last published state, not only its parent: a removal or a reuse stays refused when
     an unrelated commit sits on top of it."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import LintResult
     from gitevals.lint.retired import lint_retired
     from gitevals.settings import load_settings

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitevals.commands.log import Gathered
     from gitevals.diff import Diff
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.run.artifact import Run
 
 NAME = "report"
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gitevals import __version__
     from gitevals.commands.log import eval_root, gather, split_range
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.report import html
 
     _check_output(args.output)

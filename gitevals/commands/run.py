@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import FrameType
 
-    from gitevals.git.tree import Repo, RevisionTree, Tree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree, Tree
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
@@ -236,7 +237,7 @@ def _refused(the_plan: Plan) -> list[Refused]:
 def _tail(artifact: Run, path: Path, noted: bool) -> str:
     """`` in 12.3 s; artifact evals/results/<id>.json, note refs/notes/gitevals``: what
     ends the text summary, so a reader knows where the whole run is."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.report.text import visible
 
     where = f" in {artifact['duration_ms'] / 1000:.1f} s; artifact {visible(os.path.relpath(path))}"
@@ -274,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.model import case_name
     from gitevals.run import runner
     from gitevals.run.targetenv import collect, public_names

@@ -46,7 +46,8 @@ def rules_at(rev: str) -> tuple[dict[str, Case], str]:
     a usage error naming its first problem (rules that do not lint cannot be applied).
     """
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.runner import plan
 
     tree = RevisionTree(require_repo(), rev)
@@ -100,7 +101,7 @@ def _whole(run: Run, path: str, regrade: bool) -> Run:
     """``run``, or when it is a summary (a note's line) the full artifact it stands for:
     scoring reads transcripts. Kept here or fetched; else one line saying so."""
     from gitevals.errors import ArtifactError
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.runstore import full_run
     from gitevals.run.summary import is_summary
 
@@ -120,7 +121,8 @@ def _task_rules(run: Run, rev: str) -> Run:
     everything = not run["options"]["cases"] and not _goldens_only(run)
     if not everything and not any("task" in c for c in run["cases"]):
         return run
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.tasks import added, with_rules
     from gitevals.settings import load_settings
     from gitevals.tasks.load import load_tasks
@@ -149,7 +151,7 @@ def _goldens_only(run: Run) -> bool:
 
 
 def _commit(rev: str) -> str:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     return require_repo().resolve(rev)
 
@@ -157,7 +159,8 @@ def _commit(rev: str) -> str:
 def _golden_rules(part: Goldens, rev: str) -> Goldens:
     """The goldens part graded by ``rev``'s bucket -> grader mapping (a bucket ``rev``
     grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.settings import load_settings
     from gitevals.suite.results import rescore as rescore_goldens
 
@@ -180,7 +183,8 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     from concurrent.futures import ThreadPoolExecutor
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.progress import progress
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config

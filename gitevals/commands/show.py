@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.report.runs import Kept
     from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
     from gitevals.suite.results import SuiteItem
@@ -43,7 +43,8 @@ def _is_path(what: str) -> bool:
 
 def _locate(rev: str) -> tuple[Repo, str, str]:
     """The repository, ``rev``'s commit and the eval root of the working tree's settings."""
-    from gitevals.git.tree import WorkingTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     repo = require_repo()
@@ -74,7 +75,7 @@ def run_for_rev(rev: str) -> Run:
 def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     """``rev``'s commit and every run kept for it, marked with the one ``show`` and ``diff``
     read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.report.runs import kept
     from gitevals.run.store import counting, local_runs, note_runs, pins_of, problem
 
@@ -157,7 +158,7 @@ def _show_trial(artifact: Run, spec: str, fmt: str) -> int:
 
 def _packed(summary: Run) -> tuple[bytes, str]:
     """The packed full artifact of ``summary`` (fetched when not here), and its label."""
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.runstore import get, packed
 
     repo = require_repo()

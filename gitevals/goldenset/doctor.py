@@ -26,7 +26,7 @@ from gitevals.goldenset.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
 
 if TYPE_CHECKING:
     from gitevals.calibration.status import Status as Calibration
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSONObject
 
 Status = Literal["ok", "missing", "n/a"]

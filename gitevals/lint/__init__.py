@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeGuard
 from gitevals.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
     from gitevals.lint.graders import Index, RefLike

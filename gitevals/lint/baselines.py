@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
 
 #: The largest baseline read (one per model, a few slices each: far below this).
 MAX_BYTES = 4 << 20

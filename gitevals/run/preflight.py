@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from gitevals.errors import UsageError
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.settings import Judge, Settings, Target
 
 #: Seconds a ``python`` target may take to import in the preflight.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
 from gitevals.findings import Finding, has_errors
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSONObject
 from gitevals.model import Case, Scenario, case_name, load_case
 from gitevals.run.artifact import (
@@ -225,7 +225,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
 def _no_case_fix(tree: Tree, settings: Settings) -> str:
     """What to do about a revision with no case: commit the cases the working tree has
     (right after `gitevals init`, say), else write one."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     cases = (tree.repo.work_root / settings.root / "cases"
              if isinstance(tree, RevisionTree) else None)

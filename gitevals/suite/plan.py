@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSONObject
 from gitevals.settings import Settings
 from gitevals.suite import drift

@@ -34,7 +34,7 @@ from gitevals.tasks.definition import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.lint.schema import SchemaError
     from gitevals.settings import Settings
