@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
     from gitevals.git.repo import require_repo
+    from gitevals.goldens.gate import baseline_of, baseline_path
     from gitevals.report.text import visible
-    from gitevals.suite.gate import baseline_of, baseline_path
 
     artifact = load_run(args.artifact)
     if artifact["dirty"]:

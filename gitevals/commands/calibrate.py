@@ -334,8 +334,8 @@ def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, bl
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
             previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
     from gitevals.calibration.record import Context, build
+    from gitevals.goldens.imports import closure
     from gitevals.lint.graders import module_path
-    from gitevals.suite.imports import closure
 
     assert settings.judge is not None and tree.commit is not None
     pinned = closure(tree, [module_path(settings.root, args.grader)], settings.root)

@@ -20,7 +20,7 @@ from gitevals.commands._args import (
 if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
     from gitevals.experiment.lanes import Lane
-    from gitevals.experiment.report import LaneResult
+    from gitevals.experiment.results import LaneResult
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree
     from gitevals.run.runner import Plan
@@ -113,8 +113,8 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     results = f"{root}/results/"
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     # A helper a grader imports from outside the eval root (the repository's top) is a
-    # control too: an edit there changes every verdict (suite/imports.py).
-    from gitevals.suite.imports import closure
+    # control too: an edit there changes every verdict (goldens/imports.py).
+    from gitevals.goldens.imports import closure
 
     graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
     files.update(closure(tree, graders, root))
@@ -233,7 +233,7 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
 
 
 def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
-    from gitevals.experiment.report import LaneResult
+    from gitevals.experiment.results import LaneResult
 
     path = os.path.relpath(_lane_path(work_root, root, exp_id, lane.name), work_root)
     return LaneResult(lane.name, lane.rev, pins, path, None,
@@ -242,7 +242,7 @@ def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) ->
 
 def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> LaneResult:
     from gitevals.errors import ArtifactError
-    from gitevals.experiment.report import LaneResult
+    from gitevals.experiment.results import LaneResult
     from gitevals.run.artifact import load
 
     inside = work_root.resolve() in path.resolve().parents
@@ -309,21 +309,22 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path
 def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
             fmt: str, test: str, control: str | None = None, alpha: float | None = None
             ) -> int:
-    from gitevals.experiment import report
+    from gitevals.experiment.results import build, dumps, exit_code
     from gitevals.git.trees import WorkingTree
+    from gitevals.report.experiment import render
     from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
-    doc = report.build(meta, results, test, settings.alpha if alpha is None else alpha,
+    doc = build(meta, results, test, settings.alpha if alpha is None else alpha,
                        settings.control if control is None else control)
-    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", report.dumps(doc))
+    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
-    sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
+    sys.stdout.write(render(doc, fmt, tail, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     if any(d["interrupted"] for d in doc["lanes"]):
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
         return 130
-    return report.exit_code(doc)
+    return exit_code(doc)
 
 
 # -- --recheck ----------------------------------------------------------------------------
@@ -355,7 +356,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     import json
 
     from gitevals.errors import UsageError
-    from gitevals.experiment.report import FORMAT
+    from gitevals.experiment.results import FORMAT
 
     try:
         doc = json.loads(path.read_bytes())

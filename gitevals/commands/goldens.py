@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
     from gitevals.git.trees import Tree
-    from gitevals.goldenset.flywheel import Candidate
+    from gitevals.goldens.flywheel import Candidate
 
 NAME = "goldens"
 HELP = "the golden set: counts per bucket/split/tag and floors (stats), training files " \
@@ -90,7 +90,7 @@ def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
 
 def _stats(args: argparse.Namespace) -> int:
     from gitevals.git.trees import open_tree
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.goldens.stats import stats_of
     from gitevals.report.goldens import stats_json, stats_text
 
     tree = open_tree(rev=args.rev)
@@ -103,11 +103,11 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _from_runs(args: argparse.Namespace) -> int:
     from gitevals.git.trees import open_tree
-    from gitevals.goldenset import flywheel
+    from gitevals.goldens import flywheel
+    from gitevals.goldens.rows import row_id, rows
     from gitevals.lint.retired import parse_retired
     from gitevals.report.text import visible
     from gitevals.settings import load_settings
-    from gitevals.suite.rows import row_id, rows
 
     bucket = flywheel.bucket_name(args.bucket) if args.bucket is not None else None
     found = _conversations(args.what)
@@ -136,7 +136,7 @@ def _conversations(what: str) -> list[Candidate]:
     """The conversations of ``what``: a file (run artifact or JSONL), else a revision."""
     import os
 
-    from gitevals.goldenset import flywheel
+    from gitevals.goldens import flywheel
     from gitevals.run.artifact import load
 
     if what.endswith((".json", ".jsonl")) or os.path.lexists(what):
@@ -191,7 +191,7 @@ def _create(path: str, text: str) -> None:
 
 def _leak_check(args: argparse.Namespace) -> int:
     from gitevals.git.trees import open_tree
-    from gitevals.goldenset.leak import bounded, index_goldens
+    from gitevals.goldens.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 
     files = _open_all(args.training)  # every file opens before any scan

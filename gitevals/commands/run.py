@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
+    from gitevals.goldens.execute import SuiteExecution
+    from gitevals.goldens.plan import SuitePlan
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
     from gitevals.settings import Settings
-    from gitevals.suite.execute import SuiteExecution
-    from gitevals.suite.plan import SuitePlan
 
 NAME = "run"
 HELP = ("run cases and tasks against the harness as committed at REV (default HEAD) and "
@@ -381,9 +381,9 @@ def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:
 def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None]:
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
     from gitevals.errors import UsageError
+    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
     from gitevals.settings import load_settings
-    from gitevals.suite.plan import plan_suite
 
     if args.goldens_only and args.cases:
         raise UsageError("--goldens-only runs no case: name no CASE with it")
@@ -686,7 +686,7 @@ def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
                      interpreter: str | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
-    from gitevals.suite.execute import SuiteExecution
+    from gitevals.goldens.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout(),
                           target_env, interpreter)

@@ -11,10 +11,10 @@ from gitevals.commands._args import MAX_JOBS, count
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from gitevals.goldens.results import Goldens
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
     from gitevals.run.runner import GraderCall
-    from gitevals.suite.results import Goldens
 
 NAME = "score"
 HELP = ("re-score a run artifact from its stored transcripts (optionally by the rules of "
@@ -161,8 +161,8 @@ def _golden_rules(part: Goldens, rev: str) -> Goldens:
     grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.results import rescore as rescore_goldens
     from gitevals.settings import load_settings
-    from gitevals.suite.results import rescore as rescore_goldens
 
     settings, _ = load_settings(RevisionTree(require_repo(), rev))
     return rescore_goldens(part, settings.golden_graders)
@@ -226,9 +226,9 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 
 def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
     """``part`` with a fresh grader answer for every golden that did not end in an error."""
-    from gitevals.suite.execute import grade_item
-    from gitevals.suite.results import SuiteItem
-    from gitevals.suite.rows import turns
+    from gitevals.goldens.execute import grade_item
+    from gitevals.goldens.results import SuiteItem
+    from gitevals.goldens.rows import turns
 
     def one(it: SuiteItem) -> SuiteItem:
         if it["error"] is not None:

@@ -454,13 +454,13 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
             p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
             for p in paths)):
         return result
+    from gitevals.goldens import SUITE_FILE
     from gitevals.lint.baselines import lint_baselines
-    from gitevals.suite import SUITE_FILE
 
     more = lint_baselines(tree, settings.root)
     suite_file = f"{settings.root}/{SUITE_FILE}" if settings.root else SUITE_FILE
     if settings.golden_graders or tree.exists(suite_file):  # else no suite module to import
-        from gitevals.suite.plan import lint_suite
+        from gitevals.goldens.plan import lint_suite
 
         more = [*lint_suite(tree, settings, store), *more]
     if not more:

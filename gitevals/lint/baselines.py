@@ -28,7 +28,7 @@ def problem(data: bytes | None) -> str | None:
     """Why ``data`` is not a gitevals baseline; None when it is one."""
     import json
 
-    from gitevals.suite.gate import Refused, check_baseline
+    from gitevals.goldens.gate import Refused, check_baseline
 
     if data is None:
         return "it cannot be read"

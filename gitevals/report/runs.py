@@ -29,9 +29,9 @@ from gitevals.run.artifact import (
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
+    from gitevals.goldens.results import SuiteItem
     from gitevals.run.artifact import Run, ScenarioRun
     from gitevals.stats.judge_correction import Corrected
-    from gitevals.suite.results import SuiteItem
 
 FORMATS = ("text", "json", "junit", "markdown")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",

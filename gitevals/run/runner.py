@@ -165,9 +165,9 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
         e = tree.entry(p)
         if e is not None:
             out[p] = e.sha
-    from gitevals.suite.imports import closure
+    from gitevals.goldens.imports import closure
 
-    # What the graders import from the tree is pinned beside them (suite/imports.py).
+    # What the graders import from the tree is pinned beside them (goldens/imports.py).
     graders = f"{settings.root}/graders/" if settings.root else "graders/"
     out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
     return dict(sorted(out.items()))
@@ -243,7 +243,7 @@ def _no_case_fix(tree: Tree, settings: Settings) -> str:
 
 def _goldens_hint(tree: Tree, settings: Settings) -> str:
     """What else would make the tree runnable: mapping the buckets of its goldens."""
-    from gitevals.suite.plan import goldens_path
+    from gitevals.goldens.plan import goldens_path
 
     path = goldens_path(settings.root)
     if settings.golden_graders or tree.blob_sha(path) is None:

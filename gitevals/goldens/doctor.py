@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from gitevals.goldenset.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
+from gitevals.goldens.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
 
 if TYPE_CHECKING:
     from gitevals.calibration.status import Status as Calibration
@@ -180,7 +180,7 @@ def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None
     """The facts of ``tree`` (a commit), read through it, judges' calibration at ``now``
     (default: now); no code of it runs."""
     from gitevals.calibration.tree import statuses
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.goldens.stats import stats_of
     from gitevals.settings import load_settings
 
     settings, problems = load_settings(tree)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, cast
 
+from gitevals.goldens.plan import Item, SuitePlan
+from gitevals.goldens.results import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.model import DEFAULT_TIMEOUT
 from gitevals.run.artifact import (
@@ -28,8 +30,6 @@ from gitevals.run.artifact import (
 from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
-from gitevals.suite.plan import Item, SuitePlan
-from gitevals.suite.results import Goldens, SuiteItem, case_of, decide, slices
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript
