@@ -20,7 +20,7 @@ from gitevals.jsontypes import JSON, JSONObject
 from gitevals.run.pricing import Prices, prices_of
 
 if TYPE_CHECKING:
-    from gitevals.lint.schema import SchemaError
+    from gitevals.schema import SchemaError
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {
@@ -111,7 +111,7 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
     # gitevals.validation's compiled check of schemas/settings.schema.json, worded as
     # lint words schema errors: jsonschema is only imported to explain settings that
     # fail, which keeps the commit hook quick.
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     findings = []
     for err in validate("settings", raw):

@@ -13,7 +13,7 @@ from gitevals.calibration.metrics import measure, sizes, split_of
 from gitevals.calibration.record import Context, build, dumps, item_rows
 from gitevals.git.repo import require_repo
 from gitevals.git.trees import RevisionTree
-from gitevals.goldens.imports import closure
+from gitevals.graderimports import closure
 
 from .conftest import Repo
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gitevals.goldens.gate import Baseline
-from gitevals.goldens.results import Goldens, SliceRate, SuiteItem, rescore, slices
+from gitevals.run.goldens import Goldens, SliceRate, SuiteItem, rescore, slices
 from gitevals.validation import schema_path
 
 RESULT = json.loads(schema_path("result").read_text())

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from gitevals.stats.judge_correction import MAX_COUNT, Calibration, Corrected, corrected, usable
 
 if TYPE_CHECKING:
-    from gitevals.goldens.results import SliceRate
     from gitevals.run.artifact import CaseRun, GraderCalibration, Run, ScenarioRun, Trial
+    from gitevals.run.goldens import SliceRate
 
 
 def calibrations(run: Run | None) -> dict[str, Calibration]:

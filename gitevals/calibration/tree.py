@@ -39,7 +39,7 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
         problem = verify(record, name, now)
         record = None if problem is not None else record
     if record is not None and blob == record.get("grader_blob"):
-        from gitevals.goldens.imports import closure
+        from gitevals.graderimports import closure
 
         pinned = record.get("grader_closure")
         if pinned != closure(tree, [gpath], settings.root):

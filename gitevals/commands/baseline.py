@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.files import write_atomic
     from gitevals.git.repo import require_repo
     from gitevals.goldens.gate import baseline_of, baseline_path
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     artifact = load_run(args.artifact)
     if artifact["dirty"]:

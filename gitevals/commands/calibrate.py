@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _nothing_judged(measured: Measured, split: str) -> None:
     """Every item was an error: nothing is recorded (a --final keeps the sealed split)."""
     from gitevals.errors import GitevalsError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     first = measured.errors[0] if measured.errors else ("", "no item")
     for item_id, message in measured.errors[:20]:
@@ -180,7 +180,7 @@ def _read_regular(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -334,7 +334,7 @@ def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, bl
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
             previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
     from gitevals.calibration.record import Context, build
-    from gitevals.goldens.imports import closure
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
 
     assert settings.judge is not None and tree.commit is not None

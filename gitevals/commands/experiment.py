@@ -113,8 +113,8 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     results = f"{root}/results/"
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     # A helper a grader imports from outside the eval root (the repository's top) is a
-    # control too: an edit there changes every verdict (goldens/imports.py).
-    from gitevals.goldens.imports import closure
+    # control too: an edit there changes every verdict (graderimports.py).
+    from gitevals.graderimports import closure
 
     graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
     files.update(closure(tree, graders, root))
@@ -144,7 +144,7 @@ def _refuse_blocked(lanes: list[Lane], plans: list[Plan]) -> bool:
 def _controls_before(lanes: list[Lane], snaps: list[Snapshot]) -> None:
     from gitevals.errors import UsageError
     from gitevals.experiment.controls import before
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     diffs = before(lanes, snaps)
     if diffs:

@@ -108,7 +108,7 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
     """Every grader module pinned must come with the tree files it imports (a run
     recorded before that pinned the modules alone: refused, run it again)."""
     from gitevals.goldens.gate import Refused
-    from gitevals.goldens.imports import closure
+    from gitevals.graderimports import closure
 
     graders = f"{root}/graders/" if root else "graders/"
     modules = [p for p in files if p.startswith(graders) and p.endswith(".py")]

@@ -89,7 +89,7 @@ def _blocked(top: Path, rel: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from gitevals import scaffold
     from gitevals.errors import UsageError
-    from gitevals.lint.schema import SCHEMA_DIR
+    from gitevals.schema import SCHEMA_DIR
 
     top = _top()
     root = _root(top, args.root)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(result, args.format, _terminal_width()))
     if result.notes:  # one line each, no finding: names come from the tree
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         sys.stderr.writelines(f"gitevals: {visible(note)}\n" for note in result.notes)
     if result.files == 0 and paths is None:

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     history = select(got.history, args.only)
     if args.only and not history.scenarios and got.history.scenarios:
         from gitevals.errors import UsageError
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         raise UsageError(f"no scenario {visible(args.only)!r} in the runs of this history; "
                          "give CASE or CASE/SCENARIO as `gitevals show` lists them")

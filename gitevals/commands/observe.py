@@ -64,7 +64,7 @@ def _check_names(limits: Mapping[str, float], convs: Sequence[Conversation]) -> 
     if not unreported:
         return
     from gitevals.errors import UsageError
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
 
     names = set(known)  # and every whole number >= 0 a turn reports
     for c in convs:

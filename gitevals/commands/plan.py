@@ -137,7 +137,7 @@ def suite_text(s: SuitePlan, goal: float) -> str:
 
 def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: str) -> str:
     from gitevals.diff.power import MAX_PLANNED
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     head = (f"trials a side for {test} at level {alpha:g} to call a {drop * 100:g}-point "
             f"drop in one scenario with power {goal:g}")

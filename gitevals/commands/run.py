@@ -238,7 +238,7 @@ def _tail(artifact: Run, path: Path, noted: bool) -> str:
     """`` in 12.3 s; artifact evals/results/<id>.json, note refs/notes/gitevals``: what
     ends the text summary, so a reader knows where the whole run is."""
     from gitevals.git.repo import NOTES_REF
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     where = f" in {artifact['duration_ms'] / 1000:.1f} s; artifact {visible(os.path.relpath(path))}"
     return where + (f", note {NOTES_REF}" if noted else "")
@@ -317,7 +317,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         from gitevals.report.runs import render_refused
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         if draft is not None:  # lint never sees the draft, and a draft is not committed
             import shlex
@@ -415,9 +415,9 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
         return None
     if args.draft is not None:
         raise UsageError("--draft and --against do not go together: a draft has no base")
-    from gitevals.diff.sequential import DEFAULT_LOOKS
     from gitevals.run import sequential
     from gitevals.run.store import run_of_commit
+    from gitevals.stats.sequential import DEFAULT_LOOKS
 
     commit = repo.resolve(args.against)
     found = run_of_commit(repo, repo.work_root, the_plan.settings.root, commit)
@@ -524,8 +524,8 @@ def _preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None
 def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     """The bubblewrap that runs task verifiers (None: no tasks, or ``--no-sandbox``); what
     a run of tasks cannot realize (an image) is said here, once."""
-    from gitevals.report.text import visible
     from gitevals.run.tasks import gap_lines
+    from gitevals.text import visible
 
     for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:  # names come from the tree
         line = visible(line)
@@ -548,7 +548,7 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
                          "without isolation (recorded in the artifact)")
     why = probe(bwrap)
     if why is not None:
-        from gitevals.report.text import one_line
+        from gitevals.text import one_line
 
         cause = userns.diagnose(userns.read_settings(), os.environ)
         fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "

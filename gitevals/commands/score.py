@@ -11,9 +11,9 @@ from gitevals.commands._args import MAX_JOBS, count
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from gitevals.goldens.results import Goldens
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
+    from gitevals.run.goldens import Goldens
     from gitevals.run.runner import GraderCall
 
 NAME = "score"
@@ -161,7 +161,7 @@ def _golden_rules(part: Goldens, rev: str) -> Goldens:
     grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
-    from gitevals.goldens.results import rescore as rescore_goldens
+    from gitevals.run.goldens import rescore as rescore_goldens
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(RevisionTree(require_repo(), rev))
@@ -227,8 +227,8 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
     """``part`` with a fresh grader answer for every golden that did not end in an error."""
     from gitevals.goldens.execute import grade_item
-    from gitevals.goldens.results import SuiteItem
     from gitevals.goldens.rows import turns
+    from gitevals.run.goldens import SuiteItem
 
     def one(it: SuiteItem) -> SuiteItem:
         if it["error"] is not None:

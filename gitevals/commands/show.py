@@ -12,9 +12,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gitevals.git.repo import Repo
-    from gitevals.goldens.results import SuiteItem
     from gitevals.report.runs import Kept
     from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
+    from gitevals.run.goldens import SuiteItem
 
 NAME = "show"
 HELP = "show the verdicts of a run: an artifact file, or the newest run of a revision"

@@ -91,7 +91,7 @@ def enough_items(hard_fail: float) -> int:
 
 def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
     """Parse and check ``drift-suite.yaml``; the suite when it holds no error."""
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(data, path)

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, cast
 
 from gitevals.goldens.plan import Item, SuitePlan
-from gitevals.goldens.results import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.model import DEFAULT_TIMEOUT
 from gitevals.run.artifact import (
@@ -27,6 +26,7 @@ from gitevals.run.artifact import (
     transcript,
     unkeepable,
 )
+from gitevals.run.goldens import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv

@@ -21,8 +21,8 @@ from gitevals.goldens.drift import DEFAULT_BUDGET, Z95, Budget
 from gitevals.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
-    from gitevals.goldens.results import Goldens
     from gitevals.run.artifact import Run
+    from gitevals.run.goldens import Goldens
     from gitevals.stats.judge_correction import Corrected
 
 FORMAT = "gitevals-baseline/1"

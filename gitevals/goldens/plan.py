@@ -192,11 +192,11 @@ def plan_suite(tree: Tree, settings: Settings,
         _pin(tree, suite_path(root), files)
         if suite is not None and not buckets:
             items += _drift_items(tree, suite, settings.golden_graders, files)
-    from gitevals.goldens.imports import closure
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
 
     # The grader modules and every tree file they import: an edit to a helper changes
-    # what a grader decides, so it changes the measuring stick (goldens/imports.py).
+    # what a grader decides, so it changes the measuring stick (graderimports.py).
     files.update(closure(tree, {module_path(root, i.grader) for i in items}, root))
     return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
                      dict(settings.golden_graders), budget,

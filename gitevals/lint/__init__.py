@@ -567,7 +567,7 @@ def _warm_up() -> None:
     workers inherit them instead of each loading (or, on a cold cache, generating) them."""
     from gitevals.lint import cases  # noqa: F401
     from gitevals.lint.goldens import fast_check
-    from gitevals.lint.schema import prepare
+    from gitevals.schema import prepare
 
     prepare("case")
     fast_check()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from gitevals.experiment.metrics import METRICS
 from gitevals.experiment.results import Doc, dumps
-from gitevals.report.text import md_inert, visible
 from gitevals.run.targetenv import shown
+from gitevals.text import md_inert, visible
 
 
 def _pct(x: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gitevals.goldens.gate import GateResult, SliceGate
-from gitevals.report.text import md_inert, visible
+from gitevals.text import md_inert, visible
 
 HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "q", "status")
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 if TYPE_CHECKING:
     from gitevals.goldens.doctor import Item

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.report.history import History, Point
-from gitevals.report.text import fold, one_line, xml_text
 from gitevals.run.artifact import VERDICTS, Trial, scenarios
+from gitevals.text import fold, one_line, xml_text
 
 if TYPE_CHECKING:
     from gitevals.diff import Diff

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gitevals.report.findings import annotation
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 if TYPE_CHECKING:
     from gitevals.commands.publish_check import Checked

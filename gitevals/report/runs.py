@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import md_inert, one_line, visible, xml_text
 from gitevals.run.artifact import (
     MEASURES,
     NO_USAGE,
@@ -25,12 +24,13 @@ from gitevals.run.artifact import (
     scenarios,
     usage,
 )
+from gitevals.text import md_inert, one_line, visible, xml_text
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
-    from gitevals.goldens.results import SuiteItem
     from gitevals.run.artifact import Run, ScenarioRun
+    from gitevals.run.goldens import SuiteItem
     from gitevals.stats.judge_correction import Corrected
 
 FORMATS = ("text", "json", "junit", "markdown")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from gitevals.goldens.results import SliceRate, not_counted, rate
-from gitevals.report.text import md_inert, visible
+from gitevals.run.goldens import SliceRate, not_counted, rate
+from gitevals.text import md_inert, visible
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from gitevals.goldens.results import Goldens, SuiteItem
     from gitevals.run.artifact import Run
+    from gitevals.run.goldens import Goldens, SuiteItem
     from gitevals.stats.judge_correction import Corrected
 
     #: (kind, name) -> the slice's judge-corrected rate (``calibration.corrected``)

@@ -26,7 +26,7 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
-    from gitevals.goldens.results import Goldens, SuiteItem
+    from gitevals.run.goldens import Goldens, SuiteItem
     from gitevals.run.pricing import Prices
     from gitevals.validation import Violation
 
@@ -351,7 +351,7 @@ class Run(_RunKeys, total=False):
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
     calibration) in runs since judge calibration: empty when no grader asks the judge;
     ``executor`` in runs written since executors could be chosen; ``goldens`` only when
-    the run sent the goldens (``gitevals.goldens.results``); ``stored`` only in a summary
+    the run sent the goldens (``gitevals.run.goldens``); ``stored`` only in a summary
     (``gitevals.run.summary``: the note's form, transcripts left out);
     ``interrupted_reason`` only when something other than a signal stopped it
     (``run --cost-limit``); ``imported`` only for a run ``gitevals import`` made."""
@@ -480,7 +480,7 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
-    from gitevals.goldens.results import failing
+    from gitevals.run.goldens import failing
     from gitevals.run.scoring import advisory_graders
 
     part = run.get("goldens")

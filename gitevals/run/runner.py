@@ -165,9 +165,9 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
         e = tree.entry(p)
         if e is not None:
             out[p] = e.sha
-    from gitevals.goldens.imports import closure
+    from gitevals.graderimports import closure
 
-    # What the graders import from the tree is pinned beside them (goldens/imports.py).
+    # What the graders import from the tree is pinned beside them (graderimports.py).
     graders = f"{settings.root}/graders/" if settings.root else "graders/"
     out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
     return dict(sorted(out.items()))
@@ -232,7 +232,7 @@ def _no_case_fix(tree: Tree, settings: Settings) -> str:
     waiting = sorted(p.name for p in cases.glob("*.y*ml") if p.is_file()) if (
         cases is not None and cases.is_dir()) else []
     if waiting:
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         shown = visible(f"{settings.root}/cases/{waiting[0]}")
         more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""

@@ -218,7 +218,7 @@ def problem(run: Run, pins: Pins, now: float | None = None) -> str | None:
 
 def _contradicted(run: Run) -> str | None:
     """A verdict or slice rate the run's own trials or items do not give, or None."""
-    from gitevals.goldens.results import slices
+    from gitevals.run.goldens import slices
     from gitevals.run.scoring import verdict
 
     for case, s in scenarios(run):

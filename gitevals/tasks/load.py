@@ -36,7 +36,7 @@ from gitevals.tasks.definition import (
 if TYPE_CHECKING:
     from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON, JSONObject
-    from gitevals.lint.schema import SchemaError
+    from gitevals.schema import SchemaError
     from gitevals.settings import Settings
 
 #: The most bytes of a selected file (the seed's bound; the same as ``tree.MAX_FILE``).
@@ -213,7 +213,7 @@ def parse_task_toml(text: str, path: str) -> tuple[JSONObject | None, list[Findi
 
 
 def _schema_errors(doc: JSONObject) -> list[SchemaError]:
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     return validate("task", doc)
 
@@ -241,7 +241,7 @@ def _position(text: str, keys: Sequence[str | int]) -> tuple[int, int]:
 
 
 def _schema_finding(err: SchemaError, text: str, path: str) -> Finding:
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
     from gitevals.settings import _toml_hint
 
     line, col = _position(text, err.path)
