@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.run.pricing import Prices, prices_of
+from gitevals.prices import Prices, prices_of
 
 if TYPE_CHECKING:
     from gitevals.schema import SchemaError
@@ -77,7 +77,7 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
-    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
+    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.prices).
     pricing: Prices = field(default_factory=Prices)
 
     def as_dict(self) -> JSONObject:

@@ -21,7 +21,7 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
                   sources: dict[str, tuple[str, bytes] | None] | None = None) -> Status:
     """The calibration status of grader ``name`` in ``tree``; ``sources`` keeps each
     module's blob and bytes across calls (a module of many graders is read once)."""
-    from gitevals.calibration.asks import asks_judge
+    from gitevals.graderfile import asks_judge
 
     file, _, fn = name.partition(".")
     gpath = f"{settings.root}/graders/{file}.py"

@@ -122,10 +122,9 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     """The blob of the grader's module at HEAD, after checking the grader can be
     calibrated: a well-formed name that resolves, committed as it is in the working
     tree, asking a configured judge."""
-    from gitevals.calibration.asks import asks_judge
     from gitevals.errors import UsageError
     from gitevals.git.trees import WorkingTree
-    from gitevals.graderfile import read, why_not
+    from gitevals.graderfile import asks_judge, read, why_not
 
     file, dot, fn = name.partition(".")
     if not (dot and file.isidentifier() and fn.isidentifier()):

@@ -92,11 +92,11 @@ def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
 
 
 def _plan(tree: RevisionTree, lane: Lane, names: list[str]) -> Plan:
+    from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.run import runner
 
     try:
-        the_plan = runner.plan(tree, names)
+        the_plan = api.plan(tree, names)
     except UsageError as exc:
         raise UsageError(f"lane {lane.name}: {exc}") from exc
     if the_plan.settings.target is None:

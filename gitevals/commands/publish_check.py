@@ -11,11 +11,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.pushes import Publication, PushCheck
+    from gitevals.git.pushes import PushCheck
     from gitevals.git.repo import Repo
     from gitevals.lint import LintResult
 
@@ -50,22 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Checked:
-    """One checked commit: the refs it publishes and its lint result."""
-
-    publication: Publication
-    result: LintResult
-
-    @property
-    def ok(self) -> bool:
-        return self.result.ok
-
-
 def run(args: argparse.Namespace) -> int:
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.lint import lint_tree
+    from gitevals.lint.publish import Checked
     from gitevals.report.publish import REPORTERS
 
     if args.each_commit and not args.pre_push:

@@ -380,6 +380,7 @@ def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:
 
 def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None]:
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
+    from gitevals import api
     from gitevals.errors import UsageError
     from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
@@ -393,8 +394,8 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError(f"{bad[0]}")
         the_plan = runner.Plan(settings, (), (), (), {}, args.trials)
     else:
-        the_plan = runner.plan(tree, args.cases, args.trials,
-                               goldens_alone=args.draft is None)
+        the_plan = api.plan(tree, args.cases, args.trials,
+                            goldens_alone=args.draft is None)
         if runner.empty(the_plan):
             root = the_plan.settings.root
             print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "

@@ -45,10 +45,10 @@ def rules_at(rev: str) -> tuple[dict[str, Case], str]:
     The cases are linted first, as a run would: a case that does not lint at ``rev`` is
     a usage error naming its first problem (rules that do not lint cannot be applied).
     """
+    from gitevals.api import plan
     from gitevals.errors import UsageError
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
-    from gitevals.run.runner import plan
 
     tree = RevisionTree(require_repo(), rev)
     the_plan = plan(tree, [])

@@ -12,7 +12,7 @@ the command that fixes a missing one.
 6. baseline: some ``<root>/baseline-<model>.json`` committed.
 
 ``gather`` reads the facts through a ``Tree`` (grader modules are parsed, never
-imported: ``graderfile.read``, ``run.judge.calls_llm`` and ``calibration.asks``);
+imported: ``graderfile.read``, ``graderfile.asks_judge``);
 ``checklist`` is a pure function of them.
 """
 
@@ -234,7 +234,7 @@ def _unresolved(tree: Tree, root: str, graders: list[str]) -> dict[str, str]:
 
 
 def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:
-    from gitevals.run.judge import calls_llm
+    from gitevals.graderfile import asks_judge
 
     base = _join(root, "graders/")
     out = []
@@ -243,6 +243,6 @@ def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:
         if "/" in rest or not rest.endswith(".py"):
             continue
         [source] = tree.read_blobs([sha])
-        if calls_llm(source):
+        if asks_judge(source):
             out.append(rest[:-3])
     return tuple(sorted(out))

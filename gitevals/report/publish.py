@@ -15,8 +15,8 @@ from gitevals.report.findings import annotation
 from gitevals.text import visible
 
 if TYPE_CHECKING:
-    from gitevals.commands.publish_check import Checked
     from gitevals.jsontypes import JSONObject
+    from gitevals.lint.publish import Checked
     from gitevals.report.sarif import Log
 
 

@@ -26,8 +26,8 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
+    from gitevals.prices import Prices
     from gitevals.run.goldens import Goldens, SuiteItem
-    from gitevals.run.pricing import Prices
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -599,7 +599,7 @@ def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
 
 def run_prices(run: Run) -> Prices:
     """The price table the run's commit set (recorded in its ``settings``)."""
-    from gitevals.run.pricing import prices_of
+    from gitevals.prices import prices_of
 
     return prices_of(run["settings"])
 
