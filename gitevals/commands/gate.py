@@ -55,15 +55,15 @@ def read_baseline(data: bytes | None, rel: str) -> Baseline:
 def load_run(what: str) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what``; either
     way checked against the commit it names (``pinned``)."""
-    from gitevals.commands.show import _is_path, _locate
+    from gitevals.commands.show import is_path, locate
     from gitevals.git.repo import require_repo
     from gitevals.run.artifact import load
 
-    if _is_path(what):
+    if is_path(what):
         run = load(what)
         pinned(require_repo(), run, what)
         return run
-    repo, commit, root = _locate(what)
+    repo, commit, root = locate(what)
     found = goldens_run_of_commit(repo, root, commit)
     if found is None:
         from gitevals.errors import UsageError

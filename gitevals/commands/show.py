@@ -35,13 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "note), newest first, marking the one show and diff read")
 
 
-def _is_path(what: str) -> bool:
+def is_path(what: str) -> bool:
     """A file names an artifact, whatever its kind: a FIFO or a device is then refused as
     not a regular file, never mistaken for a revision."""
     return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
 
 
-def _locate(rev: str) -> tuple[Repo, str, str]:
+def locate(rev: str) -> tuple[Repo, str, str]:
     """The repository, ``rev``'s commit and the eval root of the working tree's settings."""
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import WorkingTree
@@ -53,7 +53,7 @@ def _locate(rev: str) -> tuple[Repo, str, str]:
     return repo, commit, settings.root
 
 
-def _no_run(rev: str, commit: str, root: str) -> Exception:
+def no_run(rev: str, commit: str, root: str) -> Exception:
     from gitevals.errors import UsageError
 
     return UsageError(f"no run of {rev} ({commit[:12]}) in {root}/results/ or its "
@@ -65,10 +65,10 @@ def run_for_rev(rev: str) -> Run:
     git note on the commit. None found is a usage error naming the fix."""
     from gitevals.run.store import run_of_commit
 
-    repo, commit, root = _locate(rev)
+    repo, commit, root = locate(rev)
     found = run_of_commit(repo, repo.work_root, root, commit)
     if found is None:
-        raise _no_run(rev, commit, root)
+        raise no_run(rev, commit, root)
     return found.run
 
 
@@ -79,13 +79,13 @@ def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     from gitevals.report.runs import kept
     from gitevals.run.store import counting, local_runs, note_runs, pins_of, problem
 
-    repo, commit, root = _locate(rev)
+    repo, commit, root = locate(rev)
     local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
     noted = note_runs(repo, commit)
     found = [*local, *((run, f"note {NOTES_REF}", 0) for run in noted)]
     if not found:
-        raise _no_run(rev, commit, root)
+        raise no_run(rev, commit, root)
     pins = pins_of(repo, commit)
     refused = {str(r.get("run_id")): why for r in noted if (why := problem(r, pins))}
     counts = counting(noted, pins)[0]
@@ -109,7 +109,7 @@ def _formats(args: argparse.Namespace) -> None:
     option = "--all" if args.all_runs else "--trial" if args.trial else None
     if option and args.format not in ("text", "json"):
         raise UsageError(f"{option} prints text or json, not {args.format}")
-    if args.all_runs and _is_path(args.what):
+    if args.all_runs and is_path(args.what):
         raise UsageError(f"--all lists the runs of a revision, not of a file: "
                          f"{args.what} is a file")
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()  # a short-lived read of one big acyclic tree: see commands/score.py
     if args.all_runs:
         return _show_all(args)
-    artifact = load(args.what) if _is_path(args.what) else run_for_rev(args.what)
+    artifact = load(args.what) if is_path(args.what) else run_for_rev(args.what)
     if args.trial:
         return _show_trial(artifact, args.trial, args.format)
     from gitevals.report.runs import render
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     # The title names the revision asked for (`show v2` says "of v2"), not the one the
     # run was started with ("HEAD" then); the JSON stays the artifact as kept.
     view = artifact
-    if args.format != "json" and not _is_path(args.what):
+    if args.format != "json" and not is_path(args.what):
         view = {**artifact, "rev": args.what}
     _write(render(view, args.format, terminal=sys.stdout.isatty()))
     return 1 if failed(artifact) else 0

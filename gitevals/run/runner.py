@@ -139,7 +139,7 @@ def empty(the_plan: Plan) -> bool:
 
 
 @dataclass
-class _Done:
+class Done:
     """One scenario of one conversation, before grading."""
 
     scenario: int
@@ -229,10 +229,10 @@ class Execution:
         self.executor.interrupt()
 
     def _converse(self, case: Case, trial: int,
-                  only: frozenset[int] | None = None) -> list[_Done]:
+                  only: frozenset[int] | None = None) -> list[Done]:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process
         (those ``wants`` runs, or the indices ``only`` when the driver decided them)."""
-        done: list[_Done] = []
+        done: list[Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
         with self._conversation(case, trial) as conv:
             for index, s in enumerate(case.scenarios):
@@ -246,7 +246,7 @@ class Execution:
                     ended = {"kind": error["kind"], "message": "not run: the conversation "
                              f"ended in scenario {s.id!r}: {error['message']}"}
                 ms = int((time.monotonic() - started) * 1000)
-                done.append(_Done(index, transcript(replies, ms), error))
+                done.append(Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
 
     def _conversation(self, case: Case, trial: int) -> Conversation | SharedConversation:
