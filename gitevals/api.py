@@ -8,16 +8,50 @@ that puts them together: the engine never imports a feature.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
-from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
+from gitevals.run.runner import DEFAULT_JOBS, MAX_TRIALS, Plan, case_paths, select_cases
 from gitevals.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from gitevals.git.trees import Tree
+    from types import FrameType
+
+    from gitevals.git.trees import RevisionTree, Tree
+    from gitevals.goldens.execute import SuiteExecution
+    from gitevals.goldens.plan import SuitePlan
+    from gitevals.lint import LintResult
+    from gitevals.report.progress import Update
+    from gitevals.run.artifact import Run
+    from gitevals.run.ray_executor import RayExecutor
+    from gitevals.run.runner import Provenance
+    from gitevals.run.sequential import Rounds
+
+
+# -- lint: every rule over a tree ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    """``cache`` reuses what an earlier lint of the same blobs found (``lint/cache.py``);
+    ``jobs`` worker processes for the goldens (None: one per CPU)."""
+
+    cache: bool = True
+    jobs: int | None = None
+
+
+def lint(tree: Tree, paths: Sequence[str] | None = None,
+         options: LintOptions = LintOptions(),
+         progress: Callable[[int, int], None] | None = None) -> LintResult:
+    """Every finding of ``tree`` (a working tree, the index or a revision: ``open_tree``),
+    restricted to ``paths`` when given; ``progress(done, total)`` as goldens are read."""
+    from gitevals.lint import lint_tree
+
+    return lint_tree(tree, paths, cache=options.cache, jobs=options.jobs, progress=progress)
 
 
 # -- plan: what a run of a revision will do ------------------------------------------------
@@ -143,3 +177,267 @@ def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, 
     graders = f"{settings.root}/graders/" if settings.root else "graders/"
     out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
     return dict(sorted(out.items()))
+
+
+# -- run: execute a plan at a commit --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run executes, one value instead of a flag per constructor: ``names`` the
+    cases asked for (recorded), ``jobs`` conversations at once, ``check`` the target
+    preflight, ``target_env`` what the target's environment adds (``public_env`` the
+    names whose values are recorded), ``rounds`` a sequential design (``run
+    --against``), ``bwrap`` the sandbox for task verifiers, ``cluster`` a connected Ray
+    executor, ``suite`` the goldens to send, ``cost_limit`` in USD."""
+
+    names: tuple[str, ...] = ()
+    jobs: int = DEFAULT_JOBS
+    check: bool = True
+    target_env: Mapping[str, str] | None = None
+    public_env: frozenset[str] = frozenset()
+    rounds: Rounds | None = None
+    bwrap: str | None = None
+    cluster: RayExecutor | None = None
+    graders_on_workers: bool = False
+    suite: SuitePlan | None = None
+    cost_limit: float | None = None
+
+
+#: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
+ProgressFactory = Callable[..., AbstractContextManager["Update"]]
+
+
+@contextmanager
+def silent(label: str, total: int, unit: str = "trials",
+           groups: tuple[str, int] | None = None) -> Iterator[Update]:
+    """No progress shown: what ``run_commit`` uses unless it is handed a display."""
+    yield lambda done, failures, running=None, groups_done=None: None
+
+
+def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
+               options: RunOptions = RunOptions(),
+               progress: ProgressFactory = silent) -> Run:
+    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
+    artifact. The caller keeps it (``run.store``), scores it by calibration
+    (``calibrated``) and renders it; nothing is printed here but ``progress``."""
+    return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
+                    options.target_env, options.rounds, options.bwrap, options.cluster,
+                    options.graders_on_workers, options.suite, options.public_env,
+                    options.cost_limit, progress)
+
+
+def task_notes(the_plan: Plan) -> list[str]:
+    """What a run of the plan's tasks cannot realize (an image) and what the task loader
+    skipped, one line each, made safe to print (names come from the tree)."""
+    from gitevals.run.tasks import gap_lines
+    from gitevals.text import visible
+
+    lines = [visible(line) for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]]
+    return [line if line.startswith("gitevals:") else f"gitevals: {line}" for line in lines]
+
+
+def calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
+    """The run with its judge graders' calibration; an advisory one's failures don't count."""
+    from datetime import UTC, datetime
+
+    from gitevals.calibration.runs import attach
+
+    started = datetime.fromisoformat(artifact["started_at"].replace("Z", "+00:00"))
+    return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
+
+
+def _advisory(tree: RevisionTree, the_plan: Plan, at: float) -> frozenset[str]:
+    """The plan's judge graders that are advisory at ``at`` (the run's start, as
+    ``calibrated`` decides): a sequential run's looks do not count their failures."""
+    from datetime import UTC, datetime
+
+    from gitevals.calibration.runs import calibration_of
+    from gitevals.run.artifact import grader_calls
+    from gitevals.run.scoring import expect_of
+
+    names = {name for c in the_plan.cases for s in c.scenarios
+             for _, name in grader_calls(expect_of(s))}
+    now = datetime.fromtimestamp(at, UTC)
+    return frozenset(n for n, c in calibration_of(tree, the_plan.settings, names, now).items()
+                     if c["status"] == "advisory")
+
+
+def preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None = None) -> None:
+    """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
+    from gitevals.run import preflight
+
+    names = {g for c in the_plan.cases for s in c.scenarios for g in s.graders()}
+    names |= {i.grader for i in suite.items} if suite is not None else set()
+    settings = the_plan.settings
+    preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
+
+
+def find_sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
+    """The bubblewrap that runs task verifiers (None: no tasks, or ``no_sandbox``); a
+    UsageError saying how to get one when there is none that works here."""
+    if not the_plan.tasks or no_sandbox:
+        return None
+    import os
+
+    from gitevals.errors import UsageError
+    from gitevals.tasks import userns
+    from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
+    from gitevals.text import visible
+
+    bwrap = find_bwrap()
+    if bwrap is None:
+        given = os.environ.get(BWRAP_ENV)
+        where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
+                 if given else f"(${BWRAP_ENV} is set but empty)")
+        hint = userns.missing_hint(os.environ)
+        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
+                         "install it (Debian/Ubuntu: apt-get install bubblewrap"
+                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
+                         "without isolation (recorded in the artifact)")
+    why = probe(bwrap)
+    if why is not None:
+        from gitevals.text import one_line
+
+        cause = userns.diagnose(userns.read_settings(), os.environ)
+        fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "
+                        "knows --cap-drop, --size and --seccomp")
+        raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
+                         f" {fix}, or pass --no-sandbox")
+    return bwrap
+
+
+def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
+             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
+             rounds: Rounds | None = None, bwrap: str | None = None,
+             cluster: RayExecutor | None = None, graders_on_workers: bool = False,
+             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
+             cost_limit: float | None = None, progress: ProgressFactory = silent) -> Run:
+    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
+    import signal
+    import time
+
+    from gitevals.run import runner
+    from gitevals.run.reaper import subreaper
+    from gitevals.run.workdir import workdir
+
+    # gitevals adopts what escapes its targets and graders, and kills it all before the
+    # materialized tree is removed (gitevals.run.reaper).
+    target = the_plan.settings.target
+    interpreter = _interpreter(tree, the_plan)
+    with workdir("run") as tmp, subreaper():
+        tree.materialize(tmp)
+        if check and target is not None:
+            from gitevals.run.preflight import check_target
+
+            check_target(target, str(tmp), interpreter)
+        if cluster is not None:
+            from gitevals.run.executors import RunShared
+
+            cluster.start(str(tmp), prov.tree,
+                          RunShared(the_plan, jobs, grader_timeout(), graders_on_workers,
+                                    dict(target_env or {}), sandboxed=bwrap is not None))
+        execution = runner.Execution(the_plan, str(tmp), jobs, grader_timeout(), target_env,
+                                     bwrap, executor=cluster, interpreter=interpreter,
+                                     public_env=public_env)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
+        started = time.time()
+
+        def halt() -> None:
+            execution.interrupt()
+            if goldens is not None:
+                goldens.interrupt()
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            halt()
+            if execution.looking:  # a look's computation checks no flag: end it here
+                raise KeyboardInterrupt
+
+        meter = None
+        if cost_limit is not None:
+            from gitevals.run.pricing import CostMeter
+
+            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
+            execution.on_trial = meter.add
+
+        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        cases = len(the_plan.cases)
+        label = f"{cases} case{'s' * (cases != 1)}" + (
+            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
+            if the_plan.tasks else "")
+        try:
+            # a sequential run (--against) may go to every scenario's last look
+            total = the_plan.total() if rounds is None else (
+                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
+            with progress(label, total, groups=("cases", cases)) as update:
+                def report(t: runner.Tally) -> None:
+                    update(t.done, t.failures, t.running, t.cases_done)
+
+                if rounds is None:
+                    execution.run(report)
+                else:
+                    from gitevals.run.sequential import run_rounds
+
+                    run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
+            if goldens is not None and not execution.stop.is_set():
+                with progress("goldens", len(goldens.plan.items), unit="items") as sent:
+                    goldens.run(lambda done, bad: sent(done, bad))
+        finally:
+            execution.registry.close()
+            if cluster is not None:
+                cluster.close()
+            if goldens is not None:
+                goldens.registry.close()
+            for s, handler in old.items():
+                signal.signal(s, handler)
+        finished = time.time()
+    artifact = runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
+    if rounds is not None:
+        from gitevals.run.sequential import annotate
+
+        annotate(artifact, rounds)
+    if goldens is not None:
+        artifact["goldens"] = goldens.part()
+        artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
+        artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
+    if meter is not None:
+        artifact["options"]["cost_limit"] = meter.limit
+        if meter.reached:
+            artifact["interrupted_reason"] = meter.reason()
+    return artifact
+
+
+def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
+                     jobs: int, target_env: Mapping[str, str] | None = None,
+                     interpreter: str | None = None) -> SuiteExecution | None:
+    if suite is None:
+        return None
+    from gitevals.goldens.execute import SuiteExecution
+
+    return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, grader_timeout(),
+                          target_env, interpreter)
+
+
+def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
+    """The interpreter of a python target (``[target] interpreter``, else the
+    repository's ``.venv``, else gitevals' own); None for a command target."""
+    target = the_plan.settings.target
+    if target is None or target.command or not target.python:
+        return None
+    from gitevals.run.targets import resolve_interpreter
+
+    return resolve_interpreter(target.interpreter, str(tree.repo.work_root))
+
+
+def grader_timeout() -> float:
+    """30 s; GITEVALS_GRADER_TIMEOUT (seconds, above 0 and at most 3,600) overrides it,
+    for tests of the timeout path."""
+    import os
+
+    from gitevals.run.grading import GRADER_TIMEOUT
+
+    try:
+        value = float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
+    except ValueError:
+        return GRADER_TIMEOUT
+    return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both

@@ -180,9 +180,9 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     _controls_before(lanes, snaps)
     total = check_matrix(plans[0], len(lanes), args.repeat, args.max_samples or MAX_SAMPLES)
     if not args.no_preflight:
-        from gitevals.commands.run import _preflight_judge
+        from gitevals.api import preflight_judge
 
-        _preflight_judge(trees[0], plans[0])
+        preflight_judge(trees[0], plans[0])
     root = plans[0].settings.root
     exp_id = _new_id()
     started = time.time()
@@ -216,7 +216,8 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     calibration as ``run`` does (an advisory grader's failures are not counted in the
     lane's rates), keep its artifact, and read it back from disk: the after-check reads
     the sample as kept, not the value in memory."""
-    from gitevals.commands.run import _calibrated, _execute, _sandbox
+    from gitevals import api
+    from gitevals.report.progress import progress
     from gitevals.run import runner
     from gitevals.run.artifact import dumps
 
@@ -224,10 +225,13 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
     jobs = args.jobs or runner.DEFAULT_JOBS
     # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
-    bwrap = _sandbox(the_plan, no_sandbox=False)
-    artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env,
-                        bwrap=bwrap, public_env=public)
-    artifact = _calibrated(tree, the_plan, artifact)
+    for line in api.task_notes(the_plan):
+        print(line, file=sys.stderr)
+    bwrap = api.find_sandbox(the_plan, no_sandbox=False)
+    options = api.RunOptions(tuple(names), jobs, not args.no_preflight, lane.env,
+                             public_env=public, bwrap=bwrap)
+    artifact = api.run_commit(tree, the_plan, prov, options, progress)
+    artifact = api.calibrated(tree, the_plan, artifact)
     path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 

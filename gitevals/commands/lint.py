@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals import api
     from gitevals.git.trees import open_tree
-    from gitevals.lint import lint_tree
     from gitevals.report.findings import nothing_to_lint, render
 
     tree = open_tree(rev=args.rev, staged=args.staged)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         paths += staged_deletions(tree)
     bar = _LazyBar() if sys.stderr.isatty() else None
     try:
-        result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs, progress=bar)
+        result = api.lint(tree, paths, api.LintOptions(not args.no_cache, args.jobs), bar)
     finally:
         if bar is not None:
             bar.close()
