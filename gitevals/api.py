@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitevals.diff.stats import DEFAULT_TEST
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
 from gitevals.run.runner import DEFAULT_JOBS, MAX_TRIALS, Plan, case_paths, select_cases
@@ -21,6 +22,8 @@ from gitevals.settings import Settings, load_settings
 if TYPE_CHECKING:
     from types import FrameType
 
+    from gitevals.diff import Diff
+    from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.plan import SuitePlan
@@ -52,6 +55,33 @@ def lint(tree: Tree, paths: Sequence[str] | None = None,
     from gitevals.lint import lint_tree
 
     return lint_tree(tree, paths, cache=options.cache, jobs=options.jobs, progress=progress)
+
+
+# -- diff: two revisions and their runs -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """``a_run``/``b_run`` name a run of each side (default: the newest pinned to the
+    commit); ``parts`` what to compare; ``test`` the exact test on pass counts; ``alpha``,
+    ``control`` and ``equivalence`` (points) default to A's settings."""
+
+    a_run: str | None = None
+    b_run: str | None = None
+    parts: frozenset[str] = frozenset(("rules", "graders", "goldens", "verdicts"))
+    test: str = DEFAULT_TEST
+    alpha: float | None = None
+    control: str | None = None
+    equivalence: float | None = None
+
+
+def diff(repo: Repo, a: str, b: str, options: DiffOptions = DiffOptions()) -> Diff:
+    """What changed from revision ``a`` to ``b``: rules, graders, goldens and, from the
+    runs pinned to them, verdicts beyond noise (``Diff``; reporters in ``report/diff``)."""
+    from gitevals.diff.collect import collect
+
+    return collect(repo, a, b, options.a_run, options.b_run, set(options.parts),
+                   options.test, options.alpha, options.control, options.equivalence)
 
 
 # -- plan: what a run of a revision will do ------------------------------------------------

@@ -58,3 +58,17 @@ def test_lint_reads_the_working_tree_or_a_revision(committed: Repo) -> None:
     only = api.lint(WorkingTree(committed.path), ["evals/cases/broken.yaml"],
                     api.LintOptions(cache=False))
     assert {f.path for f in only.findings} == {"evals/cases/broken.yaml"}
+
+
+def test_diff_of_two_commits_without_runs(committed: Repo) -> None:
+    from gitevals.commands.diff import PARTS
+
+    a = committed.git("rev-parse", "HEAD")
+    b = committed.commit({"evals/cases/capital.yaml": CAPITAL.replace("trials: 2", "trials: 3")})
+    result = api.diff(require_repo(committed.path), a, b,
+                      api.DiffOptions(parts=frozenset({"rules", "verdicts"})))
+    assert [(c.path, c.kind) for c in result.cases] == [("capital.yaml", "changed")]
+    assert (result.a.commit, result.b.commit) == (a, b)
+    assert result.a.run_id is None and result.b.run_id is None  # nothing ran: no verdicts
+    assert result.verdicts == ()
+    assert api.DiffOptions().parts == frozenset(PARTS)  # the CLI's --only names them all
