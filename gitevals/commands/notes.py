@@ -63,15 +63,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def side_ref(remote: str) -> str:
-    """Where ``pull`` keeps ``remote``'s notes as last fetched."""
-    return f"refs/notes/gitevals-remote/{remote}"
-
-
 def fetch(repo: Repo, remote: str) -> bool:
     """Fetch ``remote``'s notes into ``side_ref``; False when it has none."""
     from gitevals.errors import GitError
-    from gitevals.git.repo import NOTES_REF
+    from gitevals.git.repo import NOTES_REF, side_ref
 
     code, err = repo.run_git("fetch", "--quiet", "--no-write-fetch-head", remote,
                              f"+{NOTES_REF}:{side_ref(remote)}")
@@ -130,6 +125,8 @@ def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dic
 def pulled(repo: Repo, remote: str) -> int | None:
     """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
     the remote has no notes."""
+    from gitevals.git.repo import side_ref
+
     return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
 
 

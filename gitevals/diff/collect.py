@@ -206,8 +206,7 @@ def missing_run_hint(repo: Repo, commit: str) -> str:
     "Fetched" means ``gitevals notes pull`` left a side ref, or the remote's fetch
     refspecs bring refs/notes/gitevals and it exists.
     """
-    from gitevals.commands.notes import side_ref
-    from gitevals.git.repo import NOTES_REF
+    from gitevals.git.repo import NOTES_REF, side_ref
     from gitevals.run.store import note_runs
 
     make = f"`gitevals run --rev {commit}`"

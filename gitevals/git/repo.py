@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 NOTES_REF = "refs/notes/gitevals"
 
 
+def side_ref(remote: str) -> str:
+    """Where ``gitevals notes pull`` keeps ``remote``'s notes as last fetched."""
+    return f"refs/notes/gitevals-remote/{remote}"
+
+
 def under(path: str, prefix: str) -> bool:
     """``path`` is ``prefix`` or below it; a ``prefix`` ending in "/" names a directory only."""
     top = prefix.strip("/")
