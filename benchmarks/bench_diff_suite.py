@@ -6,8 +6,9 @@ Two run artifacts of 1,000 scenarios (100 cases x 10) x 100 trials a side
 (``bench_score.make_artifact``'s trials, with B's pass bits flipped at random so most
 scenarios move), and ``gitevals diff A B --a-run A.json --b-run B.json --only verdicts``
 timed in fresh processes: this tree's code against the code of ``--old`` (default: the
-commit this branch started from, unpacked with ``git archive``), interleaved in one
-loop, best of --repeat. The bar: new <= 1.5 x old.
+commit before issue 21's work, the parent of the first commit that touched
+``gitevals/stats``; unpacked with ``git archive``), interleaved in one loop, best of
+--repeat. The bar: new <= 1.5 x old.
 """
 
 from __future__ import annotations
@@ -92,12 +93,20 @@ def timed(argv: list[str], cwd: Path, pythonpath: Path) -> float:
     return took
 
 
+def before_issue_21() -> str:
+    """The parent of the first commit that touched ``gitevals/stats`` (issue 21's kernel)."""
+    first = git(ROOT, "log", "--format=%H", "--reverse", "--", "gitevals/stats").splitlines()
+    return git(ROOT, "rev-parse", f"{first[0]}^")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--old", default=git(ROOT, "merge-base", "HEAD", "main"))
+    ap.add_argument("--old", default=None, help="the code to compare with (default: the "
+                    "commit before issue 21's work)")
     args = ap.parse_args()
+    args.old = args.old or before_issue_21()
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-diff-suite-"))
     sys.path.insert(0, str(ROOT))
     a, b = build(base / "repo")

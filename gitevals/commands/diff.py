@@ -53,8 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the newer revision (default HEAD)")
     parser.add_argument("--a-run", metavar="FILE", help="run artifact to use for A")
     parser.add_argument("--b-run", metavar="FILE", help="run artifact to use for B")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="text (rich tables on a terminal, plain when piped), json, markdown")
+    parser.add_argument("--format", choices=("text", "json", "markdown", "junit"),
+                        default="text",
+                        help="text (rich tables on a terminal, plain when piped), json, "
+                             "markdown, junit (the suite's verdict first, then a testcase "
+                             "per scenario: for a CI's test report)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default="regressed",
                         help="exit 1 when a scenario regressed beyond noise (default), on any "
                              "change, or never")
@@ -85,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         text = report.render_json(result)
     elif args.format == "markdown":
         text = report.render_markdown(result, args.limit)
+    elif args.format == "junit":
+        text = report.render_junit(result)
     elif sys.stdout.isatty():
         text = report.render_rich(result, args.limit)
     else:
@@ -412,6 +417,9 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                                      equivalence, test, others=int(_measured(slices)))
             slices = control_slices(slices, control, alpha, suite.share)
             verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
+            from gitevals.diff.corrected import corrected_suite
+
+            suite = corrected_suite(suite, verdicts, clusters(run_a, run_b))
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),

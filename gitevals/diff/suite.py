@@ -32,9 +32,23 @@ from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, one_sided_less
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.stats import equivalence, multiplicity, paired
 from gitevals.stats import power as suite_power
+from gitevals.stats.judge_correction import Calibration
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 DEFAULT_GOAL = 0.8
+
+
+@dataclass(frozen=True)
+class SuiteCorrected:
+    """The suite's change corrected for the calibrated judge that alone decided the
+    scenarios it covers (``diff.corrected.corrected_suite``; points, not fractions)."""
+
+    estimate_pts: float
+    ci_pts: tuple[float, float]
+    raw_pts: float              # the raw paired mean over the same scenarios
+    scenarios: int
+    calibration: Calibration    # the one judge's counts (TPR tp of n_pos, TNR tn of n_neg)
+    method: str = "rogan-gladen"
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,9 @@ class SuiteResult:
     p_no_rise: float | None = None
     no_drop: bool | None = None      # a drop larger than equivalence_pts is ruled out
     share: int = 1              # a family's q is its adjusted p times this (alpha / share each)
+    #: the change corrected for a calibrated judge, over the scenarios it alone decided
+    corrected: SuiteCorrected | None = None
+    corrected_why: str | None = None  # why there is none though some rows are corrected
 
     @property
     def regressed(self) -> bool:
@@ -157,7 +174,8 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     suite = paired.compare(pairs, alpha)
     assert suite is not None
     q = suite.p
-    mde_suite = suite_power.suite_mde(suite.se, suite.df, alpha, DEFAULT_GOAL)
+    mde_suite = suite_power.suite_mde(suite.se_cluster, suite.df, alpha, DEFAULT_GOAL,
+                                      suite.se_noise)
     result = SuiteResult(
         # a difference of pass rates lies within ±100 points, whatever the t quantile of
         # a suite of few clusters says
