@@ -18,7 +18,8 @@ drives): given the per-scenario rows with their raw exact-test p, it
    adjusted p times the share, and a row is beyond noise when ``q < alpha``; ``none``
    is the procedure before controls existed (two-sided p < alpha, the suite test too);
 4. states what the suite could see: the minimum detectable suite-wide drop and the
-   drop one scenario needs on its own, at 80 % power, both at the level actually used;
+   drop one scenario needs on its own, at 80 % power, both at the level actually used
+   (``lone_level``), and marks each row ``underpowered`` at that same level;
 5. with an equivalence margin, the two one-sided tests (``gitevals.stats.equivalence``).
 """
 
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
+from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, one_sided_less
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.stats import equivalence, multiplicity, paired
@@ -160,9 +162,10 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     share = 2 * families if control != "none" else 1
     rows = control_rows(rows, control, alpha, share, test)
     tests = len(pairs)
+    level = lone_level(control, alpha, share, tests)
+    rows = tuple(_powered(r, level, test) for r in rows)
     words = multiplicity.describe(control, alpha, tests, share, what="scenarios")
-    scen_mde = _scenario_mde(pairs, alpha / share / max(1, tests)
-                             if control != "none" else alpha, test) if mde else None
+    scen_mde = _scenario_mde(pairs, level, test) if mde else None
     sequential = any(r.sequential is not None for r in rows)
     if not made:
         why = ("B is a sequential run: its stopped-early samples are read by their designs"
@@ -189,6 +192,27 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
         result = replace(result, equivalence_pts=equivalence_pts, p_no_drop=e.p_lower,
                          p_no_rise=e.p_upper, no_drop=e.no_drop)
     return rows, result
+
+
+def lone_level(control: str, alpha: float, share: int, tests: int) -> float:
+    """The two-sided level at which the exact test must call a drop in one scenario
+    alone for the control to call it: its one-sided p times ``share`` times the family's
+    size must stay below alpha, and the two-sided p is twice the one-sided one, so
+    ``2 alpha / (share m)`` (alpha / m for diff's usual share of 2: what ``plan`` uses);
+    ``none`` calls at alpha."""
+    if control == "none":
+        return alpha
+    return 2.0 * alpha / (share * max(1, tests))
+
+
+def _powered(r: VerdictRow, level: float, test: str) -> VerdictRow:
+    """``r`` marked underpowered at ``level``: a row whose trials cannot see a 20-point
+    drop at the level the control holds it to reads "not measured", not "unchanged"."""
+    if not _compared(r) or r.a is None or r.b is None:
+        return r
+    weak = underpowered(min(r.a.trials, r.b.trials), r.a.passes / r.a.trials, test=test,
+                        alpha=level)
+    return r if weak == r.underpowered else replace(r, underpowered=weak)
 
 
 def _scenario_mde(pairs: Sequence[paired.Pair], level: float, test: str) -> float | None:
