@@ -1,6 +1,6 @@
 """Simulated suites for issue 21: false alarms, power and coverage of diff's decision, seeded.
 
-    .venv/bin/python benchmarks/bench_suite_sim.py [--diffs 1000] [--seed 21] [--quick]
+    .venv/bin/python benchmarks/bench_suite_sim.py [--diffs 2000] [--seed 21] [--quick]
 
 Every diff is decided as ``gitevals diff`` decides it, on simulated pass counts. The
 per-scenario p values come from diff's own exact test (``gitevals.diff.stats``: one
@@ -337,7 +337,7 @@ def _check_intervals(xa: np.ndarray, xb: np.ndarray, n: int, cluster: np.ndarray
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--diffs", type=int, default=1000, help="diffs a row (default 1000)")
+    ap.add_argument("--diffs", type=int, default=2000, help="diffs a row (default 2000)")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--quick", action="store_true",
                     help="200 diffs a row, 1,000-scenario suites at 5 and 10 trials only")

@@ -166,5 +166,8 @@ def sequential_of(run_a: Run | None, run_b: Run | None, key: tuple[str, str]
         if call == "ruled_out":
             return False, f"a {design.drop * 100:g}-point drop ruled out at {where}"
         if call == "no_regression":
-            return False, f"no regression at the last look ({look['trials']} trials)"
+            # "not called", never "no regression": the row's change column may well say
+            # regressed (B passed less often), and not significant is not unchanged
+            return False, (f"within noise: not called at the last look ({look['trials']} "
+                           "trials, sequential bound)")
     return False, "sequential run stopped before its design settled it: nothing called"
