@@ -407,8 +407,8 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                                 "transcripts are not local): A is not re-scored under B's "
                                 "rules; `gitevals fetch-run A` brings them")
         if run_a is not None and run_b is not None:
-            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
-                                         users)
+            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha,
+                                                          powered=False), users)
             verdicts = _left_out(s, verdicts)
             from gitevals.diff.buckets import compare_slices, control_slices
 

@@ -128,7 +128,7 @@ def build(runs: Sequence[tuple[Commit, dict[Key, Tally] | None]],
     for j, (_, tally) in enumerate(runs):
         if tally is None:
             continue
-        rows = compare_tallies(before or {}, tally, None, test, alpha)
+        rows = compare_tallies(before or {}, tally, None, test, alpha, powered=False)
         if before is not None:
             rows, suite = assess(rows, clusters, control, alpha, test=test, mde=False)
             suites[j] = suite
