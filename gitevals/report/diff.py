@@ -18,8 +18,8 @@ from gitevals.diff.rules import Change
 from gitevals.diff.suite import SuiteResult
 from gitevals.diff.verdicts import Tally, VerdictRow
 from gitevals.jsontypes import JSON
-from gitevals.report.text import md_inert, visible, xml_text
 from gitevals.stats.judge_correction import Corrected
+from gitevals.text import md_inert, visible, xml_text
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element

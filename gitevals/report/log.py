@@ -14,7 +14,7 @@ import json
 
 from gitevals.diff.suite import SuiteResult
 from gitevals.report.history import Commit, History, Point
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 MARKS = {"pass": "✓", "flaky": "~", "fail": "✗", "broken": "!", "not_run": "-"}
 REGRESSED = "▼"
