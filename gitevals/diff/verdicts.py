@@ -108,10 +108,12 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
 
 def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], Tally],
                     tr: dict[tuple[str, str], Tally] | None = None,
-                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
-                    ) -> tuple[VerdictRow, ...]:
+                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA,
+                    power: bool = True) -> tuple[VerdictRow, ...]:
     """``compare_verdicts`` on tallies already taken (``tallies``): what the history of
-    many runs (``report.history``) compares, one pair of runs at a time."""
+    many runs (``report.history``) compares, one pair of runs at a time. Without
+    ``power`` no row says whether it is underpowered: the history never shows it, and
+    the exact power sums were most of ``log``'s time."""
     tr = tr or {}
     rows = []
     for key in sorted(set(ta) | set(tb)):
@@ -123,11 +125,11 @@ def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], 
             p = (two_sided(test, a.passes, a.trials, b.passes, b.trials)
                  if change in ("regressed", "improved") else None)
         beyond = p is not None and p < alpha
-        row = VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key))
-        if a is not None and b is not None and a.trials and b.trials:
-            row = replace(row, underpowered=underpowered(
-                min(a.trials, b.trials), a.passes / a.trials, test=test, alpha=alpha))
-        rows.append(row)
+        weak = (power and a is not None and b is not None and a.trials > 0 and b.trials > 0
+                and underpowered(min(a.trials, b.trials), a.passes / a.trials, test=test,
+                                 alpha=alpha))
+        rows.append(VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key),
+                               underpowered=weak))
     return tuple(rows)
 
 

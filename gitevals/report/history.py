@@ -109,7 +109,7 @@ def build(runs: Sequence[tuple[Commit, dict[Key, Tally] | None]],
     for j, (_, tally) in enumerate(runs):
         if tally is None:
             continue
-        rows = compare_tallies(before or {}, tally, None, test, alpha)
+        rows = compare_tallies(before or {}, tally, None, test, alpha, power=False)
         for r in rows:
             if r.b is None:
                 continue  # gone: no point at this commit

@@ -198,13 +198,27 @@ class SequentialRecord(_SequentialRecordKeys, total=False):
     design: JSONObject
 
 
+class _PackedKeys(TypedDict):
+    outcomes: str
+
+
+class Packed(_PackedKeys, total=False):
+    """A summary's trials as a note line keeps them (``gitevals.run.summary.pack``):
+    one character a trial (``1`` passed, ``x`` failed with an infrastructure error,
+    ``0`` failed) and the trials column by column, read only by what needs trials."""
+
+    columns: JSONObject
+
+
 class ScenarioRun(_ScenarioRunKeys, total=False):
     """One scenario: the rules used and a ``Trial`` per trial that ran; ``rules`` only
     after ``score --rules`` (applied, stored, or added); ``sequential`` only from
-    ``run --against``."""
+    ``run --against``; ``packed`` only in a note's summary (then ``results`` is empty
+    until ``summary.unpack``)."""
 
     rules: Literal["applied", "stored", "added"]
     sequential: SequentialRecord
+    packed: Packed
 
 
 class _CaseRunKeys(TypedDict):
