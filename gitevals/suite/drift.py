@@ -44,6 +44,12 @@ class Budget:
     hard_fail: float
     rerun: tuple[float, ...] = ()
 
+    @property
+    def rerun_max(self) -> float:
+        """The widest a re-run with another seed moved a slice: a drop no larger is noise
+        (the gate's ``rerun_noise``); 0 when the suite measured none."""
+        return max(self.rerun, default=0.0)
+
     def as_dict(self) -> JSONObject:
         return {"noise_tolerance_pts": self.noise, "hard_fail_threshold_pts": self.hard_fail,
                 "rerun_seed_variation_pts": list(self.rerun)}
@@ -264,17 +270,31 @@ def sample(s: Slice, data: bytes) -> list[tuple[int, JSONObject]]:
 
 
 def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
-                  mapping: Mapping[str, str]) -> list[Finding]:
-    """GE631/GE632/GE635/GE637 for each slice against the files of the tree."""
+                  mapping: Mapping[str, str],
+                  named: Callable[[str], tuple[bytes | None, str]] | None = None
+                  ) -> list[Finding]:
+    """GE631/GE632/GE635/GE637 for each slice against the files of the tree, and a named
+    source (``source: mmlu``) against what ``named`` reads of the local cache."""
+    from gitevals.suite.benchcache import is_named
+
     out: list[Finding] = []
     for s in suite.slices:
         why = source_problem(s.source)
-        if why is not None:
+        if named is not None and s.kind == "benchmark" and is_named(s.source):
+            data, missing = named(s.source)
+            if data is None:
+                out.append(Finding(path, *s.at, "GE631",
+                                   f"{s.name}: the named benchmark {s.source!r} is not in the "
+                                   f"local cache: {missing}; put its JSONL file there "
+                                   "(GITEVALS_BENCHMARK_CACHE; nothing is downloaded)"))
+                continue
+        elif why is not None:
             out.append(Finding(path, *s.at, "GE631",
                                f"{s.name}: source {s.source!r} {why}; name a JSONL file by its "
                                "path from the repository root, e.g. evals/bench/mmlu.jsonl"))
             continue
-        data = read(s.source)
+        else:
+            data = read(s.source)
         if data is None:
             out.append(Finding(path, *s.at, "GE631",
                                f"{s.name}: {s.source!r} is not a file of this tree; sources "
