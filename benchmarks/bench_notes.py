@@ -130,7 +130,8 @@ def varied(template: Any, rng: random.Random, commit: str, tree: str) -> Any:
     for s in doc["cases"][0]["scenarios"]:
         n, rate = len(s["packed"]["outcomes"]), rng.random()
         bits = "".join("1" if rng.random() < rate else "0" for _ in range(n))
-        cols = s["packed"]["columns"]["o"]
+        table = json.loads(s["packed"]["columns"])
+        cols = table["o"]
         cols["passed"] = {"b": bits}
         cols["assertions"]["v"]["o"]["passed"] = {"b": bits}
         tr = cols["transcript"]["o"]
@@ -141,6 +142,7 @@ def varied(template: Any, rng: random.Random, commit: str, tree: str) -> Any:
         usage["completion_tokens"] = {"n": ",".join(str(rng.randint(50, 900))
                                                     for _ in range(2 * n))}
         s["packed"]["outcomes"] = bits
+        s["packed"]["columns"] = json.dumps(table, sort_keys=True, separators=(",", ":"))
         name, passes, trials = outcomes_verdict(bits)
         first = s["verdict"]["first_failure"] or "trial failed"
         s["verdict"].update(verdict=name, passes=passes, trials=trials, pass_at_k=passes > 0,
@@ -200,8 +202,8 @@ def build_new(dest: Path, commits: int, trials: int) -> tuple[int, dict[str, int
     repo: Repo = require_repo(dest)
     repo.set_ref("refs/gitevals/runs/" + sha, repo.write_blob(packed), None)
     tip_summary = summarize(run, sha, size)
-    packed = pack(tip_summary)
-    notes = [(c, note_line(varied(packed, rng, c, t))) for c, t in rows[:-1]]
+    template = pack(tip_summary)
+    notes = [(c, note_line(varied(template, rng, c, t))) for c, t in rows[:-1]]
     notes.append((tip, note_line(tip_summary)))
     import_notes(dest, "refs/notes/gitevals", notes)
     import_notes(dest, "refs/notes/small", notes[-100:])

@@ -52,7 +52,7 @@ def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
     genuine = _line(repo.path, sha)
     steady = _steady(genuine)
     assert steady["results"] == [] and steady["packed"]["outcomes"] == "10"
-    columns = steady["packed"]["columns"]["o"]
+    columns = json.loads(steady["packed"]["columns"])["o"]
     assert columns["passed"] == {"b": "10"} and columns["trial"] == {"r": 0}
 
     # the verdict says pass, the outcomes still say 10: log itself refuses it
@@ -81,7 +81,8 @@ def test_a_summary_written_before_packing_reads_and_compact_packs_it(repo: Repo)
     for case in old["cases"]:
         for s in case["scenarios"]:
             kept = s.pop("packed")
-            s["results"] = rows(kept["columns"], len(kept["outcomes"]), [MAX_CELLS])
+            s["results"] = rows(json.loads(kept["columns"]), len(kept["outcomes"]),
+                                [MAX_CELLS])
     _set_note(repo, sha, [old])
 
     shown = run_cli("show", "--format", "json", cwd=repo.path)
@@ -120,3 +121,46 @@ def test_columns_give_back_every_json_value_exactly_and_refuse_a_bomb() -> None:
                 {"n": "1"}, {"n": "1,x"}, {"b": "12"}, {"b": "1"}):
         with pytest.raises(ValueError):
             rows(bad, 2, [MAX_CELLS])
+
+
+def test_a_note_line_saved_to_a_file_reads_with_its_trials(repo: Repo, tmp_path: Path) -> None:
+    sha = repo.commit(FILES, "evals")
+    _run(repo.path)
+    line = _line(repo.path, sha)
+    saved = tmp_path / "summary.json"
+    saved.write_text(json.dumps(line))
+    shown = run_cli("show", str(saved), "--format", "json", cwd=repo.path)
+    assert shown.code == 1, shown.err
+    of_note = run_cli("show", "--format", "json", cwd=repo.path)
+    scenarios = json.loads(shown.out)["scenarios"]
+    assert scenarios == json.loads(of_note.out)["scenarios"]  # usage summed from its trials
+    assert sum(s["usage"]["trials"] for s in scenarios) == 6  # every trial, not none
+    _steady(line)["packed"]["outcomes"] = "11"
+    saved.write_text(json.dumps(line))
+    bad = run_cli("show", str(saved), cwd=repo.path)
+    assert bad.code == 2 and bad.err == (
+        f"gitevals: error: {saved}: not a gitevals run artifact: the packed trials of "
+        "geo/steady are damaged or not what its outcomes say\n")
+
+
+def test_a_hostile_line_in_a_note_is_refused_in_one_line_never_a_crash(repo: Repo) -> None:
+    sha = repo.commit(FILES, "evals")
+    genuine_id = _run(repo.path)
+    genuine = _line(repo.path, sha)
+    shapes: list[dict[str, Any]] = []
+    for n, broken in enumerate(({"cases": 5}, {"cases": [{"scenarios": [7]}]},
+                                {"packed": "x"}, {"packed": {"outcomes": 3}},
+                                {"packed": {"outcomes": "10", "columns": {"o": {}}}})):
+        line = _forged(genuine, f"b0000{n}")
+        if "cases" in broken:
+            line.update(broken)
+        else:
+            _steady(line).update(broken)
+        shapes.append(line)
+    _set_note(repo, sha, [genuine, *shapes])
+    for argv in (["show", "--format", "json"], ["log", "--format", "json"],
+                 ["diff", "HEAD", "HEAD", "--format", "json"], ["show", "--all"]):
+        r = run_cli(*argv, cwd=repo.path)
+        assert r.code in (0, 1) and "internal error" not in r.err, (argv, r.err)
+        assert genuine_id in r.out
+    assert run_cli("notes", "compact", cwd=repo.path).code == 0

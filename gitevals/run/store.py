@@ -274,7 +274,13 @@ def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]
     results dir with thousands of runs stays cheap. Unreadable files are skipped.
     """
     found = []
-    for path in results_dir(work_root, root).glob(f"*-{commit[:12]}-*.json"):
+    tag, directory = f"-{commit[:12]}-", results_dir(work_root, root)
+    try:  # names matched as text: a glob compiles a pattern per commit (log reads 200)
+        names = [e.name for e in os.scandir(directory)
+                 if tag in e.name and e.name.endswith(".json") and not e.name.startswith(".")]
+    except OSError:
+        names = []
+    for path in (directory / name for name in sorted(names)):
         try:
             if not stat.S_ISREG(path.lstat().st_mode):
                 continue  # a FIFO or a link named like a run: never opened (it could hang)

@@ -19,8 +19,9 @@ read the full artifact (``gitevals.run.runstore``).
 
 In the note line a summary's trials are packed (``pack``): each scenario's
 ``results`` is left empty and ``packed`` holds its outcomes, one character a trial,
-and the trials column by column (``columns``: a tenth of their text, since trials
-differ in a few numbers only). ``log`` and ``report``'s history check each
+and the trials column by column (``columns``: a quarter of their text, since trials
+differ in a few numbers only), kept as one JSON text so that a reader that only
+counts parses one string, not a tree of columns. ``log`` and ``report``'s history check each
 verdict against the outcomes and never parse a trial (``store.parse_note`` with
 ``trials=False``); every other reader gets the trials back (``unpack``), checked
 against the outcomes. A summary written before packing (trials inline) reads as is.
@@ -226,17 +227,33 @@ def rows(node: JSON, n: int, budget: list[int]) -> list[JSON]:
 def pack(run: Run) -> Run:
     """``run`` with each scenario's trials packed (module docstring); a scenario packed
     already is kept as it is. Only summaries are packed: a full run is returned as is."""
-    if not is_summary(run):
+    if not is_summary(run) or not _shaped(run):
         return run
     return {**run, "cases": [
-        {**case, "scenarios": [s if "packed" in s else _packed(s) for s in case["scenarios"]]}
+        {**case, "scenarios": [s if "packed" in s or not _trials_in(s) else _packed(s)
+                               for s in case["scenarios"]]}
         for case in run["cases"]]}
+
+
+def _shaped(run: Run) -> bool:
+    """True when ``run``'s cases and scenarios are lists of objects. A line read from a
+    note is not validated yet: a run shaped otherwise is left as it is, for validation
+    to refuse in one line."""
+    cases: object = run.get("cases")
+    return isinstance(cases, list) and all(
+        isinstance(c, dict) and isinstance(c.get("scenarios"), list)
+        and all(isinstance(s, dict) for s in c["scenarios"]) for c in cases)
+
+
+def _trials_in(s: ScenarioRun) -> bool:
+    results: object = s.get("results")
+    return isinstance(results, list) and all(map(is_trial, results))
 
 
 def _packed(s: ScenarioRun) -> ScenarioRun:
     values: list[JSON] = json.loads(_text(s["results"]))  # plain JSON from here on
     return {**s, "results": [], "packed": {"outcomes": "".join(map(outcome, s["results"])),
-                                           "columns": columns(values)}}
+                                           "columns": _text(columns(values))}}
 
 
 def _text(value: object) -> str:
@@ -247,27 +264,30 @@ def unpack(run: Run) -> Run:
     """``run`` with each packed scenario's trials back in ``results``. A scenario whose
     columns are no list of trials, or whose trials are not what its outcomes say,
     keeps ``packed`` without ``columns``: ``store.problem`` refuses such a run."""
-    if not any("packed" in s for case in run["cases"] for s in case["scenarios"]):
+    if not _shaped(run) or not any("packed" in s for c in run["cases"] for s in c["scenarios"]):
         return run
     return {**run, "cases": [{**case, "scenarios": [_unpacked(s) for s in case["scenarios"]]}
                              for case in run["cases"]]}
 
 
 def _unpacked(s: ScenarioRun) -> ScenarioRun:
-    packed = s.get("packed")
-    if packed is None:
-        return s
+    packed: object = s.get("packed")
+    outcomes = packed.get("outcomes") if isinstance(packed, dict) else None
+    if not isinstance(packed, dict) or not isinstance(outcomes, str):
+        return s  # not a packed scenario: validation refuses it as it is
     out: ScenarioRun = {**s}
     del out["packed"]
+    text = packed.get("columns")
     try:
-        values = rows(packed.get("columns"), len(packed["outcomes"]), [MAX_CELLS])
+        node = json.loads(text) if isinstance(text, str) else None
+        values = rows(node, len(outcomes), [MAX_CELLS])
     except (ValueError, RecursionError):
         values = []
     trials = [t for t in values if is_trial(t)]
-    if len(trials) == len(values) == len(packed["outcomes"]) and "".join(
-            map(outcome, trials)) == packed["outcomes"]:
+    if len(trials) == len(values) == len(outcomes) and "".join(
+            map(outcome, trials)) == outcomes:
         out["results"] = trials
     else:
         out["results"] = []
-        out["packed"] = {"outcomes": packed["outcomes"]}
+        out["packed"] = {"outcomes": outcomes}
     return out
