@@ -111,7 +111,9 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
     declared: dict[str, str] = {}
     for sha, subject in _with_runs(repo, root, tip, start, limit):
         try:
-            found = run_of_commit(repo, repo.work_root, root, sha)
+            # counts only: a summary's trials stay packed (but the tip's a report shows)
+            found = run_of_commit(repo, repo.work_root, root, sha,
+                                  trials=keep_tip and sha == tip)
         except ArtifactError as exc:
             points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
                            None))

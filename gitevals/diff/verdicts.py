@@ -113,7 +113,9 @@ def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], 
                     test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA,
                     powered: bool = True) -> tuple[VerdictRow, ...]:
     """``compare_verdicts`` on tallies already taken (``tallies``): what the history of
-    many runs (``report.history``) compares, one pair of runs at a time."""
+    many runs (``report.history``) compares, one pair of runs at a time. Without
+    ``powered`` no row says whether it is underpowered: the history never shows it, and
+    the exact power sums were most of ``log``'s time."""
     tr = tr or {}
     rows = []
     for key in sorted(set(ta) | set(tb)):
