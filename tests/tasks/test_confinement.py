@@ -73,6 +73,33 @@ def test_a_target_cannot_see_read_trace_or_signal_the_verifier(who: Who) -> None
     assert "saw 0 did []" in it["verifier_tail"], it["verifier_tail"]
 
 
+#: The same hunt as a ``python`` target (``module:function``): its module imports in
+#: the trial's namespace, not in the warm worker outside it.
+PYTHON_TARGET = """\
+import os, sys, time
+
+
+def respond(messages):
+    ws = messages[-1]["workspace"]
+{hunt}
+    return {{"final_answer": "done", "tool_calls": [], "hooks": [], "error": None}}
+"""
+
+
+def test_a_python_target_hunts_from_its_namespace_too(who: Who) -> None:
+    _commit(who, "pass", test_sh="cat /app/report.txt; " + HONEST)
+    body = "\n".join("    " + line for line in HUNT.strip("\n").splitlines())
+    who.repo.commit({
+        "hunter.py": PYTHON_TARGET.format(hunt=body),
+        "pyproject.toml": ('[tool.gitevals.target]\npython = "hunter:respond"\n'
+                           f'interpreter = "{who.python}"\n')})
+    res = who.cli("run")
+    assert res.code == 1, res.out + res.err
+    (it,) = _trial(who)["task"]["iterations"]
+    assert "saw 0 did []" in it["verifier_tail"], it["verifier_tail"]
+    assert it["rewards"] == {"reward": 0.0}
+
+
 #: A verifier that forks (sleeping children, so the test stays gentle on the machine)
 #: until the kernel refuses, or well past its limit; then scores 0.
 VERIFIER_BOMB = f'''\
