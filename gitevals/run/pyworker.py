@@ -179,11 +179,13 @@ def _conversation(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> Non
     _exit(0)
 
 
-def _subreaper() -> None:
-    """Mark this process a child subreaper (as ``reaper.set_subreaper``)."""
+def _prctl() -> Callable[..., int]:
+    """libc's ``prctl``, loaded by the worker once (a holder calls it: importing ctypes in
+    every holder would cost each conversation milliseconds)."""
     import ctypes
 
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    return prctl
 
 
 def _hold(lifeline: int, program: object) -> None:
@@ -206,13 +208,13 @@ def _hold(lifeline: int, program: object) -> None:
 
 
 def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
-            program: object) -> None:
+            program: object, prctl: Callable[..., int]) -> None:
     """In the holder: fork the conversation's process beneath us, say both pids, hold."""
     import signal
 
     try:
         os.setsid()  # out of this worker's group: stopping the worker must not kill us
-        _subreaper()
+        prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, as reaper.set_subreaper
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # never reap the target: its pid is kept
         pid = os.fork()
         if pid == 0:
@@ -228,8 +230,8 @@ def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
         os._exit(1)
 
 
-def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: object
-          ) -> Message:
+def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: object,
+          prctl: Callable[..., int]) -> Message:
     """Start one conversation: its pid and its holder's, which is the supervisor's child by
     then.
 
@@ -242,7 +244,7 @@ def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: objec
         os.close(r)
         try:
             if os.fork() == 0:
-                _holder(spec, fn, sock, fds, w, program)
+                _holder(spec, fn, sock, fds, w, program, prctl)
         finally:
             os._exit(0)
     os.close(w)
@@ -270,7 +272,9 @@ def zygote(spec: str) -> None:
         _send(sock, {"error": _failure(spec, exc)})
         os._exit(START_FAILED)
     import gc
+    import signal  # noqa: F401  (the holders use it: imported once, here)
 
+    prctl = _prctl()
     gc.collect()
     gc.freeze()  # what the import made stays out of the children's collections: fewer copies
     _send(sock, {"ready": True})
@@ -280,7 +284,7 @@ def zygote(spec: str) -> None:
             os._exit(0)  # the supervisor is done (or gone)
         if request.get("op") == "fork" and len(fds) == 4:
             try:
-                answer = _fork(spec, fn, sock, fds, request.get("hold"))
+                answer = _fork(spec, fn, sock, fds, request.get("hold"), prctl)
             except OSError as exc:
                 answer = {"error": exc.strerror or str(exc), "errno": exc.errno or 0}
         else:
