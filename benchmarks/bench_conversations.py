@@ -155,7 +155,7 @@ def promptfoo_bin() -> Path | None:
 def peers(root: Path, repo: Path, cases: int, rounds: int) -> bool:
     OUT.mkdir(exist_ok=True)
     inspect_py, promptfoo = inspect_env(), promptfoo_bin()
-    task = root / "inspect_bench.py"
+    task = root / "inspect_bench.py"  # named relative to ``root``: Inspect refuses absolute globs
     task.write_text(INSPECT_TASK.format(n=cases))
     config = root / "promptfooconfig.yaml"
     config.write_text(PROMPTFOO.format(tests="\n".join(
@@ -167,7 +167,7 @@ def peers(root: Path, repo: Path, cases: int, rounds: int) -> bool:
     for _ in range(rounds):  # interleaved: the machine's load hits every tool alike
         best["gitevals"] = min(best.get("gitevals", 1e9), gitevals_run(repo))
         if inspect_py is not None:
-            cpu = cpu_of([str(inspect_py), "-m", "inspect_ai", "eval", str(task), "--model",
+            cpu = cpu_of([str(inspect_py), "-m", "inspect_ai", "eval", task.name, "--model",
                           "mockllm/model", "--display", "none", "--no-log-samples"], root, env)
             best["inspect"] = min(best.get("inspect", 1e9), cpu)
         if promptfoo is not None:

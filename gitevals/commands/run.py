@@ -598,11 +598,19 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
     target = the_plan.settings.target
     interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
-        tree.materialize(tmp)
-        if check and target is not None:
-            from gitevals.run.preflight import check_target
+        from gitevals.run.targets import ProcessRegistry
 
-            check_target(target, str(tmp), interpreter)
+        registry = ProcessRegistry()
+        if cluster is None and target is not None:
+            registry.prestart()  # while the commit is materialized
+        tree.materialize(tmp)
+        from gitevals.run import preflight
+
+        # A python target run here is imported once, by the worker its conversations fork
+        # from (after the execution exists); anything else is checked now.
+        warm = check and target is not None and preflight.warms(target, cluster is None)
+        if check and target is not None and not warm:
+            preflight.check_target(target, str(tmp), interpreter)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 
@@ -611,7 +619,13 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                                     dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
                                      bwrap, executor=cluster, interpreter=interpreter,
-                                     public_env=public_env)
+                                     public_env=public_env, registry=registry)
+        if warm and target is not None:
+            try:
+                preflight.check_warm(execution, target, str(tmp), interpreter)
+            except BaseException:
+                execution.registry.close()
+                raise
         goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
         started = time.time()
 

@@ -7,15 +7,16 @@ imports nothing but the standard library, and keeps to syntax Python 3.8 reads.
     INTERPRETER pyworker.py --check SPEC     import and exit: 0, or one line and 97
 
 ``SPEC`` is ``module:function``; the module is imported from the working directory (the
-materialized commit). In ``--zygote`` mode fd 0 is a socket to the job slot's supervisor
+materialized commit). In ``--zygote`` mode fd 0 is a socket to the run's supervisor
 (``gitevals.run.reaper``): after the import it says ``{"ready": true}`` (or
 ``{"error": line}``), then each ``{"op": "fork", "hold": PROGRAM}`` carrying the
-conversation's three pipe ends and the supervisor's lifeline becomes a holder -- forked
-twice so that it is the supervisor's child, a subreaper in a session of its own -- whose
-child, a fresh copy of this process, serves that one conversation and exits, while the
-holder waits as ``PROGRAM`` (``reaper._hold``) until the conversation ends. Every conversation
-starts from the state right after the import: nothing one conversation changes (module
-globals, caches, open files) can reach another, and the import is paid once.
+conversation's three pipe ends and the supervisor's lifeline becomes a holder -- a child of
+this worker, a subreaper in a session of its own, reaped when the supervisor asks
+(``{"op": "reap", "pid"}``) -- whose child, a fresh copy of this process, serves that
+one conversation and exits, while the holder waits as ``PROGRAM`` (``reaper._hold``)
+until the conversation ends. Every conversation starts from the state right after the
+import: nothing one conversation changes (module globals, caches, open files) can reach
+another, and the import is paid once.
 
 Why a fork and not a thread or a reset: the module's state is whatever its authors made it;
 only a copy of the process is sure to start clean, and a fork copies lazily.
@@ -220,7 +221,7 @@ def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
         if pid == 0:
             os.close(w)
             _conversation(spec, fn, sock, fds)
-        os.write(w, f"{pid} {os.getpid()}".encode())
+        os.write(w, str(pid).encode())
         os.close(w)
         sock.close()
         for fd in fds[:3]:
@@ -232,30 +233,36 @@ def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
 
 def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: object,
           prctl: Callable[..., int]) -> Message:
-    """Start one conversation: its pid and its holder's, which is the supervisor's child by
-    then.
+    """Start one conversation: its pid and its holder's.
 
-    The middle process exits at once: the holder it forked, orphaned, goes to the nearest
-    subreaper above, the supervisor, which can kill and reap it when the conversation ends;
-    the holder, a subreaper itself, keeps everything the conversation starts beneath it."""
+    The holder stays this worker's child, unreaped until the supervisor, having killed it,
+    asks (``{"op": "reap"}``): its pid stays its own until then. A subreaper itself, it
+    keeps everything the conversation starts beneath it; what it leaves when it dies goes
+    to the nearest subreaper above, the supervisor."""
     r, w = os.pipe()
-    middle = os.fork()
-    if middle == 0:
+    holder = os.fork()
+    if holder == 0:
         os.close(r)
-        try:
-            if os.fork() == 0:
-                _holder(spec, fn, sock, fds, w, program, prctl)
-        finally:
-            os._exit(0)
+        _holder(spec, fn, sock, fds, w, program, prctl)
     os.close(w)
     for fd in fds:
         os.close(fd)
     with os.fdopen(r, "rb") as reader:
-        said = reader.read().split()  # until the holder and its child closed the pipe
-    os.waitpid(middle, 0)
-    if len(said) == 2 and all(p.isdigit() for p in said):
-        return {"pid": int(said[0]), "holder": int(said[1])}
+        said = reader.read()  # until the holder and its child closed the pipe
+    if said.isdigit():
+        return {"pid": int(said), "holder": holder}
     return {"error": "fork failed", "errno": 0}
+
+
+def _reap(pid: object) -> Message:
+    """Reap holder ``pid``, which the supervisor killed."""
+    try:
+        if isinstance(pid, int):
+            os.waitpid(pid, 0)
+            return {"reaped": True}
+    except ChildProcessError:
+        pass
+    return {"error": f"no holder {pid!r} here", "errno": 0}
 
 
 def zygote(spec: str) -> None:
@@ -272,8 +279,11 @@ def zygote(spec: str) -> None:
         _send(sock, {"error": _failure(spec, exc)})
         os._exit(START_FAILED)
     import gc
-    import signal  # noqa: F401  (the holders use it: imported once, here)
+    import signal
 
+    # The holders are our children until the supervisor has us reap them: none may be
+    # reaped behind its back (an import may have set SIGCHLD to be ignored).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     prctl = _prctl()
     gc.collect()
     gc.freeze()  # what the import made stays out of the children's collections: fewer copies
@@ -287,6 +297,8 @@ def zygote(spec: str) -> None:
                 answer = _fork(spec, fn, sock, fds, request.get("hold"), prctl)
             except OSError as exc:
                 answer = {"error": exc.strerror or str(exc), "errno": exc.errno or 0}
+        elif request.get("op") == "reap" and not fds:
+            answer = _reap(request.get("pid"))
         else:
             for fd in fds:
                 os.close(fd)

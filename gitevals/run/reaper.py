@@ -27,8 +27,9 @@ parent: on Linux an orphan goes to the nearest ancestor marked
   what was beneath them goes to gitevals' own subreaper.
 - **A python target's warm worker** (``gitevals/run/pyworker.py --zygote``) is a child
   of the supervisor that outlives conversations: it imported the module once and forks
-  each conversation's holder (forking twice, so the supervisor adopts it), which forks
-  the conversation's process from the worker's memory and becomes a holder.
+  each conversation's holder, which forks the conversation's process from the worker's
+  memory and becomes a holder. The worker reaps a holder only when the supervisor, having
+  killed it, asks: until then its pid is its own.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
   escapes elsewhere -- a grader's children, the subtree of a holder that a target
   killed -- is adopted by gitevals and swept when the run ends, before the
@@ -395,7 +396,7 @@ def _hold(lifeline: int, program: str | None) -> None:
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
-    which it hands over to us (see ``pyworker._fork``)."""
+    its child until we have it reaped (see ``pyworker._fork``)."""
 
     def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
                  wait: float) -> None:
@@ -412,24 +413,26 @@ class _Zygote:
             theirs.close()
             os.close(devnull)
         self.sock.settimeout(wait)
+        self.slow = False
         ready = self._receive()
         self.sock.settimeout(None)
         self.error: str | None = None if ready.get("ready") else str(
-            ready.get("error") or "the python worker exited while importing the target "
-            f"(or took longer than {wait:.0f} s)")
+            ready.get("error") or "the python worker exited while importing the target")
 
     def _receive(self) -> dict[str, object]:
         try:
             data = self.sock.recv(_MAX_MESSAGE)
-        except OSError:  # TimeoutError included
+        except TimeoutError:
+            self.slow = True
+            data = b""
+        except OSError:
             data = b""
         answer = json.loads(data) if data else {}
         return answer if isinstance(answer, dict) else {}
 
     def fork(self, fds: Sequence[int], lifeline: int, program: str | None
              ) -> dict[str, object]:
-        """One conversation on ``fds``: ``{"pid", "holder"}`` (the holder now our child),
-        or what failed."""
+        """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
         import socket
 
         try:
@@ -438,6 +441,13 @@ class _Zygote:
         except OSError:
             return {}
         return self._receive()
+
+    def reap(self, holder: int) -> None:
+        """Have the worker reap ``holder``, its child, which we killed (its orphans are
+        ours once it has: ``_reap_strays``)."""
+        with suppress(OSError):
+            self.sock.send(json.dumps({"op": "reap", "pid": holder}).encode())
+            self._receive()
 
     def stop(self) -> None:
         self.sock.close()
@@ -456,6 +466,7 @@ class _Holders:
         self.lifeline, self._lifeline_w = os.pipe()
         self.program = hold_program()
         self.held: dict[int, int] = {}  # holder pid -> its target's pid
+        self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
 
     def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
@@ -469,7 +480,38 @@ class _Holders:
         holder = request.get("holder")
         if op == "end" and isinstance(holder, int) and holder in self.held:
             return self._end(holder)
+        if op == "warm":
+            return self._ready(request["zygote"], request["cwd"], request.get("env"),
+                               float(request.get("wait", 0)))
         return {"error": f"unexpected request {op!r}"}
+
+    def _ready(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+               wait: float) -> dict[str, object]:
+        """Start the warm worker for ``argv`` now, before any conversation (the run's
+        preflight): ``{"ready"}``, ``{"start_failed": line}``, or ``{"slow"}`` when its
+        import takes longer than ``wait`` s (the conversations try again)."""
+        try:
+            zygote = self._zygote(argv, cwd, env, wait)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        if zygote is None:
+            return {"slow": True}
+        return {"ready": True} if zygote.error is None else {"start_failed": zygote.error}
+
+    def _zygote(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+                wait: float) -> _Zygote | None:
+        """The warm worker for ``argv`` (started now when there is none; one whose import
+        failed is kept, with its line); None when its import took longer than ``wait``."""
+        key = json.dumps([argv, cwd, env], sort_keys=True)
+        zygote = self.zygotes.get(key)
+        if zygote is None:
+            zygote = _Zygote(argv, cwd, env, wait)
+            if zygote.error is not None:
+                zygote.stop()
+                if zygote.slow:
+                    return None
+            self.zygotes[key] = zygote
+        return zygote
 
     def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
@@ -519,24 +561,20 @@ class _Holders:
               fds: list[int], wait: float) -> dict[str, object] | None:
         """A conversation forked from the warm worker for ``argv`` (started now if it is not
         running); None when there cannot be one, and the target is started cold."""
-        key = json.dumps([argv, cwd, env], sort_keys=True)
         for _ in range(2):  # a worker a conversation killed is started again, once
-            zygote = self.zygotes.get(key)
+            zygote = self._zygote(argv, cwd, env, wait)
             if zygote is None:
-                zygote = _Zygote(argv, cwd, env, wait)
-                if zygote.error is not None:
-                    zygote.stop()
-                    if "took longer" in zygote.error:
-                        return {"start_failed": zygote.error}  # tried again next time
-                self.zygotes[key] = zygote
+                return {"start_failed": "the python worker took longer than "
+                        f"{wait:.0f} s to import the target"}  # tried again next time
             if zygote.error is not None:
                 return {"start_failed": zygote.error}
             answer = zygote.fork(fds, self.lifeline, self.program)
             target, holder = answer.get("pid"), answer.get("holder")
             if isinstance(target, int) and isinstance(holder, int):
                 self.held[holder] = target
+                self.owners[holder] = zygote
                 return {"pid": target, "holder": holder}
-            del self.zygotes[key]
+            self.zygotes.pop(json.dumps([argv, cwd, env], sort_keys=True), None)
             zygote.stop()
         return None
 
@@ -544,12 +582,16 @@ class _Holders:
         """Kill the holder (gitevals killed what was alive beneath it; anything that came
         since is killed here) and reap it with the dead it leaves."""
         self.held.pop(holder)
+        owner = self.owners.pop(holder, None)
         for pid, started in _alive_beneath(holder).items():
             _kill(pid, started)
-        with suppress(ProcessLookupError):
-            os.kill(holder, signal.SIGKILL)  # our child, unreaped: its pid is still its own
-        with suppress(ChildProcessError):
+        with suppress(ProcessLookupError):  # unreaped (ours, or a warm worker's child):
+            os.kill(holder, signal.SIGKILL)  # its pid is still its own
+        try:
             os.waitpid(holder, 0)
+        except ChildProcessError:  # a warm worker's child: it reaps it when asked
+            if owner is not None:
+                owner.reap(holder)
         self._reap_strays()
         return {"ended": True}
 
@@ -734,6 +776,22 @@ class Supervisor:
             raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
         self.target, self.holder = int(answer["pid"]), int(answer["holder"])
         return self.target
+
+    def warm(self, zygote: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+             wait: float) -> str | None:
+        """Start a python target's warm worker before any conversation: None once it
+        imported the module, else the worker's one line saying why it does not import.
+        An import longer than ``wait`` s raises ``TimeoutError`` (the conversations try
+        again); an interpreter that cannot start, ``OSError`` as ``Popen`` would."""
+        answer = self.channel.ask({"op": "warm", "zygote": list(zygote), "cwd": cwd,
+                                   "env": None if env is None else dict(env), "wait": wait},
+                                  wait)
+        if "errno" in answer:
+            raise OSError(answer["errno"] or 0, answer.get("error", "cannot start"))
+        if answer.get("slow"):
+            raise TimeoutError(f"the import took longer than {wait:g} s")
+        failed = answer.get("start_failed")
+        return None if failed is None else str(failed)
 
     def status(self, wait: float) -> int | None:
         """The target's exit code if it exits within ``wait`` s (it is not reaped)."""

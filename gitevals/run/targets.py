@@ -164,6 +164,13 @@ class ProcessRegistry:
         channel = self._channel()
         return None if channel is None else Supervisor(channel)
 
+    def prestart(self) -> None:
+        """Start the supervisor in the background now (it takes a Python start): the first
+        conversation finds it ready, or waits for the start under way."""
+        import threading
+
+        threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
+
     def _channel(self) -> Channel | None:
         from gitevals.run.reaper import Channel
 
