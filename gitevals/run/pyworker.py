@@ -197,11 +197,17 @@ def _hold(lifeline: int, program: object) -> None:
         os.dup2(lifeline, 0)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
+            if fd > 2:  # this process kept open would never end
+                try:
+                    os.close(fd)
+                except OSError:
+                    continue  # the listing's own descriptor, closed already
         if isinstance(program, str) and program:
-            from contextlib import suppress
-
-            with suppress(OSError):
+            try:
                 os.execve(program, [program], {})
+            except OSError:
+                program = None  # (imports nothing here: a holder pays for no import)
         while os.read(0, 4096):  # no such program: wait as Python
             pass
     finally:

@@ -384,6 +384,10 @@ def _hold(lifeline: int, program: str | None) -> None:
         os.dup2(lifeline, 0)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
+            if fd > 2:  # this process kept open would never end
+                with suppress(OSError):
+                    os.close(fd)
         if program:
             with suppress(OSError):
                 os.execve(program, [program], {})
