@@ -70,7 +70,7 @@ def _named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Arg
 
 def _near(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """`` (did you mean --json?)`` for unknown flags close to a flag of ``parser``."""
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
 
     known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
     flags = [w.partition("=")[0] for w in unknown if w.startswith("--")]
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args._run(args)
         return code
     except GitevalsError as exc:
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         # A message may name a file, revision or case from the tree: data, not commands.
         print(f"gitevals: error: {visible(exc)}", file=sys.stderr)
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 1
     except OSError as exc:
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         print(visible(f"gitevals: error: {exc.strerror or exc}: {exc.filename or ''}")
               .rstrip(": "), file=sys.stderr)
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one place that turns a bug into a message
         if os.environ.get("GITEVALS_TRACEBACK"):
             raise
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         where = _bug_log(exc, given)
         told = (f"the traceback and versions are in {visible(where)}" if where
