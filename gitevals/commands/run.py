@@ -292,7 +292,8 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
-                         "command = [...] or python = \"module:function\"")
+                         "command = [...], python = \"module:function\", or an endpoint "
+                         "(openai, http: docs/integrations.md)")
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
         if not _calibration_warning(f.code):  # the run states calibration itself
@@ -602,7 +603,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         if check and target is not None:
             from gitevals.run.preflight import check_target
 
-            check_target(target, str(tmp), interpreter)
+            check_target(target, str(tmp), interpreter, target_env)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 
