@@ -89,6 +89,14 @@ def test_a_run_is_an_inspect_log_inspect_reads_back(ran: tuple[Repo, dict[str, A
     crash = got[("broken/crash", 1)]
     assert crash.error is not None and crash.error.message.startswith("target_crash: ")
     assert len(read_eval_log_sample_summaries(str(repo.path / "run.eval"))) == 5
+    # from the note alone (a summary there): the transcripts come from the full artifact
+    for path in (repo.path / "evals" / "results").glob("*.json"):
+        path.unlink()
+    res = run_cli("export", "--format", "inspect", "-o", "noted.eval", cwd=repo.path)
+    assert res.code == 0, res.err
+    noted = read_eval_log(str(repo.path / "noted.eval"))
+    again = next(x for x in noted.samples or [] if (x.id, x.epoch) == ("geo/capital", 1))
+    assert [m.role for m in again.messages] == ["user", "assistant", "tool"] * 2
 
 
 def test_the_same_run_exports_the_same_bytes(ran: tuple[Repo, dict[str, Any]]) -> None:

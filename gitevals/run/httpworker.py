@@ -215,6 +215,10 @@ def main(argv: list[str]) -> int:
         return exc.status
     except BrokenPipeError:
         return 1  # gitevals ended the conversation
+    except (ValueError, RecursionError) as exc:  # an answer JSON cannot hold as a line
+        print(f"{kind} target: the endpoint's answer cannot be passed on: "
+              f"{type(exc).__name__}: {_short(str(exc))}", file=sys.stderr)
+        return BAD_REPLY
     return 0
 
 
