@@ -64,10 +64,27 @@ def _id(*parts: object, size: int) -> str:
 
 def _trial_spans(run_id: str, case: CaseRun, scenario: ScenarioRun, trial: Trial,
                  start: int) -> list[JSON]:
+    """A trial's trace: its own span, a span per turn beneath it, one per tool call
+    beneath each turn."""
     where = (run_id, case["name"], scenario["id"], trial["trial"])
     trace = _id(*where, size=16)
     end = start + int(trial["transcript"]["duration_ms"] * 10**6)
     root = _id(*where, "trial", size=8)
+    spans: list[JSON] = [{"traceId": trace, "spanId": root,
+                          **_trial_span(case, scenario, trial, (start, end))}]
+    for t, reply in enumerate(trial["transcript"]["turns"]):
+        turn = _id(*where, "turn", t, size=8)
+        spans.append(_span(trace, turn, root, "chat", _turn_attributes(reply), start, end))
+        for k, call in enumerate(_calls(reply)):
+            tool = str(call.get("name"))
+            spans.append(_span(trace, _id(*where, "tool", t, k, size=8), turn,
+                               f"execute_tool {tool}", _tool_attributes(call), start, end))
+    return spans
+
+
+def _trial_span(case: CaseRun, scenario: ScenarioRun, trial: Trial,
+                during: tuple[int, int]) -> JSONObject:
+    """The trial's own span (without its ids): verdict as status, assertions as events."""
     name = f"{case['name']}/{scenario['id']}"
     error = trial["error"]
     attrs: dict[str, JSON] = {
@@ -79,20 +96,10 @@ def _trial_spans(run_id: str, case: CaseRun, scenario: ScenarioRun, trial: Trial
         attrs["error.type"] = error["kind"]
     status: JSONObject = {"code": _OK} if trial["passed"] else {
         "code": _ERROR, "message": error["message"] if error else "the trial failed"}
-    events: list[JSON] = [_evaluation(a, end) for a in trial["assertions"]]
-    spans: list[JSON] = [{
-        "traceId": trace, "spanId": root, "name": f"invoke_agent {name}", "kind": _INTERNAL,
-        "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-        "attributes": _attributes(attrs), "status": status,
-        "events": events}]
-    for t, reply in enumerate(trial["transcript"]["turns"]):
-        turn = _id(*where, "turn", t, size=8)
-        spans.append(_span(trace, turn, root, "chat", _turn_attributes(reply), start, end))
-        for k, call in enumerate(_calls(reply)):
-            tool = str(call.get("name"))
-            spans.append(_span(trace, _id(*where, "tool", t, k, size=8), turn,
-                               f"execute_tool {tool}", _tool_attributes(call), start, end))
-    return spans
+    events: list[JSON] = [_evaluation(a, during[1]) for a in trial["assertions"]]
+    return {"name": f"invoke_agent {name}", "kind": _INTERNAL,
+            "startTimeUnixNano": str(during[0]), "endTimeUnixNano": str(during[1]),
+            "attributes": _attributes(attrs), "status": status, "events": events}
 
 
 def _span(trace: str, span: str, parent: str, name: str, attrs: dict[str, JSON],
