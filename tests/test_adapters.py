@@ -208,3 +208,27 @@ def test_a_langgraph_graph_in_five_lines(repo: Repo) -> None:
     assert second["final_answer"] == "5 messages, 1 tool results"
     assert first["usage"] == {"prompt_tokens": 10 + 30, "completion_tokens": 10}
     assert first["model"] == "fake-chat-2026-01"
+
+
+def test_a_langgraph_graph_with_a_checkpointer_keeps_each_conversation_apart() -> None:
+    """A graph compiled with a checkpointer keeps the history itself: the adapter sends
+    only the new turn, under a thread of the conversation's own (in process: the
+    adapter is a library function)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.prebuilt import create_react_agent
+
+    from gitevals.adapters.langgraph import target
+
+    space: dict[str, Any] = {}
+    exec(compile(LANGGRAPH_GRAPH, "graph.py", "exec"), space)
+    graph = create_react_agent(space["WeatherModel"](), [space["get_weather"]],
+                               checkpointer=InMemorySaver())
+    respond = target(graph)
+    one: list[dict[str, object]] = [{"role": "user", "content": "weather in Paris?"}]
+    two: list[dict[str, object]] = [{"role": "user", "content": "hello?"}]
+    assert respond(one)["final_answer"] == "It is sunny in Paris."
+    assert respond(two)["final_answer"] == "1 messages, 0 tool results"
+    one += [{"role": "assistant", "content": "..."}, {"role": "user", "content": "and?"}]
+    again = respond(one)
+    assert again["final_answer"] == "5 messages, 1 tool results"  # its own thread only
+    assert again["tool_calls"] == []
