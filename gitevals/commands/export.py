@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(what: str) -> Run:
-    from gitevals.commands.show import _is_path, run_for_rev
+    from gitevals.commands.show import is_path, run_for_rev
     from gitevals.run.artifact import load
 
-    return load(what) if _is_path(what) else run_for_rev(what)
+    return load(what) if is_path(what) else run_for_rev(what)
 
 
 def _full(artifact: Run) -> Run:
@@ -62,7 +62,7 @@ def _full(artifact: Run) -> Run:
 
     if not is_summary(artifact):
         return artifact
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.runstore import full_run
 
     return full_run(require_repo(), artifact, f"the full artifact of run {artifact['run_id']}")

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import BinaryIO
 
-    from gitevals.git.tree import Tree
-    from gitevals.goldenset.flywheel import Candidate
+    from gitevals.git.trees import Tree
+    from gitevals.goldens.flywheel import Candidate
 
 NAME = "goldens"
 HELP = "the golden set: counts per bucket/split/tag and floors (stats), training files " \
@@ -89,8 +89,8 @@ def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.stats import stats_of
     from gitevals.report.goldens import stats_json, stats_text
 
     tree = open_tree(rev=args.rev)
@@ -102,12 +102,12 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _from_runs(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset import flywheel
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens import flywheel
+    from gitevals.goldens.rows import row_id, rows
     from gitevals.lint.retired import parse_retired
-    from gitevals.report.text import visible
     from gitevals.settings import load_settings
-    from gitevals.suite.rows import row_id, rows
+    from gitevals.text import visible
 
     bucket = flywheel.bucket_name(args.bucket) if args.bucket is not None else None
     found = _conversations(args.what)
@@ -136,7 +136,7 @@ def _conversations(what: str) -> list[Candidate]:
     """The conversations of ``what``: a file (run artifact or JSONL), else a revision."""
     import os
 
-    from gitevals.goldenset import flywheel
+    from gitevals.goldens import flywheel
     from gitevals.run.artifact import load
 
     if what.endswith((".json", ".jsonl")) or os.path.lexists(what):
@@ -155,7 +155,7 @@ def _read_recording(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     fix = "name a run artifact (.json) or a JSONL transcript"
     try:
@@ -177,7 +177,7 @@ def _read_recording(path: str) -> bytes:
 def _create(path: str, text: str) -> None:
     """``text`` into a new file ``path``: an existing file is never overwritten."""
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         with open(path, "x", encoding="utf-8") as f:
@@ -190,8 +190,8 @@ def _create(path: str, text: str) -> None:
 
 
 def _leak_check(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.leak import bounded, index_goldens
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 
     files = _open_all(args.training)  # every file opens before any scan
@@ -208,7 +208,7 @@ def _leak_check(args: argparse.Namespace) -> int:
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
     if sum(report.rows.values()) and not report.with_field:
         # every row lacked the field: the input comparison checked nothing
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         print(f"gitevals: warning: no training row has a {visible(args.field)!r} field, so "
               "inputs were not compared (only ids were): name the field that holds the "
@@ -220,7 +220,7 @@ def _shown(name: str, f: BinaryIO, lines: Iterator[bytes]) -> Iterator[bytes]:
     """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     total = os.fstat(f.fileno()).st_size or 1
     for n, line in enumerate(lines, 1):
@@ -236,7 +236,7 @@ def _open_all(paths: list[str]) -> list[tuple[str, BinaryIO]]:
     link) is scanned once, and said so, so no leak is counted twice."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     out: list[tuple[str, BinaryIO]] = []
     seen: dict[tuple[int, int], str] = {}
@@ -261,7 +261,7 @@ def _open_training(path: str) -> tuple[str, BinaryIO]:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

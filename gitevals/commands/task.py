@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.settings import Settings
 
 NAME = "task"
@@ -60,7 +60,7 @@ def locate(given: str, rev: str | None) -> tuple[Tree, str, Settings]:
     repository, or, without ``--rev``, any directory on disk (a task directory someone
     sent, read as it lies)."""
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree, open_tree
+    from gitevals.git.trees import WorkingTree, open_tree
     from gitevals.settings import Settings, load_settings
     from gitevals.tasks.load import tasks_dir
 

@@ -51,7 +51,7 @@ from gitevals.tasks.sandbox import (
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.run.targets import Conversation, ProcessRegistry
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
