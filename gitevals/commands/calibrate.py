@@ -346,7 +346,7 @@ def _note_uncommitted(tree: RevisionTree, labels_at: str, labels_sha: str) -> No
     check the record against the committed labels and leave it unusable until they are."""
     import hashlib
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     data = tree.read(labels_at) if not labels_at.startswith("/") else None
     if data is None or hashlib.sha256(data).hexdigest() != labels_sha:
