@@ -24,6 +24,8 @@ from gitevals.run.artifact import load
 from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.raycluster import DRIVER_ENV, LocalCluster, free_port
 
+pytestmark = pytest.mark.needs_ray
+
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "v1"
 
 
