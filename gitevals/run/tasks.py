@@ -46,6 +46,7 @@ from gitevals.tasks.sandbox import (
     Mounts,
     Pending,
     prepare,
+    sandbox_user,
     workdir_problem,
 )
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
+    from gitevals.tasks.pids import Group
 
 #: The one scenario id of a task's entry in a run.
 SCENARIO = "task"
@@ -185,6 +187,11 @@ class TaskTrials:
         self.stop = stop
         self.bwrap = bwrap
         self.scratch = Path(tree_dir).parent / "tasks"
+        if bwrap is not None and sandbox_user(bwrap) is not None:
+            # the verifier's bubblewrap, started as nobody, resolves the workspace's path:
+            # the run's directory lets it through (not list), the commit stays private
+            os.chmod(Path(tree_dir).parent, 0o711)
+            os.chmod(tree_dir, 0o700)
 
     @property
     def sandbox(self) -> str:
@@ -206,18 +213,37 @@ class TaskTrials:
                                {"kind": "workspace_error", "message": f"cannot make the "
                                 f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
+        argv, python_target, group = self._target()
         try:
-            with Conversation(self.argv, self.tree_dir, env=self.env, registry=self.registry,
-                              python_target=self.python_target) as conv:
+            with Conversation(argv, self.tree_dir, env=self.env, registry=self.registry,
+                              python_target=python_target) as conv:
                 error = self._iterate(task, k, conv, places, iterations, replies, ran)
         finally:
             for pending in ran:
                 self._close(pending)
             places.close()
+            if group is not None:
+                group.remove()
         shutil.rmtree(base, ignore_errors=True)
         if self.stop.is_set():
             return None
         return self._trial(task, k, iterations, replies, started, error)
+
+    def _target(self) -> tuple[list[str], bool, Group | None]:
+        """How this trial's target starts: under bubblewrap, in a pid namespace of its own
+        (``sandbox.target_argv``; a python target then starts cold in it, not from the
+        slot's warm worker, which lives outside), with a pids cgroup of its own as root
+        where one can be made; with ``--no-sandbox`` as configured."""
+        if self.bwrap is None:
+            return self.argv, self.python_target, None
+        from gitevals.tasks import pids
+        from gitevals.tasks.sandbox import TARGET_PIDS, protected_paths, target_argv
+
+        root = os.geteuid() == 0
+        group = pids.make(TARGET_PIDS) if root else None
+        argv = target_argv(self.bwrap, self.argv, root, protected_paths(),
+                           pids_procs=group.procs if group is not None else None)
+        return argv, False, group
 
     def _prepare(self, task: Task, base: Path) -> Places:
         """A fresh workspace (``environment/`` without its Dockerfile) and the verifier's
