@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -38,10 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--final", action="store_true",
                         help="measure the sealed test split: once per grader blob and judge "
                              "model (a second --final is refused)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="what to print on stdout (default text)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), default=4, metavar="N",
-                        help="grader calls in parallel (default 4)")
+    add_format(parser, ("text", "json"), "what to print on stdout (default text)")
+    add_jobs(parser, "grader calls in parallel (default 4)", default=4)
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip checking that the judge is keyed and answering first")
 

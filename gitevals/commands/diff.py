@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gitevals.commands._args import (
     MAX_ROWS,
     add_control,
+    add_format,
     count,
     points,
 )
@@ -45,11 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the newer revision (default HEAD)")
     parser.add_argument("--a-run", metavar="FILE", help="run artifact to use for A")
     parser.add_argument("--b-run", metavar="FILE", help="run artifact to use for B")
-    parser.add_argument("--format", choices=("text", "json", "markdown", "junit"),
-                        default="text",
-                        help="text (rich tables on a terminal, plain when piped), json, "
-                             "markdown, junit (the suite's verdict first, then a testcase "
-                             "per scenario: for a CI's test report)")
+    add_format(parser, ("text", "json", "markdown", "junit"),
+               "text (rich tables on a terminal, plain when piped), json, "
+               "markdown, junit (the suite's verdict first, then a testcase "
+               "per scenario: for a CI's test report)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default="regressed",
                         help="exit 1 when a scenario regressed beyond noise (default), on any "
                              "change, or never")

@@ -6,19 +6,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gitevals.commands._args import add_format, add_rev
+
 NAME = "doctor"
 HELP = "the Phase 0 checklist of a commit: each item ok / missing / n/a with its fix " \
        "(exit 1 while one is missing)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rev", default="HEAD", metavar="REV",
-                        help="the commit to check (default: HEAD): what is committed counts")
+    add_rev(parser, "the commit to check (default: HEAD): what is committed counts", default="HEAD")
     parser.add_argument("--single-surface", action="store_true",
                         help="state a single-failure-surface task: 1-2 buckets are then "
                              "n/a instead of missing")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) or json")
+    add_format(parser, ("text", "json"), "text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:

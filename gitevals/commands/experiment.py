@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitevals.commands._args import (
-    MAX_JOBS,
     MAX_REPEAT,
     MOST_SAMPLES,
     add_control,
+    add_format,
+    add_jobs,
     count,
 )
 
@@ -43,13 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. MODEL): every other value is recorded as its SHA-256")
     parser.add_argument("--repeat", type=count(MAX_REPEAT), default=1, metavar="N",
                         help="run every scenario's trials N times in each lane (default 1)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
-                        help="conversations in parallel within a lane (default 16)")
+    add_jobs(parser, "conversations in parallel within a lane (default 16)")
     parser.add_argument("--max-samples", type=count(MOST_SAMPLES), metavar="N",
                         help="raise the bound of 1,000 conversations an experiment may make")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="what to print on stdout (default text); the JSON report is "
-                             "written to <root>/results/experiments/<id>.json either way")
+    add_format(parser, ("text", "json", "markdown"),
+               "what to print on stdout (default text); the JSON report is "
+               "written to <root>/results/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
                              "(default boschloo; beyond noise when q < alpha)")

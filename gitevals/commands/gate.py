@@ -12,7 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control
+from gitevals.commands._args import add_control, add_format
 from gitevals.errors import GitevalsError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="NAME",
                         help="the baseline's model name (<root>/baseline-<NAME>.json of the "
                              "working tree)")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    add_format(parser, ("text", "json", "markdown"))
     add_control(parser, "the counted slices")
 
 

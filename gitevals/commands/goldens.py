@@ -8,6 +8,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format, add_rev
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import BinaryIO
@@ -62,10 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _tree_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rev", metavar="REV",
-                        help="read goldens.jsonl as committed at REV (default: working tree)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) or json")
+    add_rev(parser, "read goldens.jsonl as committed at REV (default: working tree)")
+    add_format(parser, ("text", "json"), "text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:

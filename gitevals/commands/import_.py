@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gitevals.commands._args import rate
+from gitevals.commands._args import add_rev, rate
 
 NAME = "import"
 HELP = ("turn a Harbor job's trial results into a run pinned to REV (default HEAD), for "
@@ -17,8 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job_dir", metavar="JOB_DIR",
                         help="the Harbor job directory (one directory per trial, each with "
                              "result.json)")
-    parser.add_argument("--rev", default="HEAD",
-                        help="the commit the results are of (default HEAD)")
+    add_rev(parser, "the commit the results are of (default HEAD)", default="HEAD")
     parser.add_argument("--pass-threshold", type=rate, default=1.0, metavar="R",
                         help="the reward a trial must reach to pass, 0 to 1 (default 1)")
     parser.add_argument("--no-note", action="store_true",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs, add_rev
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -27,17 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these case/goldens files or directories "
                              "(graders still resolve against the whole tree)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--rev", metavar="REV",
-                       help="lint the tree as committed at REV (branch, tag, SHA, HEAD~2)")
+    add_rev(where, "lint the tree as committed at REV (branch, tag, SHA, HEAD~2)")
     where.add_argument("--staged", action="store_true",
                        help="lint what is staged (the index): what a commit made now holds")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default), json, github workflow annotations, or sarif "
-                             "(SARIF 2.1.0 for code scanning)")
+    add_format(parser, FORMATS, "text (default), json, github workflow annotations, or sarif "
+                                "(SARIF 2.1.0 for code scanning)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the lint cache")
-    parser.add_argument("--jobs", type=count(MAX_JOBS), metavar="N",
-                        help="worker processes (default: number of CPUs)")
+    add_jobs(parser, "worker processes (default: number of CPUs)", short=False)
 
 
 def run(args: argparse.Namespace) -> int:

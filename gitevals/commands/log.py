@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control, positive
+from gitevals.commands._args import add_control, add_format, add_rev, positive
 
 if TYPE_CHECKING:
     from gitevals.git.repo import Repo
@@ -29,13 +29,11 @@ LIMIT = 20
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("only", nargs="?", metavar="CASE[/SCENARIO]",
                         help="only this case, or one scenario of it (default: every one)")
-    parser.add_argument("--rev", default="HEAD", metavar="REV|A..B",
-                        help="the history of REV's first parents (default HEAD), or from A "
-                             "to B (both included)")
+    add_rev(parser, "the history of REV's first parents (default HEAD), or from A "
+                    "to B (both included)", default="HEAD", metavar="REV|A..B")
     parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
                         help=f"at most N commits with runs, the newest (default {LIMIT})")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="output format (default: text)")
+    add_format(parser, ("text", "json"), "output format (default: text)")
     add_control(parser, "the scenarios of each move, as diff")
 
 

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control, level, points, rate
+from gitevals.commands._args import add_control, add_format, level, points, rate
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_PRIOR}: the rate that needs the most trials)")
     parser.add_argument("--test", choices=TESTS, default=DEFAULT_TEST,
                         help=f"diff's exact test (default {DEFAULT_TEST})")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(parser, ("text", "json"))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format
+
 if TYPE_CHECKING:
     from gitevals.git.pushes import PushCheck
     from gitevals.git.repo import Repo
@@ -38,10 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--each-commit", action="store_true",
         help="also check every commit a push adds (not only each pushed tip)",
     )
-    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
-                        help="text (default), json, github workflow annotations, or sarif "
-                             "(SARIF 2.1.0 for code scanning: one result per finding, naming "
-                             "its commit and refs)")
+    add_format(parser, ("text", "json", "github", "sarif"),
+               "text (default), json, github workflow annotations, or sarif "
+               "(SARIF 2.1.0 for code scanning: one result per finding, naming "
+               "its commit and refs)")
     parser.add_argument(
         "--require-gate", metavar="NAME",
         help="also refuse a revision whose pinned run does not pass `gitevals gate` against "

@@ -14,6 +14,9 @@ from gitevals.commands._args import (
     MAX_SEQUENTIAL_TRIALS,
     MAX_TRIALS,
     add_control,
+    add_format,
+    add_jobs,
+    add_rev,
     count,
     points,
 )
@@ -42,20 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", nargs="*", metavar="NAME",
                         help="case names (file name without directory or .yaml) or task "
                              "names (directory under tasks/); default all")
-    parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
+    add_rev(parser, "commit, branch or tag to run (HEAD)", default="HEAD")
     parser.add_argument("--trials", type=count(MAX_TRIALS), metavar="N",
                         help="run every scenario N times instead of its own trials (at "
                              f"most {MAX_TRIALS:,}, as a case file may set)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
-                        help="conversations in parallel (default 16: conversations mostly wait "
-                             f"on model APIs, not on the CPU; at most {MAX_JOBS})")
+    add_jobs(parser, "conversations in parallel (default 16: conversations mostly wait "
+                     f"on model APIs, not on the CPU; at most {MAX_JOBS})")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
     parser.add_argument("--no-note", action="store_true",
                         help="do not attach the artifact to the commit as a git note")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="what to print on stdout (default text)")
+    add_format(parser, ("text", "json", "junit", "markdown"),
+               "what to print on stdout (default text)")
     parser.add_argument("--draft", metavar="PATH.yaml",
                         help="run this case file, from outside the tree, against the commit's "
                              "graders and harness (linted first; kept in results/drafts/, "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -30,13 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regrade", action="store_true",
                         help="re-run the graders on the stored transcripts (graders of REV "
                              "with --rules, else of the artifact's commit)")
-    parser.add_argument("--jobs", type=count(MAX_JOBS, least=0), default=0, metavar="N",
-                        help="grader workers for --regrade (default: CPU count)")
+    add_jobs(parser, "grader workers for --regrade (default: CPU count)", default=0, least=0,
+             short=False)
     parser.add_argument("--out", metavar="FILE",
                         help="write the re-scored artifact to FILE (nothing is written "
                              "otherwise)")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="output format (default: text)")
+    add_format(parser, ("text", "json", "junit", "markdown"), "output format (default: text)")
 
 
 def rules_at(rev: str) -> tuple[dict[str, Case], str]:

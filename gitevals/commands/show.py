@@ -8,6 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -24,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="HEAD", metavar="ARTIFACT|REV",
                         help="a run artifact (.json), or a revision whose newest run to show "
                              "(default: HEAD)")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="output format (default: text)")
+    add_format(parser, ("text", "json", "junit", "markdown"), "output format (default: text)")
     parser.add_argument("--trial", metavar="CASE/SCENARIO[/N]",
                         help="print one trial as a conversation: turns, tool calls, hooks, "
                              "assertions, grader answers (N: the first failing trial, else 0); "

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_rev
+
 if TYPE_CHECKING:
     from gitevals.git.trees import Tree
     from gitevals.settings import Settings
@@ -31,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     comp.add_argument("task", metavar="DIR|NAME",
                       help="a task directory (a path), or the name of one under <root>/tasks/")
     comp.add_argument("--json", action="store_true", help="one JSON document")
-    comp.add_argument("--rev", metavar="REV",
-                      help="read the task as committed at REV (branch, tag, SHA)")
+    add_rev(comp, "read the task as committed at REV (branch, tag, SHA)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     import queue
@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     import threading
     from typing import TypeAlias
 
+    from _typeshed import FileDescriptorLike
     from jsonschema import ValidationError
 
+    from gitevals.jsontypes import JSON
     from gitevals.run.artifact import ErrorRecord
     from gitevals.run.reaper import Channel, Supervisor
     from gitevals.settings import Endpoint
@@ -446,7 +448,7 @@ class Conversation:
                 else:
                     raise self._exited("exited before answering")
 
-    def _stderr_chunk(self, fileobj: Any, chunk: bytes) -> None:
+    def _stderr_chunk(self, fileobj: FileDescriptorLike, chunk: bytes) -> None:
         if not chunk:
             assert self._sel is not None
             self._sel.unregister(fileobj)
@@ -546,7 +548,7 @@ class _Constant(Exception):
     pass
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
@@ -571,7 +573,7 @@ def parse_reply(line: bytes) -> dict[str, Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _unkept(obj: Any) -> str | None:
+def _unkept(obj: object) -> str | None:
     """A reply gitevals could not store faithfully is a protocol error of its trial."""
     from gitevals.run.artifact import unkeepable
 
@@ -579,7 +581,7 @@ def _unkept(obj: Any) -> str | None:
     return f"reply cannot be kept in the run: {why}" if why else None
 
 
-def reply_problem(obj: Any) -> str | None:
+def reply_problem(obj: JSON) -> str | None:
     """What makes ``obj`` an invalid reply (schemas/target-reply.schema.json), or None."""
     from gitevals import validation
 
