@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -88,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
+    parser.add_argument("--task-controls", action="store_true",
+                        help="first run each task's validity controls in the sandbox (the "
+                             "verifier must fail the untouched workspace and pass after "
+                             "solution/solve.sh); a task whose controls fail is broken and "
+                             "its trials do not run")
     parser.add_argument("--goldens", action="store_true",
                         help="also send the goldens (each to its bucket's grader) with the named "
                              "cases; a run of every case sends them when buckets are mapped")
@@ -398,6 +404,11 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
                   f"{tree.label}: sending the goldens alone, as --goldens-only does",
                   file=sys.stderr)
+    if args.task_controls:
+        if args.no_sandbox:
+            raise UsageError("--task-controls runs a task's solution and verifier in the "
+                             "sandbox: drop --no-sandbox")
+        the_plan = dataclasses.replace(the_plan, task_controls=True)
     wanted = _wants_goldens(args, the_plan.settings)
     return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
 
@@ -530,7 +541,14 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         print(line if line.startswith("gitevals:") else f"gitevals: {line}", file=sys.stderr)
     if not the_plan.tasks or no_sandbox:
         return None
+    return sandbox_for_tasks()
+
+
+def sandbox_for_tasks(what: str = "task verifiers", escape: bool = True) -> str:
+    """A bubblewrap that can make a sandbox here; else a usage error saying how to get one
+    (``what`` names what runs in it; ``escape``: ``--no-sandbox`` is offered)."""
     from gitevals.errors import UsageError
+    from gitevals.report.text import visible
     from gitevals.tasks import userns
     from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
 
@@ -540,10 +558,11 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
                  if given else f"(${BWRAP_ENV} is set but empty)")
         hint = userns.missing_hint(os.environ)
-        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
+        raise UsageError(f"{what} run in bubblewrap, and there is no bwrap {where}: "
                          "install it (Debian/Ubuntu: apt-get install bubblewrap"
-                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
-                         "without isolation (recorded in the artifact)")
+                         f"{'; ' + hint if hint else ''})" + (
+                             ", or pass --no-sandbox to run them without isolation "
+                             "(recorded in the artifact)" if escape else ""))
     why = probe(bwrap)
     if why is not None:
         from gitevals.report.text import one_line
@@ -552,7 +571,7 @@ def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "
                         "knows --cap-drop, --size and --seccomp")
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         f" {fix}, or pass --no-sandbox")
+                         f" {fix}{', or pass --no-sandbox' if escape else ''}")
     return bwrap
 
 

@@ -8,17 +8,21 @@ definition. The definition goes to stdout, as text or ``--json`` (terminal-safe 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitevals.git.tree import Tree
     from gitevals.settings import Settings
+    from gitevals.tasks.definition import Task
 
 NAME = "task"
-HELP = "task directories (<root>/tasks/<name>/): `task compile` prints one's definition"
+HELP = ("task directories (<root>/tasks/<name>/): `task compile` prints one's definition, "
+        "`task check` runs its validity controls")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     comp.add_argument("--json", action="store_true", help="one JSON document")
     comp.add_argument("--rev", metavar="REV",
                       help="read the task as committed at REV (branch, tag, SHA)")
+    check = sub.add_parser(
+        "check", help="run a task's validity controls in the sandbox: its verifier must fail "
+        "the untouched workspace and pass after solution/solve.sh",
+        description="Run the do-nothing control (the verifier on the untouched workspace "
+        "must not satisfy the task) and the oracle control (after solution/solve.sh it must), "
+        "both in the bubblewrap sandbox. Exit 0: valid; 1: broken (a control failed) or the "
+        "task does not load; 2: usage, no sandbox.")
+    check.add_argument("task", metavar="DIR|NAME",
+                       help="a task directory (a path), or the name of one under <root>/tasks/")
+    check.add_argument("--json", action="store_true", help="one JSON document")
+    check.add_argument("--rev", metavar="REV",
+                       help="check the task as committed at REV (branch, tag, SHA)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.tasks.compile import compile_task
     from gitevals.tasks.load import load_task
 
+    bwrap = _bwrap() if args.action == "check" else None
     tree, path, settings = locate(args.task, args.rev)
     task, findings = load_task(tree, path, settings)
     for f in findings:
@@ -48,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"gitevals: {path} does not compile: fix the findings above "
               "(`gitevals lint` reports them too)", file=sys.stderr)
         return 1
+    if bwrap is not None:
+        return _check(tree, task, bwrap, args.json)
     doc = compile_task(task)
     sys.stdout.write(report.as_json(doc) if args.json else report.text(doc))
     return 0
@@ -99,3 +118,51 @@ def _checked(tree: Tree, path: str, given: str) -> str:
                          "task.toml")
     raise UsageError(f"{given}: no task directory at {path} in the {tree.label}; name a "
                      "task (a directory under <root>/tasks/) or a path to one")
+
+
+def _bwrap() -> str:
+    """The bubblewrap the controls run in; a usage error when there is none that works."""
+    from gitevals.commands.run import sandbox_for_tasks
+
+    return sandbox_for_tasks("the controls of `task check`", escape=False)
+
+
+def _check(tree: Tree, task: Task, bwrap: str, as_json: bool) -> int:
+    """Run ``task``'s controls on its files as ``tree`` holds them; 0 valid, 1 broken."""
+    import json
+
+    from gitevals.report.text import visible
+    from gitevals.tasks.controls import run_controls
+
+    with _on_disk(tree, task) as source:
+        controls = run_controls(task, source, bwrap)
+    if as_json:
+        doc = {"task": task.name, "path": task.path, **controls.as_dict()}
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        for c in (controls.do_nothing, controls.oracle):
+            if c is not None:
+                state = "holds" if c.holds else "FAILED"
+                label = "do-nothing" if c.name == "do_nothing" else "oracle"
+                print(f"{label} control: {state}: {visible(c.why)}")
+        if controls.oracle is None:
+            print("oracle control: not run: the task has no solution/solve.sh (lint GE913)")
+        verdict = "valid" if controls.valid else "broken (a run with --task-controls marks it " \
+            "broken, never pass or fail)"
+        print(f"task {visible(task.name)}: {verdict}")
+    return 0 if controls.valid else 1
+
+
+@contextlib.contextmanager
+def _on_disk(tree: Tree, task: Task) -> Iterator[Path]:
+    """The task's directory on disk: the working tree's own, or the revision's files
+    written to a temporary directory (removed after)."""
+    from gitevals.git.tree import RevisionTree
+    from gitevals.run.workdir import workdir
+
+    if not isinstance(tree, RevisionTree):
+        yield Path(tree.location) / task.path
+        return
+    with workdir("check") as tmp:
+        tree.materialize(tmp)
+        yield tmp / task.path

@@ -406,6 +406,11 @@ CODES: tuple[Code, ...] = (
          "a value written twice: `reward_format` or `pass_threshold` both at the top level and "
          "in `[verifier]`, or `[environment]` `docker_image` beside `image`",
          "write it once"),
+    Code("GE913",
+         "warning: the task has no `solution/solve.sh`, so `gitevals task check` cannot run its "
+         "oracle control (its do-nothing control still runs)",
+         "add `solution/solve.sh`, a reference solution that solves the task in the workspace",
+         "warning"),
 )
 
 #: The registry by code.

@@ -222,7 +222,7 @@ class Draft(TypedDict):
     sha256: str
 
 
-class TaskInfo(TypedDict):
+class _TaskInfoKeys(TypedDict):
     """What a run used of a task directory's definition, and what it did not realize."""
 
     instruction_file: str
@@ -235,6 +235,12 @@ class TaskInfo(TypedDict):
     allow_internet: bool
     sandbox: str                 # "bwrap" | "none"
     gaps: list[str]              # unrealized: image_build, image_pull, cpus, memory_mb, ...
+
+
+class TaskInfo(_TaskInfoKeys, total=False):
+    """``controls`` only when the run checked them (``run --task-controls``)."""
+
+    controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
 
 
 class CaseRun(_CaseRunKeys, total=False):

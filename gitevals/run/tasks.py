@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from gitevals.run.targets import Conversation, ProcessRegistry
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
+    from gitevals.tasks.controls import Controls
     from gitevals.tasks.definition import Task
 
 #: The one scenario id of a task's entry in a run.
@@ -533,8 +534,26 @@ def added(task: Task) -> CaseRun:
     return out
 
 
-def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> CaseRun:
-    """The run's entry for ``task``: one scenario, its trials in order."""
+def broken_trials(task: Task, trials: int, controls: Controls, sandbox: str) -> list[Trial]:
+    """The trials of a task whose validity controls failed: none ran; each is the error
+    ``task_broken`` (so the task's verdict is broken, never pass or fail, also when a
+    run is re-scored)."""
+    error: ErrorRecord = {"kind": "task_broken", "message": f"not run: {controls.reason()} "
+                          "(`gitevals task check`; docs/tasks.md)"}
+    out = []
+    for k in range(trials):
+        record: TaskTrial = {"state": "error", "final_reward": None, "sandbox": sandbox,
+                             "iterations": []}
+        result: Trial = {"trial": k, "transcript": transcript([], 0), "error": error,
+                         "graders": [], "assertions": [], "passed": False, "task": record}
+        out.append(judged(result, task.pass_threshold, task.max_iterations))
+    return out
+
+
+def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
+             controls: Controls | None = None) -> CaseRun:
+    """The run's entry for ``task``: one scenario, its trials in order; ``controls`` when
+    the run checked them (``run --task-controls``)."""
     from gitevals.run.scoring import verdict
 
     info: TaskInfo = {
@@ -544,6 +563,8 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> Cas
         "reward_format": task.verifier.reward_format, "workdir": task.environment.workdir,
         "allow_internet": task.environment.allow_internet, "sandbox": sandbox,
         "gaps": gaps(task)}
+    if controls is not None:
+        info["controls"] = controls.as_dict()
     scenario: ScenarioRun = {
         "id": SCENARIO, "user": [task.instruction],
         "expect": [rule(task.pass_threshold, task.max_iterations)], "trials": trials,

@@ -30,6 +30,7 @@ outcome is read from the waiter's status line, and the sandbox ends after (``rel
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
@@ -55,6 +56,8 @@ TAIL_BYTES = 4096
 BWRAP_ENV = "GITEVALS_BWRAP"
 TESTS = "/tests"
 LOGS = "/logs/verifier"
+#: Where a task's ``solution/`` appears for its oracle (Harbor's place for it).
+SOLUTION = "/solution"
 #: The environment every verifier starts from (then ``[verifier.env]``).
 BASE_ENV: tuple[tuple[str, str], ...] = (
     ("HOME", "/tmp"),
@@ -75,7 +78,8 @@ TESTS_FILES = 4096
 _SYSTEM = ("/usr", "/etc", "/opt")
 _LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: A workdir may not hide these (the verifier needs them as the sandbox makes them).
-_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, "/logs", *_LINKS)
+_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, SOLUTION, "/logs",
+             *_LINKS)
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,9 @@ class Call:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     allow_internet: bool = False
+    #: Where the sealed files appear: ``/tests``, or ``/solution`` for a task's oracle
+    #: (``gitevals.tasks.controls``).
+    mount: str = TESTS
 
 
 @dataclass(frozen=True)
@@ -183,13 +190,13 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
         out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
     out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", TESTS]
-    out += [x for d in inside.test_dirs for x in ("--dir", f"{TESTS}/{d}")]
+            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", call.mount]
+    out += [x for d in inside.test_dirs for x in ("--dir", f"{call.mount}/{d}")]
     for rel, executable, fd in inside.tests:
         out += ["--perms", "0555" if executable else "0444", "--ro-bind-data", str(fd),
-                f"{TESTS}/{rel}"]
+                f"{call.mount}/{rel}"]
     out += [x for rel, target in inside.test_links
-            for x in ("--symlink", target, f"{TESTS}/{rel}")]
+            for x in ("--symlink", target, f"{call.mount}/{rel}")]
     out += ["--bind", f"/proc/self/fd/{inside.workspace}", call.workdir,
             # uid 0 may write /proc/sys (kernel.core_pattern...) by file mode alone
             "--remount-ro", "/", "--remount-ro", "/proc", "--remount-ro", "/dev",
@@ -403,8 +410,7 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
     if bwrap is None:
         argv, env, cwd = direct_call(call, mounts)
         return Pending([*WAITER, *argv], env, cwd, call.timeout, logs=mounts.logs)
-    waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
-                   call.allow_internet)
+    waiting = dataclasses.replace(call, argv=(*WAITER, *call.argv))
     opened: list[int] = []
     own = tests is None
     try:
