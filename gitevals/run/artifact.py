@@ -238,9 +238,11 @@ class _TaskInfoKeys(TypedDict):
 
 
 class TaskInfo(_TaskInfoKeys, total=False):
-    """``controls`` only when the run checked them (``run --task-controls``)."""
+    """``controls`` only when the run checked them (``run --task-controls``); ``limits``
+    only when the task names ``cpus`` or ``memory_mb``."""
 
     controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
+    limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
 
 
 class CaseRun(_CaseRunKeys, total=False):

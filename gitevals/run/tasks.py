@@ -40,6 +40,7 @@ from gitevals.run.artifact import (
     transcript,
 )
 from gitevals.tasks import verifier as rewards
+from gitevals.tasks.limits import limited, record, resource_problem
 from gitevals.tasks.sandbox import (
     DEFAULT_TIMEOUT,
     Call,
@@ -120,11 +121,10 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
 
 
 def gaps(task: Task) -> list[str]:
-    """What a run does not realize of ``task``: its image, and resource limits it names."""
-    env = task.environment
-    limits = [n for n, v in (("cpus", env.cpus), ("memory_mb", env.memory_mb),
-                             ("storage_mb", env.storage_mb)) if v is not None]
-    return sorted({*task.gaps(), *limits})
+    """What a run does not realize of ``task``: its image, and ``storage_mb`` (``cpus``
+    and ``memory_mb`` are applied: ``gitevals.tasks.limits``)."""
+    storage = ["storage_mb"] if task.environment.storage_mb is not None else []
+    return sorted({*task.gaps(), *storage})
 
 
 def gap_lines(tasks: Sequence[Task]) -> list[str]:
@@ -360,6 +360,10 @@ class TaskTrials:
                                 f"{'s' * (attempt != 1)}: a grading failure, not a verdict)"}
             if attempt == 0:
                 error = {"kind": "verifier_error", "message": f"cannot run the verifier: {problem}"}
+            hit = resource_problem(code, tail, task.environment.cpus, task.environment.memory_mb)
+            if attempt and hit is not None:
+                error = {"kind": "resource_limit", "message": f"{hit}; no reward ({problem}): "
+                         "not a verdict"}
         return {"iteration": i, "message": text, "rewards": found,
                 "reward": rewards.deciding(found),
                 "passed": error is None and rewards.satisfied(found, task.pass_threshold),
@@ -444,9 +448,10 @@ def _refused(i: int, text: str, pending: Pending, started: float) -> Iteration:
 
 
 def _call(task: Task) -> Call:
-    """The verifier call ``task`` defines."""
-    return Call(task.verifier.argv, task.environment.workdir, task.verifier.env,
-                task.verifier.timeout_sec or DEFAULT_TIMEOUT, task.environment.allow_internet)
+    """The verifier call ``task`` defines, behind its ``cpus`` and ``memory_mb`` limits."""
+    env, timeout = task.environment, task.verifier.timeout_sec or DEFAULT_TIMEOUT
+    return Call(limited(task.verifier.argv, env.cpus, env.memory_mb, timeout), env.workdir,
+                task.verifier.env, timeout, env.allow_internet)
 
 
 # -- judging (pure) --------------------------------------------------------------------
@@ -565,6 +570,10 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
         "gaps": gaps(task)}
     if controls is not None:
         info["controls"] = controls.as_dict()
+    env = task.environment
+    applied = record(env.cpus, env.memory_mb, task.verifier.timeout_sec or DEFAULT_TIMEOUT)
+    if applied is not None:
+        info["limits"] = applied
     scenario: ScenarioRun = {
         "id": SCENARIO, "user": [task.instruction],
         "expect": [rule(task.pass_threshold, task.max_iterations)], "trials": trials,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from gitevals.tasks import verifier as rewards
 from gitevals.tasks.confine import TestsTooLarge, seal_tests
+from gitevals.tasks.limits import limited
 from gitevals.tasks.sandbox import (
     SOLUTION,
     TESTS_BYTES,
@@ -181,9 +182,9 @@ def _attempt(task: Task, source: Path, bwrap: str, solve: bool
         solved = None
         if solve:
             sealed.append(_seal(source / "solution", "solution"))
-            call = Call(SOLVE_ARGV, task.environment.workdir, (),
-                        task.agent_timeout_sec or DEFAULT_SOLVE_TIMEOUT,
-                        task.environment.allow_internet, mount=SOLUTION)
+            env, budget = task.environment, task.agent_timeout_sec or DEFAULT_SOLVE_TIMEOUT
+            call = Call(limited(SOLVE_ARGV, env.cpus, env.memory_mb, budget), env.workdir, (),
+                        budget, env.allow_internet, mount=SOLUTION)
             with prepare(call, Mounts(str(ws), "", ""), bwrap, sealed[-1]) as pending:
                 solved = pending.run()
         found, problem = _verify(task, ws, bwrap, sealed[0])
