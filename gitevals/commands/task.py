@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 NAME = "task"
 HELP = ("task directories (<root>/tasks/<name>/): `task compile` prints one's definition, "
-        "`task check` runs its validity controls")
+        "`task check` runs its validity controls, `task export` writes one back")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--json", action="store_true", help="one JSON document")
     check.add_argument("--rev", metavar="REV",
                        help="check the task as committed at REV (branch, tag, SHA)")
+    exp = sub.add_parser(
+        "export", help="write a task as committed at REV to a new directory, as Harbor "
+        "reads it (task compile DIR then gives the same definition)",
+        description="Write every file of a task, as committed at REV, byte for byte to the "
+        "new directory DIR (an existing non-empty DIR is refused); say which gitevals-only "
+        "keys Harbor ignores.")
+    exp.add_argument("task", metavar="NAME", help="the name of a task under <root>/tasks/")
+    exp.add_argument("--rev", metavar="REV", default="HEAD",
+                     help="the commit to export from (default HEAD)")
+    exp.add_argument("dest", metavar="DIR", help="the directory to write (new, or empty)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if bwrap is not None:
         return _check(tree, task, bwrap, args.json)
+    if args.action == "export":
+        return _export(tree, task, Path(args.dest))
     doc = compile_task(task)
     sys.stdout.write(report.as_json(doc) if args.json else report.text(doc))
     return 0
@@ -118,6 +130,19 @@ def _checked(tree: Tree, path: str, given: str) -> str:
                          "task.toml")
     raise UsageError(f"{given}: no task directory at {path} in the {tree.label}; name a "
                      "task (a directory under <root>/tasks/) or a path to one")
+
+
+def _export(tree: Tree, task: Task, dest: Path) -> int:
+    """Write ``task`` to ``dest``; notes on what Harbor reads otherwise go to stderr."""
+    from gitevals.report.text import visible
+    from gitevals.tasks.export import export, harbor_notes, written_keys
+
+    count = export(tree, task, dest)
+    for line in harbor_notes(task, written_keys(task)):
+        print(f"gitevals: {visible(line)}", file=sys.stderr)
+    print(f"exported task {visible(task.name)} ({count} file{'s' * (count != 1)}) from "
+          f"{tree.label} to {visible(str(dest))}")
+    return 0
 
 
 def _bwrap() -> str:
