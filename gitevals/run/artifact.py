@@ -243,6 +243,7 @@ class TaskInfo(_TaskInfoKeys, total=False):
 
     controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
     limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
+    agent_sandbox: bool          # [agent] sandbox = true: the target ran in bubblewrap
 
 
 class CaseRun(_CaseRunKeys, total=False):

@@ -46,6 +46,7 @@ from gitevals.tasks.sandbox import (
     Call,
     Mounts,
     Pending,
+    agent_argv,
     prepare,
     workdir_problem,
 )
@@ -207,9 +208,19 @@ class TaskTrials:
                                {"kind": "workspace_error", "message": f"cannot make the "
                                 f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
+        argv, python_target = self.argv, self.python_target
+        if task.agent_sandbox:
+            if self.bwrap is None:
+                places.close()
+                return self._trial(task, k, [], [], started, {
+                    "kind": "target_start", "message": "[agent] sandbox = true runs the "
+                    "target in bubblewrap: run without --no-sandbox"})
+            argv = agent_argv(self.bwrap, argv, self.tree_dir, places.workspace,
+                              task.environment.workdir)
+            python_target, places.told = False, task.environment.workdir
         try:
-            with Conversation(self.argv, self.tree_dir, env=self.env, registry=self.registry,
-                              python_target=self.python_target) as conv:
+            with Conversation(argv, self.tree_dir, env=self.env, registry=self.registry,
+                              python_target=python_target) as conv:
                 error = self._iterate(task, k, conv, places, iterations, replies, ran)
         finally:
             for pending in ran:
@@ -263,7 +274,7 @@ class TaskTrials:
             if self.stop.is_set():
                 return None
             msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
-                   "trial": k, "task": task.name, "workspace": places.workspace,
+                   "trial": k, "task": task.name, "workspace": places.told,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)
             ahead = self._start(call, places)
@@ -389,6 +400,7 @@ class Places:
 
     def __init__(self, workspace: str, base: int) -> None:
         self.workspace = workspace
+        self.told = workspace  # the workspace's path as the target sees it
         self.base = base
         self.made: tuple[int, int] | None = None
         self.tests: Sealed | None = None
@@ -568,6 +580,8 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
         "reward_format": task.verifier.reward_format, "workdir": task.environment.workdir,
         "allow_internet": task.environment.allow_internet, "sandbox": sandbox,
         "gaps": gaps(task)}
+    if task.agent_sandbox:
+        info["agent_sandbox"] = sandbox == "bwrap"
     if controls is not None:
         info["controls"] = controls.as_dict()
     env = task.environment

@@ -49,8 +49,8 @@ DOCS = "see docs/tasks.md"
 #: task.toml keys gitevals reads into the ``Task``; any other key present is ``unused``.
 USED = frozenset({
     "version", "schema_version", "name", "max_iterations", "reward_format", "pass_threshold",
-    "metadata", "task.name", "agent.timeout_sec", "verifier.command", "verifier.timeout_sec",
-    "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
+    "metadata", "task.name", "agent.timeout_sec", "agent.sandbox", "verifier.command",
+    "verifier.timeout_sec", "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
     "environment.docker_image", "environment.image", "environment.workdir", "environment.cpus",
     "environment.memory_mb", "environment.storage_mb", "environment.memory",
     "environment.storage", "environment.allow_internet", "environment.build_timeout_sec",
@@ -511,6 +511,7 @@ def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Ve
         pass_threshold=float(threshold) if isinstance(threshold, int | float)
         else DEFAULT_PASS_THRESHOLD,
         agent_timeout_sec=_seconds(_get(doc, ("agent", "timeout_sec"))),
+        agent_sandbox=_get(doc, ("agent", "sandbox")) is True,
         verifier=verifier, environment=environment,
         version=str(version) if version is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},

@@ -43,6 +43,7 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -604,3 +605,30 @@ def _link_args(d: str) -> list[str]:
     if os.path.islink(d):
         return ["--symlink", os.readlink(d), d]
     return ["--ro-bind-try", d, d]
+
+
+def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, workdir: str,
+               top: Sequence[str] | None = None) -> list[str]:
+    """The target of a task trial in a sandbox of its own (``[agent] sandbox = true``).
+
+    It sees the host read-only (every top-level directory of ``/``, or of ``top``: its
+    interpreter may be installed anywhere), its own ``/tmp``, ``/proc``, ``/dev`` and pid
+    namespace, the materialized commit read-only at its own path (its working
+    directory) and the trial's ``workspace`` read-write at ``workdir``; the network is
+    shared (a target calls its model) and the environment is the target's own. No
+    capability. So it can write nothing but its workspace (not the installed gitevals),
+    and sees no process of the host (nothing to trace: not gitevals, not a verifier's
+    sandbox). It is started before it sees anything (the workspace is bound by path)."""
+    names = sorted(os.listdir("/")) if top is None else list(top)
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--share-net",
+           "--cap-drop", "ALL"]
+    for name in names:
+        path = "/" + name
+        if name in ("proc", "dev", "tmp") or not name or "/" in name:
+            continue
+        out += (["--symlink", os.readlink(path), path] if os.path.islink(path)
+                else ["--ro-bind-try", path, path])
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
+            "--ro-bind", tree_dir, tree_dir, "--bind", workspace, workdir,
+            "--remount-ro", "/", "--chdir", tree_dir]
+    return [*out, "--", *argv]
