@@ -319,6 +319,12 @@ CODES: tuple[Code, ...] = (
          "not match `schemas/baseline.schema.json`): `gate` would refuse it and doctor does not "
          "count it",
          "write it again with `gitevals baseline ARTIFACT --model NAME` and commit it"),
+    Code("GE645",
+         "warning: `[tool.gitevals.goldens] axes` are declared and a combination of their values "
+         "has no golden (one line, at `axes`, with the first five), or a row's `axes` holds a "
+         "value the declaration does not (at the row)",
+         "add rows for the missing combinations (`gitevals goldens synth`), or fix the value",
+         "warning"),
     Code("GE700",
          "the settings file cannot be read (TOML syntax, not UTF-8, arrays or tables nested "
          "more than 100 levels deep, an integer past 4,300 digits), or a gitevals setting holds "
