@@ -127,6 +127,7 @@ def oracle(found: rewards.Rewards, problem: str | None, threshold: float,
     reward = rewards.deciding(found)
     kept = tuple(sorted(found.items()))
     ran = ("solve.sh passed its timeout" if solve.timed_out
+           else "solve.sh did not run" if solve.exit_code is None
            else f"solve.sh exited {solve.exit_code}")
     if problem is not None or reward is None:
         return Control("oracle", False, None, kept,

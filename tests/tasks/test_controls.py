@@ -145,3 +145,20 @@ def test_check_reads_the_revision_and_needs_a_sandbox(repo: Repo) -> None:
     assert "--no-sandbox" not in none.err
     refused = run_cli("run", "--task-controls", "--no-sandbox", cwd=repo.path)
     assert refused.code == 2 and "drop --no-sandbox" in refused.err
+
+
+def test_a_control_without_a_reward_fails_and_says_why() -> None:
+    from gitevals.tasks.controls import Controls, do_nothing, oracle
+    from gitevals.tasks.sandbox import Outcome
+
+    none = do_nothing({}, "the verifier wrote no /logs/verifier/reward.txt", 1.0)
+    assert not none.holds and "gives no reward on the untouched workspace" in none.why
+    late = oracle({}, "the verifier passed its timeout of 5 s", 1.0,
+                  Outcome(None, "", True, 5000))
+    assert not late.holds and "solve.sh passed its timeout" in late.why
+    unset = oracle({}, "cannot set up the control: x", 1.0, Outcome(None, "", False, 0))
+    assert "solve.sh did not run" in unset.why
+    partial = oracle({"a": 1.0, "b": 0.5}, None, 0.8, Outcome(0, "", False, 1))
+    assert not partial.holds and partial.reward == 0.5  # every named reward must reach it
+    both = Controls(do_nothing({"reward": 0.0}, None, 1.0), partial)
+    assert not both.valid and both.reason().startswith("oracle control failed: ")
