@@ -175,7 +175,7 @@ def import_notes(dest: Path, ref: str, notes: list[tuple[str, str]]) -> None:
 def build_new(dest: Path, commits: int, trials: int) -> tuple[int, dict[str, int]]:
     """The history with summary notes; returns the bytes of the tip's artifact text and
     its packed sizes by compressor."""
-    from gitevals.git.tree import Repo, require_repo
+    from gitevals.git.repo import Repo, require_repo
     from gitevals.run import archive
     from gitevals.run.store import note_line
     from gitevals.run.summary import summarize

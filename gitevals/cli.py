@@ -14,7 +14,7 @@ from typing import NoReturn
 import gitevals.commands as commands_pkg
 from gitevals import __version__
 from gitevals.errors import GitevalsError
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 
 def _command_modules(only: str | None = None) -> list[ModuleType]:
@@ -71,7 +71,7 @@ def _named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Arg
 
 def _near(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """`` (did you mean --json?)`` for unknown flags close to a flag of ``parser``."""
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
 
     known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
     flags = [w.partition("=")[0] for w in unknown if w.startswith("--")]

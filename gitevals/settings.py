@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.run.pricing import Prices, prices_of
+from gitevals.prices import Prices, prices_of
 
 if TYPE_CHECKING:
-    from gitevals.lint.schema import SchemaError
+    from gitevals.schema import SchemaError
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {
@@ -77,7 +77,7 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
-    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
+    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.prices).
     pricing: Prices = field(default_factory=Prices)
 
     def as_dict(self) -> JSONObject:
@@ -86,7 +86,7 @@ class Settings:
         return out
 
 
-def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
+def key_position(text: str, key: str, section: str) -> tuple[int, int]:
     """Best-effort line:col of ``key`` inside ``[section]`` (tomllib keeps no positions):
     its ``key = ...`` (or dotted ``key.x = ...``) line, else its table header
     ``[section.key]`` (``[[...]]``, ``[section.key.sub]``), else the section's line."""
@@ -111,16 +111,16 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
     # gitevals.validation's compiled check of schemas/settings.schema.json, worded as
     # lint words schema errors: jsonschema is only imported to explain settings that
     # fail, which keeps the commit hook quick.
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     findings = []
     for err in validate("settings", raw):
         keys = [str(p) for p in err.path]
         sub = ".".join([section, *keys[:-1]]) if len(keys) > 1 else section
-        line, col = _key_position(text, keys[-1] if keys else "", sub.strip("."))
+        line, col = key_position(text, keys[-1] if keys else "", sub.strip("."))
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
-                                f"bad setting {where}: {_toml_hint(err)}; "
+                                f"bad setting {where}: {toml_hint(err)}; "
                                 "see docs/guide.md 'Settings'"))
     return findings
 
@@ -129,7 +129,7 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
 _YAML_LIST_HINT = "; write a list, one '- item' per line"
 
 
-def _toml_hint(err: SchemaError) -> str:
+def toml_hint(err: SchemaError) -> str:
     """The schema explainer's message, worded for a TOML settings file."""
     message = str(err.message)
     if message.endswith(_YAML_LIST_HINT):
@@ -197,7 +197,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         data = tree.read(path)
         if data is None:
             continue
-        text, doc, unreadable = _parse_toml(data, path)
+        text, doc, unreadable = parse_toml(data, path)
         if unreadable is not None:
             return Settings(), [unreadable]
         # TOML is JSON plus dates and times, which the settings schema refuses:
@@ -225,7 +225,7 @@ MAX_DEPTH = 100
 _LONG_NUMBER = re.compile(r"[0-9][0-9_]{4299,}")
 
 
-def _parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settings",
+def parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settings",
                 depth_hint: str = "settings are at most three levels deep"
                 ) -> tuple[str, JSONObject, Finding | None]:
     """The text and table of a settings file, or a GE700 finding saying why it cannot be
@@ -257,11 +257,11 @@ def _parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settin
 
 def _number_finding(raw: JSONObject, path: str, text: str, section: str) -> Finding | None:
     """GE700 for the first number of the settings gitevals cannot use, or None."""
-    key = _too_large(raw)
+    key = too_large(raw)
     if key is None:
         return None
     *parents, last = key.split(".")
-    line, col = _key_position(text, last, ".".join([section, *parents]).strip("."))
+    line, col = key_position(text, last, ".".join([section, *parents]).strip("."))
     where = ".".join([section, key]).strip(".")
     return Finding(path, line, col, "GE700",
                    f"cannot read settings: {where} is a number too large to use (or not "
@@ -323,7 +323,7 @@ def _escaped(text: str, at: int) -> bool:
     return backslashes % 2 == 1
 
 
-def _too_large(doc: JSONObject) -> str | None:
+def too_large(doc: JSONObject) -> str | None:
     """The dotted key of the first number gitevals cannot use (past 64 bits, or an
     infinite or NaN float, which TOML allows and JSON cannot hold), or None."""
     stack: list[tuple[str, object]] = [("", doc)]
@@ -368,7 +368,7 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
     norm = posixpath.normpath(root.replace("\\", "/")).lstrip("/")
     hint = (f'write root = "{norm}"' if norm not in (".", "") and not norm.startswith("..")
             else 'name a directory inside the repository, like root = "evals"')
-    line, col = _key_position(text, "root", section)
+    line, col = key_position(text, "root", section)
     return [Finding(path, line, col, "GE703",
                     f"root {root!r} {why}: the root is a relative path inside the "
                     f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
@@ -390,7 +390,7 @@ def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Find
     if not (isinstance(jf, str) and isinstance(tf, str)) or jf.strip().casefold() != \
             tf.strip().casefold():
         return []
-    line, col = _key_position(text, "family", ".".join([section, "judge"]).strip("."))
+    line, col = key_position(text, "family", ".".join([section, "judge"]).strip("."))
     return [Finding(path, line, col, "GE704",
                     f"judge family {jf!r} is the target's family: a judge must come from "
                     "another model family than the model under test; pin a judge model of "

@@ -11,8 +11,9 @@ from typing import Any
 
 from gitevals.calibration.metrics import measure, sizes, split_of
 from gitevals.calibration.record import Context, build, dumps, item_rows
-from gitevals.git.tree import RevisionTree, require_repo
-from gitevals.suite.imports import closure
+from gitevals.git.repo import require_repo
+from gitevals.git.trees import RevisionTree
+from gitevals.graderimports import closure
 
 from .conftest import Repo
 

@@ -258,6 +258,24 @@ def test_a_graders_leftover_is_gone_when_the_run_ends(repo: Repo, pids: Path) ->
     assert all(_gone(pid) for pid in left.values()), left
 
 
+def test_a_program_that_calls_gitevals_keeps_its_own_processes(repo: Repo, pids: Path) -> None:
+    # gitevals run in this process (as a notebook or the API does): the run's leftovers go,
+    # the caller's own child, started before, lives on and its exit status is its owner's.
+    _setup(repo, {"a": _case("setsid-answers", grader=True)})
+    mine = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"],
+                            stdin=subprocess.PIPE)
+    try:
+        res = run_cli("run", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
+        assert res.code == 0, res.err
+        assert all(_gone(pid) for pid in _leftovers(pids).values())
+        assert mine.poll() is None
+        mine.communicate(b"", timeout=30)
+        assert mine.returncode == 7
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 def test_a_target_that_kills_its_supervisor_leaves_nothing_after_the_run(
         repo: Repo, pids: Path) -> None:
     # Its leftover outlives the trial (gitevals adopts it), never the run; the next

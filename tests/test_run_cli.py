@@ -287,7 +287,7 @@ def test_no_note_writes_no_note(repo: Repo) -> None:
 
 
 def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     commit = _setup(repo, {"tone": TONE})
     for _ in range(2):

@@ -9,8 +9,8 @@ from itertools import product
 
 import pytest
 
-from gitevals.diff import sequential as sq
 from gitevals.run.artifact import load
+from gitevals.stats import sequential as sq
 
 from .conftest import Repo, run_cli
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from gitevals.run.artifact import Iteration, Trial, validate
 from gitevals.tasks import sandbox, verifier
 
 DECIMAL = ", not a decimal number (ASCII digits, an optional point and exponent, as 0.75 or 1e0)"
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap")
+needs_bwrap = pytest.mark.needs_bwrap
 
 
 @pytest.mark.parametrize(("fmt", "data", "rewards", "why"), [

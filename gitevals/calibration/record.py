@@ -48,7 +48,7 @@ class Context:
     labels_path: str
     labels_sha256: str
     sizes: dict[str, int]
-    #: The grader module and every tree file it imports: path -> blob (suite/imports.py).
+    #: The grader module and every tree file it imports: path -> blob (graderimports.py).
     closure: dict[str, str]
 
 

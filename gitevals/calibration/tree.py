@@ -8,7 +8,7 @@ from datetime import datetime
 
 from gitevals.calibration.record import parse, path_of, verify
 from gitevals.calibration.status import Status, status
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.settings import Settings
 
 
@@ -21,7 +21,7 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
                   sources: dict[str, tuple[str, bytes] | None] | None = None) -> Status:
     """The calibration status of grader ``name`` in ``tree``; ``sources`` keeps each
     module's blob and bytes across calls (a module of many graders is read once)."""
-    from gitevals.calibration.asks import asks_judge
+    from gitevals.graderfile import asks_judge
 
     file, _, fn = name.partition(".")
     gpath = f"{settings.root}/graders/{file}.py"
@@ -39,7 +39,7 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
         problem = verify(record, name, now)
         record = None if problem is not None else record
     if record is not None and blob == record.get("grader_blob"):
-        from gitevals.suite.imports import closure
+        from gitevals.graderimports import closure
 
         pinned = record.get("grader_closure")
         if pinned != closure(tree, [gpath], settings.root):

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
     from gitevals.calibration.labels import Item
     from gitevals.calibration.metrics import Measured
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.grading import GraderPool
     from gitevals.settings import Settings
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.calibration import metrics
     from gitevals.calibration.record import item_rows, path_of
     from gitevals.calibration.status import below_bar, status
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.calibration import render
 
     repo = require_repo()
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _nothing_judged(measured: Measured, split: str) -> None:
     """Every item was an error: nothing is recorded (a --final keeps the sealed split)."""
     from gitevals.errors import GitevalsError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     first = measured.errors[0] if measured.errors else ("", "no item")
     for item_id, message in measured.errors[:20]:
@@ -120,10 +122,9 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     """The blob of the grader's module at HEAD, after checking the grader can be
     calibrated: a well-formed name that resolves, committed as it is in the working
     tree, asking a configured judge."""
-    from gitevals.calibration.asks import asks_judge
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
-    from gitevals.graderfile import read, why_not
+    from gitevals.git.trees import WorkingTree
+    from gitevals.graderfile import asks_judge, read, why_not
 
     file, dot, fn = name.partition(".")
     if not (dot and file.isidentifier() and fn.isidentifier()):
@@ -178,7 +179,7 @@ def _read_regular(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -256,7 +257,7 @@ def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: st
     path reachable from HEAD is read (each distinct blob once)."""
     from gitevals.calibration.record import already_sealed, parse, path_of
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     path = path_of(settings.root, name)
     seen: set[str] = set()
@@ -332,8 +333,8 @@ def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, bl
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
             previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
     from gitevals.calibration.record import Context, build
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
-    from gitevals.suite.imports import closure
 
     assert settings.judge is not None and tree.commit is not None
     pinned = closure(tree, [module_path(settings.root, args.grader)], settings.root)

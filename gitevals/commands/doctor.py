@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.doctor import checklist, complete, gather
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.doctor import checklist, complete, gather
     from gitevals.report.goldens import doctor_json, doctor_text
 
     tree = open_tree(rev=args.rev)

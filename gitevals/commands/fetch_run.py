@@ -19,15 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.commands.show import _locate, _no_run
+    from gitevals.commands.show import locate, no_run
     from gitevals.run.runstore import full_run, get, place
     from gitevals.run.store import run_of_commit
     from gitevals.run.summary import is_summary
 
-    repo, commit, root = _locate(args.rev)
+    repo, commit, root = locate(args.rev)
     found = run_of_commit(repo, None, root, commit)
     if found is None:
-        raise _no_run(args.rev, commit, root)
+        raise no_run(args.rev, commit, root)
     run_id = found.run["run_id"]
     if not is_summary(found.run):
         print(f"run {run_id} of {commit[:12]}: its note holds the whole run already "

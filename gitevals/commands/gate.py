@@ -17,9 +17,10 @@ from gitevals.errors import GitevalsError
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Baseline
     from gitevals.run.artifact import Run
-    from gitevals.suite.gate import Baseline
 
 NAME = "gate"
 HELP = ("compare a run with <root>/baseline-<NAME>.json per bucket and drift slice; exit 1 "
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_baseline(data: bytes | None, rel: str) -> Baseline:
     """The baseline in ``data`` (the bytes of ``rel``); refused when absent or not one."""
-    from gitevals.suite.gate import Refused, check_baseline
+    from gitevals.goldens.gate import Refused, check_baseline
 
     if data is None:
         raise Refused(f"no baseline, no comparison: {rel} does not exist; write it from a run "
@@ -54,15 +55,15 @@ def read_baseline(data: bytes | None, rel: str) -> Baseline:
 def load_run(what: str) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what``; either
     way checked against the commit it names (``pinned``)."""
-    from gitevals.commands.show import _is_path, _locate
-    from gitevals.git.tree import require_repo
+    from gitevals.commands.show import is_path, locate
+    from gitevals.git.repo import require_repo
     from gitevals.run.artifact import load
 
-    if _is_path(what):
+    if is_path(what):
         run = load(what)
         pinned(require_repo(), run, what)
         return run
-    repo, commit, root = _locate(what)
+    repo, commit, root = locate(what)
     found = goldens_run_of_commit(repo, root, commit)
     if found is None:
         from gitevals.errors import UsageError
@@ -78,8 +79,8 @@ def pinned(repo: Repo, run: Run, label: str) -> None:
     (goldens, drift suite, sources, grader modules and what they import) is that blob
     there. A file's say-so is never taken for what a commit holds."""
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import RevisionTree
-    from gitevals.suite.gate import Refused
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
 
     try:
         tree = RevisionTree(repo, run["commit"])
@@ -106,8 +107,8 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
                     run_id: str) -> None:
     """Every grader module pinned must come with the tree files it imports (a run
     recorded before that pinned the modules alone: refused, run it again)."""
-    from gitevals.suite.gate import Refused
-    from gitevals.suite.imports import closure
+    from gitevals.goldens.gate import Refused
+    from gitevals.graderimports import closure
 
     graders = f"{root}/graders/" if root else "graders/"
     modules = [p for p in files if p.startswith(graders) and p.endswith(".py")]
@@ -167,7 +168,7 @@ def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
                       ) -> Baseline:
     """``baseline`` once it is what its run measured: the run it names, read through the
     commit it is pinned to, with the same slices and pins (``same_run``)."""
-    from gitevals.suite.gate import Refused, same_run
+    from gitevals.goldens.gate import Refused, same_run
 
     root = rel.rpartition("/")[0]
     where = "its git note" if notes_only else "its git note or results/"
@@ -190,9 +191,9 @@ def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
 def lints(repo: Repo, commit: str) -> None:
     """Refuse a run of a commit whose eval tree does not lint (duplicate golden ids, a
     drift budget that is not a number...): its numbers measure nothing the gate trusts."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
     from gitevals.lint import lint_tree
-    from gitevals.suite.gate import Refused
 
     result = lint_tree(RevisionTree(repo, commit))
     errors = [f for f in result.findings if f.severity == "error"]
@@ -204,10 +205,11 @@ def lints(repo: Repo, commit: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import WorkingTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.gate import baseline_path, gate
     from gitevals.report.gate import REPORTERS
     from gitevals.settings import load_settings
-    from gitevals.suite.gate import baseline_path, gate
 
     artifact = load_run(args.artifact)
     repo = require_repo()
@@ -231,10 +233,11 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     tree, the baseline in it, and the runs in git notes (never the working tree's
     results/, which anyone with the checkout can write)."""
     from gitevals.findings import Finding
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused, baseline_path, gate
     from gitevals.report.gate import headline
     from gitevals.settings import load_settings
-    from gitevals.suite.gate import Refused, baseline_path, gate
 
     repo = require_repo()
     tree = RevisionTree(repo, commit)

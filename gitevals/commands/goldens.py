@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import BinaryIO
 
-    from gitevals.git.tree import Tree
-    from gitevals.goldenset.flywheel import Candidate
+    from gitevals.git.trees import Tree
+    from gitevals.goldens.flywheel import Candidate
     from gitevals.jsontypes import JSONObject
     from gitevals.settings import Settings
 
@@ -111,8 +111,8 @@ def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.stats import stats_of
     from gitevals.report.goldens import stats_json, stats_text
 
     tree = open_tree(rev=args.rev)
@@ -124,12 +124,12 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _from_runs(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset import flywheel
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens import flywheel
+    from gitevals.goldens.rows import row_id, rows
     from gitevals.lint.retired import parse_retired
-    from gitevals.report.text import visible
     from gitevals.settings import load_settings
-    from gitevals.suite.rows import row_id, rows
+    from gitevals.text import visible
 
     bucket = flywheel.bucket_name(args.bucket) if args.bucket is not None else None
     found = _conversations(args.what)
@@ -156,12 +156,12 @@ def _from_runs(args: argparse.Namespace) -> int:
 
 def _synth(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset import flywheel, synth
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens import flywheel, synth
+    from gitevals.goldens.rows import row_id, rows
     from gitevals.lint.retired import parse_retired
-    from gitevals.report.text import visible
     from gitevals.settings import load_settings
-    from gitevals.suite.rows import row_id, rows
+    from gitevals.text import visible
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", args.generator):
         raise UsageError(f"--generator {args.generator!r}: write FILE.FUNCTION, a function "
@@ -208,8 +208,8 @@ def _generate(tree: Tree, settings: Settings, generator: str, combos: list[dict[
     """The rows the generator makes (in the committed tree, as a grader runs), the
     combinations it failed on (why), and the ids refused before it ran (present or
     retired: the generator is not called for them)."""
-    from gitevals.git.tree import RevisionTree
-    from gitevals.goldenset import synth
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens import synth
     from gitevals.run.grading import GraderWorker
     from gitevals.run.judge import judge_config
     from gitevals.run.workdir import workdir
@@ -249,7 +249,7 @@ def _conversations(what: str) -> list[Candidate]:
     """The conversations of ``what``: a file (run artifact or JSONL), else a revision."""
     import os
 
-    from gitevals.goldenset import flywheel
+    from gitevals.goldens import flywheel
     from gitevals.run.artifact import load
 
     if what.endswith((".json", ".jsonl")) or os.path.lexists(what):
@@ -268,7 +268,7 @@ def _read_recording(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     fix = "name a run artifact (.json) or a JSONL transcript"
     try:
@@ -290,7 +290,7 @@ def _read_recording(path: str) -> bytes:
 def _create(path: str, text: str) -> None:
     """``text`` into a new file ``path``: an existing file is never overwritten."""
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         with open(path, "x", encoding="utf-8") as f:
@@ -303,8 +303,8 @@ def _create(path: str, text: str) -> None:
 
 
 def _leak_check(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.leak import bounded, index_goldens
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 
     files = _open_all(args.training)  # every file opens before any scan
@@ -321,7 +321,7 @@ def _leak_check(args: argparse.Namespace) -> int:
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
     if sum(report.rows.values()) and not report.with_field:
         # every row lacked the field: the input comparison checked nothing
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         print(f"gitevals: warning: no training row has a {visible(args.field)!r} field, so "
               "inputs were not compared (only ids were): name the field that holds the "
@@ -333,7 +333,7 @@ def _shown(name: str, f: BinaryIO, lines: Iterator[bytes]) -> Iterator[bytes]:
     """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     total = os.fstat(f.fileno()).st_size or 1
     for n, line in enumerate(lines, 1):
@@ -349,7 +349,7 @@ def _open_all(paths: list[str]) -> list[tuple[str, BinaryIO]]:
     link) is scanned once, and said so, so no leak is counted twice."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     out: list[tuple[str, BinaryIO]] = []
     seen: dict[tuple[int, int], str] = {}
@@ -374,7 +374,7 @@ def _open_training(path: str) -> tuple[str, BinaryIO]:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -30,12 +30,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.interop.harbor import Pin, build, read_job
-    from gitevals.report.text import visible
     from gitevals.run.artifact import checked, dumps
     from gitevals.run.store import note, save
     from gitevals.settings import load_settings
+    from gitevals.text import visible
 
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)

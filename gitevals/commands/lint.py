@@ -13,7 +13,7 @@ from gitevals.commands._args import MAX_JOBS, count
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.lint import LintResult
 
 NAME = "lint"
@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.lint import lint_tree
+    from gitevals import api
+    from gitevals.git.trees import open_tree
     from gitevals.report.findings import nothing_to_lint, render
 
     tree = open_tree(rev=args.rev, staged=args.staged)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         paths += staged_deletions(tree)
     bar = _LazyBar() if sys.stderr.isatty() else None
     try:
-        result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs, progress=bar)
+        result = api.lint(tree, paths, api.LintOptions(not args.no_cache, args.jobs), bar)
     finally:
         if bar is not None:
             bar.close()
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(result, args.format, _terminal_width()))
     if result.notes:  # one line each, no finding: names come from the tree
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         sys.stderr.writelines(f"gitevals: {visible(note)}\n" for note in result.notes)
     if result.files == 0 and paths is None:
@@ -140,7 +140,7 @@ def staged_deletions(index: Tree) -> list[str]:
     breaks the cases that name it: naming the deleted path re-lints them.
     """
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
     from gitevals.tasks import tasks_dir

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gitevals.commands._args import positive
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.report.history import History
     from gitevals.run.artifact import Run
 
@@ -123,7 +123,7 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False)
 
 def eval_root(repo: Repo) -> str:
     """The eval root of the working tree's settings (where results/ is), as ``show``."""
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(WorkingTree(repo.work_root))
@@ -133,7 +133,7 @@ def eval_root(repo: Repo) -> str:
 def run(args: argparse.Namespace) -> int:
     import gc
 
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.report import log
     from gitevals.report.history import select
 
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     history = select(got.history, args.only)
     if args.only and not history.scenarios and got.history.scenarios:
         from gitevals.errors import UsageError
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         raise UsageError(f"no scenario {visible(args.only)!r} in the runs of this history; "
                          "give CASE or CASE/SCENARIO as `gitevals show` lists them")

@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 NAME = "notes"
 HELP = "share runs kept in git notes: pull (fetch and merge) or push a remote's notes"
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     if args.action == "compact":
         from gitevals.run.compact import compact
@@ -63,15 +63,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def side_ref(remote: str) -> str:
-    """Where ``pull`` keeps ``remote``'s notes as last fetched."""
-    return f"refs/notes/gitevals-remote/{remote}"
-
-
 def fetch(repo: Repo, remote: str) -> bool:
     """Fetch ``remote``'s notes into ``side_ref``; False when it has none."""
     from gitevals.errors import GitError
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF, side_ref
 
     code, err = repo.run_git("fetch", "--quiet", "--no-write-fetch-head", remote,
                              f"+{NOTES_REF}:{side_ref(remote)}")
@@ -91,7 +86,7 @@ def merge(repo: Repo, theirs_ref: str) -> int:
     differently, so its memory follows what changed, not the length of the history.
     """
     from gitevals.git import notestree
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
     if theirs is None or (ours is not None and repo.contains(ours, theirs)):
@@ -130,12 +125,14 @@ def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dic
 def pulled(repo: Repo, remote: str) -> int | None:
     """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
     the remote has no notes."""
+    from gitevals.git.repo import side_ref
+
     return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
 
 
 def pull(repo: Repo, remote: str) -> str:
     """Fetch and merge ``remote``'s notes; the one line that says what happened."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     changed = pulled(repo, remote)
     if changed is None:
@@ -150,7 +147,7 @@ def push(repo: Repo, remote: str) -> str:
     """Pull, then push refs/notes/gitevals; a push refused because another machine
     pushed first is retried after a new pull, ``PUSH_ATTEMPTS`` times in all."""
     from gitevals.errors import GitError
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run.runstore import RUNS_REF
 
     merged = 0

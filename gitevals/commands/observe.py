@@ -64,7 +64,7 @@ def _check_names(limits: Mapping[str, float], convs: Sequence[Conversation]) -> 
     if not unreported:
         return
     from gitevals.errors import UsageError
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
 
     names = set(known)  # and every whole number >= 0 a turn reports
     for c in convs:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gitevals.errors import UsageError
     from gitevals.experiment import observe
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     limits = dict(observe.parse_limit(t) for t in args.max)
     if len(limits) < len(args.max):

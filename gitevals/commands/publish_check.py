@@ -11,12 +11,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.pushes import Publication, PushCheck
-    from gitevals.git.tree import Repo
+    from gitevals.git.pushes import PushCheck
+    from gitevals.git.repo import Repo
     from gitevals.lint import LintResult
 
 NAME = "publish-check"
@@ -50,21 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Checked:
-    """One checked commit: the refs it publishes and its lint result."""
-
-    publication: Publication
-    result: LintResult
-
-    @property
-    def ok(self) -> bool:
-        return self.result.ok
-
-
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import lint_tree
+    from gitevals.lint.publish import Checked
     from gitevals.report.publish import REPORTERS
 
     if args.each_commit and not args.pre_push:
@@ -118,7 +107,7 @@ def _since(repo: Repo, result: LintResult, commit: str, published: set[str]) -> 
     """``result`` with the goldens-id findings (GE620-GE623) of ``commit`` against the
     last published state, not only its parent: a removal or a reuse stays refused when
     an unrelated commit sits on top of it."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import LintResult
     from gitevals.lint.retired import lint_retired
     from gitevals.settings import load_settings

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.settings import Settings
     from gitevals.tasks.definition import Task
 
@@ -91,7 +91,7 @@ def locate(given: str, rev: str | None) -> tuple[Tree, str, Settings]:
     repository, or, without ``--rev``, any directory on disk (a task directory someone
     sent, read as it lies)."""
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree, open_tree
+    from gitevals.git.trees import WorkingTree, open_tree
     from gitevals.settings import Settings, load_settings
     from gitevals.tasks.load import tasks_dir
 
@@ -134,8 +134,8 @@ def _checked(tree: Tree, path: str, given: str) -> str:
 
 def _export(tree: Tree, task: Task, dest: Path) -> int:
     """Write ``task`` to ``dest``; notes on what Harbor reads otherwise go to stderr."""
-    from gitevals.report.text import visible
     from gitevals.tasks.export import export, harbor_notes, written_keys
+    from gitevals.text import visible
 
     count = export(tree, task, dest)
     for line in harbor_notes(task, written_keys(task)):
@@ -147,17 +147,17 @@ def _export(tree: Tree, task: Task, dest: Path) -> int:
 
 def _bwrap() -> str:
     """The bubblewrap the controls run in; a usage error when there is none that works."""
-    from gitevals.commands.run import sandbox_for_tasks
+    from gitevals.api import working_bwrap
 
-    return sandbox_for_tasks("the controls of `task check`", escape=False)
+    return working_bwrap("the controls of `task check`", escape=False)
 
 
 def _check(tree: Tree, task: Task, bwrap: str, as_json: bool) -> int:
     """Run ``task``'s controls on its files as ``tree`` holds them; 0 valid, 1 broken."""
     import json
 
-    from gitevals.report.text import visible
     from gitevals.tasks.controls import run_controls
+    from gitevals.text import visible
 
     with _on_disk(tree, task) as source:
         controls = run_controls(task, source, bwrap)
@@ -182,7 +182,7 @@ def _check(tree: Tree, task: Task, bwrap: str, as_json: bool) -> int:
 def _on_disk(tree: Tree, task: Task) -> Iterator[Path]:
     """The task's directory on disk: the working tree's own, or the revision's files
     written to a temporary directory (removed after)."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.workdir import workdir
 
     if not isinstance(tree, RevisionTree):

@@ -141,7 +141,7 @@ def sequential_of(run_a: Run | None, run_b: Run | None, key: tuple[str, str]
     stopped early) and the phrase says which revision to compare with."""
     if run_b is None or "sequential" not in run_b:
         return None
-    from gitevals.diff.sequential import Design, decide
+    from gitevals.stats.sequential import Design, decide
 
     record = next((s.get("sequential") for c, s in scenarios(run_b)
                    if (c["name"], s["id"]) == key), None)

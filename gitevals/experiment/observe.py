@@ -275,7 +275,7 @@ def exit_code(doc: Mapping[str, Any]) -> int:
 
 def render_text(doc: Mapping[str, Any]) -> str:
     """The observation as plain text (file names escaped)."""
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     out = [f"observe {visible(doc['rev'])} ({doc['commit'][:12]}): {doc['conversations']} "
            f"conversations, {doc['turns']:,} turns ({doc['completed_turns']:,} completed) "

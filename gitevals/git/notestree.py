@@ -1,6 +1,6 @@
 """The notes tree of ``refs/notes/gitevals``, written with fan-out and compared by blob id.
 
-Part of the git layer (``tree.Repo`` hands its pygit2 repository to these functions
+Part of the git layer (``repo.Repo`` hands its pygit2 repository to these functions
 only). Why not libgit2's ``create_note`` and ``notes()``: the first writes a flat tree
 (one root entry per annotated commit), so every note written rewrites a tree as large
 as the history and the notes ref's own history grows with its square; the second reads
@@ -23,7 +23,7 @@ from gitevals.errors import GitError
 if TYPE_CHECKING:
     import pygit2
 
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 _HEX = frozenset("0123456789abcdef")
 _BLOB = 0o100644
@@ -140,10 +140,11 @@ def write(repo: Repo, ref: str, changes: Mapping[str, str | None], parents: list
     """A notes commit on ``ref``: the tree of ``parents[0]`` (none: empty) with each
     ``annotated commit -> blob id`` of ``changes`` set (None: removed), at fan-out
     ``ab/cdef...``; ``ref`` must still be at ``parents[0]`` (else ``GitError``)."""
-    from gitevals.git.tree import _signature, _translated
+    from gitevals.git.blobs import translated
+    from gitevals.git.repo import signature
 
     raw = repo.raw
-    with _translated(f"write the notes commit on {ref}"):
+    with translated(f"write the notes commit on {ref}"):
         base = _tree(raw, parents[0] if parents else None)
         root = raw.TreeBuilder(base) if base is not None else raw.TreeBuilder()
         if base is not None and any(len(o.name or "") > 2 for o in base):
@@ -153,7 +154,7 @@ def write(repo: Repo, ref: str, changes: Mapping[str, str | None], parents: list
             by_dir.setdefault(commit[:2], {})[commit[2:]] = blob
         for prefix, items in sorted(by_dir.items()):
             _write_subtree(raw, root, prefix, items)
-        sig = _signature(raw)
+        sig = signature(raw)
         oid = raw.create_commit(None, sig, sig, message, root.write(), parents)
     repo.set_ref(ref, str(oid), parents[0] if parents else None)
     return str(oid)

@@ -15,8 +15,8 @@ from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.rules import Change
 from gitevals.diff.verdicts import Tally
 from gitevals.jsontypes import JSON
-from gitevals.report.text import md_inert, visible
 from gitevals.stats.judge_correction import Corrected
+from gitevals.text import md_inert, visible
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gitevals.report.text import md_inert, visible
-from gitevals.suite.gate import GateResult, SliceGate
+from gitevals.goldens.gate import GateResult, SliceGate
+from gitevals.text import md_inert, visible
 
 HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "q", "status")
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.report.history import History, Point
-from gitevals.report.text import fold, one_line, xml_text
 from gitevals.run.artifact import VERDICTS, Trial, scenarios
+from gitevals.text import fold, one_line, xml_text
 
 if TYPE_CHECKING:
     from gitevals.diff import Diff
@@ -171,13 +171,13 @@ def _slices(run: Run) -> str:
 def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
     from gitevals.report.runs import (  # the cells show prints
         CORRECTED,
-        _corrected_cell,
-        _cost_cell,
-        _tokens_cell,
+        corrected_cell,
+        cost_cell,
+        tokens_cell,
     )
 
-    tokens = any(_tokens_cell(r.usage) for r in part)
-    cost = any(_cost_cell(r.usage) for r in part)
+    tokens = any(tokens_cell(r.usage) for r in part)
+    cost = any(cost_cell(r.usage) for r in part)
     fixed = any(r.corrected is not None for r in part)
     head = ["scenario", "verdict", "passes", "pass@k", "pass^k",
             *(["tokens in/out"] if tokens else []), *(["cost"] if cost else []),
@@ -188,9 +188,9 @@ def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
         cells = [f"<a href=\"#s{i}\">{esc(r.scenario)}</a>", _verdict(r.verdict),
                  f"<span class=\"num\">{r.passes}/{r.trials}</span>",
                  _yes(v["pass_at_k"]), _yes(v["pass_hat_k"]),
-                 *([esc(_tokens_cell(r.usage))] if tokens else []),
-                 *([esc(_cost_cell(r.usage))] if cost else []),
-                 *([f"<span class=\"num\">{esc(_corrected_cell(r))}</span>"]
+                 *([esc(tokens_cell(r.usage))] if tokens else []),
+                 *([esc(cost_cell(r.usage))] if cost else []),
+                 *([f"<span class=\"num\">{esc(corrected_cell(r))}</span>"]
                    if fixed else []),
                  esc(r.first_failure)]
         rows.append(f"<tr class=\"f {_verdict_class(r.verdict)}\">"

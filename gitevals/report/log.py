@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from gitevals.report.history import Commit, History, Point
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 MARKS = {"pass": "✓", "flaky": "~", "fail": "✗", "broken": "!", "not_run": "-"}
 REGRESSED = "▼"

@@ -26,8 +26,8 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
-    from gitevals.run.pricing import Prices
-    from gitevals.suite.results import Goldens, SuiteItem
+    from gitevals.prices import Prices
+    from gitevals.run.goldens import Goldens, SuiteItem
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -360,7 +360,7 @@ class Run(_RunKeys, total=False):
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
     calibration) in runs since judge calibration: empty when no grader asks the judge;
     ``executor`` in runs written since executors could be chosen; ``goldens`` only when
-    the run sent the goldens (``gitevals.suite.results``); ``stored`` only in a summary
+    the run sent the goldens (``gitevals.run.goldens``); ``stored`` only in a summary
     (``gitevals.run.summary``: the note's form, transcripts left out);
     ``interrupted_reason`` only when something other than a signal stopped it
     (``run --cost-limit``); ``imported`` only for a run ``gitevals import`` made."""
@@ -489,8 +489,8 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
+    from gitevals.run.goldens import failing
     from gitevals.run.scoring import advisory_graders
-    from gitevals.suite.results import failing
 
     part = run.get("goldens")
     return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
@@ -608,7 +608,7 @@ def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
 
 def run_prices(run: Run) -> Prices:
     """The price table the run's commit set (recorded in its ``settings``)."""
-    from gitevals.run.pricing import prices_of
+    from gitevals.prices import prices_of
 
     return prices_of(run["settings"])
 

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from gitevals.run.artifact import Run, candidate, dumps, validate
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 
 def compact(repo: Repo) -> str:
     """Compact every note under refs/notes/gitevals; the one line that says what happened."""
     from gitevals.git import notestree
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run.runstore import place
 
     tip = repo.ref_target(NOTES_REF)

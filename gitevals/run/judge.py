@@ -61,39 +61,18 @@ def budget(config: JSONObject | None) -> float:
     return _timeout(config) * (retries + 1) + MAX_WAIT * retries
 
 
-#: The methods of ``t`` that ask the judge model.
-JUDGE_METHODS = frozenset(("llm", "judge"))
-
-
-def calls_llm(source: bytes) -> bool:
-    """Whether a grader module visibly calls ``<something>.llm(...)`` or
-    ``<something>.judge(...)``, or hands the method on (``ask(t.llm, ...)``): read, not
-    run. The module as a whole; ``calibration.asks.asks_judge`` answers per grader."""
-    return bool(_judge_calls(source))
-
-
-def _judge_calls(source: bytes) -> set[str]:
-    """Which of ``JUDGE_METHODS`` a module names as an attribute, called or handed on
-    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``."""
-    import ast
-
-    from gitevals.graderfile import parse
-
-    module = parse(source)
-    if not isinstance(module, ast.Module):
-        return set()
-    return {n.attr for n in ast.walk(module)
-            if isinstance(n, ast.Attribute) and n.attr in JUDGE_METHODS}
-
-
 def module_budget(config: JSONObject | None, source: bytes) -> float:
     """Seconds a call of a grader from ``source`` may add to the grader limit for the
-    judge: one ``budget`` for ``t.llm``; for ``t.judge``, which asks again when the answer
-    is not PASS or FAIL, one per ask it may make (``retries`` + 1)."""
-    calls = _judge_calls(source)
-    if config is None or not calls:
+    judge, when the module asks it (``graderfile.asks_judge``): one ``budget`` for
+    ``t.llm``; for ``t.judge``, which asks again when the answer is not PASS or FAIL, one
+    per ask it may make (``retries`` + 1), and so too when ``t`` is handed on and the
+    method cannot be seen."""
+    from gitevals.graderfile import asks_judge, judge_methods
+
+    if config is None or not asks_judge(source):
         return 0.0
-    asks = _retries(config) + 1 if "judge" in calls else 1
+    methods = judge_methods(source)
+    asks = _retries(config) + 1 if "judge" in methods or not methods else 1
     return budget(config) * asks
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from gitevals.errors import UsageError
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.settings import Judge, Settings, Target
 
 #: Seconds a ``python`` target may take to import in the preflight.
@@ -77,9 +77,9 @@ def _check_import(spec: str, tree_dir: str, interpreter: str) -> None:
 
 def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:
     """The graders among ``names`` that may ask the judge: one answer for preflight,
-    calibration, the grader budget and doctor (``calibration.asks.asks_judge``), so a
+    calibration, the grader budget and doctor (``graderfile.asks_judge``), so a
     deterministic grader beside a judge grader in one module is never named here."""
-    from gitevals.calibration.asks import asks_judge
+    from gitevals.graderfile import asks_judge
 
     out = []
     for file in sorted({n.partition(".")[0] for n in names}):

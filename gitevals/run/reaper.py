@@ -94,13 +94,16 @@ def set_subreaper(on: bool = True) -> bool:
 @contextmanager
 def subreaper() -> Iterator[bool]:
     """Adopt this process's orphaned descendants while inside; on the way out kill and reap
-    every process still beneath it. Yields whether the kernel made it a subreaper."""
+    every process still beneath it but the children it had on the way in (and theirs): a
+    program that calls gitevals keeps its own processes and their exit statuses. Yields
+    whether the kernel made it a subreaper."""
     on = set_subreaper(True)
+    theirs = frozenset(_children(os.getpid()) or ())
     try:
         yield on
     finally:
         if on:
-            sweep()
+            sweep(spare=theirs)
             set_subreaper(False)
 
 
@@ -203,8 +206,16 @@ def _kill(pid: int, started: int) -> None:
         os.close(fd)
 
 
-def _reap_exited() -> bool:
-    """Reap every child that has exited; whether any child (running) is left."""
+def _reap_exited(spare: frozenset[int] = frozenset()) -> bool:
+    """Reap every child that has exited but those in ``spare`` (another owner waits for
+    them); whether any child (running) is left."""
+    mine = _children(os.getpid()) if spare else None
+    if mine is not None:
+        running = False
+        for pid in set(mine) - spare:
+            with suppress(ChildProcessError):
+                running = os.waitpid(pid, os.WNOHANG)[0] == 0 or running
+        return running
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -214,17 +225,19 @@ def _reap_exited() -> bool:
             return True
 
 
-def sweep(limit: float = SWEEP_LIMIT, keep: frozenset[int] = frozenset()) -> list[int]:
-    """Kill and reap every process beneath this one but those in ``keep`` (and what is
-    beneath them); the pids still there after ``limit`` s.
+def sweep(limit: float = SWEEP_LIMIT, keep: frozenset[int] = frozenset(),
+          spare: frozenset[int] = frozenset()) -> list[int]:
+    """Kill and reap every process beneath this one but those in ``keep`` and ``spare``
+    (and what is beneath them); the pids still there after ``limit`` s.
 
-    Reaps *all* children: call it only where no child is owned by anyone else (a
-    supervisor, or gitevals once its workers are stopped). On a subreaper "no child
+    Reaps every child but the ``spare`` ones (children another part of this program
+    owns and waits for); a ``keep`` child that exited is reaped. On a subreaper "no child
     left" means nothing is left beneath it: orphans come here, not to init.
     """
     deadline = time.monotonic() + limit
     pause = 0.0005
-    while _reap_exited():
+    keep = keep | spare
+    while _reap_exited(spare):
         mine = _children(os.getpid())
         if mine is not None and not set(mine) - keep:
             return []  # only the kept ones: nothing to sweep, and no scan of /proc

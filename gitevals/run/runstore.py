@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from gitevals.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.run.artifact import Run
 
 RUNS_REF = "refs/gitevals/runs/"

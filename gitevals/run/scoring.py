@@ -388,7 +388,7 @@ def rescore(run: Run) -> Run:
         cases.append(case)
     out: Run = {**run, "cases": cases}
     if "goldens" in run:  # each golden decided again from its stored grader answer
-        from gitevals.suite.results import rescore as rescore_goldens
+        from gitevals.run.goldens import rescore as rescore_goldens
 
         out["goldens"] = rescore_goldens(run["goldens"])
     return out

@@ -39,7 +39,7 @@ from gitevals.run.artifact import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 RESULTS_DIR = "results"
 #: Runs a note keeps per commit: the preferred one plus the most recent others, so a
@@ -133,7 +133,7 @@ def note_text(runs: list[Run]) -> str:
 def note_runs(repo: Repo, commit: str, ref: str | None = None) -> list[Run]:
     """The runs in the note on ``commit`` (under ``ref``, default NOTES_REF), least
     preferred first (``ranked``)."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     text = repo.read_note(commit, ref or NOTES_REF)
     return ranked(parse_note(text)) if text else []
@@ -145,7 +145,7 @@ def note(repo: Repo, run: Run) -> bool:
     ``runstore``. True when the note's counting run (the one ``show`` and ``diff``
     read) is now this one.
     """
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run import runstore
     from gitevals.run.summary import is_summary, summarize
 
@@ -187,7 +187,7 @@ class Pins:
 
 def pins_of(repo: Repo, commit: str) -> Pins:
     """The pins of ``commit`` in ``repo`` (blobs looked up only when asked)."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     tree = RevisionTree(repo, commit)
     return Pins(commit, tree.tree_sha or "", tree.blob_sha)
@@ -218,8 +218,8 @@ def problem(run: Run, pins: Pins, now: float | None = None) -> str | None:
 
 def _contradicted(run: Run) -> str | None:
     """A verdict or slice rate the run's own trials or items do not give, or None."""
+    from gitevals.run.goldens import slices
     from gitevals.run.scoring import verdict
-    from gitevals.suite.results import slices
 
     for case, s in scenarios(run):
         v, again = s["verdict"], verdict(s["results"])
@@ -280,7 +280,7 @@ def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
             return Found(checked(run, label), "results", label)
     if repo is None:
         return None
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     text = repo.read_note(commit)
     if not text:

@@ -40,7 +40,8 @@ from gitevals.run.artifact import (
     transcript,
 )
 from gitevals.tasks import verifier as rewards
-from gitevals.tasks.limits import limited, record, resource_problem
+from gitevals.tasks.calls import copy_within, verifier_call
+from gitevals.tasks.limits import record, resource_problem
 from gitevals.tasks.sandbox import (
     DEFAULT_TIMEOUT,
     Call,
@@ -53,11 +54,10 @@ from gitevals.tasks.sandbox import (
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.run.targets import Conversation, ProcessRegistry
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
-    from gitevals.tasks.controls import Controls
     from gitevals.tasks.definition import Task
 
 #: The one scenario id of a task's entry in a run.
@@ -141,36 +141,6 @@ def gap_lines(tasks: Sequence[Task]) -> list[str]:
 
 
 # -- one trial -----------------------------------------------------------------------
-
-
-def copy_within(src: Path, dest: Path, skip: frozenset[str] = frozenset()) -> None:
-    """Copy the directory ``src`` to ``dest`` (created) as bytes; a symlink is copied as
-    a link only when it resolves inside ``src``, and never followed. Top-level names in
-    ``skip`` are left out."""
-    dest.mkdir(parents=True, exist_ok=True)
-    if not src.is_dir() or src.is_symlink():
-        return
-    top = os.path.realpath(src)
-    for dirpath, dirnames, filenames in os.walk(src):
-        here = Path(dirpath)
-        rel = here.relative_to(src)
-        for name in [*dirnames, *filenames]:
-            if rel == Path(".") and name in skip:
-                continue
-            _copy_entry(here / name, dest / rel / name, top)
-        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()
-                       and not (rel == Path(".") and d in skip)]
-
-
-def _copy_entry(path: Path, to: Path, top: str) -> None:
-    if path.is_symlink():
-        real = os.path.realpath(path)
-        if os.path.commonpath([top, real]) == top:
-            os.symlink(os.readlink(path), to)
-    elif path.is_dir():
-        to.mkdir(exist_ok=True)
-    elif path.is_file():
-        shutil.copy2(path, to)
 
 
 class TaskTrials:
@@ -269,7 +239,7 @@ class TaskTrials:
 
         text = task.instruction
         timeout = task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT
-        call = _call(task)
+        call = verifier_call(task)
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
@@ -356,7 +326,7 @@ class TaskTrials:
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
             else:
-                found, problem = _reward(pending, task.verifier.reward_format)
+                found, problem = rewards.pending_rewards(pending, task.verifier.reward_format)
             pending.release()  # what the verifier left behind dies before the next turn
             if problem is None:
                 break
@@ -439,31 +409,12 @@ class Places:
             shutil.rmtree(self.private, ignore_errors=True)
 
 
-def _reward(pending: Pending, fmt: str) -> tuple[dict[str, float], str | None]:
-    """The rewards of a call whose verifier ran, read from its own logs (by descriptor)."""
-    try:
-        logs = pending.open_logs()
-    except OSError as exc:
-        return {}, f"/logs/verifier cannot be read: {exc.strerror or exc}"
-    try:
-        return rewards.read_reward(logs, fmt)
-    finally:
-        os.close(logs)
-
-
 def _refused(i: int, text: str, pending: Pending, started: float) -> Iteration:
     """The iteration of a verifier call that could not be set up: the trial's error."""
     error: ErrorRecord = {"kind": pending.kind, "message": pending.problem or ""}
     return {"iteration": i, "message": text, "rewards": {}, "reward": None, "passed": False,
             "verifier_exit": None, "verifier_tail": "", "attempts": 0, "error": error,
             "duration_ms": int((time.monotonic() - started) * 1000)}
-
-
-def _call(task: Task) -> Call:
-    """The verifier call ``task`` defines, behind its ``cpus`` and ``memory_mb`` limits."""
-    env, timeout = task.environment, task.verifier.timeout_sec or DEFAULT_TIMEOUT
-    return Call(limited(task.verifier.argv, env.cpus, env.memory_mb, timeout), env.workdir,
-                task.verifier.env, timeout, env.allow_internet)
 
 
 # -- judging (pure) --------------------------------------------------------------------
@@ -551,11 +502,11 @@ def added(task: Task) -> CaseRun:
     return out
 
 
-def broken_trials(task: Task, trials: int, controls: Controls, sandbox: str) -> list[Trial]:
+def broken_trials(task: Task, trials: int, reason: str, sandbox: str) -> list[Trial]:
     """The trials of a task whose validity controls failed: none ran; each is the error
     ``task_broken`` (so the task's verdict is broken, never pass or fail, also when a
     run is re-scored)."""
-    error: ErrorRecord = {"kind": "task_broken", "message": f"not run: {controls.reason()} "
+    error: ErrorRecord = {"kind": "task_broken", "message": f"not run: {reason} "
                           "(`gitevals task check`; docs/tasks.md)"}
     out = []
     for k in range(trials):
@@ -568,7 +519,7 @@ def broken_trials(task: Task, trials: int, controls: Controls, sandbox: str) -> 
 
 
 def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
-             controls: Controls | None = None) -> CaseRun:
+             controls: JSONObject | None = None) -> CaseRun:
     """The run's entry for ``task``: one scenario, its trials in order; ``controls`` when
     the run checked them (``run --task-controls``)."""
     from gitevals.run.scoring import verdict
@@ -583,7 +534,7 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
     if task.agent_sandbox:
         info["agent_sandbox"] = sandbox == "bwrap"
     if controls is not None:
-        info["controls"] = controls.as_dict()
+        info["controls"] = controls
     env = task.environment
     applied = record(env.cpus, env.memory_mb, task.verifier.timeout_sec or DEFAULT_TIMEOUT)
     if applied is not None:

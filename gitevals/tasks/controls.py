@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitevals.tasks import verifier as rewards
+from gitevals.tasks.calls import copy_within, verifier_call
 from gitevals.tasks.confine import TestsTooLarge, seal_tests
 from gitevals.tasks.limits import limited
 from gitevals.tasks.sandbox import (
@@ -175,8 +176,6 @@ def _attempt(task: Task, source: Path, bwrap: str, solve: bool
     base = Path(tempfile.mkdtemp(prefix="gitevals-check-"))
     sealed: list[Sealed] = []
     try:
-        from gitevals.run.tasks import copy_within
-
         ws = base / "workspace"
         copy_within(source / "environment", ws, frozenset(("Dockerfile",)))
         sealed.append(_seal(source / "tests", "tests"))
@@ -209,9 +208,7 @@ def _seal(src: Path, what: str) -> Sealed:
 def _verify(task: Task, ws: Path, bwrap: str, tests: Sealed
             ) -> tuple[rewards.Rewards, str | None]:
     """The verifier on ``ws``, retried once when its reward cannot be read."""
-    from gitevals.run.tasks import _call, _reward
-
-    call = _call(task)
+    call = verifier_call(task)
     found: rewards.Rewards = {}
     problem: str | None = None
     for _ in range(ATTEMPTS):
@@ -222,7 +219,7 @@ def _verify(task: Task, ws: Path, bwrap: str, tests: Sealed
             elif pending.problem is not None and outcome.exit_code is None:
                 found, problem = {}, pending.problem
             else:
-                found, problem = _reward(pending, task.verifier.reward_format)
+                found, problem = rewards.pending_rewards(pending, task.verifier.reward_format)
         if problem is None:
             break
     return found, problem

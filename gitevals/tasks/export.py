@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gitevals.errors import UsageError
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.tasks.definition import Task
 
 #: What Harbor does instead of each gitevals-only key.

@@ -34,9 +34,9 @@ from gitevals.tasks.definition import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON, JSONObject
-    from gitevals.lint.schema import SchemaError
+    from gitevals.schema import SchemaError
     from gitevals.settings import Settings
 
 #: The most bytes of a selected file (the seed's bound; the same as ``tree.MAX_FILE``).
@@ -204,16 +204,16 @@ def _too_big(path: str, what: str) -> Finding:
 def parse_task_toml(text: str, path: str) -> tuple[JSONObject | None, list[Finding]]:
     """task.toml's table checked against ``schemas/task.schema.json``: the table (None on
     any error) and the findings; unknown keys are warnings (Harbor ignores them too)."""
-    from gitevals.settings import _key_position, _parse_toml, _too_large
+    from gitevals.settings import key_position, parse_toml, too_large
 
-    _, raw, bad = _parse_toml(text.encode(), path, "GE904", "task.toml",
+    _, raw, bad = parse_toml(text.encode(), path, "GE904", "task.toml",
                               "task.toml nests tables a few levels at most")
     if bad is not None:
         return None, [bad]
-    key = _too_large(raw)
+    key = too_large(raw)
     if key is not None:
         *parents, last = key.split(".")
-        line, col = _key_position(text, last, ".".join(parents))
+        line, col = key_position(text, last, ".".join(parents))
         return None, [Finding(path, line, col, "GE904", f"cannot read task.toml: {key} is a "
                               "number too large to use (or not finite); write an ordinary "
                               "number")]
@@ -226,7 +226,7 @@ def parse_task_toml(text: str, path: str) -> tuple[JSONObject | None, list[Findi
 
 
 def _schema_errors(doc: JSONObject) -> list[SchemaError]:
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     return validate("task", doc)
 
@@ -245,17 +245,17 @@ def _jsonable(value: object) -> JSON:
 
 def _position(text: str, keys: Sequence[str | int]) -> tuple[int, int]:
     """line:col of the key a schema path leads to (array indexes point at their key)."""
-    from gitevals.settings import _key_position
+    from gitevals.settings import key_position
 
     named = [str(k) for k in keys if isinstance(k, str)]
     if not named:
         return 1, 1
-    return _key_position(text, named[-1], ".".join(named[:-1]))
+    return key_position(text, named[-1], ".".join(named[:-1]))
 
 
 def _schema_finding(err: SchemaError, text: str, path: str) -> Finding:
-    from gitevals.lint.schema import closest
-    from gitevals.settings import _toml_hint
+    from gitevals.schema import closest
+    from gitevals.settings import toml_hint
 
     line, col = _position(text, err.path)
     where = ".".join(str(k) for k in err.path)
@@ -264,7 +264,7 @@ def _schema_finding(err: SchemaError, text: str, path: str) -> Finding:
                        f"({DOCS})", "warning")
     if tuple(err.path) == ("verifier", "command") and err.keyword == "type":
         return Finding(path, line, col, "GE907", _shell_message(text, line))
-    message = _toml_hint(err)
+    message = toml_hint(err)
     if err.keyword == "enum":
         value = _value_at(text, line)
         near = closest(value, ("reward_text", "reward_json")) if value else None

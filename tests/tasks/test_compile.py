@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from gitevals.git.tree import MAX_FILE, WorkingTree
+from gitevals.git.blobs import MAX_FILE
+from gitevals.git.trees import WorkingTree
 from gitevals.lint import lint_tree
 
 from ..conftest import Repo, run_cli

@@ -91,7 +91,7 @@ def test_real_keys_are_kept_or_named_unused(harbor: Repo) -> None:
 
 
 def test_terminal_bench_1_is_skipped_with_a_note(harbor: Repo) -> None:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.settings import load_settings
     from gitevals.tasks.load import load_tasks, task_dirs
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from gitevals.errors import GitevalsError
+from gitevals.goldens.drift import DEFAULT_BUDGET, Z95, Budget
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.suite.drift import DEFAULT_BUDGET, Z95, Budget
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
+    from gitevals.run.goldens import Goldens
     from gitevals.stats.judge_correction import Corrected
-    from gitevals.suite.results import Goldens
 
 FORMAT = "gitevals-baseline/1"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

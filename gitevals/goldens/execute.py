@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, cast
 
+from gitevals.goldens.plan import Item, SuitePlan
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.model import DEFAULT_TIMEOUT
 from gitevals.run.artifact import (
@@ -25,11 +26,10 @@ from gitevals.run.artifact import (
     transcript,
     unkeepable,
 )
+from gitevals.run.goldens import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
-from gitevals.suite.plan import Item, SuitePlan
-from gitevals.suite.results import Goldens, SuiteItem, case_of, decide, slices
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
+from gitevals.goldens import SUITE_FILE as SUITE_FILE
+from gitevals.goldens import filters
+from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.suite import SUITE_FILE as SUITE_FILE
-from gitevals.suite import filters
-from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
     from gitevals.yamlsafe import Document
@@ -91,7 +91,7 @@ def enough_items(hard_fail: float) -> int:
 
 def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
     """Parse and check ``drift-suite.yaml``; the suite when it holds no error."""
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(data, path)

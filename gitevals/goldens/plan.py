@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
+from gitevals.goldens import drift
+from gitevals.goldens.mapping import Summary, grader_position, lint_mapping, summarize
+from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSONObject
 from gitevals.settings import Settings
-from gitevals.suite import drift
-from gitevals.suite.mapping import Summary, grader_position, lint_mapping, summarize
-from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
     from gitevals.lint.cache import LintCache
@@ -124,8 +124,8 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
 
 def _axes(tree: Tree, settings: Settings) -> list[Finding]:
     """GE645: the goldens' coverage of ``[tool.gitevals.goldens] axes``, when declared."""
-    from gitevals.goldenset.synth import axes_position, declared, lint_axes
-    from gitevals.suite.rows import rows
+    from gitevals.goldens.rows import rows
+    from gitevals.goldens.synth import axes_position, declared, lint_axes
 
     axes = declared(settings.raw)
     if not axes:
@@ -155,8 +155,8 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
     warm lint reads no multi-GB benchmark file again)."""
     import json
 
+    from gitevals.goldens.drift import source_problem
     from gitevals.lint.cache import key
-    from gitevals.suite.drift import source_problem
 
     shas = [f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
             for s in suite.slices]
@@ -207,11 +207,11 @@ def plan_suite(tree: Tree, settings: Settings,
         _pin(tree, suite_path(root), files)
         if suite is not None and not buckets:
             items += _drift_items(tree, suite, settings.golden_graders, files)
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
-    from gitevals.suite.imports import closure
 
     # The grader modules and every tree file they import: an edit to a helper changes
-    # what a grader decides, so it changes the measuring stick (suite/imports.py).
+    # what a grader decides, so it changes the measuring stick (graderimports.py).
     files.update(closure(tree, {module_path(root, i.grader) for i in items}, root))
     return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
                      dict(settings.golden_graders), budget,
