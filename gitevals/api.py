@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitevals.diff.stats import DEFAULT_TEST
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
-from gitevals.run.runner import DEFAULT_JOBS, MAX_TRIALS, Plan, case_paths, select_cases
 from gitevals.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -31,12 +29,28 @@ if TYPE_CHECKING:
     from gitevals.report.progress import Update
     from gitevals.run.artifact import Run
     from gitevals.run.ray_executor import RayExecutor
-    from gitevals.run.runner import Provenance
+    from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
 
 
 # -- lint: every rule over a tree ---------------------------------------------------------
 
+
+
+def _default_test() -> str:
+    """The statistics' default test, read when an options value is made: importing the
+    statistics and the runner at the top would put them into every command's start, the
+    one-file commit hook's included (issue 27)."""
+    from gitevals.diff.stats import DEFAULT_TEST
+
+    return DEFAULT_TEST
+
+
+def _default_jobs() -> int:
+    """The runner's default ``--jobs``, read as ``_default_test`` is."""
+    from gitevals.run.runner import DEFAULT_JOBS
+
+    return DEFAULT_JOBS
 
 @dataclass(frozen=True)
 class LintOptions:
@@ -69,17 +83,18 @@ class DiffOptions:
     a_run: str | None = None
     b_run: str | None = None
     parts: frozenset[str] = frozenset(("rules", "graders", "goldens", "verdicts"))
-    test: str = DEFAULT_TEST
+    test: str = field(default_factory=_default_test)
     alpha: float | None = None
     control: str | None = None
     equivalence: float | None = None
 
 
-def diff(repo: Repo, a: str, b: str, options: DiffOptions = DiffOptions()) -> Diff:
+def diff(repo: Repo, a: str, b: str, options: DiffOptions | None = None) -> Diff:
     """What changed from revision ``a`` to ``b``: rules, graders, goldens and, from the
     runs pinned to them, verdicts beyond noise (``Diff``; reporters in ``report/diff``)."""
     from gitevals.diff.collect import collect
 
+    options = options or DiffOptions()
     return collect(repo, a, b, options.a_run, options.b_run, set(options.parts),
                    options.test, options.alpha, options.control, options.equivalence)
 
@@ -95,6 +110,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     goldens are mapped to graders: then the plan is empty (``empty``), and the goldens
     are what the run sends."""
     from gitevals.errors import UsageError
+    from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
 
     settings, bad = load_settings(tree)
     if bad:
@@ -222,7 +238,7 @@ class RunOptions:
     executor, ``suite`` the goldens to send, ``cost_limit`` in USD."""
 
     names: tuple[str, ...] = ()
-    jobs: int = DEFAULT_JOBS
+    jobs: int = field(default_factory=_default_jobs)
     check: bool = True
     target_env: Mapping[str, str] | None = None
     public_env: frozenset[str] = frozenset()
@@ -246,11 +262,12 @@ def silent(label: str, total: int, unit: str = "trials",
 
 
 def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
-               options: RunOptions = RunOptions(),
+               options: RunOptions | None = None,
                progress: ProgressFactory = silent) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
     artifact. The caller keeps it (``run.store``), scores it by calibration
     (``calibrated``) and renders it; nothing is printed here but ``progress``."""
+    options = options or RunOptions()
     return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
                     options.target_env, options.rounds, options.bwrap, options.cluster,
                     options.graders_on_workers, options.suite, options.public_env,
@@ -363,11 +380,18 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
     target = the_plan.settings.target
     interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
-        tree.materialize(tmp)
-        if check and target is not None:
-            from gitevals.run.preflight import check_target
+        from gitevals.run import preflight
+        from gitevals.run.targets import ProcessRegistry
 
-            check_target(target, str(tmp), interpreter)
+        registry = ProcessRegistry()
+        if cluster is None and target is not None:
+            registry.prestart()  # while the commit is materialized
+        tree.materialize(tmp)
+        # A python target run here is imported once, by the worker its conversations fork
+        # from (after the execution exists); anything else is checked now.
+        warm = check and target is not None and preflight.warms(target, cluster is None)
+        if check and target is not None and not warm:
+            preflight.check_target(target, str(tmp), interpreter)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 
@@ -376,7 +400,13 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                                     dict(target_env or {}), sandboxed=bwrap is not None))
         execution = runner.Execution(the_plan, str(tmp), jobs, grader_timeout(), target_env,
                                      bwrap, executor=cluster, interpreter=interpreter,
-                                     public_env=public_env)
+                                     public_env=public_env, registry=registry)
+        if warm and target is not None:
+            try:
+                preflight.check_warm(execution, target, str(tmp), interpreter)
+            except BaseException:
+                execution.registry.close()
+                raise
         goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
         started = time.time()
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.prices import Prices, prices_of
 
 if TYPE_CHECKING:
+    from gitevals.prices import Prices
     from gitevals.schema import SchemaError
 
 #: Keys a case may never hold, with the reason given when one is refused.
@@ -77,8 +77,14 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
-    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.prices).
-    pricing: Prices = field(default_factory=Prices)
+
+    @property
+    def pricing(self) -> Prices:
+        """``[tool.gitevals.pricing]``: USD per million tokens per model, read from ``raw``
+        when asked (gitevals.prices: only runs that price need it)."""
+        from gitevals.prices import prices_of
+
+        return prices_of(self.raw)
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -174,7 +180,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     control = stats.get("control") if isinstance(stats, dict) else None
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders, pricing=prices_of(raw),
+                    golden_graders=golden_graders,
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,

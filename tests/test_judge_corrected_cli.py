@@ -243,3 +243,48 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     assert f"<span class=\"num\">{cell(cb)}</span>" in page
     assert f"<td>{cell(cb)}</td>" in page  # the goldens table's bucket tone
     assert f"{cell(ca)} -&gt; {cell(cb)}" in page
+
+
+def test_the_suite_line_carries_the_judge_corrected_change(
+        calibrated: tuple[Repo, Calibration]) -> None:
+    """Two cases (two clusters) whose scenarios ``tone`` and ``tone2`` the calibrated
+    judge alone decides, each 6/20 -> 15/20: the suite's raw change over them is 45
+    points, the judge-corrected one 45 / (TPR + TNR - 1), with an interval that carries
+    the calibration's uncertainty; every format shows it on the suite's line."""
+    from gitevals.stats import paired
+    from gitevals.stats.judge_correction import corrected_change
+
+    repo, cal = calibrated
+    second = CASE.split("  - id: mixed")[0].replace("id: tone", "id: tone2")
+    repo.commit({"evals/cases/polite2.yaml": second,
+                 "passes.json": json.dumps({"tone": 6, "mixed": 6, "tone2": 6, "t": 6})})
+    _run(repo)
+    a = repo.git("rev-parse", "HEAD")
+    b = repo.commit({"passes.json": json.dumps({"tone": 15, "mixed": 6, "tone2": 15,
+                                                "t": 6})})
+    _run(repo)
+    raw = paired.compare([paired.Pair(6, 20, 15, 20, "polite"),
+                          paired.Pair(6, 20, 15, 20, "polite2")], 0.05)
+    assert raw is not None
+    want = corrected_change(raw.estimate, (raw.high - raw.low) / 2, 0.95, cal)
+    assert want is not None
+    est, low, high = (100 * x for x in want)
+    assert abs(est - 45.0) > 5  # the correction moves the change visibly
+
+    doc = json.loads(run_cli("diff", a, b, "--format", "json", cwd=repo.path).out)
+    fixed = doc["suite"]["corrected"]
+    assert fixed["scenarios"] == 2 and fixed["raw_pts"] == pytest.approx(45.0)
+    assert fixed["estimate_pts"] == pytest.approx(est, abs=1e-6)
+    assert fixed["ci_pts"] == pytest.approx([low, high], abs=1e-6)
+    assert fixed["method"] == "rogan-gladen"
+    assert (fixed["calibration"]["tp"], fixed["calibration"]["n_neg"]) == (cal.tp, cal.n_neg)
+    assert doc["suite"]["scenarios"] == 3  # mixed is in the suite, not in the correction
+    text = run_cli("diff", a, b, cwd=repo.path).out.splitlines()
+    assert text[1].startswith("suite: +")
+    assert (f"judge-corrected over the 2 scenarios a calibrated judge alone decided: "
+            f"{est:+.1f} pts [{low:+.1f}, {high:+.1f}] (raw +45.0 over them; Rogan-Gladen, "
+            f"TPR {cal.tpr:.2f}, TNR {cal.tnr:.2f})") in text[1]
+    md = run_cli("diff", a, b, "--format", "markdown", cwd=repo.path).out.splitlines()
+    assert md[2].startswith("- suite: ") and f"{est:+.1f} pts" in md[2]
+    junit = run_cli("diff", a, b, "--format", "junit", cwd=repo.path).out
+    assert f'<property name="suite.judge_corrected_pts" value="{round(est, 6)}"' in junit

@@ -82,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
         _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
     rows = item_rows({i.id: i.label for i in chosen}, said)
+    labels_at = _in_repo(repo.work_root, args.labels)
     record = _record(tree, settings, args, blob, measured, now, labels_sha,
-                     metrics.sizes(i.id for i in items), previous, rows)
+                     metrics.sizes(i.id for i in items), previous, rows, labels_at)
+    _note_uncommitted(tree, labels_at, labels_sha)
     kept = _write(repo, settings, args.grader, record, previous, args.final)
     verdict = status(args.grader, True, blob, settings.judge, record, None, now)
     below = below_bar(record, settings.judge)
@@ -329,9 +331,33 @@ def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
     return outcome["passed"]
 
 
+def _in_repo(work_root: Path, given: str) -> str:
+    """The labels file's path in the repository (POSIX, from its root), which lint and
+    run read the labels from to check the record; as given when it is outside."""
+    import os
+
+    full = os.path.realpath(given)
+    rel = os.path.relpath(full, os.path.realpath(work_root))
+    return given if rel == ".." or rel.startswith("../") else rel.replace(os.sep, "/")
+
+
+def _note_uncommitted(tree: RevisionTree, labels_at: str, labels_sha: str) -> None:
+    """Say so when the labels measured are not the ones committed at HEAD: lint and run
+    check the record against the committed labels and leave it unusable until they are."""
+    import hashlib
+
+    from gitevals.text import visible
+
+    data = tree.read(labels_at) if not labels_at.startswith("/") else None
+    if data is None or hashlib.sha256(data).hexdigest() != labels_sha:
+        print(f"gitevals: note: {visible(labels_at)} is not committed as measured: lint and "
+              "run check the record against the committed labels, so commit them as they "
+              "are", file=sys.stderr)
+
+
 def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, blob: str,
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
-            previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
+            previous: JSONObject | None, rows: list[JSON], labels_at: str) -> JSONObject:
     from gitevals.calibration.record import Context, build
     from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
@@ -340,7 +366,7 @@ def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, bl
     pinned = closure(tree, [module_path(settings.root, args.grader)], settings.root)
     ctx = Context(args.grader, blob, tree.commit, settings.judge.model,
                   settings.judge.base_url, settings.judge.family,
-                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), args.labels, labels_sha, sizes, pinned)
+                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), labels_at, labels_sha, sizes, pinned)
     return build(ctx, measured, args.final, previous, rows)
 
 

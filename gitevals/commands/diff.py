@@ -45,8 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the newer revision (default HEAD)")
     parser.add_argument("--a-run", metavar="FILE", help="run artifact to use for A")
     parser.add_argument("--b-run", metavar="FILE", help="run artifact to use for B")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="text (rich tables on a terminal, plain when piped), json, markdown")
+    parser.add_argument("--format", choices=("text", "json", "markdown", "junit"),
+                        default="text",
+                        help="text (rich tables on a terminal, plain when piped), json, "
+                             "markdown, junit (the suite's verdict first, then a testcase "
+                             "per scenario: for a CI's test report)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default="regressed",
                         help="exit 1 when a scenario regressed beyond noise (default), on any "
                              "change, or never")
@@ -78,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         text = report.render_json(result)
     elif args.format == "markdown":
         text = report.render_markdown(result, args.limit)
+    elif args.format == "junit":
+        text = report.render_junit(result)
     elif sys.stdout.isatty():
         text = report.render_rich(result, args.limit)
     else:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import positive
+from gitevals.commands._args import add_control, positive
 
 if TYPE_CHECKING:
     from gitevals.git.repo import Repo
@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"at most N commits with runs, the newest (default {LIMIT})")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    add_control(parser, "the scenarios of each move, as diff")
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,11 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
     return found[::-1]
 
 
-def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False) -> Gathered:
-    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``)."""
-    from gitevals.diff.verdicts import Tally, tallies
+def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
+           control: str = "fdr", alpha: float = 0.05) -> Gathered:
+    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``); each move is
+    decided as ``diff`` decides it, under ``control`` at ``alpha``."""
+    from gitevals.diff.verdicts import Tally, clusters, tallies
     from gitevals.errors import ArtifactError
     from gitevals.report.history import Commit, build
     from gitevals.run.store import run_of_commit
@@ -105,9 +108,12 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False)
     tags = repo.tags_by_commit()
     points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
     tip_run = None
+    declared: dict[str, str] = {}
     for sha, subject in _with_runs(repo, root, tip, start, limit):
         try:
-            found = run_of_commit(repo, repo.work_root, root, sha)
+            # counts only: a summary's trials stay packed (but the tip's a report shows)
+            found = run_of_commit(repo, repo.work_root, root, sha,
+                                  trials=keep_tip and sha == tip)
         except ArtifactError as exc:
             points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
                            None))
@@ -116,9 +122,21 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False)
             continue  # a results file of another commit sharing the short SHA
         points.append((Commit(sha, subject, tuple(tags.get(sha, ())), found.run["run_id"]),
                        tallies(found.run)))
+        declared.update(clusters(found.run))  # the later run's word wins, as in diff
         if keep_tip and sha == tip:
             tip_run = found.run
-    return Gathered(build(points), tip, start, tip_run)
+    return Gathered(build(points, alpha=alpha, control=control, clusters=declared), tip, start,
+                    tip_run)
+
+
+def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[str, float]:
+    """``--control`` and ``--alpha``, else the working tree's ``[tool.gitevals.statistics]``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return (settings.control if control is None else control,
+            settings.alpha if alpha is None else alpha)
 
 
 def eval_root(repo: Repo) -> str:
@@ -139,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
 
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
-    got = gather(repo, eval_root(repo), args.rev, args.limit)
+    control, alpha = statistics(repo, args.control, args.alpha)
+    got = gather(repo, eval_root(repo), args.rev, args.limit, control=control, alpha=alpha)
     history = select(got.history, args.only)
     if args.only and not history.scenarios and got.history.scenarios:
         from gitevals.errors import UsageError

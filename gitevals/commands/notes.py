@@ -89,6 +89,8 @@ def merge(repo: Repo, theirs_ref: str) -> int:
     from gitevals.git.repo import NOTES_REF
 
     theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
+    if theirs is not None:
+        notestree.require_commit(repo, theirs)  # before any walk of its history
     if theirs is None or (ours is not None and repo.contains(ours, theirs)):
         return 0
     differ = notestree.changed(repo, ours, theirs)
@@ -124,10 +126,31 @@ def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dic
 
 def pulled(repo: Repo, remote: str) -> int | None:
     """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
-    the remote has no notes."""
-    from gitevals.git.repo import side_ref
+    the remote has no notes. Notes that are no notes tree (a ref at a blob, a submodule
+    in place of a note) are refused before anything is merged, in words that name the
+    remote, its ref and what to do: nothing is wrong with the local repository."""
+    from gitevals.errors import GitError
+    from gitevals.git.notestree import Malformed
+    from gitevals.git.repo import NOTES_REF, side_ref
 
-    return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
+    if not fetch(repo, remote):
+        return None
+    theirs = side_ref(remote)
+    try:
+        return merge(repo, theirs)
+    except Malformed as exc:
+        if exc.tip != repo.ref_target(theirs):
+            raise
+        raise GitError(f"the notes {remote} holds are malformed: its {NOTES_REF} (fetched "
+                       f"as {theirs}, at {exc.tip[:12]}) {_said(exc.what)}; nothing was "
+                       f"merged and your notes are as they were. Whoever can push to "
+                       f"{remote} should put a notes commit back there, or delete the ref "
+                       f"(`git push {remote} :{NOTES_REF}`) and `gitevals notes push` "
+                       "again") from None
+
+
+def _said(what: str) -> str:
+    return what.replace("the notes ref points", "points", 1)
 
 
 def pull(repo: Repo, remote: str) -> str:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from gitevals import __version__
-    from gitevals.commands.log import eval_root, gather, split_range
+    from gitevals.commands.log import eval_root, gather, split_range, statistics
     from gitevals.git.repo import require_repo
     from gitevals.report import html
 
@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
     root = eval_root(repo)
-    got = gather(repo, root, args.what, args.limit, keep_tip=True)
+    control, alpha = statistics(repo, None, None)
+    got = gather(repo, root, args.what, args.limit, keep_tip=True, control=control,
+                 alpha=alpha)
     if got.tip_run is None:
         from gitevals.errors import UsageError
 

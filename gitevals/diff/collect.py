@@ -305,8 +305,8 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                                 "transcripts are not local): A is not re-scored under B's "
                                 "rules; `gitevals fetch-run A` brings them")
         if run_a is not None and run_b is not None:
-            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha),
-                                         users)
+            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha,
+                                                          powered=False), users)
             verdicts = _left_out(s, verdicts)
             from gitevals.diff.buckets import compare_slices, control_slices
 
@@ -315,6 +315,9 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                                      equivalence, test, others=int(_measured(slices)))
             slices = control_slices(slices, control, alpha, suite.share)
             verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
+            from gitevals.diff.corrected import corrected_suite
+
+            suite = corrected_suite(suite, verdicts, clusters(run_a, run_b))
     looked = "verdicts" in parts
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),

@@ -177,6 +177,7 @@ def trials_needed(rate: float, drop: float = DEFAULT_DROP, goal: float = DEFAULT
     return best
 
 
+@lru_cache(maxsize=8192)
 def underpowered(trials: int, rate: float, drop: float = DEFAULT_DROP,
                  goal: float = DEFAULT_POWER, test: str = DEFAULT_TEST,
                  alpha: float = DEFAULT_ALPHA) -> bool:

@@ -155,17 +155,20 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
     warm lint reads no multi-GB benchmark file again)."""
     import json
 
+    from gitevals import benchcache
     from gitevals.goldens.drift import source_problem
     from gitevals.lint.cache import key
 
-    shas = [f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
+    shas = [f"{s.source}:{benchcache.stamp(s.source)}@{benchcache.root()}"
+            if s.kind == "benchmark" and benchcache.is_named(s.source) else
+            f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
             for s in suite.slices]
     k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
             json.dumps(mapping, sort_keys=True), *shas)
     cached = store.get("suite", k) if store is not None else None
     if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 6 for r in cached):
         return [Finding(*r) for r in cached]  # type: ignore[misc]
-    found = drift.check_sources(suite, suite_path(root), tree.read, mapping)
+    found = drift.check_sources(suite, suite_path(root), tree.read, mapping, benchcache.read)
     if store is not None:
         store.put("suite", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
                                for f in found])
@@ -251,12 +254,20 @@ def _golden_items(tree: Tree, settings: Settings, wanted: set[str],
 
 def _drift_items(tree: Tree, suite: drift.Suite, mapping: dict[str, str],
                  files: dict[str, str]) -> list[Item]:
+    from gitevals import benchcache
+
     out = []
     for s in suite.slices:
-        data = tree.read(s.source) if drift.source_problem(s.source) is None else None
+        if s.kind == "benchmark" and benchcache.is_named(s.source):
+            data = benchcache.read(s.source)[0]  # absent: GE631, which refuses the run
+            if data is not None:
+                files[benchcache.PIN + s.source] = benchcache.blob_sha(data)
+        else:
+            data = tree.read(s.source) if drift.source_problem(s.source) is None else None
+            if data is not None:
+                _pin(tree, s.source, files)
         if data is None:
             continue
-        _pin(tree, s.source, files)
         for line, row in drift.sample(s, data):
             grader = s.grader or mapping.get(bucket(row) or "")
             sent = turns(row)

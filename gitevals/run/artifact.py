@@ -198,13 +198,28 @@ class SequentialRecord(_SequentialRecordKeys, total=False):
     design: JSONObject
 
 
+class _PackedKeys(TypedDict):
+    outcomes: str
+
+
+class Packed(_PackedKeys, total=False):
+    """A summary's trials as a note line keeps them (``gitevals.run.summary.pack``):
+    one character a trial (``1`` passed, ``x`` failed with an infrastructure error,
+    ``0`` failed) and the JSON text of the trials column by column
+    (``summary.columns``), parsed only by what needs trials."""
+
+    columns: str
+
+
 class ScenarioRun(_ScenarioRunKeys, total=False):
     """One scenario: the rules used and a ``Trial`` per trial that ran; ``rules`` only
     after ``score --rules`` (applied, stored, or added); ``sequential`` only from
-    ``run --against``."""
+    ``run --against``; ``packed`` only in a note's summary (then ``results`` is empty
+    until ``summary.unpack``)."""
 
     rules: Literal["applied", "stored", "added"]
     sequential: SequentialRecord
+    packed: Packed
 
 
 class _CaseRunKeys(TypedDict):
@@ -642,7 +657,21 @@ def load(source: str | Path | bytes, label: str | None = None) -> Run:
     except RecursionError:
         raise ArtifactError(f"{label}: not a gitevals run artifact: nested too deep to read "
                             "(gitevals writes runs at most a few hundred levels deep)") from None
-    return checked(doc, label)
+    run = checked(doc, label)
+    return _with_trials(run, label) if "stored" in run else run
+
+
+def _with_trials(summary: Run, label: str) -> Run:
+    """A summary saved from a note line, with its packed trials back in ``results``
+    (``summary.unpack``); ``ArtifactError`` when they are damaged."""
+    from gitevals.run.summary import unpack
+
+    run = unpack(summary)
+    bad = next((f"{c['name']}/{s['id']}" for c, s in scenarios(run) if "packed" in s), None)
+    if bad is not None:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: the packed trials of {bad} "
+                            "are damaged or not what its outcomes say")
+    return checked(run, label)
 
 
 def _read_regular(path: Path, label: str) -> bytes:
@@ -675,8 +704,10 @@ def candidate(text: str | bytes) -> Run | None:
         return None
     if not (isinstance(data, dict) and data.get("format") == FORMAT):
         return None
+    cases = data.get("cases")
     ok = (isinstance(data.get("options"), dict) and isinstance(data.get("finished_at"), str)
-          and isinstance(data.get("commit"), str))
+          and isinstance(data.get("commit"), str) and isinstance(cases, list)
+          and all(isinstance(c, dict) for c in cases))  # what ranking runs reads
     return cast(Run, data) if ok else None
 
 

@@ -11,10 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from gitevals.errors import UsageError
 from gitevals.git.trees import Tree
 from gitevals.settings import Judge, Settings, Target
+
+if TYPE_CHECKING:
+    from gitevals.run.runner import Execution
 
 #: Seconds a ``python`` target may take to import in the preflight.
 IMPORT_TIMEOUT = 20.0
@@ -48,6 +52,38 @@ def _check_command(exe: str, tree_dir: str) -> None:
     if not os.access(path, os.X_OK):
         raise UsageError(f"target command {exe!r} is not executable in the commit: "
                          f"`git update-index --chmod=+x {exe}` and commit{_SKIP}")
+
+
+def warms(target: Target, local: bool) -> bool:
+    """Whether the preflight's import of a python target is its warm worker's
+    (``check_warm``): a local run where supervisors work."""
+    from gitevals.run.reaper import available
+
+    return local and bool(target.python) and not target.command and available()
+
+
+def check_warm(execution: Execution, target: Target, tree_dir: str,
+               interpreter: str | None) -> None:
+    """The python target imports in the warm worker its conversations fork from: the one
+    import of the run, where ``check_target`` paid a process and an import of its own."""
+    from gitevals.run.reaper import SupervisorGone
+
+    spec = str(target.python)
+    try:
+        line = execution.warm_target(IMPORT_TIMEOUT)
+    except SupervisorGone:  # no supervisor after all: a process of its own
+        check_target(target, tree_dir, interpreter)
+        return
+    except TimeoutError:
+        print(f"gitevals: warning: python target {spec} took over {IMPORT_TIMEOUT:g} s to "
+              "import; running anyway", file=sys.stderr)
+        return
+    except OSError as exc:
+        raise UsageError(f"python target {spec}: cannot start the interpreter "
+                         f"{interpreter or sys.executable}: {exc.strerror or exc}; fix "
+                         f"[target] interpreter{_SKIP}") from None
+    if line is not None:
+        raise UsageError(f"python target {line}{_SKIP}")
 
 
 def _check_import(spec: str, tree_dir: str, interpreter: str) -> None:

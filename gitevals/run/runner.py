@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -50,11 +51,13 @@ from gitevals.run.targets import (
     SharedTarget,
     TargetError,
     target_argv,
+    zygote_argv,
 )
 from gitevals.settings import Settings
 
 if TYPE_CHECKING:
     from gitevals.run.executors import Executor
+    from gitevals.run.tasks import TaskTrials
     from gitevals.tasks.controls import Controls
     from gitevals.tasks.definition import Task
 
@@ -200,16 +203,38 @@ class Execution:
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
         #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
-        from gitevals.run.tasks import TaskTrials
-
-        # bwrap None: the verifier runs without a sandbox (`run --no-sandbox`)
-        self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
-                                      self.stop, bwrap, self._env)
+        self._bwrap = bwrap  # None: the verifier runs without a sandbox (`run --no-sandbox`)
         self.task_results: dict[int, dict[int, Trial]] = {}
         #: task index -> its controls, once ``check_tasks`` ran them (``--task-controls``)
         self.controls: dict[int, Controls] = {}
         #: told of every trial recorded, after it is (``run --cost-limit``'s meter)
         self.on_trial: Callable[[Trial], None] | None = None
+
+    def warm_target(self, wait: float) -> str | None:
+        """Import a python target in its warm worker now, the one its conversations fork
+        from (the preflight: the import is paid once): its one line when it does not
+        import; None when it did, or when there is no warm worker here (then the caller
+        checks in a process of its own)."""
+        from gitevals.run.reaper import SupervisorGone
+
+        if not self.python_target:
+            return None
+        sup = self.registry.acquire()
+        if sup is None:
+            raise SupervisorGone("no supervisor here")
+        try:
+            return sup.warm(zygote_argv(self.argv), self.tree_dir, self._env, wait)
+        finally:
+            self.registry.release(sup)
+
+    @cached_property
+    def task_trials(self) -> TaskTrials:
+        """The tasks' trials, made on first use: a run of cases alone never imports the
+        task machinery (its sandbox, verifier)."""
+        from gitevals.run.tasks import TaskTrials
+
+        return TaskTrials(self.tree_dir, self.argv, self.python_target, self.registry,
+                          self.stop, self._bwrap, self._env)
 
     def _task(self, ti: int, trial: int) -> None:
         """Trial ``trial`` of task ``ti``: a conversation and its verifier calls."""

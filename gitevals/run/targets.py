@@ -5,14 +5,15 @@ JSON line per user turn on stdin and answers one JSON line on stdout. A
 ``python`` target (``module:function``) is driven through the same protocol by a
 small worker script (``gitevals/run/pyworker.py``, run by path in the interpreter the
 settings name), so the tree's code never runs inside gitevals and can always be
-killed. Where job slots have supervisors, the worker imports the module once per slot
-and forks a fresh child for each conversation.
+killed. Where there is a supervisor, the worker imports the module once per run and
+forks a fresh child for each conversation.
 
 Everything that can go wrong with a target is a ``TargetError`` carrying the
 error kind of the run artifact; it ends that conversation only. When a
 conversation ends, its target and every process the target started are killed:
-on Linux each job slot's supervisor (``gitevals.run.reaper``) starts the targets
-and sweeps what is beneath it; elsewhere the target's process group is killed.
+on Linux the run's supervisor (``gitevals.run.reaper``) starts each target beneath a
+holder of its own, and what is beneath the holder is swept; elsewhere the target's
+process group is killed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from jsonschema import ValidationError
 
     from gitevals.run.artifact import ErrorRecord
-    from gitevals.run.reaper import Supervisor
+    from gitevals.run.reaper import Channel, Supervisor
 
     #: Where a shared target's reader puts one conversation's answer lines (or its end).
     Replies: TypeAlias = queue.Queue["bytes | TargetError"]
@@ -107,8 +108,8 @@ class HasPid(Protocol):
 
 class ProcessRegistry:
     """Every live target/worker process group, so an interrupt can kill them all; and the
-    supervisors (``gitevals.run.reaper``) that start targets, one per conversation running
-    at a time (so one per job slot), until ``close``."""
+    run's supervisor (``gitevals.run.reaper``), started on first use, with a slot for each
+    conversation running at a time (so one per job slot), until ``close``."""
 
     def __init__(self) -> None:
         import threading
@@ -116,9 +117,10 @@ class ProcessRegistry:
         from gitevals.run.reaper import available
 
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._procs: set[HasPid] = set()
         self.closed = False
-        self._supervisors: list[Supervisor] = []
+        self._channels: list[Channel] = []  # the supervisor, and any that replaced it
         self._idle: list[Supervisor] = []
         self._direct = not available()  # no supervisors here: start targets directly
 
@@ -135,23 +137,23 @@ class ProcessRegistry:
 
     def kill_all(self) -> None:
         """Kill every registered group and every process beneath a registered process or
-        a supervisor (which stays, to reap them); later ``add``s are killed on arrival."""
+        the supervisor (which stays, to reap them); later ``add``s are killed on arrival."""
         from gitevals.run.reaper import kill_beneath
 
         with self._lock:
             self.closed = True
             procs = list(self._procs)
             roots = [p.pid for p in procs]
-            roots += [s.proc.pid for s in self._supervisors if not s.gone]
+            roots += [c.proc.pid for c in self._channels if not c.gone]
         kill_beneath(*roots)  # first: killing a parent first would hide its children
         for proc in procs:
             kill_group(proc)
 
     def acquire(self) -> Supervisor | None:
-        """An idle supervisor (started when none is); None where there can be none.
+        """A slot on the run's supervisor (started when there is none, or it died); None
+        where there can be none.
 
-        A supervisor serves one conversation at a time, from ``acquire`` to ``release``:
-        so everything beneath it belongs to that conversation.
+        A slot serves one conversation at a time, from ``acquire`` to ``release``.
         """
         from gitevals.run.reaper import Supervisor
 
@@ -159,15 +161,31 @@ class ProcessRegistry:
             while self._idle:
                 if not (sup := self._idle.pop()).gone:
                     return sup
-        if self._direct:
-            return None
-        started = Supervisor.start()
-        if started is None:
-            self._direct = True  # it will not start next time either
-            return None
-        with self._lock:
-            self._supervisors.append(started)
-        return started
+        channel = self._channel()
+        return None if channel is None else Supervisor(channel)
+
+    def prestart(self) -> None:
+        """Start the supervisor in the background now (it takes a Python start): the first
+        conversation finds it ready, or waits for the start under way."""
+        import threading
+
+        threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
+
+    def _channel(self) -> Channel | None:
+        from gitevals.run.reaper import Channel
+
+        with self._starting:  # one start at a time: every slot shares it
+            if self._direct:
+                return None
+            if self._channels and not self._channels[-1].gone:
+                return self._channels[-1]
+            started = Channel.start()
+            if started is None:
+                self._direct = True  # it will not start next time either
+                return None
+            with self._lock:
+                self._channels.append(started)
+            return started
 
     def release(self, sup: Supervisor) -> None:
         """``sup`` has ended its conversation and can serve the next."""
@@ -176,11 +194,11 @@ class ProcessRegistry:
                 self._idle.append(sup)
 
     def close(self) -> None:
-        """Stop every supervisor; each first kills whatever is still beneath it."""
+        """Stop the supervisor; it first kills whatever is still beneath it."""
         with self._lock:
-            supervisors, self._supervisors, self._idle = self._supervisors, [], []
-        for sup in supervisors:
-            sup.close()
+            channels, self._channels, self._idle = self._channels, [], []
+        for channel in channels:
+            channel.close()
 
 
 def kill_group(proc: HasPid) -> None:
@@ -334,8 +352,8 @@ class Conversation:
 
     def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int],
                deadline: float) -> _Process:
-        """Start the target through this slot's supervisor (a python target as a fork of
-        the slot's warm worker), or directly where there is none."""
+        """Start the target through the run's supervisor (a python target as a fork of
+        the run's warm worker), or directly where there is none."""
         from gitevals.run.reaper import StartFailed, SupervisorGone
 
         sup = self.registry.acquire()

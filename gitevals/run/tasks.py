@@ -49,6 +49,7 @@ from gitevals.tasks.sandbox import (
     Pending,
     agent_argv,
     prepare,
+    sandbox_user,
     workdir_problem,
 )
 
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
+    from gitevals.tasks.pids import Group
 
 #: The one scenario id of a task's entry in a run.
 SCENARIO = "task"
@@ -157,6 +159,11 @@ class TaskTrials:
         self.stop = stop
         self.bwrap = bwrap
         self.scratch = Path(tree_dir).parent / "tasks"
+        if bwrap is not None and sandbox_user(bwrap) is not None:
+            # the verifier's bubblewrap, started as nobody, resolves the workspace's path:
+            # the run's directory lets it through (not list), the commit stays private
+            os.chmod(Path(tree_dir).parent, 0o711)
+            os.chmod(tree_dir, 0o700)
 
     @property
     def sandbox(self) -> str:
@@ -178,16 +185,17 @@ class TaskTrials:
                                {"kind": "workspace_error", "message": f"cannot make the "
                                 f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
-        argv, python_target = self.argv, self.python_target
-        if task.agent_sandbox:
+        if task.agent_sandbox:  # a sandbox of its own, stricter than ``_target``'s
             if self.bwrap is None:
                 places.close()
                 return self._trial(task, k, [], [], started, {
                     "kind": "target_start", "message": "[agent] sandbox = true runs the "
                     "target in bubblewrap: run without --no-sandbox"})
-            argv = agent_argv(self.bwrap, argv, self.tree_dir, places.workspace,
+            argv = agent_argv(self.bwrap, self.argv, self.tree_dir, places.workspace,
                               task.environment.workdir)
-            python_target, places.told = False, task.environment.workdir
+            python_target, group, places.told = False, None, task.environment.workdir
+        else:
+            argv, python_target, group = self._target()
         try:
             with Conversation(argv, self.tree_dir, env=self.env, registry=self.registry,
                               python_target=python_target) as conv:
@@ -196,10 +204,28 @@ class TaskTrials:
             for pending in ran:
                 self._close(pending)
             places.close()
+            if group is not None:
+                group.remove()
         shutil.rmtree(base, ignore_errors=True)
         if self.stop.is_set():
             return None
         return self._trial(task, k, iterations, replies, started, error)
+
+    def _target(self) -> tuple[list[str], bool, Group | None]:
+        """How this trial's target starts: under bubblewrap, in a pid namespace of its own
+        (``sandbox.target_argv``; a python target then starts cold in it, not from the
+        slot's warm worker, which lives outside), with a pids cgroup of its own as root
+        where one can be made; with ``--no-sandbox`` as configured."""
+        if self.bwrap is None:
+            return self.argv, self.python_target, None
+        from gitevals.tasks import pids
+        from gitevals.tasks.sandbox import TARGET_PIDS, protected_paths, target_argv
+
+        root = os.geteuid() == 0
+        group = pids.make(TARGET_PIDS) if root else None
+        argv = target_argv(self.bwrap, self.argv, root, protected_paths(),
+                           pids_procs=group.procs if group is not None else None)
+        return argv, False, group
 
     def _prepare(self, task: Task, base: Path) -> Places:
         """A fresh workspace (``environment/`` without its Dockerfile) and the verifier's
