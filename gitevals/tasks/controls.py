@@ -22,6 +22,7 @@ the bubblewrap sandbox (the solution is code from the task: as hostile as a veri
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -174,6 +175,9 @@ def _attempt(task: Task, source: Path, bwrap: str, solve: bool
     """A fresh workspace; ``solve.sh`` in it when ``solve``; then the verifier: its
     rewards, why there are none, and the solution's outcome."""
     base = Path(tempfile.mkdtemp(prefix="gitevals-check-"))
+    # a verifier started as another user (root runs it as nobody) resolves the
+    # workspace's path: let it through, not list
+    os.chmod(base, 0o711)
     sealed: list[Sealed] = []
     try:
         ws = base / "workspace"
