@@ -72,11 +72,9 @@ def test_a_sandboxed_target_works_in_its_workspace_and_nowhere_else(repo: Repo) 
     assert seen["tried"]["escape.txt"] == "Read-only file system"
     assert "written" not in seen["tried"].values(), seen["tried"]
     assert not (repo.path / "escape.txt").exists()
-    # unsandboxed, the same target writes beside its workspace and sees the host
+    # without it (a pid namespace only), the same target writes beside its workspace
     code, entry = _run(repo, False)
-    seen = json.loads(entry["scenarios"][0]["results"][0]["transcript"]["turns"][0]
-                      ["final_answer"])
-    assert seen["host_pid"] is True and (repo.path / "escape.txt").exists()
+    assert (repo.path / "escape.txt").exists()
     assert "agent_sandbox" not in entry["task"]
 
 
