@@ -391,7 +391,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         # from (after the execution exists); anything else is checked now.
         warm = check and target is not None and preflight.warms(target, cluster is None)
         if check and target is not None and not warm:
-            preflight.check_target(target, str(tmp), interpreter)
+            preflight.check_target(target, str(tmp), interpreter, target_env)
         if cluster is not None:
             from gitevals.run.executors import RunShared
 

@@ -45,6 +45,20 @@ class Target:
     interpreter: str | None = None
     #: ``"many"``: one process of a command target serves many conversations at once
     conversations: str = "one"
+    #: ``[target] openai`` or ``[target] http``: a harness served as an API
+    endpoint: Endpoint | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A harness served over HTTP (``gitevals.run.httpworker``): ``kind`` is ``openai`` (a
+    chat-completions API; ``model`` is sent) or ``http`` (a turn in, a reply out); the
+    key is read from the variable ``api_key_env`` names, never written in settings."""
+
+    kind: str
+    url: str
+    model: str | None = None
+    api_key_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +111,12 @@ def key_position(text: str, key: str, section: str) -> tuple[int, int]:
     its ``key = ...`` (or dotted ``key.x = ...``) line, else its table header
     ``[section.key]`` (``[[...]]``, ``[section.key.sub]``), else the section's line."""
     lines = text.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if line.strip().startswith(f"[{section}]"):
-            start = i
-            break
+    start = next((i for i, line in enumerate(lines)
+                  if line.strip().startswith(f"[{section}]")), None)
+    if start is None and "." in section:  # an inline table: ``openai = { ... }``
+        parent, _, last = section.rpartition(".")
+        return key_position(text, last, parent)
+    start = start or 0
     if not key:
         return start + 1, 1
     name = rf"[\"']?{re.escape(key)}[\"']?"
@@ -155,7 +170,8 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
         cmd = t.get("command")
         target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
                         _text(t.get("python")), _text(t.get("family")),
-                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one")
+                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one",
+                        _endpoint(t))
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
@@ -185,6 +201,16 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
+
+
+def _endpoint(target: JSONObject) -> Endpoint | None:
+    """``[target] openai`` / ``[target] http`` of a schema-valid target table, or None."""
+    for kind, key in (("openai", "base_url"), ("http", "url")):
+        table = target.get(kind)
+        if isinstance(table, dict):
+            return Endpoint(kind, str(table.get(key)), _text(table.get("model")),
+                            _text(table.get("api_key_env")))
+    return None
 
 
 def _text(value: JSON) -> str | None:

@@ -299,7 +299,8 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
-                         "command = [...] or python = \"module:function\"")
+                         "command = [...], python = \"module:function\", or an endpoint "
+                         "(openai, http: docs/integrations.md)")
     dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
     for f in the_plan.findings:
         if not _calibration_warning(f.code):  # the run states calibration itself

@@ -70,7 +70,8 @@ class SuiteExecution:
         self.plan = plan
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
-        self.argv = target_argv(target.command, target.python, interpreter) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter,
+                                 target.endpoint) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = threading.Event()
         self.registry = ProcessRegistry()

@@ -11,11 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gitevals.errors import UsageError
 from gitevals.git.trees import Tree
-from gitevals.settings import Judge, Settings, Target
+from gitevals.settings import Endpoint, Judge, Settings, Target
 
 if TYPE_CHECKING:
     from gitevals.run.runner import Execution
@@ -27,13 +28,29 @@ JUDGE_TIMEOUT = 5.0
 _SKIP = "; or pass --no-preflight to run anyway"
 
 
-def check_target(target: Target, tree_dir: str, interpreter: str | None = None) -> None:
+def check_target(target: Target, tree_dir: str, interpreter: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
     """The command's executable is there and executable; a python target imports in its
-    interpreter (gitevals' own when None)."""
+    interpreter (gitevals' own when None); an endpoint's key variable is set (in the
+    environment or ``env``, what ``--target-env`` gives) and its URL answers."""
     if target.command:
         _check_command(target.command[0], tree_dir)
     elif target.python:
         _check_import(target.python, tree_dir, interpreter or sys.executable)
+    elif target.endpoint is not None:
+        _check_endpoint_target(target.endpoint, env or {})
+
+
+def _check_endpoint_target(endpoint: Endpoint, env: Mapping[str, str]) -> None:
+    what = f"[target] {endpoint.kind}"
+    name = endpoint.api_key_env
+    if name and not (env.get(name) or os.environ.get(name)):
+        raise UsageError(f"{what}: the API key variable {name} is not set: export it, or "
+                         f"give it with --target-env {name}=...{_SKIP}")
+    reason = _unanswered(endpoint.url)
+    if reason is not None:
+        raise UsageError(f"{what}: {endpoint.url} does not answer ({reason}): start the "
+                         f"server or fix the url{_SKIP}")
 
 
 def _check_command(exe: str, tree_dir: str) -> None:
@@ -144,17 +161,23 @@ def check_judge(settings: Settings, users: list[str]) -> None:
 
 
 def _check_endpoint(judge: Judge, first: str) -> None:
+    reason = _unanswered(judge.base_url.rstrip("/") + "/models")
+    if reason is not None:
+        raise UsageError(f"grader {first} calls t.llm but the judge at {judge.base_url} does "
+                         f"not answer ({reason}): start it or fix base_url{_SKIP}")
+
+
+def _unanswered(url: str) -> str | None:
+    """Why a GET of ``url`` got no HTTP answer, or None when it got one (any status: the
+    server is there, whatever it thinks of the GET)."""
     import urllib.error
     import urllib.request
 
-    url = judge.base_url.rstrip("/") + "/models"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="GET"),
                                     timeout=JUDGE_TIMEOUT):
-            return
+            return None
     except urllib.error.HTTPError:
-        return  # it answered: the endpoint is there, whatever it thinks of GET /models
+        return None
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(f"grader {first} calls t.llm but the judge at {judge.base_url} does "
-                         f"not answer ({reason}): start it or fix base_url{_SKIP}") from None
+        return str(getattr(exc, "reason", exc))

@@ -180,7 +180,8 @@ class Execution:
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
         # a python target runs in ``interpreter`` (run.targets.resolve_interpreter)
-        self.argv = target_argv(target.command, target.python, interpreter) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter,
+                                 target.endpoint) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
         #: True while the main thread computes a sequential run's look: an interrupt

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from gitevals.run.artifact import ErrorRecord
     from gitevals.run.reaper import Channel, Supervisor
+    from gitevals.settings import Endpoint
 
     #: Where a shared target's reader puts one conversation's answer lines (or its end).
     Replies: TypeAlias = queue.Queue["bytes | TargetError"]
@@ -52,6 +53,10 @@ _STDERR_TAIL = 2048
 _START_FAILED = 97
 #: The python target's worker, a standalone script (standard library only).
 PYWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyworker.py")
+#: The endpoint targets' worker (``[target] openai``/``http``), standard library only.
+HTTPWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "httpworker.py")
+#: How the endpoint worker's exit status names the trial's error (its stderr line says why).
+_WORKER_KINDS = {97: "target_start", 98: "target_protocol"}
 
 
 class TargetError(Exception):
@@ -67,13 +72,17 @@ class TargetError(Exception):
 
 
 def target_argv(command: Sequence[str] | None, python: str | None,
-                interpreter: str | None = None) -> list[str]:
+                interpreter: str | None = None, endpoint: Endpoint | None = None) -> list[str]:
     """The argv that starts one conversation with the configured target (a python target
-    in ``interpreter``, by default gitevals' own)."""
+    in ``interpreter``, by default gitevals' own; an endpoint through gitevals' worker)."""
     if command:
         return list(command)
     if python:
         return [interpreter or sys.executable, PYWORKER, python]
+    if endpoint is not None:
+        config = {"url": endpoint.url, "model": endpoint.model,
+                  "api_key_env": endpoint.api_key_env}
+        return [sys.executable, HTTPWORKER, endpoint.kind, json.dumps(config)]
     raise ValueError("no target configured")
 
 
@@ -459,6 +468,9 @@ class Conversation:
         said = f": {_short(lines[-1])}" if lines else ""  # its last words, e.g. the exception
         if self.python_target and code == _START_FAILED:
             return TargetError("target_start", f"cannot load the python target{said}")
+        if self.argv[1:2] == [HTTPWORKER] and lines:  # the endpoint worker's own line
+            return TargetError(_WORKER_KINDS.get(code or 0, "target_crash"),
+                               _short(lines[-1], 500))
         status = f"exited with code {code}" if code is not None else "closed its output"
         return TargetError("target_crash", f"{what} ({status}){said}")
 
