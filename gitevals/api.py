@@ -325,6 +325,12 @@ def find_sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
     UsageError saying how to get one when there is none that works here."""
     if not the_plan.tasks or no_sandbox:
         return None
+    return working_bwrap()
+
+
+def working_bwrap(what: str = "task verifiers", escape: bool = True) -> str:
+    """A bubblewrap that can make a sandbox here; else a UsageError saying how to get one
+    (``what`` names what runs in it; ``escape``: ``--no-sandbox`` is offered)."""
     import os
 
     from gitevals.errors import UsageError
@@ -338,10 +344,11 @@ def find_sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
                  if given else f"(${BWRAP_ENV} is set but empty)")
         hint = userns.missing_hint(os.environ)
-        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
+        raise UsageError(f"{what} run in bubblewrap, and there is no bwrap {where}: "
                          "install it (Debian/Ubuntu: apt-get install bubblewrap"
-                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
-                         "without isolation (recorded in the artifact)")
+                         f"{'; ' + hint if hint else ''})" + (
+                             ", or pass --no-sandbox to run them without isolation "
+                             "(recorded in the artifact)" if escape else ""))
     why = probe(bwrap)
     if why is not None:
         from gitevals.text import one_line
@@ -350,7 +357,7 @@ def find_sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
         fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "
                         "knows --cap-drop, --size and --seccomp")
         raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         f" {fix}, or pass --no-sandbox")
+                         f" {fix}{', or pass --no-sandbox' if escape else ''}")
     return bwrap
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -88,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
+    parser.add_argument("--task-controls", action="store_true",
+                        help="first run each task's validity controls in the sandbox (the "
+                             "verifier must fail the untouched workspace and pass after "
+                             "solution/solve.sh); a task whose controls fail is broken and "
+                             "its trials do not run")
     parser.add_argument("--goldens", action="store_true",
                         help="also send the goldens (each to its bucket's grader) with the named "
                              "cases; a run of every case sends them when buckets are mapped")
@@ -406,6 +412,11 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
                   f"{tree.label}: sending the goldens alone, as --goldens-only does",
                   file=sys.stderr)
+    if args.task_controls:
+        if args.no_sandbox:
+            raise UsageError("--task-controls runs a task's solution and verifier in the "
+                             "sandbox: drop --no-sandbox")
+        the_plan = dataclasses.replace(the_plan, task_controls=True)
     wanted = _wants_goldens(args, the_plan.settings)
     return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
 

@@ -104,8 +104,9 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
     """The mapping's and the drift suite's findings (none when neither is set up)."""
     root = settings.root
     suite_data = tree.read(suite_path(root))
+    covered = _axes(tree, settings)
     if not settings.golden_graders and suite_data is None:
-        return []
+        return covered
     suite, found = ((None, []) if suite_data is None
                     else drift.load_suite(suite_data, suite_path(root)))
     names = [*settings.golden_graders.values(),
@@ -118,7 +119,21 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
     if suite is not None:
         out += _slice_graders(suite, root, indexes)
         out += _sources(tree, suite, root, settings.golden_graders, store)
-    return sorted([*found, *out, *_advisory(tree, settings, text)])
+    return sorted([*found, *out, *covered, *_advisory(tree, settings, text)])
+
+
+def _axes(tree: Tree, settings: Settings) -> list[Finding]:
+    """GE645: the goldens' coverage of ``[tool.gitevals.goldens] axes``, when declared."""
+    from gitevals.goldens.rows import rows
+    from gitevals.goldens.synth import axes_position, declared, lint_axes
+
+    axes = declared(settings.raw)
+    if not axes:
+        return []
+    text = (tree.read(settings.source) or b"").decode("utf-8", "replace") if settings.source else ""
+    path = goldens_path(settings.root)
+    return lint_axes(axes, list(rows(tree.read(path) or b"")), path,
+                     settings.source or "pyproject.toml", axes_position(text))
 
 
 def _advisory(tree: Tree, settings: Settings, text: str) -> list[Finding]:

@@ -459,7 +459,9 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
 
     more = lint_baselines(tree, settings.root)
     suite_file = f"{settings.root}/{SUITE_FILE}" if settings.root else SUITE_FILE
-    if settings.golden_graders or tree.exists(suite_file):  # else no suite module to import
+    goldens = settings.raw.get("goldens")
+    axes = isinstance(goldens, dict) and "axes" in goldens
+    if settings.golden_graders or axes or tree.exists(suite_file):  # else no suite to import
         from gitevals.goldens.plan import lint_suite
 
         more = [*lint_suite(tree, settings, store), *more]

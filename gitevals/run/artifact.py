@@ -237,7 +237,7 @@ class Draft(TypedDict):
     sha256: str
 
 
-class TaskInfo(TypedDict):
+class _TaskInfoKeys(TypedDict):
     """What a run used of a task directory's definition, and what it did not realize."""
 
     instruction_file: str
@@ -250,6 +250,15 @@ class TaskInfo(TypedDict):
     allow_internet: bool
     sandbox: str                 # "bwrap" | "none"
     gaps: list[str]              # unrealized: image_build, image_pull, cpus, memory_mb, ...
+
+
+class TaskInfo(_TaskInfoKeys, total=False):
+    """``controls`` only when the run checked them (``run --task-controls``); ``limits``
+    only when the task names ``cpus`` or ``memory_mb``."""
+
+    controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
+    limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
+    agent_sandbox: bool          # [agent] sandbox = true: the target ran in bubblewrap
 
 
 class CaseRun(_CaseRunKeys, total=False):

@@ -17,6 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
@@ -57,6 +58,7 @@ from gitevals.settings import Settings
 if TYPE_CHECKING:
     from gitevals.run.executors import Executor
     from gitevals.run.tasks import TaskTrials
+    from gitevals.tasks.controls import Controls
     from gitevals.tasks.definition import Task
 
 
@@ -92,6 +94,9 @@ class Plan:
     trials: int | None = None
     tasks: tuple[Task, ...] = ()      # task directories that loaded clean (gitevals.run.tasks)
     notes: tuple[str, ...] = ()       # what the task loader skipped, in words
+    #: ``run --task-controls``: each task's validity controls run before its trials; a task
+    #: whose controls fail is broken (``gitevals.tasks.controls``)
+    task_controls: bool = False
 
     def task_trials(self) -> int:
         """Trials of each task: ``--trials``, else one."""
@@ -201,6 +206,8 @@ class Execution:
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
         self._bwrap = bwrap  # None: the verifier runs without a sandbox (`run --no-sandbox`)
         self.task_results: dict[int, dict[int, Trial]] = {}
+        #: task index -> its controls, once ``check_tasks`` ran them (``--task-controls``)
+        self.controls: dict[int, Controls] = {}
         #: told of every trial recorded, after it is (``run --cost-limit``'s meter)
         self.on_trial: Callable[[Trial], None] | None = None
 
@@ -360,12 +367,16 @@ class Execution:
         plan of many trials never becomes a list of them in memory, and an interrupt
         stops the drawing at once."""
         counts = [self.plan.conversations(c) for c in self.plan.cases]
+        if tasks:
+            self.check_tasks()
+        # a task whose controls failed is not run: its trials are broken (``cases``)
+        runs = [0 if ti in self.controls and not self.controls[ti].valid
+                else self.plan.task_trials() for ti in range(len(self.plan.tasks))]
         # Trial-major order: every case gets its first conversations early.
         items = chain(
             ((self._trial, ci, t) for ci, t in (work if work is not None
                                                 else _trial_major(counts))),
-            ((self._task, ti, t) for ti, t in _trial_major(
-                [self.plan.task_trials()] * len(self.plan.tasks) if tasks else [])))
+            ((self._task, ti, t) for ti, t in _trial_major(runs if tasks else [])))
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         try:
             self._feed(pool, items, progress)
@@ -380,6 +391,18 @@ class Execution:
                     self.shared.close()
         if progress is not None:
             progress(self.tally())
+
+    def check_tasks(self) -> None:
+        """Run the validity controls of every task not yet checked, when the plan asks
+        (``run --task-controls``), in the sandbox, one task after another."""
+        if not self.plan.task_controls or self.task_trials.bwrap is None:
+            return
+        from gitevals.tasks.controls import run_controls
+
+        for ti, task in enumerate(self.plan.tasks):
+            if ti not in self.controls and not self.stop.is_set():
+                self.controls[ti] = run_controls(task, Path(self.tree_dir) / task.path,
+                                                 self.task_trials.bwrap)
 
     def _feed(self, pool: ThreadPoolExecutor,
               items: Iterator[tuple[Callable[[int, int], None], int, int]],
@@ -425,13 +448,18 @@ class Execution:
                 record["cluster"] = case.cluster
             out.append(record)
         if self.plan.tasks:
-            from gitevals.run.tasks import case_run
+            from gitevals.run.tasks import broken_trials, case_run
 
             for ti, task in enumerate(self.plan.tasks):
                 by_trial = self.task_results.get(ti, {})
-                out.append(case_run(task, self.plan.task_trials(),
-                                    [by_trial[t] for t in sorted(by_trial)],
-                                    self.task_trials.sandbox))
+                controls = self.controls.get(ti)
+                results = ([by_trial[t] for t in sorted(by_trial)]
+                           if controls is None or controls.valid
+                           else broken_trials(task, self.plan.task_trials(),
+                                              controls.reason(), self.task_trials.sandbox))
+                out.append(case_run(task, self.plan.task_trials(), results,
+                                    self.task_trials.sandbox,
+                                    None if controls is None else controls.as_dict()))
             out.sort(key=lambda c: c["name"])
         return out
 

@@ -49,8 +49,8 @@ DOCS = "see docs/tasks.md"
 #: task.toml keys gitevals reads into the ``Task``; any other key present is ``unused``.
 USED = frozenset({
     "version", "schema_version", "name", "max_iterations", "reward_format", "pass_threshold",
-    "metadata", "task.name", "agent.timeout_sec", "verifier.command", "verifier.timeout_sec",
-    "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
+    "metadata", "task.name", "agent.timeout_sec", "agent.sandbox", "verifier.command",
+    "verifier.timeout_sec", "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
     "environment.docker_image", "environment.image", "environment.workdir", "environment.cpus",
     "environment.memory_mb", "environment.storage_mb", "environment.memory",
     "environment.storage", "environment.allow_internet", "environment.build_timeout_sec",
@@ -136,9 +136,22 @@ def load_task(tree: Tree, path: str, settings: Settings, *, hashed: bool = True
     instruction, i_found = _instruction(tree, path, settings.max_instruction_chars)
     dockerfile, d_found = read_selected(tree, f"{path}/{DOCKERFILE}")
     found += [*v_found, *i_found, *d_found, *_others(tree, path, verifier)]
+    found += _no_solution(tree, path)
     if any(f.severity == "error" for f in found) or instruction is None or verifier is None:
         return None, sorted(found)
     return _task(tree, path, doc, instruction, verifier, dockerfile, hashed), sorted(found)
+
+
+def _no_solution(tree: Tree, path: str) -> list[Finding]:
+    """GE913 (a warning) when the task holds no ``solution/solve.sh``: without a reference
+    solution, ``task check`` cannot show the task can be passed at all."""
+    solve = f"{path}/solution/solve.sh"
+    if tree.entry(solve) is not None or tree.refused(solve):
+        return []
+    return [Finding(solve, 1, 1, "GE913", "missing: the task has no reference solution, so "
+                    "`gitevals task check` cannot run its oracle control (does anything pass "
+                    "the verifier?); add solution/solve.sh, which solves the task in the "
+                    "workspace", "warning")]
 
 
 # -- selected files -----------------------------------------------------------------
@@ -498,6 +511,7 @@ def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Ve
         pass_threshold=float(threshold) if isinstance(threshold, int | float)
         else DEFAULT_PASS_THRESHOLD,
         agent_timeout_sec=_seconds(_get(doc, ("agent", "timeout_sec"))),
+        agent_sandbox=_get(doc, ("agent", "sandbox")) is True,
         verifier=verifier, environment=environment,
         version=str(version) if version is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},

@@ -30,6 +30,7 @@ outcome is read from the waiter's status line, and the sandbox ends after (``rel
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
@@ -43,6 +44,7 @@ import stat
 import subprocess
 import time
 from collections import deque
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -56,6 +58,8 @@ TAIL_BYTES = 4096
 BWRAP_ENV = "GITEVALS_BWRAP"
 TESTS = "/tests"
 LOGS = "/logs/verifier"
+#: Where a task's ``solution/`` appears for its oracle (Harbor's place for it).
+SOLUTION = "/solution"
 #: The environment every verifier starts from (then ``[verifier.env]``).
 BASE_ENV: tuple[tuple[str, str], ...] = (
     ("HOME", "/tmp"),
@@ -85,7 +89,8 @@ TESTS_FILES = 4096
 _SYSTEM = ("/usr", "/etc", "/opt")
 _LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: A workdir may not hide these (the verifier needs them as the sandbox makes them).
-_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, "/logs", *_LINKS)
+_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, SOLUTION, "/logs",
+             *_LINKS)
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ class Call:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     allow_internet: bool = False
+    #: Where the sealed files appear: ``/tests``, or ``/solution`` for a task's oracle
+    #: (``gitevals.tasks.controls``).
+    mount: str = TESTS
 
 
 @dataclass(frozen=True)
@@ -193,13 +201,13 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
         out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
     out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", TESTS]
-    out += [x for d in inside.test_dirs for x in ("--dir", f"{TESTS}/{d}")]
+            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", call.mount]
+    out += [x for d in inside.test_dirs for x in ("--dir", f"{call.mount}/{d}")]
     for rel, executable, fd in inside.tests:
         out += ["--perms", "0555" if executable else "0444", "--ro-bind-data", str(fd),
-                f"{TESTS}/{rel}"]
+                f"{call.mount}/{rel}"]
     out += [x for rel, target in inside.test_links
-            for x in ("--symlink", target, f"{TESTS}/{rel}")]
+            for x in ("--symlink", target, f"{call.mount}/{rel}")]
     out += ["--bind", f"/proc/self/fd/{inside.workspace}", call.workdir,
             # uid 0 may write /proc/sys (kernel.core_pattern...) by file mode alone
             "--remount-ro", "/", "--remount-ro", "/proc", "--remount-ro", "/dev",
@@ -433,8 +441,7 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
     if bwrap is None:
         argv, env, cwd = direct_call(call, mounts)
         return Pending([*WAITER, *argv], env, cwd, call.timeout, logs=mounts.logs)
-    waiting = Call((*SANDBOX_WAITER, *call.argv), call.workdir, call.env, call.timeout,
-                   call.allow_internet)
+    waiting = dataclasses.replace(call, argv=(*SANDBOX_WAITER, *call.argv))
     opened: list[int] = []
     own = tests is None
     user = sandbox_user(bwrap)
@@ -770,3 +777,30 @@ def protected_paths() -> tuple[str, ...]:
     found = {os.path.realpath(p) for p in (here, sys.prefix)}
     return tuple(sorted(p for p in found
                         if not any(p == d or p.startswith(d + "/") for d in _SYSTEM)))
+
+
+def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, workdir: str,
+               top: Sequence[str] | None = None) -> list[str]:
+    """The target of a task trial in a sandbox of its own (``[agent] sandbox = true``).
+
+    It sees the host read-only (every top-level directory of ``/``, or of ``top``: its
+    interpreter may be installed anywhere), its own ``/tmp``, ``/proc``, ``/dev`` and pid
+    namespace, the materialized commit read-only at its own path (its working
+    directory) and the trial's ``workspace`` read-write at ``workdir``; the network is
+    shared (a target calls its model) and the environment is the target's own. No
+    capability. So it can write nothing but its workspace (not the installed gitevals),
+    and sees no process of the host (nothing to trace: not gitevals, not a verifier's
+    sandbox). It is started before it sees anything (the workspace is bound by path)."""
+    names = sorted(os.listdir("/")) if top is None else list(top)
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--share-net",
+           "--cap-drop", "ALL"]
+    for name in names:
+        path = "/" + name
+        if name in ("proc", "dev", "tmp") or not name or "/" in name:
+            continue
+        out += (["--symlink", os.readlink(path), path] if os.path.islink(path)
+                else ["--ro-bind-try", path, path])
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
+            "--ro-bind", tree_dir, tree_dir, "--bind", workspace, workdir,
+            "--remount-ro", "/", "--chdir", tree_dir]
+    return [*out, "--", *argv]
