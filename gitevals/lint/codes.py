@@ -294,7 +294,8 @@ CODES: tuple[Code, ...] = (
          "warning: `n_items` (or the low end of `n_items_range`) gives a 95 % interval "
          "half-width at or above half of `hard_fail_threshold_pts`; says the n that would "
          "suffice",
-         "raise the count, or note in a comment what budget the smaller suite was sized for",
+         "raise the count, or say in a comment holding `sized for` (on the slice's lines or "
+         "right above it) what budget the smaller suite was sized for: the comment silences it",
          "warning"),
     Code("GE635",
          "a sampled row has no grader: the slice sets no `grader` and the row's bucket is not "
