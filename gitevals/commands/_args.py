@@ -110,9 +110,12 @@ def add_control(parser: argparse._ActionsContainer, what: str) -> None:
 
 
 def add_format(parser: argparse._ActionsContainer, choices: tuple[str, ...],
-               help: str | None = None) -> None:
-    """``--format`` (default text): the document a command prints on stdout."""
-    parser.add_argument("--format", choices=choices, default="text", help=help)
+               help: str | None = None, required: bool = False) -> None:
+    """``--format`` (default text, unless ``required``): the document a command writes."""
+    if required:
+        parser.add_argument("--format", choices=choices, required=True, help=help)
+    else:
+        parser.add_argument("--format", choices=choices, default="text", help=help)
 
 
 def add_rev(parser: argparse._ActionsContainer, help: str, default: str | None = None,

@@ -8,6 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format
+
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
 
@@ -22,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="HEAD", metavar="ARTIFACT|REV",
                         help="a run artifact (.json), or a revision whose newest run to "
                              "export (default: HEAD)")
-    parser.add_argument("--format", choices=("inspect", "otel"), required=True,
-                        help="inspect: an Inspect AI .eval log; otel: OpenTelemetry traces "
-                             "in the OTLP/JSON encoding")
+    add_format(parser, ("inspect", "otel"), required=True,
+               help="inspect: an Inspect AI .eval log; otel: OpenTelemetry traces in the "
+                    "OTLP/JSON encoding")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write it (default: <run_id>.eval for inspect; "
                              "standard output for otel)")

@@ -78,8 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "in [tool.gitevals.goldens] axes)")
     synth.add_argument("--generator", required=True, metavar="FILE.FUNCTION",
                        help="the function of <root>/graders/FILE.py that makes a row")
-    synth.add_argument("--rev", default="HEAD", metavar="REV",
-                       help="run the generator as committed at REV (default HEAD)")
+    add_rev(synth, "run the generator as committed at REV (default HEAD)", default="HEAD")
     synth.add_argument("-o", "--output", metavar="FILE",
                        help="write the rows to FILE, which must not exist (default: stdout)")
     synth.set_defaults(_goldens=_synth)
