@@ -2,7 +2,8 @@
 
 A temp repo's config points at this checkout (``repo: <path>``, ``rev: <HEAD>``), so
 pre-commit clones the committed hook definition and pip-installs gitevals from it
-into its own virtualenv (deps from PyPI): slow, hence one test doing everything.
+into its own virtualenv (deps from PyPI): slow, hence one test doing everything, in the
+run's one pre-commit store (``precommit_home``).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def _run(cwd: Path, env: dict[str, str], *args: str, timeout: float = 120) -> tu
 
 
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -> None:
+def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path,
+                                                   precommit_home: Path) -> None:
     rev = _project_rev()
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env = {**os.environ, **GIT_ENV}
     repo.commit({".pre-commit-config.yaml": (
         f"repos:\n  - repo: {PROJECT}\n    rev: {rev}\n    hooks:\n"
         "      - id: gitevals-lint\n      - id: gitevals-publish-check\n")}, msg="config")

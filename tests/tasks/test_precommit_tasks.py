@@ -18,9 +18,9 @@ TASK = "evals/tasks/t"
 
 
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_a_broken_task(repo: Repo, tmp_path: Path) -> None:
+def test_framework_refuses_a_broken_task(repo: Repo, precommit_home: Path) -> None:
     rev = _project_rev()
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env = {**os.environ, **GIT_ENV}
     repo.commit({".pre-commit-config.yaml": (
         f"repos:\n  - repo: {_project()}\n    rev: {rev}\n    hooks:\n"
         "      - id: gitevals-lint\n")}, msg="config")
