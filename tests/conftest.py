@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.judges import FakeJudge, fake_judge
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
     "GIT_AUTHOR_EMAIL": "author@example.invalid",
@@ -224,6 +226,13 @@ def _process_swapped(fds: tuple[int, int, int], cwd: Path, env: dict[str, str],
 def _text(data: bytes) -> str:
     """Bytes as ``subprocess.run(text=True)`` gives them: UTF-8, universal newlines."""
     return data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+
+
+@pytest.fixture
+def judge() -> Iterator[FakeJudge]:
+    """An OpenAI-compatible judge on 127.0.0.1 for the test (``tests/support/judges.py``)."""
+    with fake_judge() as state:
+        yield state
 
 
 @pytest.fixture

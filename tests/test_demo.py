@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from .conftest import DemoRun
+from tests.conftest import DemoRun
 
 
 def test_demo_lints_runs_and_diffs(demo_run: DemoRun) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support.runs import only_artifact
 
 HARNESS = """\
 import json, sys
@@ -53,7 +53,7 @@ def ran(repo: Repo) -> tuple[Repo, dict[str, Any]]:
                  f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err  # moon fails, crash is broken
-    return repo, _only_artifact(repo)
+    return repo, only_artifact(repo)
 
 
 def test_a_run_is_an_inspect_log_inspect_reads_back(ran: tuple[Repo, dict[str, Any]]) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support.runs import only_artifact
 
 SETTINGS = '[tool.gitevals]\nroot = "evals"\n'
 
@@ -71,7 +71,7 @@ def test_a_harbor_job_becomes_a_run_of_its_tasks(repo: Repo, tmp_path: Path) -> 
     assert "imported 7 Harbor trials of 4 tasks" in res.out
     assert res.err.strip() == ("gitevals: 1 trial directory without result.json "
                                "(unfinished) left out")
-    art = _only_artifact(repo)  # validated against the result schema
+    art = only_artifact(repo)  # validated against the result schema
     assert art["commit"] == commit and art["imported"] == {
         "from": "harbor", "job": job.name, "trials": 7}
     by = _scenarios(art)

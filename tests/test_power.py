@@ -9,8 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from gitevals.diff.power import _called, cutoffs, power, trials_needed, underpowered
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 
 @functools.cache
