@@ -87,7 +87,7 @@ def test_every_script_parses_and_calls_steps_that_exist() -> None:
 
 
 def test_the_docs_give_the_example_workflow_as_it_is() -> None:
-    """docs/ci.md's copy-paste workflow is the validated file, byte for byte."""
-    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    """The GitHub page's copy-paste workflow is the validated file, byte for byte."""
+    doc = (ROOT / "docs" / "integrations" / "github-actions.md").read_text(encoding="utf-8")
     example = FILES["vendor.github-workflows"].read_text(encoding="utf-8")
     assert f"```yaml\n{example}```" in doc
