@@ -463,6 +463,27 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
             yield case, s
 
 
+def scenario_ms(scenario: ScenarioRun) -> int:
+    """How long a scenario took: the sum of its trials' ``duration_ms`` (the time its
+    target took to answer, and a task's verifier to decide), whole milliseconds."""
+    total = 0
+    for r in scenario["results"]:
+        ms = r["transcript"]["duration_ms"]
+        ok = isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0
+        total += int(ms) if ok else 0
+    return total
+
+
+def duration_text(ms: int) -> str:
+    """``850 ms``, ``12.3 s``, ``4 min 05 s``: a duration for a table cell."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds:02d} s"
+
+
 def complete(run: Run) -> bool:
     """A run of every case of its commit (no CASE filter) that was not interrupted
     (``run --goldens-only`` runs no case, ``--bucket`` only some goldens: neither is)."""
