@@ -79,6 +79,14 @@ class Settings:
     alpha: float = 0.05
     #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
     pricing: Prices = field(default_factory=Prices)
+    #: ``results``: where run artifacts go, as written (None: ``<root>/results``).
+    results_at: str | None = None
+
+    @property
+    def results(self) -> str:
+        """The directory of run artifacts in the working tree, relative to the repository:
+        the ``results`` setting, else ``<root>/results``."""
+        return self.results_at or f"{self.root}/results"
 
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
@@ -175,6 +183,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
                     golden_graders=golden_graders, pricing=prices_of(raw),
+                    results_at=_text(raw.get("results")),
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,
@@ -211,6 +220,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         if big is not None:
             return Settings(source=path), [big]
         findings = _validate(raw, path, text, section or "") or _root_findings(
+            raw, path, text, section) or _results_findings(
             raw, path, text, section) or _family_findings(raw, path, text, section)
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
@@ -372,6 +382,27 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
     return [Finding(path, line, col, "GE703",
                     f"root {root!r} {why}: the root is a relative path inside the "
                     f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
+
+
+def _results_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
+    """GE705 when ``results`` is not a normal relative path inside the repository, or is
+    the eval root or a directory holding it: runs written there would sit among (or
+    above) the cases lint checks and a run pins."""
+    results = raw.get("results") if isinstance(raw, dict) else None
+    if not isinstance(results, str):
+        return []
+    root = raw.get("root", "evals") if isinstance(raw, dict) else "evals"
+    why = root_problem(results)
+    if why is None and isinstance(root, str) and (results == root
+                                                  or root.startswith(results + "/")):
+        why = f"is the eval root {root!r} or holds it"
+    if why is None:
+        return []
+    line, col = _key_position(text, "results", section)
+    return [Finding(path, line, col, "GE705",
+                    f"results {results!r} {why}: run artifacts go to a directory of their own, "
+                    "a relative path inside the repository in normal form; write e.g. "
+                    'results = "runs" (or leave it out for <root>/results)')]
 
 
 def _toml_error_position(message: str) -> tuple[int, int]:

@@ -66,3 +66,51 @@ def test_diff_shows_each_sides_duration(repo: Repo) -> None:
     assert header.split()[-5:] == ["noise", "duration", "A", "->", "B"]
     # two trials of at least 50 ms each side
     assert re.search(r"regressed .* (\d{3,} ms|\d+\.\d s) -> (\d{3,} ms|\d+\.\d s)$", row), row
+
+
+def test_results_setting_places_runs_outside_the_eval_tree(repo: Repo) -> None:
+    repo.commit({"pyproject.toml": _settings('results = "runs"'), "harness.py": HARNESS,
+                 "evals/cases/geo.yaml": CASE}, "a")
+    ran = run_cli("run", "--no-note", cwd=repo.path)
+    assert ran.code == 0, ran.err
+    [art] = (repo.path / "runs").glob("*.json")
+    assert f"artifact runs/{art.name}" in ran.out
+    assert not (repo.path / "evals/results").exists()
+    # the directory gitevals made is git-ignored, as init's <root>/results is
+    assert (repo.path / "runs/.gitignore").read_text().splitlines()[-1] == "*"
+    assert repo.git("status", "--porcelain") == ""
+    # every reader looks there (no note was written: the file is the only copy)
+    shown = run_cli("show", cwd=repo.path)
+    assert shown.code == 0 and art.stem in shown.out, shown.err
+    logged = run_cli("log", "--format", "json", cwd=repo.path)
+    assert logged.code == 0, logged.err
+    assert art.stem in logged.out
+    b = repo.commit({"harness.py": HARNESS.replace('"Paris"', '"Lyon"', 1)}, "b")
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 1
+    diffed = run_cli("diff", "HEAD~1", b, "--format", "json", cwd=repo.path)
+    doc = json.loads(diffed.out)
+    assert diffed.code == 0, diffed.err  # 2 trials: a drop within noise
+    assert doc["a"]["run_source"] == doc["b"]["run_source"] == "results"
+    assert [v["change"] for v in doc["verdicts"]] == ["regressed"]
+    # a second run of a dirty-looking results directory is not "uncommitted changes"
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 1
+
+
+def test_without_the_setting_runs_stay_in_root_results(repo: Repo) -> None:
+    repo.commit({"pyproject.toml": _settings(), "harness.py": HARNESS,
+                 "evals/cases/geo.yaml": CASE}, "a")
+    assert run_cli("run", "--no-note", cwd=repo.path).code == 0
+    assert len(list((repo.path / "evals/results").glob("*.json"))) == 1
+    assert not (repo.path / "evals/results/.gitignore").exists()  # init writes that one
+
+
+def test_a_results_setting_among_the_cases_is_refused(repo: Repo) -> None:
+    for value, why in (("evals", "is the eval root 'evals' or holds it"),
+                       ("runs/../..", "leaves the repository"),
+                       ("./runs", "is not in normal form")):
+        repo.commit({"pyproject.toml": _settings(f'results = "{value}"'),
+                     "evals/cases/geo.yaml": CASE}, value)
+        res = run_cli("lint", cwd=repo.path)
+        assert res.code == 1, res.out
+        assert (f"pyproject.toml:2:1: GE705 results {value!r} {why}: run artifacts go to a "
+                "directory of their own") in res.out, res.out

@@ -341,6 +341,12 @@ CODES: tuple[Code, ...] = (
          "own family's habits kindly, so it must come from another model family than the model "
          "under test",
          "pin a judge model of another family and set its `family`"),
+    Code("GE705",
+         "`results` is not a normalized relative path inside the repository (as GE703 for "
+         "`root`), or it is the eval root or a directory holding it: run artifacts would sit "
+         "among the files lint checks and a run pins",
+         'name a directory of its own, e.g. `results = "runs"`, or leave it out for '
+         "`<root>/results`"),
     Code("GE801",
          "not a regular file, anywhere under the eval root (or the root itself) or as "
          "`pyproject.toml`/`gitevals.toml`: a symlink, a submodule, a FIFO, socket or device, a "
