@@ -410,6 +410,27 @@ def _toml_error_position(message: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
 
 
+def unset_families(settings: Settings, text: str) -> list[Finding]:
+    """GE706 (a warning) for the judge's or the target's ``family`` left unset while a
+    judge is configured: then nothing checks that the judge comes from another model
+    family than the model under test (GE704), and silence would read as a pass."""
+    if settings.judge is None or settings.source is None:
+        return []
+    section = "" if settings.source == "gitevals.toml" else "tool.gitevals"
+    tables = [("judge", settings.judge.family),
+              ("target", settings.target.family if settings.target else None)]
+    out = []
+    for table, family in tables:
+        if family is None:
+            line, col = _key_position(text, table, section)
+            where = f"[{section}.{table}]" if section else f"[{table}]"
+            out.append(Finding(settings.source, line, col, "GE706",
+                               f"{table} family is not set: nothing checks that the judge "
+                               "comes from another model family than the model under test "
+                               f"(GE704); set family = \"...\" in {where}", "warning"))
+    return out
+
+
 def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
     """GE704 when the judge's model family is the target's: a judge grades its own
     family's habits kindly, so it must come from another one."""

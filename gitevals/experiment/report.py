@@ -18,7 +18,16 @@ from typing import Any
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
-from gitevals.experiment.controls import Pins, after
+from gitevals.experiment.controls import (
+    Pins,
+    Sample,
+    across,
+    after,
+    lane_value,
+    realized_counts,
+    samples,
+    within,
+)
 from gitevals.experiment.metrics import METRICS, lane_metrics, pass_rate
 from gitevals.report.text import md_inert, visible
 from gitevals.run.artifact import Run, Trial, scenarios
@@ -52,9 +61,12 @@ def _pins_json(p: Pins) -> Doc:
     return {"files": p.files, "timing": {k: list(v) for k, v in p.timing.items()}}
 
 
-def _lane(lane: LaneResult) -> Doc:
+def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -> Doc:
+    """``lane``'s part of the report; ``found``: its samples' realized model and driver;
+    ``more``: control problems found across lanes."""
     run = lane.run
     problems = [lane.problem] if lane.problem else after(lane.pins, run) if run else []
+    problems += within(found) + list(more)
     trials = _trials(run) if run else []
     passes = sum(1 for t in trials if t["passed"])
     return {
@@ -71,6 +83,8 @@ def _lane(lane: LaneResult) -> Doc:
         "metrics": {k: v.as_json() for k, v in lane_metrics(trials).items()},
         # None: the lane did not run, or its run recorded no calibration
         "judge_calibration": run.get("judge_calibration") if run else None,
+        "realized": {"model": lane_value(found, "model"),
+                     "driver": lane_value(found, "driver"), **realized_counts(found)},
         "controls": {"held": not problems, "problems": problems},
     }
 
@@ -111,7 +125,11 @@ def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
     ``control`` across every pair and scenario) and the two decisions."""
     from gitevals.stats.multiplicity import describe
 
-    docs = [_lane(lane) for lane in lanes]
+    found = [samples(lane.run) if lane.run else [] for lane in lanes]
+    models = across([(lane.name, lane.pins.target_env, lane_value(f, "model"))
+                     for lane, f in zip(lanes, found, strict=True)])
+    docs = [_lane(lane, f, models.get(lane.name, ()))
+            for lane, f in zip(lanes, found, strict=True)]
     held = all(d["controls"]["held"] for d in docs)
     ran = all(lane.run is not None and not lane.run["interrupted"] for lane in lanes)
     passed = ran and all(t["passed"] for lane in lanes if lane.run for t in _trials(lane.run))
@@ -238,6 +256,20 @@ def _problems(doc: Doc) -> list[str]:
             for p in d["controls"]["problems"]]
 
 
+def _realized(doc: Doc) -> list[str]:
+    """``lane a: model m-2026-01 (12 samples), driver loop/2 (12)``, for each lane whose
+    replies reported either (older reports, and targets that say nothing, have none)."""
+    out = []
+    for d in doc["lanes"]:
+        r = d.get("realized") or {}
+        parts = [f"{f} {visible(r[f])} ({sum(r[f + 's'].values())} samples"
+                 + (f", {r[f + '_unreported']} unreported" if r[f + "_unreported"] else "")
+                 + ")" for f in ("model", "driver") if r.get(f)]
+        if parts:
+            out.append(f"lane {visible(d['name'])}: {', '.join(parts)}")
+    return out
+
+
 def _calibration(doc: Doc) -> list[str]:
     """``lane a: calibration: q.tone advisory (...)`` for each lane with a judge grader
     (nothing when no lane's grader asks the judge: the usual experiment)."""
@@ -270,7 +302,8 @@ def _blocks(doc: Doc, tail: str) -> list[Block]:
                 f"{doc.get('control_text', 'no multiple-comparison control')}):"]
     out.append((["scenario", "lanes", "passes", "change", "p", "q", ""], comp) if comp
                else "  no scenario differs between lanes")
-    out += ["", *_calibration(doc), *_problems(doc), _verdict_line(doc) + tail]
+    out += ["", *_realized(doc), *_calibration(doc), *_problems(doc),
+            _verdict_line(doc) + tail]
     return out
 
 

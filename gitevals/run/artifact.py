@@ -74,11 +74,19 @@ class JudgeCalls(TypedDict):
     completion_tokens: int
 
 
+class JudgeModels(JudgeCalls, total=False):
+    """``JudgeCalls`` with ``models``: the model each answered call named, as the judge's
+    API answered (null: it named none); the evidence ``calibration.runs`` checks the
+    pinned snapshot against. Runs written before it was recorded have none."""
+
+    models: list[str | None]
+
+
 class GraderAnswer(_GraderAnswerKeys, total=False):
     """A grader's raw answer as run (deciding what it means is scoring's job); ``usage``
     only when the grader asked the judge."""
 
-    usage: JudgeCalls
+    usage: JudgeModels
 
 
 class _AssertionOutcomeKeys(TypedDict):
@@ -417,9 +425,10 @@ def transcript(replies: list[JSONObject], ms: int) -> Transcript:
     }
 
 
-def judge_calls(value: object) -> JudgeCalls | None:
+def judge_calls(value: object) -> JudgeModels | None:
     """The judge usage a grader worker reported for one call, or None when it is not
-    four whole numbers >= 0 with ``reported`` at most ``calls``."""
+    four whole numbers >= 0 with ``reported`` at most ``calls``; with the models its
+    answered calls named (``JudgeModels``) when that list is well formed."""
     if not isinstance(value, dict):
         return None
     keys = ("calls", "reported", "prompt_tokens", "completion_tokens")
@@ -427,8 +436,13 @@ def judge_calls(value: object) -> JudgeCalls | None:
     counts = [v for v in got if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
     if len(counts) != len(keys) or counts[1] > counts[0]:
         return None
-    return {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
-            "completion_tokens": counts[3]}
+    out: JudgeModels = {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
+                        "completion_tokens": counts[3]}
+    models = value.get("models")
+    if isinstance(models, list) and len(models) <= counts[0] and all(
+            m is None or (isinstance(m, str) and 0 < len(m) <= 200) for m in models):
+        out["models"] = list(models)
+    return out
 
 
 def _objects(value: JSON) -> list[JSONObject]:
