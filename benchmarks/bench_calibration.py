@@ -29,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from gitevals.git.tree import WorkingTree  # noqa: E402
+from gitevals.git.trees import WorkingTree  # noqa: E402
 from gitevals.lint import lint_tree  # noqa: E402
 from gitevals.lint.calibration import advisory_findings  # noqa: E402
 from gitevals.lint.cases import lint_case_bytes  # noqa: E402

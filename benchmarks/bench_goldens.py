@@ -7,7 +7,7 @@ Side by side, in one run (best of --repeat, fresh processes for lint):
   sampling a ``--rows`` benchmark file, and without either. The suite lint reads a
   summary of goldens.jsonl and the drift findings cached by blob SHA; bar: <= 1.5x.
 - lint cold, mapped vs not: the same with an empty cache (the summary is computed).
-- drift sample vs json.loads loop: ``gitevals.suite.drift.sample`` of ``--source``
+- drift sample vs json.loads loop: ``gitevals.goldens.drift.sample`` of ``--source``
   rows (n_items 500) against a plain loop that splits and ``json.loads`` the same
   bytes; bar: <= 2x.
 
@@ -102,7 +102,7 @@ def lint_rows(tmp: Path, rows: int, repeat: int) -> float:
 
 
 def sample_rows(n: int, repeat: int) -> float:
-    from gitevals.suite.drift import Slice, sample
+    from gitevals.goldens.drift import Slice, sample
 
     data = "".join(json.dumps({"id": f"s{i}", "split": "test" if i % 5 else "dev",
                                "input": f"question {i}", "expected": "A"}) + "\n"

@@ -117,8 +117,10 @@ def full_run(rng: random.Random, commit: str, tree: str, blob: str, trials: int)
 
 
 def varied(template: Any, rng: random.Random, commit: str, tree: str) -> Any:
-    """``template`` (a summary) for another commit: its own pass bits, times, tokens."""
-    from gitevals.run.scoring import verdict
+    """``template`` (a summary with its trials packed, ``summary.pack``) for another
+    commit: its own pass bits, times, tokens, written into the columns directly (unpacking
+    2,000 runs of 500 trials would take the builder minutes)."""
+    from gitevals.run.summary import outcomes_verdict
 
     doc = json.loads(json.dumps(template))
     doc.update(commit=commit, tree=tree,
@@ -126,15 +128,26 @@ def varied(template: Any, rng: random.Random, commit: str, tree: str) -> Any:
     doc["stored"] = {"sha256": hashlib.sha256(commit.encode()).hexdigest(),
                      "bytes": template["stored"]["bytes"]}
     for s in doc["cases"][0]["scenarios"]:
-        rate = rng.random()
-        for t in s["results"]:
-            t["passed"] = rng.random() < rate
-            t["assertions"][0]["passed"] = t["passed"]
-            t["transcript"]["duration_ms"] = rng.randint(800, 30000)
-            for turn in t["transcript"]["turns"]:
-                turn["usage"] = {"prompt_tokens": rng.randint(500, 9000),
-                                 "completion_tokens": rng.randint(50, 900)}
-        s["verdict"] = verdict(s["results"])
+        n, rate = len(s["packed"]["outcomes"]), rng.random()
+        bits = "".join("1" if rng.random() < rate else "0" for _ in range(n))
+        table = json.loads(s["packed"]["columns"])
+        cols = table["o"]
+        cols["passed"] = {"b": bits}
+        cols["assertions"]["v"]["o"]["passed"] = {"b": bits}
+        tr = cols["transcript"]["o"]
+        tr["duration_ms"] = {"n": ",".join(str(rng.randint(800, 30000)) for _ in range(n))}
+        usage = tr["turns"]["v"]["o"]["usage"]["o"]
+        usage["prompt_tokens"] = {"n": ",".join(str(rng.randint(500, 9000))
+                                                for _ in range(2 * n))}
+        usage["completion_tokens"] = {"n": ",".join(str(rng.randint(50, 900))
+                                                    for _ in range(2 * n))}
+        s["packed"]["outcomes"] = bits
+        s["packed"]["columns"] = json.dumps(table, sort_keys=True, separators=(",", ":"))
+        name, passes, trials = outcomes_verdict(bits)
+        first = s["verdict"]["first_failure"] or "trial failed"
+        s["verdict"].update(verdict=name, passes=passes, trials=trials, pass_at_k=passes > 0,
+                            pass_hat_k=passes == trials,
+                            first_failure=None if passes == trials else first)
     return doc
 
 
@@ -175,10 +188,10 @@ def import_notes(dest: Path, ref: str, notes: list[tuple[str, str]]) -> None:
 def build_new(dest: Path, commits: int, trials: int) -> tuple[int, dict[str, int]]:
     """The history with summary notes; returns the bytes of the tip's artifact text and
     its packed sizes by compressor."""
-    from gitevals.git.tree import Repo, require_repo
+    from gitevals.git.repo import Repo, require_repo
     from gitevals.run import archive
     from gitevals.run.store import note_line
-    from gitevals.run.summary import summarize
+    from gitevals.run.summary import pack, summarize
 
     rows = build_history(dest, commits)
     blob = git(dest, "rev-parse", "main:evals/cases/agent.yaml")
@@ -189,7 +202,8 @@ def build_new(dest: Path, commits: int, trials: int) -> tuple[int, dict[str, int
     repo: Repo = require_repo(dest)
     repo.set_ref("refs/gitevals/runs/" + sha, repo.write_blob(packed), None)
     tip_summary = summarize(run, sha, size)
-    notes = [(c, note_line(varied(tip_summary, rng, c, t))) for c, t in rows[:-1]]
+    template = pack(tip_summary)
+    notes = [(c, note_line(varied(template, rng, c, t))) for c, t in rows[:-1]]
     notes.append((tip, note_line(tip_summary)))
     import_notes(dest, "refs/notes/gitevals", notes)
     import_notes(dest, "refs/notes/small", notes[-100:])

@@ -108,7 +108,7 @@ def _time(argv: list[str], cwd: Path) -> float:
 ONE_PROCESS = """
 import gc, sys
 gc.disable()
-from gitevals.git.tree import require_repo
+from gitevals.git.repo import require_repo
 from gitevals.report.runs import as_json
 from gitevals.run.store import run_of_commit
 repo = require_repo()

@@ -10,7 +10,7 @@ run, as the runs pinned to ``--against REV``); B runs up to --trials more. Four 
 to call "regressed", on the same simulated trials:
 
 - fixed:       ``diff``'s test (two-sided Boschloo, alpha 0.05) after all --trials of B
-- sequential:  gitevals' design (``gitevals.diff.sequential``) with --looks looks
+- sequential:  gitevals' design (``gitevals.stats.sequential``) with --looks looks
 - crude:       O'Brien-Fleming efficacy bounds from the normal approximation (no exact
                size) and a 95 % confidence-bound futility rule, the same looks
 - peeking:     ``diff``'s fixed test applied at every look, stopping at the first call
@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from gitevals.diff import sequential as sq
 from gitevals.diff.power import cutoffs
+from gitevals.stats import sequential as sq
 
 BASES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 DROPS = (0.0, 0.2, 0.4, 0.6)

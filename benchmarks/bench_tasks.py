@@ -121,6 +121,7 @@ def main() -> int:
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as tmp:
         root = Path(tmp)
+        root.chmod(0o711)  # as root the sandbox runs as nobody, who must reach the workspace
         (root / "ws").mkdir()
         (root / "tests").mkdir()
         (root / "tests" / "test.sh").write_text(ARGV[2] + "\n")

@@ -47,7 +47,7 @@ class Finding:
 
         The path (a file name) and the message (it may quote a value of the file) are
         data: control characters show as escapes (``\\x1b``), never reach a terminal."""
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         return f"{visible(self.location())}: {self.label()} {visible(self.message)}"
 

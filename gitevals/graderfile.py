@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import NamedTuple
 
 #: Statements whose bodies run conditionally (or may stop half way).
@@ -396,3 +397,82 @@ def _signature_problem(args: ast.arguments) -> str | None:
     if missing:
         return f"has keyword-only parameter(s) without a default: {', '.join(missing)}"
     return None
+
+
+# -- does a grader ask the judge? ---------------------------------------------------------
+
+#: The methods of ``t`` that ask the judge model.
+JUDGE_METHODS = frozenset(("llm", "judge"))
+
+
+def judge_methods(source: bytes) -> frozenset[str]:
+    """Which of ``JUDGE_METHODS`` a module names as an attribute, called or handed on
+    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``."""
+    module = parse(source)
+    if not isinstance(module, ast.Module):
+        return frozenset()
+    return frozenset(n.attr for n in ast.walk(module)
+                     if isinstance(n, ast.Attribute) and n.attr in JUDGE_METHODS)
+
+
+def asks_judge(source: bytes, function: str | None = None) -> bool:
+    """Whether grader ``function`` of the module ``source`` may ask the judge: the one
+    answer preflight, the grader budget, doctor and calibration use.
+
+    A grader asks when its body names ``<x>.llm`` or ``<x>.judge`` (a call, or the method
+    handed on), or calls (by plain name) a top-level function of its module that does, or
+    hands ``t`` on to anything (``helper(t)``, ``x = t``: what happens there cannot be
+    followed, so it is taken to ask). A deterministic grader beside a judge grader in one
+    module is therefore still deterministic. ``function`` None asks about the module: does
+    any of its top-level functions ask. A name that is not a top-level ``def`` falls back
+    to the module's text (``judge_methods``); a module that does not parse runs nothing,
+    so it asks nothing."""
+    defs = _defs(source)
+    if defs is None or (function is not None and function not in defs):
+        return bool(judge_methods(source))
+    names = list(defs) if function is None else [function]
+    return any(_asks(defs, name) for name in names)
+
+
+def _asks(defs: dict[str, ast.FunctionDef], function: str) -> bool:
+    seen: set[str] = set()
+    todo = [function]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        # ``t`` is the grader's own first parameter; a helper's first one is anything.
+        asks, called = _scan(defs[name], name == function)
+        if asks:
+            return True
+        todo.extend(c for c in called if c in defs)
+    return False
+
+
+@lru_cache(maxsize=64)
+def _defs(source: bytes) -> dict[str, ast.FunctionDef] | None:
+    """The top-level ``def``s of a module, parsed once per source (a module of many graders
+    is asked about each); None when it does not parse."""
+    module = parse(source)
+    if not isinstance(module, ast.Module):
+        return None
+    return {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
+
+
+def _scan(fn: ast.FunctionDef, grader: bool) -> tuple[bool, set[str]]:
+    """(asks the judge itself or, for the grader, lets ``t`` escape; plain names it calls)."""
+    params = fn.args.posonlyargs + fn.args.args
+    t = params[0].arg if params and grader else None
+    called: set[str] = set()
+    carried: set[int] = set()  # ids of Name nodes that are ``t.<attr>`` bases
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            carried.add(id(node.value))
+        if isinstance(node, ast.Attribute) and node.attr in JUDGE_METHODS:
+            return True, called  # a call, or the bound method handed on (``f(t.llm)``)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
+    escapes = any(isinstance(n, ast.Name) and n.id == t and id(n) not in carried
+                  and isinstance(n.ctx, ast.Load) for n in ast.walk(fn))
+    return escapes, called

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.run.pricing import Prices, prices_of
 
 if TYPE_CHECKING:
-    from gitevals.lint.schema import SchemaError
+    from gitevals.prices import Prices
+    from gitevals.schema import SchemaError
 
 #: Keys a case may never hold, with the reason given when one is refused.
 REFUSED_KEYS: dict[str, str] = {
@@ -45,6 +45,20 @@ class Target:
     interpreter: str | None = None
     #: ``"many"``: one process of a command target serves many conversations at once
     conversations: str = "one"
+    #: ``[target] openai`` or ``[target] http``: a harness served as an API
+    endpoint: Endpoint | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A harness served over HTTP (``gitevals.run.httpworker``): ``kind`` is ``openai`` (a
+    chat-completions API; ``model`` is sent) or ``http`` (a turn in, a reply out); the
+    key is read from the variable ``api_key_env`` names, never written in settings."""
+
+    kind: str
+    url: str
+    model: str | None = None
+    api_key_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,8 +91,6 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
-    #: ``[tool.gitevals.pricing]``: USD per million tokens per model (gitevals.run.pricing).
-    pricing: Prices = field(default_factory=Prices)
     #: ``results``: where run artifacts go, as written (None: ``<root>/results``).
     results_at: str | None = None
 
@@ -88,22 +100,31 @@ class Settings:
         the ``results`` setting, else ``<root>/results``."""
         return self.results_at or f"{self.root}/results"
 
+    @property
+    def pricing(self) -> Prices:
+        """``[tool.gitevals.pricing]``: USD per million tokens per model, read from ``raw``
+        when asked (gitevals.prices: only runs that price need it)."""
+        from gitevals.prices import prices_of
+
+        return prices_of(self.raw)
+
     def as_dict(self) -> JSONObject:
         """The settings as recorded in run artifacts (sorted, JSON-safe)."""
         out: JSONObject = json.loads(json.dumps(self.raw, sort_keys=True, default=str))
         return out
 
 
-def _key_position(text: str, key: str, section: str) -> tuple[int, int]:
+def key_position(text: str, key: str, section: str) -> tuple[int, int]:
     """Best-effort line:col of ``key`` inside ``[section]`` (tomllib keeps no positions):
     its ``key = ...`` (or dotted ``key.x = ...``) line, else its table header
     ``[section.key]`` (``[[...]]``, ``[section.key.sub]``), else the section's line."""
     lines = text.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if line.strip().startswith(f"[{section}]"):
-            start = i
-            break
+    start = next((i for i, line in enumerate(lines)
+                  if line.strip().startswith(f"[{section}]")), None)
+    if start is None and "." in section:  # an inline table: ``openai = { ... }``
+        parent, _, last = section.rpartition(".")
+        return key_position(text, last, parent)
+    start = start or 0
     if not key:
         return start + 1, 1
     name = rf"[\"']?{re.escape(key)}[\"']?"
@@ -119,16 +140,16 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
     # gitevals.validation's compiled check of schemas/settings.schema.json, worded as
     # lint words schema errors: jsonschema is only imported to explain settings that
     # fail, which keeps the commit hook quick.
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     findings = []
     for err in validate("settings", raw):
         keys = [str(p) for p in err.path]
         sub = ".".join([section, *keys[:-1]]) if len(keys) > 1 else section
-        line, col = _key_position(text, keys[-1] if keys else "", sub.strip("."))
+        line, col = key_position(text, keys[-1] if keys else "", sub.strip("."))
         where = ".".join(keys) or section or "settings"
         findings.append(Finding(path, line, col, "GE701",
-                                f"bad setting {where}: {_toml_hint(err)}; "
+                                f"bad setting {where}: {toml_hint(err)}; "
                                 "see docs/guide.md 'Settings'"))
     return findings
 
@@ -137,7 +158,7 @@ def _validate(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
 _YAML_LIST_HINT = "; write a list, one '- item' per line"
 
 
-def _toml_hint(err: SchemaError) -> str:
+def toml_hint(err: SchemaError) -> str:
     """The schema explainer's message, worded for a TOML settings file."""
     message = str(err.message)
     if message.endswith(_YAML_LIST_HINT):
@@ -157,7 +178,8 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
         cmd = t.get("command")
         target = Target(tuple(str(c) for c in cmd) if isinstance(cmd, list) else None,
                         _text(t.get("python")), _text(t.get("family")),
-                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one")
+                        _text(t.get("interpreter")), _text(t.get("conversations")) or "one",
+                        _endpoint(t))
     j = raw.get("judge")
     judge = None
     if isinstance(j, dict) and "base_url" in j and "model" in j:
@@ -182,12 +204,21 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     control = stats.get("control") if isinstance(stats, dict) else None
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders, pricing=prices_of(raw),
-                    results_at=_text(raw.get("results")),
+                    golden_graders=golden_graders, results_at=_text(raw.get("results")),
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,
                     **({"max_instruction_chars": most} if isinstance(most, int) else {}))
+
+
+def _endpoint(target: JSONObject) -> Endpoint | None:
+    """``[target] openai`` / ``[target] http`` of a schema-valid target table, or None."""
+    for kind, key in (("openai", "base_url"), ("http", "url")):
+        table = target.get(kind)
+        if isinstance(table, dict):
+            return Endpoint(kind, str(table.get(key)), _text(table.get("model")),
+                            _text(table.get("api_key_env")))
+    return None
 
 
 def _text(value: JSON) -> str | None:
@@ -206,7 +237,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         data = tree.read(path)
         if data is None:
             continue
-        text, doc, unreadable = _parse_toml(data, path)
+        text, doc, unreadable = parse_toml(data, path)
         if unreadable is not None:
             return Settings(), [unreadable]
         # TOML is JSON plus dates and times, which the settings schema refuses:
@@ -235,7 +266,7 @@ MAX_DEPTH = 100
 _LONG_NUMBER = re.compile(r"[0-9][0-9_]{4299,}")
 
 
-def _parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settings",
+def parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settings",
                 depth_hint: str = "settings are at most three levels deep"
                 ) -> tuple[str, JSONObject, Finding | None]:
     """The text and table of a settings file, or a GE700 finding saying why it cannot be
@@ -267,11 +298,11 @@ def _parse_toml(data: bytes, path: str, code: str = "GE700", what: str = "settin
 
 def _number_finding(raw: JSONObject, path: str, text: str, section: str) -> Finding | None:
     """GE700 for the first number of the settings gitevals cannot use, or None."""
-    key = _too_large(raw)
+    key = too_large(raw)
     if key is None:
         return None
     *parents, last = key.split(".")
-    line, col = _key_position(text, last, ".".join([section, *parents]).strip("."))
+    line, col = key_position(text, last, ".".join([section, *parents]).strip("."))
     where = ".".join([section, key]).strip(".")
     return Finding(path, line, col, "GE700",
                    f"cannot read settings: {where} is a number too large to use (or not "
@@ -333,7 +364,7 @@ def _escaped(text: str, at: int) -> bool:
     return backslashes % 2 == 1
 
 
-def _too_large(doc: JSONObject) -> str | None:
+def too_large(doc: JSONObject) -> str | None:
     """The dotted key of the first number gitevals cannot use (past 64 bits, or an
     infinite or NaN float, which TOML allows and JSON cannot hold), or None."""
     stack: list[tuple[str, object]] = [("", doc)]
@@ -378,7 +409,7 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
     norm = posixpath.normpath(root.replace("\\", "/")).lstrip("/")
     hint = (f'write root = "{norm}"' if norm not in (".", "") and not norm.startswith("..")
             else 'name a directory inside the repository, like root = "evals"')
-    line, col = _key_position(text, "root", section)
+    line, col = key_position(text, "root", section)
     return [Finding(path, line, col, "GE703",
                     f"root {root!r} {why}: the root is a relative path inside the "
                     f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
@@ -398,7 +429,7 @@ def _results_findings(raw: JSON, path: str, text: str, section: str) -> list[Fin
         why = f"is the eval root {root!r} or holds it"
     if why is None:
         return []
-    line, col = _key_position(text, "results", section)
+    line, col = key_position(text, "results", section)
     return [Finding(path, line, col, "GE705",
                     f"results {results!r} {why}: run artifacts go to a directory of their own, "
                     "a relative path inside the repository in normal form; write e.g. "
@@ -422,7 +453,7 @@ def unset_families(settings: Settings, text: str) -> list[Finding]:
     out = []
     for table, family in tables:
         if family is None:
-            line, col = _key_position(text, table, section)
+            line, col = key_position(text, table, section)
             where = f"[{section}.{table}]" if section else f"[{table}]"
             out.append(Finding(settings.source, line, col, "GE706",
                                f"{table} family is not set: nothing checks that the judge "
@@ -442,7 +473,7 @@ def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Find
     if not (isinstance(jf, str) and isinstance(tf, str)) or jf.strip().casefold() != \
             tf.strip().casefold():
         return []
-    line, col = _key_position(text, "family", ".".join([section, "judge"]).strip("."))
+    line, col = key_position(text, "family", ".".join([section, "judge"]).strip("."))
     return [Finding(path, line, col, "GE704",
                     f"judge family {jf!r} is the target's family: a judge must come from "
                     "another model family than the model under test; pin a judge model of "

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
+import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +23,33 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "author@example.invalid",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+#: What a marked test needs from the machine, how to tell it is there, and what to install.
+#: CI installs all of them (``.ci/run``); a contributor without one gets skips, not failures.
+_NEEDS: dict[str, tuple[Callable[[], bool], str]] = {
+    "needs_bwrap": (lambda: shutil.which("bwrap") is not None,
+                    "needs bubblewrap (Debian: apt install bubblewrap)"),
+    "needs_chromium": (lambda: all(shutil.which(t) or Path("/usr/bin", t).exists()
+                                   for t in ("chromium", "chromedriver")),
+                       "needs Chromium and its driver (Debian: apt install chromium "
+                       "chromium-driver)"),
+    "needs_ray": (lambda: importlib.util.find_spec("ray") is not None,
+                  "needs Ray (pip install -e '.[ray]')"),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, with what to install, the tests whose machine part is missing."""
+    present: dict[str, bool] = {}
+    for item in items:
+        for marker, (check, reason) in _NEEDS.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in present:
+                present[marker] = check()
+            if not present[marker]:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)
@@ -90,9 +122,23 @@ class Result:
 
 def run_cli(*args: str, cwd: Path, input: str | None = None,
             env: dict[str, str] | None = None, timeout: float = 120,
-            umask: int | None = None) -> Result:
-    """Run the real ``gitevals`` CLI in a subprocess (as a user would); ``umask`` is set
-    by a shell in front of it (this process's own umask is left alone)."""
+            umask: int | None = None, subprocess_: bool = False) -> Result:
+    """Run the real ``gitevals`` CLI as a user would and return its exit code and output.
+
+    By default the CLI runs in this process (``cli.main`` with file descriptors 0-2,
+    the working directory, the environment, the umask and the signal handlers swapped
+    in and restored), which spares a Python start per call; ``subprocess_=True`` (or
+    ``GITEVALS_TEST_SUBPROCESS=1`` for every call) runs ``python -m gitevals`` in a
+    child instead, for what only a fresh process shows (start-up, imports, signals)."""
+    if subprocess_ or os.environ.get("GITEVALS_TEST_SUBPROCESS"):
+        return _run_cli_subprocess(args, cwd, input, env, timeout, umask)
+    return _run_cli_inprocess(args, cwd, input, env, umask)
+
+
+def _run_cli_subprocess(args: tuple[str, ...], cwd: Path, input: str | None,
+                        env: dict[str, str] | None, timeout: float,
+                        umask: int | None) -> Result:
+    """``python -m gitevals`` in a child; ``umask`` is set by a shell in front of it."""
     argv = [sys.executable, "-m", "gitevals", *args]
     if umask is not None:
         argv = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *argv]
@@ -100,6 +146,83 @@ def run_cli(*args: str, cwd: Path, input: str | None = None,
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **GIT_ENV, **(env or {})})
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _run_cli_inprocess(args: tuple[str, ...], cwd: Path, input: str | None,
+                       env: dict[str, str] | None, umask: int | None) -> Result:
+    """``gitevals.cli.main(args)`` here, seen from outside as a child would be: fds 0-2
+    are temp files (what the CLI's own children write is captured too, and nothing is a
+    terminal), and everything the CLI may change of the process is put back."""
+    from gitevals import cli
+
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
+            tempfile.TemporaryFile() as ferr:
+        fin.write((input or "").encode())
+        fin.seek(0)
+        with _process_swapped((fin.fileno(), fout.fileno(), ferr.fileno()), cwd,
+                              {**GIT_ENV, **(env or {})}, umask):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse: --help, usage errors
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = (_text(f.read()) for f in (fout, ferr))
+    return Result(code, out, err)
+
+
+@contextlib.contextmanager
+def _process_swapped(fds: tuple[int, int, int], cwd: Path, env: dict[str, str],
+                     umask: int | None) -> Iterator[None]:
+    """Fds 0-2 (and ``sys.std*`` over them), cwd, environment, umask and the SIGINT and
+    SIGTERM handlers swapped for the block; the standard streams are flushed at its end
+    (one the CLI closed, on a broken pipe, is left closed)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved_tempdir = tempfile.tempdir  # read from TMPDIR once a process: read it anew
+    tempfile.tempdir = None
+    saved_umask = os.umask(0o022 if umask is None else umask)
+    if umask is None:
+        os.umask(saved_umask)
+    try:
+        with contextlib.ExitStack() as streams:
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            sys.stdin = streams.enter_context(
+                open(0, encoding="utf-8", errors="surrogateescape", closefd=False))
+            sys.stdout = streams.enter_context(
+                open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False))
+            sys.stderr = streams.enter_context(
+                open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
+                     buffering=1))
+            os.environ.update(env)
+            os.chdir(cwd)
+            yield
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        for fd, saved in enumerate(saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.umask(saved_umask)
+        tempfile.tempdir = saved_tempdir
+        for s, handler in saved_signals.items():
+            signal.signal(s, handler)
+
+
+def _text(data: bytes) -> str:
+    """Bytes as ``subprocess.run(text=True)`` gives them: UTF-8, universal newlines."""
+    return data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
 
 
 @pytest.fixture

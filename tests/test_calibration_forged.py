@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from gitevals.calibration.metrics import split_of
 from gitevals.calibration.record import items_digest
 
 from . import test_judge
-from .calibration_records import record
+from .calibration_records import LABELS, record
 from .conftest import Repo, run_cli
 from .test_calibrate import _answer, _labels, _setup
 from .test_judge import FakeJudge
@@ -130,3 +131,78 @@ def test_an_edited_helper_the_grader_imports_uncalibrates_it(
     repo.commit({"helper.py": "def ask(t, text):\n    return True\n"}, msg="helper edited")
     lint = run_cli("lint", cwd=repo.path)
     assert "GE513" in lint.out, lint.out
+
+
+# -- the record against the committed labels (second pass) -------------------------------
+
+
+def _fewer_labels(repo: Repo) -> None:
+    rows = (repo.path / LABELS).read_text().splitlines()[:120]
+    repo.commit({LABELS: "\n".join(rows) + "\n"}, msg="labels cut to 120")
+
+
+def _renamed_item(repo: Repo, doc: dict[str, Any]) -> None:
+    listed = doc["items"][0]["id"]
+    # a new id of the same split: the counts still agree, the item is not there
+    new = next(f"renamed-{n}" for n in range(1000) if split_of(f"renamed-{n}")
+               == split_of(listed))
+    text = (repo.path / LABELS).read_text().replace(f'"{listed}"', f'"{new}"')
+    repo.commit({LABELS: text}, msg="a listed item renamed")
+
+
+def _flipped_label(repo: Repo, doc: dict[str, Any]) -> None:
+    row = doc["items"][0]
+    flipped = "fail" if row["label"] == "pass" else "pass"
+    lines = []
+    for line in (repo.path / LABELS).read_text().splitlines():
+        item = json.loads(line)
+        if item["id"] == row["id"]:
+            item["label"] = flipped
+        lines.append(json.dumps(item))
+    repo.commit({LABELS: "\n".join(lines) + "\n"}, msg="a listed item relabelled")
+
+
+def _removed_labels(repo: Repo) -> None:
+    repo.git("rm", "-q", LABELS)
+    repo.commit(msg="labels removed")
+
+
+@pytest.mark.parametrize(("forge", "said"), [
+    (lambda repo, doc: _fewer_labels(repo),
+     f"{RECORD} counts 200 labelled items (train 37, dev 79, test 84), {LABELS} holds 120 ("),
+    (_renamed_item, f"{RECORD} lists item 'item-"),
+    (_flipped_label, f"{RECORD} has item 'item-"),
+    (lambda repo, doc: _removed_labels(repo),
+     f"{RECORD} was measured on {LABELS}, which is not in the tree"),
+], ids=["claims-more-items", "unknown-item", "other-label", "labels-gone"])
+def test_a_record_that_the_committed_labels_do_not_bear_out_is_refused(
+        repo: Repo, judge: FakeJudge, forge: Any, said: str) -> None:
+    _setup(repo, judge)
+    doc = record(repo, "q.tone", MODEL)  # genuine: it calibrates (test above)
+    repo.commit({RECORD: json.dumps(doc, indent=1)}, msg="record")
+    forge(repo, doc)
+    lint = run_cli("lint", cwd=repo.path)
+    found = [ln for ln in lint.out.splitlines() if "GE511" in ln]
+    assert found and all(said in ln and "commit the labels file it was measured on, or "
+                         "calibrate again" in ln for ln in found), lint.out + lint.err
+    check = run_cli("publish-check", cwd=repo.path)
+    assert "Traceback" not in check.err
+    assert any("GE511" in ln and said in ln for ln in check.out.splitlines()), check.out
+    _answer(judge, "PASS")
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    status = json.loads(res.out)["judge_calibration"]["q.tone"]
+    assert (status["status"], status["code"]) == ("advisory", "GE511"), res.err
+    assert said in status["reason"]
+
+
+def test_calibrate_records_the_labels_path_from_the_repository_root(
+        repo: Repo, judge: FakeJudge) -> None:
+    _setup(repo, judge)
+    _answer(judge, "PASS")
+    (repo.path / "sub").mkdir()
+    res = run_cli("calibrate", "q.fair", "--labels", "../labels.jsonl",
+                  cwd=repo.path / "sub")
+    assert res.code in (0, 1), res.out + res.err
+    doc = json.loads((repo.path / "evals/calibration/q.fair.json").read_text())
+    assert doc["labels"]["path"] == "labels.jsonl"
+    assert "is not committed as measured" not in res.err

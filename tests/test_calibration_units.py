@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gitevals.calibration.asks import asks_judge
 from gitevals.calibration.labels import LabelsError, read_labels
 from gitevals.calibration.record import already_sealed
 from gitevals.calibration.status import status
+from gitevals.graderfile import asks_judge
 from gitevals.run.judge import verdict
 from gitevals.settings import Judge
 

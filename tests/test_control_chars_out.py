@@ -12,7 +12,7 @@ import unicodedata
 
 import pytest
 
-from gitevals.report.text import CONTROL, visible
+from gitevals.text import CONTROL, visible
 
 from . import test_judge
 from .conftest import Repo, Result, run_cli

@@ -240,7 +240,9 @@ def _lines(blob: bytes) -> list[bytes]:
 def test_blobs_read_alike_loose_or_packed(repo: Repo) -> None:
     import pygit2
 
-    from gitevals.git.tree import RevisionTree, read_blobs_unverified, require_repo
+    from gitevals.git.blobs import read_blobs_unverified
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
 
     a, b = A * 50, A * 49 + b'{"id": "z"}\n'
     _goldens_repo(repo, a, b)

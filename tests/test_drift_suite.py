@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from gitevals.goldens import drift, filters
 from gitevals.run.artifact import load as load_artifact
-from gitevals.suite import drift, filters
 
 from .conftest import Repo, run_cli
 from .test_goldens_gate import commit

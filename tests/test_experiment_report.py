@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gitevals.experiment.controls import Pins
-from gitevals.experiment.report import LaneResult, build, exit_code, render
+from gitevals.experiment.results import LaneResult, build, exit_code
+from gitevals.report.experiment import render
 
 from .test_scoring import COMMIT, PARIS, artifact, result, scenario, transcript
 

@@ -5,7 +5,6 @@ satisfied in every lane passes."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,7 @@ import pytest
 
 from .conftest import Repo, run_cli
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                reason="bubblewrap is not installed (Debian: bubblewrap)")
+pytestmark = pytest.mark.needs_bwrap
 
 HARNESS = (Path(__file__).parent / "data" / "task_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'

@@ -68,7 +68,7 @@ def test_a_forged_baseline_is_refused_by_gate_and_publish_check(
 
 def test_a_run_slice_the_baseline_does_not_cover_fails(based: tuple[Repo, Path]) -> None:
     repo, _ = based
-    from gitevals.suite.gate import gate
+    from gitevals.goldens.gate import gate
 
     baseline = json.loads((repo.path / BASELINE).read_text())
     commit(repo, 15, 10)

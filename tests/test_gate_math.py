@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gitevals.suite.drift import Budget
-from gitevals.suite.gate import Refused, difference, gate
+from gitevals.goldens.drift import Budget
+from gitevals.goldens.gate import Refused, difference, gate
 
 
 @pytest.mark.parametrize(("x0", "n0", "x1", "n1", "low", "high"), [

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gitevals.goldenset.stats import buckets_floor, stats_of
+from gitevals.goldens.stats import buckets_floor, stats_of
 from tests.conftest import Repo, run_cli
 
 G = "evals/goldens.jsonl"

@@ -105,7 +105,7 @@ def test_exact_match_normalizes_both_sides(repo: Repo) -> None:
     assert out["not-listed"]["error"]["kind"] == "grader_error"  # no expected: never a pass
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/bin/bwrap"), reason="needs bubblewrap")
+@pytest.mark.needs_bwrap
 def test_execution_runs_the_answer_in_the_sandbox_and_refuses_without_it(
         repo: Repo, tmp_path: Path) -> None:
     _init(repo)

@@ -17,7 +17,7 @@ import pytest
 
 from gitevals.run.archive import digest
 from gitevals.run.artifact import load, validate
-from gitevals.run.summary import summarize
+from gitevals.run.summary import pack, summarize
 
 from .conftest import Repo, run_cli
 
@@ -123,7 +123,7 @@ def test_results_that_cannot_be_written_go_to_a_printed_fallback(
     assert run["commit"] == commit and run["cases"][0]["scenarios"][0]["verdict"]["verdict"] \
         == "pass"
     assert json.loads(repo.git("notes", "--ref", "gitevals", "show", commit)) == \
-        summarize(run, *digest(run)[:2])
+        pack(summarize(run, *digest(run)[:2]))
     assert not outside.exists()  # nothing was written through the symlink
     assert sorted(tmp_path.iterdir()) == before
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from gitevals.git.blobs import MAX_FILE
 from gitevals.git.pushes import PushedRef, plan_push
-from gitevals.git.tree import MAX_FILE
 from gitevals.run.grading import NoGrader, _Graders
 from gitevals.yamlsafe import MAX_BYTES
 

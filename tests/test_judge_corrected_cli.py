@@ -137,10 +137,11 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
     assert abs(want.rate - 0.3) > 0.05  # the correction moves the rate visibly
     res = run_cli("show", str(artifact), cwd=repo.path)
     lines = res.out.splitlines()
-    assert lines[1].split()[:5] == ["case", "scenario", "verdict", "passes", "judge-corrected"]
+    assert lines[1].split()[:6] == ["case", "scenario", "verdict", "passes", "duration",
+                                    "judge-corrected"]
     tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
-    assert tone.split()[3:7] == ["6/20", f"{want.rate:.2f}", f"[{want.low:.2f},",
-                                 f"{want.high:.2f}]"]
+    assert tone.split()[3] == "6/20"
+    assert f"s    {want.rate:.2f} [{want.low:.2f}, {want.high:.2f}]  " in tone  # after the duration
     mixed = next(ln for ln in lines if ln.split()[1:2] == ["mixed"])
     assert "[" not in mixed  # failed by a deterministic check too: nothing shown
     assert ("judge-corrected: 1 scenario decided by a calibrated judge alone, pass rate "
@@ -204,10 +205,10 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     res = run_cli("diff", a, b, cwd=repo.path)
     lines = res.out.splitlines()
     head = next(ln for ln in lines if ln.lstrip().startswith("case "))
-    assert head.rstrip().endswith("judge-corrected A -> B")
+    assert head.split()[-8:] == ["judge-corrected", "A", "->", "B", "duration", "A", "->", "B"]
     tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
     from gitevals.calibration.corrected import cell
-    assert tone.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
+    assert f"{cell(ca)} -> {cell(cb)}  " in tone  # the durations follow
     bucket = next(ln for ln in lines if ln.lstrip().startswith("bucket tone"))
     assert bucket.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
     # under the header and the suite's lines (issue 21), the column is said in one line
@@ -243,3 +244,48 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     assert f"<span class=\"num\">{cell(cb)}</span>" in page
     assert f"<td>{cell(cb)}</td>" in page  # the goldens table's bucket tone
     assert f"{cell(ca)} -&gt; {cell(cb)}" in page
+
+
+def test_the_suite_line_carries_the_judge_corrected_change(
+        calibrated: tuple[Repo, Calibration]) -> None:
+    """Two cases (two clusters) whose scenarios ``tone`` and ``tone2`` the calibrated
+    judge alone decides, each 6/20 -> 15/20: the suite's raw change over them is 45
+    points, the judge-corrected one 45 / (TPR + TNR - 1), with an interval that carries
+    the calibration's uncertainty; every format shows it on the suite's line."""
+    from gitevals.stats import paired
+    from gitevals.stats.judge_correction import corrected_change
+
+    repo, cal = calibrated
+    second = CASE.split("  - id: mixed")[0].replace("id: tone", "id: tone2")
+    repo.commit({"evals/cases/polite2.yaml": second,
+                 "passes.json": json.dumps({"tone": 6, "mixed": 6, "tone2": 6, "t": 6})})
+    _run(repo)
+    a = repo.git("rev-parse", "HEAD")
+    b = repo.commit({"passes.json": json.dumps({"tone": 15, "mixed": 6, "tone2": 15,
+                                                "t": 6})})
+    _run(repo)
+    raw = paired.compare([paired.Pair(6, 20, 15, 20, "polite"),
+                          paired.Pair(6, 20, 15, 20, "polite2")], 0.05)
+    assert raw is not None
+    want = corrected_change(raw.estimate, (raw.high - raw.low) / 2, 0.95, cal)
+    assert want is not None
+    est, low, high = (100 * x for x in want)
+    assert abs(est - 45.0) > 5  # the correction moves the change visibly
+
+    doc = json.loads(run_cli("diff", a, b, "--format", "json", cwd=repo.path).out)
+    fixed = doc["suite"]["corrected"]
+    assert fixed["scenarios"] == 2 and fixed["raw_pts"] == pytest.approx(45.0)
+    assert fixed["estimate_pts"] == pytest.approx(est, abs=1e-6)
+    assert fixed["ci_pts"] == pytest.approx([low, high], abs=1e-6)
+    assert fixed["method"] == "rogan-gladen"
+    assert (fixed["calibration"]["tp"], fixed["calibration"]["n_neg"]) == (cal.tp, cal.n_neg)
+    assert doc["suite"]["scenarios"] == 3  # mixed is in the suite, not in the correction
+    text = run_cli("diff", a, b, cwd=repo.path).out.splitlines()
+    assert text[1].startswith("suite: +")
+    assert (f"judge-corrected over the 2 scenarios a calibrated judge alone decided: "
+            f"{est:+.1f} pts [{low:+.1f}, {high:+.1f}] (raw +45.0 over them; Rogan-Gladen, "
+            f"TPR {cal.tpr:.2f}, TNR {cal.tnr:.2f})") in text[1]
+    md = run_cli("diff", a, b, "--format", "markdown", cwd=repo.path).out.splitlines()
+    assert md[2].startswith("- suite: ") and f"{est:+.1f} pts" in md[2]
+    junit = run_cli("diff", a, b, "--format", "junit", cwd=repo.path).out
+    assert f'<property name="suite.judge_corrected_pts" value="{round(est, 6)}"' in junit

@@ -135,3 +135,23 @@ def test_coverage_is_near_nominal_where_ignoring_the_calibration_is_not() -> Non
                             tnr=0.9, n_pos=25, n_neg=25)
     assert ours >= 0.92, ours
     assert naive <= 0.80, naive
+
+
+def test_a_suites_change_divides_by_the_youden_index_with_its_uncertainty() -> None:
+    """The suite's corrected change is the raw paired change over TPR + TNR - 1; with a
+    calibration so large it is nearly exact, the interval is the raw one scaled alike;
+    with a small one it is wider; a judge no better than chance recovers nothing."""
+    from gitevals.stats.judge_correction import corrected_change
+
+    exact = Calibration(900_000, 1_000_000, 800_000, 1_000_000)  # Youden 0.7
+    got = corrected_change(-0.07, 0.03, 0.95, exact)
+    assert got is not None
+    est, low, high = got
+    assert est == pytest.approx(-0.1)
+    assert (low, high) == pytest.approx((-0.10 / 0.7, -0.04 / 0.7), abs=0.003)
+    small = corrected_change(-0.07, 0.03, 0.95, Calibration(18, 20, 16, 20))
+    assert small is not None and small[0] == pytest.approx(-0.1)
+    assert small[2] - small[1] > (high - low) * 1.1  # the calibration's own uncertainty
+    assert corrected_change(-0.07, 0.03, 0.95, Calibration(10, 20, 10, 20)) is None
+    clipped = corrected_change(-0.9, 0.05, 0.95, exact)  # -0.9 / 0.7: past -100 points
+    assert clipped is not None and clipped[0] == clipped[1] == -1.0

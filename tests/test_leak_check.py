@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitevals.goldenset.leak import Leak, Lines, Unreadable, index_goldens, normalize, scan, text_of
+from gitevals.goldens.leak import Leak, Lines, Unreadable, index_goldens, normalize, scan, text_of
 from tests.conftest import Repo, run_cli
 
 G = "evals/goldens.jsonl"

@@ -72,7 +72,7 @@ def test_only_regular_files_are_read(tree: Repo, path: str) -> None:
 
 
 def test_a_giant_line_is_cut_and_reported_and_the_scan_goes_on(tree: Repo) -> None:
-    from gitevals.goldenset.leak import MAX_LINE
+    from gitevals.goldens.leak import MAX_LINE
 
     with open(tree.path / "train.jsonl", "wb") as f:
         f.write(b'{"id": "t-0", "input": "' + b"a" * (MAX_LINE + 10) + b'"}\n')

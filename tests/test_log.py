@@ -11,17 +11,21 @@ import pytest
 
 from .conftest import Repo, run_cli
 
-HEAD = ("commit  subject        basics/answers-in-one-line  "
+HEAD = ("commit  subject        suite      basics/answers-in-one-line  "
         "basics/uses-the-shell-rather-than-guessing  tools/explains-recursion-briefly  "
         "tools/guard-refuses-destructive-commands  tools/looks-up-the-weather")
-V2 = ("v2      demo agent v2  ✗ 0/10 ▼                    ✓ 3/3                          "
-      "             ✗ 0/2                             ✓ 4/4                                "
+V2 = ("v2      demo agent v2  -20.0 pts  ✗ 0/10 ▼                    ✓ 3/3                     "
+      "                  ✗ 0/2                             ✓ 4/4                                "
       "     ~ 2/4")
-V1 = ("v1      demo agent v1  ✓ 10/10                     ✓ 3/3                          "
-      "             ✗ 0/2                             ✓ 4/4                                "
+V1 = ("v1      demo agent v1             ✓ 10/10                     ✓ 3/3                     "
+      "                  ✗ 0/2                             ✓ 4/4                                "
       "     ~ 2/4")
 LEGEND = ("✓ pass  ~ flaky  ✗ fail  ! broken  - not run  ▼ regressed beyond noise since the "
           "row below")
+#: How a move was decided: diff's control, named (issue 21).
+NOISE = ("noise: boschloo test under Benjamini-Hochberg false discovery rate at 0.025 over 5 "
+         "scenarios, 1/2 of alpha 0.05; the suite by the paired test at 0.05, as `gitevals "
+         "diff` decides")
 
 
 def test_demo_history_exact_rows(demo: Path) -> None:
@@ -30,19 +34,24 @@ def test_demo_history_exact_rows(demo: Path) -> None:
     assert got.out.split("\n") == [
         HEAD, V2, V1,
         "2 commits with runs along the first-parent history of HEAD, newest first; "
-        "1 regressed beyond noise (boschloo test, p < 0.05)", LEGEND, ""]
+        "1 scenario move and 0 suite moves regressed beyond noise", NOISE, LEGEND, ""]
+    # the procedure before issue 21, asked for by name, says it has no control
+    none = run_cli("log", "--control", "none", cwd=demo).out.split("\n")
+    assert none[4] == ("noise: boschloo test, each scenario at p < 0.05: no multiple-"
+                       "comparison control (--control none)")
 
 
 def test_one_case_and_one_scenario(demo: Path) -> None:
     got = run_cli("log", "basics", "--rev", "v1..v2", cwd=demo)
     assert got.out.split("\n")[:3] == [
-        "commit  subject        basics/answers-in-one-line  "
+        "commit  subject        suite      basics/answers-in-one-line  "
         "basics/uses-the-shell-rather-than-guessing",
-        "v2      demo agent v2  ✗ 0/10 ▼                    ✓ 3/3",
-        "v1      demo agent v1  ✓ 10/10                     ✓ 3/3"]
+        "v2      demo agent v2  -20.0 pts  ✗ 0/10 ▼                    ✓ 3/3",
+        "v1      demo agent v1             ✓ 10/10                     ✓ 3/3"]
     one = run_cli("log", "tools/looks-up-the-weather", "--limit", "1", cwd=demo)
-    assert one.out.split("\n")[:2] == ["commit  subject        tools/looks-up-the-weather",
-                                       "v2      demo agent v2  ~ 2/4"]
+    assert one.out.split("\n")[:2] == [
+        "commit  subject        suite  tools/looks-up-the-weather",
+        "v2      demo agent v2         ~ 2/4"]
 
 
 def test_json_points_carry_interval_and_test(demo: Path) -> None:
@@ -56,6 +65,9 @@ def test_json_points_carry_interval_and_test(demo: Path) -> None:
     diff = json.loads(run_cli("diff", "v1", "v2", "--format", "json", cwd=demo).out)
     row = next(r for r in diff["verdicts"] if r["scenario"] == "answers-in-one-line")
     assert v2["p"] == row["p"]  # the very test diff runs
+    assert v2["q"] == row["q"] and doc["control"] == diff["control"] == "fdr"  # its control
+    assert doc["commits"][0]["suite"]["estimate_pts"] == diff["suite"]["estimate_pts"]
+    assert doc["commits"][1]["suite"] is None  # the first commit has nothing to compare
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -95,7 +107,7 @@ def test_a_clone_reads_the_history_from_notes(demo: Path, tmp_path: Path) -> Non
                     '{"format": "gitevals-run/1"}', "v1"], cwd=clone, check=True,
                    capture_output=True)
     rows = run_cli("log", "basics/answers-in-one-line", cwd=clone).out.split("\n")
-    assert rows[1:3] == ["v2      demo agent v2                ✗ 0/10",
+    assert rows[1:3] == ["v2      demo agent v2                       ✗ 0/10",
                          "v1      (run unreadable: see below)"]
     assert rows[3].startswith("v1: run unreadable: git note refs/notes/gitevals on ")
     report = run_cli("report", "-o", str(clone / "r.html"), cwd=clone)

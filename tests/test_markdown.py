@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from gitevals.report.runs import Refused, markdown, render
-from gitevals.report.text import md_inert, one_line
+from gitevals.text import md_inert, one_line
 
 from .conftest import Repo, run_cli
 from .test_scoring import artifact, result, scenario, transcript

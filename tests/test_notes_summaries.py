@@ -36,7 +36,11 @@ def test_a_fresh_clone_decides_on_summaries_and_fetches_a_trial_on_demand(
     for case in doc["cases"]:
         for s in case["scenarios"]:
             s["verdict"]["first_failure"] = None  # a verdict's one line: kept, and only it
-    assert "Lyon" not in json.dumps(doc) and '"turns":[{}]' in note  # no transcript
+    assert "Lyon" not in json.dumps(doc)  # no transcript
+    (scenario,) = [s for c in doc["cases"] for s in c["scenarios"] if s["id"] == "steady"]
+    assert scenario["results"] == [] and scenario["packed"]["outcomes"] == "10"
+    assert json.loads(scenario["packed"]["columns"])["o"]["transcript"]["o"]["turns"] == {
+        "l": {"c": 1}, "v": {"o": {}}}  # each trial's one turn: an empty object
     assert json.loads(note)["stored"]["sha256"] in _refs(one)[0]
     assert run_cli("notes", "push", cwd=one).code == 0
     assert git(bare, "for-each-ref", "--format=%(refname)", RUNS) == _refs(one)[0]

@@ -38,6 +38,7 @@ def _run(cwd: Path, env: dict[str, str], *args: str, timeout: float = 120) -> tu
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
 def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -> None:
     rev = _project_rev()
     env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}

@@ -9,6 +9,7 @@ carries ``REAPER_PIDS=<this test's dir>`` in its environment, so the clean-up in
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -258,6 +259,24 @@ def test_a_graders_leftover_is_gone_when_the_run_ends(repo: Repo, pids: Path) ->
     assert all(_gone(pid) for pid in left.values()), left
 
 
+def test_a_program_that_calls_gitevals_keeps_its_own_processes(repo: Repo, pids: Path) -> None:
+    # gitevals run in this process (as a notebook or the API does): the run's leftovers go,
+    # the caller's own child, started before, lives on and its exit status is its owner's.
+    _setup(repo, {"a": _case("setsid-answers", grader=True)})
+    mine = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"],
+                            stdin=subprocess.PIPE)
+    try:
+        res = run_cli("run", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
+        assert res.code == 0, res.err
+        assert all(_gone(pid) for pid in _leftovers(pids).values())
+        assert mine.poll() is None
+        mine.communicate(b"", timeout=30)
+        assert mine.returncode == 7
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 def test_a_target_that_kills_its_supervisor_leaves_nothing_after_the_run(
         repo: Repo, pids: Path) -> None:
     # Its leftover outlives the trial (gitevals adopts it), never the run; the next
@@ -363,3 +382,59 @@ def test_descendants_follows_parent_links(tmp_path: Path) -> None:
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+
+
+# --- one supervisor for the run, a small holder per conversation (#27 item 3) ----------
+
+# Each conversation waits until all four are in flight (bounded), then answers with what
+# it sees above it: its parent (the holder: name, resident KiB) and its grandparent.
+LINEAGE = '''\
+import json, os, sys, time
+
+DIR = os.environ["REAPER_PIDS"]
+
+
+def stat(pid):
+    data = open("/proc/%d/stat" % pid).read()
+    return data[data.index("(") + 1:data.rindex(")")], int(data[data.rindex(")") + 2:].split()[1])
+
+
+def rss(pid):
+    return next(int(l.split()[1]) for l in open("/proc/%d/status" % pid) if l.startswith("VmRSS"))
+
+
+for line in sys.stdin:
+    open(os.path.join(DIR, "%d.in" % os.getpid()), "w").close()
+    deadline = time.monotonic() + 20
+    while len(os.listdir(DIR)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    name, grandparent = stat(os.getppid())
+    seen = {"holder": name, "holder_kib": rss(os.getppid()), "supervisor": grandparent,
+            "together": len(os.listdir(DIR))}
+    print(json.dumps({"final_answer": json.dumps(seen)}), flush=True)
+'''
+
+
+@pytest.mark.parametrize("settings", [COMMAND, PYTHON], ids=["command", "python"])
+def test_concurrent_conversations_share_one_supervisor_each_under_a_small_holder(
+        repo: Repo, pids: Path, settings: str) -> None:
+    # The job slots' conversations run at once beneath one supervisor; what keeps each
+    # conversation's leftovers apart is its holder, a small program, not an interpreter.
+    harness = LINEAGE
+    if settings == PYTHON:  # the same lines, as a python target's function
+        harness = LINEAGE.replace("for line in sys.stdin:\n", "def respond(messages):\n")
+        harness = harness.replace("    print(json.dumps({\"final_answer\": json.dumps(seen)}),"
+                                  " flush=True)\n", "    return {\"final_answer\": "
+                                  "json.dumps(seen)}\n")
+    cases = {f"c{n}": _case("s") for n in range(4)}
+    files: dict[str, str | bytes] = {f"evals/cases/{n}.yaml": c for n, c in cases.items()}
+    repo.commit({"harness.py": harness, "pyproject.toml": settings, **files})
+    res = run_cli("run", "--jobs", "4", "--format", "json", cwd=repo.path,
+                  env={"REAPER_PIDS": str(pids)})
+    assert res.code == 0, res.err
+    seen = [json.loads(s["results"][0]["transcript"]["final_answer"])
+            for c in json.loads(res.out)["cases"] for s in c["scenarios"]]
+    assert len(seen) == 4 and all(s["together"] == 4 for s in seen)  # all four in flight
+    assert {s["holder"] for s in seen} == {"cat"}
+    assert max(s["holder_kib"] for s in seen) < 5000  # an interpreter keeps ~10 MB
+    assert len({s["supervisor"] for s in seen}) == 1

@@ -9,7 +9,6 @@ element and no script from that data in the page.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from .browser import chromium, png_colours, requests
 from .conftest import Repo, run_cli
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="drives Debian's chromium")
+pytestmark = pytest.mark.needs_chromium
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from gitevals.commands.publish_check import Checked
 from gitevals.findings import Finding
 from gitevals.git.pushes import Publication
 from gitevals.lint import LintResult
+from gitevals.lint.publish import Checked
 from gitevals.report.publish import REPORTERS
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

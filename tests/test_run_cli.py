@@ -16,7 +16,7 @@ import pytest
 from gitevals.run.archive import digest
 from gitevals.run.artifact import load as load_artifact
 from gitevals.run.store import local_runs, parse_note, ranked, run_of_commit
-from gitevals.run.summary import summarize
+from gitevals.run.summary import pack, summarize
 
 from .conftest import GIT_ENV, Repo, run_cli
 
@@ -272,7 +272,7 @@ def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) 
     note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
     artifact = _only_artifact(repo)
     sha, size, _ = digest(artifact)  # the note holds the summary; the artifact its address
-    assert note == summarize(artifact, sha, size)
+    assert note == pack(summarize(artifact, sha, size))  # trials packed in columns
     assert repo.git("for-each-ref", "--format=%(refname)", "refs/gitevals/runs/") == \
         f"refs/gitevals/runs/{sha}"
     assert repo.git("rev-parse", "refs/notes/commits") == before
@@ -288,7 +288,7 @@ def test_no_note_writes_no_note(repo: Repo) -> None:
 
 
 def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     commit = _setup(repo, {"tone": TONE})
     for _ in range(2):

@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from gitevals.git.tree import require_repo
+from gitevals.git.repo import require_repo
 
 from .conftest import Repo, run_cli
 from .test_run_cli import HARNESS, SETTINGS, TONE, _only_artifact, _scenarios

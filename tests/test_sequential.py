@@ -9,8 +9,8 @@ from itertools import product
 
 import pytest
 
-from gitevals.diff import sequential as sq
 from gitevals.run.artifact import load
+from gitevals.stats import sequential as sq
 
 from .conftest import Repo, run_cli
 
@@ -114,10 +114,13 @@ def test_run_against_stops_settled_scenarios_and_diff_calls_the_drop(repo: Repo)
     assert rows["dropped"]["beyond_noise"] and rows["dropped"]["p"] is None
     assert rows["dropped"]["sequential"].startswith("regressed at look 2 of 5")
     assert not rows["uncertain"]["beyond_noise"]
-    assert "no regression" in rows["uncertain"]["sequential"]
+    assert rows["uncertain"]["sequential"] == ("within noise: not called at the last look "
+                                               "(40 trials, sequential bound)")
     assert b  # B is HEAD: the sequential run is pinned to it
     text = run_cli("diff", a, b, cwd=repo.path).out
     assert "regressed at look 2 of 5, 16 trials (sequential bound)" in text
+    # a row never contradicts itself: "regressed ... no regression" (issue 23 item 16)
+    assert "no regression" not in text
 
 
 def test_sequential_options_need_a_base(repo: Repo) -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from gitevals.git.tree import WorkingTree
+from gitevals.git.trees import WorkingTree
 from gitevals.settings import REFUSED_KEYS, load_settings
 
 from .conftest import Repo, run_cli

@@ -36,7 +36,8 @@ def test_the_kernel_imports_nothing_from_the_rest_of_gitevals() -> None:
 
 
 @pytest.mark.parametrize("method", ["bh", "by", "holm"])
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=30, deadline=None)  # statsmodels' holm costs ~0.1 s a call; the
+# by-definition tests below check 100 more examples each
 @given(ps=P_VALUES)
 def test_adjusted_p_equals_statsmodels(method: str, ps: list[float]) -> None:
     ours = multiplicity.adjust(ps, method)
@@ -127,6 +128,46 @@ def test_paired_suite_equals_statsmodels_cluster_robust_ols(
         assert (result.low, result.high) == pytest.approx((low, high), rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=80, deadline=None)
+@given(raw=st.lists(COUNTS, min_size=3, max_size=40))
+def test_the_suite_p_is_the_larger_of_the_cluster_t_and_the_noise_z(
+        raw: list[tuple[int, int, int, int, str]]) -> None:
+    """The call needs both tests: CR1 with t on G - 1 df (statsmodels) and the estimate
+    against trial noise alone with the normal reference (its error comes from every
+    trial, not from G clusters); the interval is the wider one, so it agrees with p."""
+    pairs = _pairs(raw)
+    result = paired.compare(pairs, 0.05)
+    clusters = sorted({p.cluster for p in pairs})
+    floor = math.sqrt(sum(p.noise for p in pairs)) / len(pairs)
+    if len(clusters) < 2 or floor == 0.0:
+        return
+    assert result is not None
+    d = np.array([p.difference for p in pairs])
+    groups = np.array([clusters.index(p.cluster) for p in pairs])
+    fit = OLS(d, np.ones(len(d))).fit(cov_type="cluster", cov_kwds={"groups": groups},
+                                      use_t=True)
+    p_z = 2 * scipy.stats.norm.sf(abs(d.mean()) / floor)
+    p_t = fit.pvalues[0] if fit.bse[0] > 1e-12 else 0.0
+    assert result.p == pytest.approx(max(p_t, p_z), rel=1e-7, abs=1e-12)
+    half = max(scipy.stats.t.ppf(0.975, len(clusters) - 1) * fit.bse[0],
+               scipy.stats.norm.ppf(0.975) * floor)
+    assert result.high - result.low == pytest.approx(2 * half, rel=1e-9, abs=1e-12)
+    if abs(result.p - 0.05) > 1e-6:
+        assert (result.p < 0.05) == (not result.low <= 0.0 <= result.high)
+
+
+def test_the_noise_floor_is_read_with_the_normal_not_t_of_few_clusters() -> None:
+    # 4 clusters that moved alike: CR1 is smaller than trial noise, which decides; its
+    # error is estimated from 240 trials, not from 4 clusters, so the normal applies
+    pairs = [paired.Pair(24, 30, 18, 30, c) for c in "abcd"]
+    pairs[0] = paired.Pair(24, 30, 17, 30, "a")
+    result = paired.compare(pairs, 0.05)
+    assert result is not None and result.se_noise > result.se_cluster
+    z = result.estimate / result.se_noise
+    assert result.p == pytest.approx(2 * scipy.stats.norm.sf(abs(z)), rel=1e-9)
+    assert result.p < 2 * scipy.stats.t.sf(abs(z), 3)
+
+
 @settings(max_examples=50, deadline=None)
 @given(raw=st.lists(COUNTS, min_size=3, max_size=30))
 def test_singleton_clusters_are_the_one_sample_t_test(
@@ -189,6 +230,11 @@ def test_suite_mde_is_the_drop_found_with_80_percent_power() -> None:
     found = scipy.stats.nct.cdf(-crit, df, -mde / se)
     assert found == pytest.approx(0.8, abs=0.01)
     assert suite_power.suite_mde(se, 0, level) is None
+    # the noise test binds when trial noise is the larger error: normal quantiles on it
+    noise = 0.03
+    both = suite_power.suite_mde(se, df, level, noise_se=noise)
+    z = scipy.stats.norm.ppf(1 - level / 2) + scipy.stats.norm.ppf(0.8)
+    assert both == pytest.approx(z * noise, rel=1e-9)
 
 
 @pytest.mark.parametrize(("trials", "rate", "level"),

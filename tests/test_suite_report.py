@@ -27,7 +27,7 @@ def test_the_suite_comes_first_in_text_markdown_and_html() -> None:
     assert text[0].startswith("the suite regressed beyond noise, 0 regressed beyond noise")
     assert text[1].startswith("suite: -15.0 pts over 40 scenarios in 8 clusters, 95% interval")
     assert text[1].endswith("regressed beyond noise; this suite can detect a "
-                            f"{d.suite.mde_pts:.1f}-point suite-wide drop, or a 64-point "
+                            f"{d.suite.mde_pts:.1f}-point suite-wide drop, or a 61-point "
                             "drop in one scenario (80% power)")
     assert text[2].startswith("equivalence: a drop larger than 5 pts is not ruled out")
     assert text[3].startswith("noise: scenarios by the boschloo exact test under "

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gitevals.suite.gate import Baseline
-from gitevals.suite.results import Goldens, SliceRate, SuiteItem, rescore, slices
+from gitevals.goldens.gate import Baseline
+from gitevals.run.goldens import Goldens, SliceRate, SuiteItem, rescore, slices
 from gitevals.validation import schema_path
 
 RESULT = json.loads(schema_path("result").read_text())

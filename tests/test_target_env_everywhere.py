@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from typing import Any
 
@@ -105,8 +104,7 @@ def test_cases_goldens_and_drift_rows_see_the_target_env(repo: Repo) -> None:
     assert _answers(_newest(repo)) == {"case": "m-7b", "golden": "m-7b", "drift": "m-7b"}
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None,
-                    reason="bubblewrap is not installed (Debian: bubblewrap)")
+@pytest.mark.needs_bwrap
 def test_a_task_trial_sees_the_target_env(repo: Repo) -> None:
     _commit(repo, task=True)
     res = run_cli("run", "--no-note", "--target-env", "MODEL=m-7b", cwd=repo.path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,8 +24,7 @@ from gitevals.run.artifact import load as load_artifact
 
 from .conftest import GIT_ENV, Repo, run_cli
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                reason="bubblewrap is not installed (Debian: bubblewrap)")
+pytestmark = pytest.mark.needs_bwrap
 
 HARNESS = (Path(__file__).parent / "data" / "task_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'

@@ -7,8 +7,9 @@ import copy
 import os
 import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,19 @@ from gitevals.run.artifact import Iteration, Trial, validate
 from gitevals.tasks import sandbox, verifier
 
 DECIMAL = ", not a decimal number (ASCII digits, an optional point and exponent, as 0.75 or 1e0)"
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap")
+needs_bwrap = pytest.mark.needs_bwrap
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A temporary directory the sandbox's user may pass through: started by root, the
+    sandbox runs as nobody, and pytest's own temporary directories are root's alone."""
+    path = Path(tempfile.mkdtemp(prefix="gitevals-test-"))
+    path.chmod(0o711)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.parametrize(("fmt", "data", "rewards", "why"), [
@@ -192,11 +205,11 @@ def test_the_reward_file_is_never_followed(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-def test_a_verifier_past_its_timeout_is_killed(tmp_path: Path) -> None:
+def test_a_verifier_past_its_timeout_is_killed(open_tmp: Path) -> None:
     mounts = []
     for name in ("ws", "tests", "logs"):
-        (tmp_path / name).mkdir()
-        mounts.append(str(tmp_path / name))
+        (open_tmp / name).mkdir()
+        mounts.append(str(open_tmp / name))
     call = sandbox.Call(("sh", "-c", "echo started; sleep 30"), timeout=0.5)
     started = time.monotonic()
     out = sandbox.run_verifier(call, sandbox.Mounts(*mounts), sandbox.find_bwrap())
@@ -212,15 +225,15 @@ def test_a_flood_of_output_keeps_only_the_tail(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_path: Path) -> None:
+def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(open_tmp: Path) -> None:
     dirs = []
     for name in ("ws", "tests", "logs"):
-        (tmp_path / name).mkdir()
-        dirs.append(str(tmp_path / name))
+        (open_tmp / name).mkdir()
+        dirs.append(str(open_tmp / name))
     mounts = sandbox.Mounts(*dirs)
     call = sandbox.Call(("sh", "-c", "cat /app/late > /logs/verifier/reward.txt"), timeout=10)
     with sandbox.prepare(call, mounts, sandbox.find_bwrap()) as pending:
-        (tmp_path / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
+        (open_tmp / "ws" / "late").write_text("0.5\n")  # written after the sandbox started
         out = pending.run()
         assert out.exit_code == 0
         logs = pending.open_logs()  # the sandbox's own /logs/verifier, by descriptor
@@ -228,12 +241,12 @@ def test_a_prepared_call_waits_for_the_go_and_a_cancelled_one_never_runs(tmp_pat
             assert verifier.read_reward(logs, "reward_text") == ({"reward": 0.5}, None)
         finally:
             os.close(logs)
-    assert not (tmp_path / "logs" / "reward.txt").exists()  # no host path holds it
+    assert not (open_tmp / "logs" / "reward.txt").exists()  # no host path holds it
     cancelled = sandbox.prepare(call, mounts, sandbox.find_bwrap())
     assert cancelled.proc is not None
     cancelled.cancel()
     assert cancelled.proc.returncode is not None
-    assert not (tmp_path / "logs" / "reward.txt").exists()
+    assert not (open_tmp / "logs" / "reward.txt").exists()
     assert cancelled.run().exit_code is None  # nothing left to run
 
 
@@ -268,8 +281,8 @@ def _until(check: Callable[[], bool], seconds: float = 10) -> bool:
 
 
 @needs_bwrap
-def test_the_outcome_comes_before_the_sandbox_ends_and_release_ends_it(tmp_path: Path) -> None:
-    mounts = _mounts(tmp_path)
+def test_the_outcome_comes_before_the_sandbox_ends_and_release_ends_it(open_tmp: Path) -> None:
+    mounts = _mounts(open_tmp)
     suffix = f"{os.getpid()}-{time.monotonic_ns()}"
     token = f"gitevals-left-{suffix}"
     # the token is never whole in the verifier's own command line
@@ -287,7 +300,7 @@ def test_the_outcome_comes_before_the_sandbox_ends_and_release_ends_it(tmp_path:
 
 
 @pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "no-sandbox"])
-def test_a_verifier_cannot_report_a_status_of_its_own(tmp_path: Path, sandboxed: bool) -> None:
+def test_a_verifier_cannot_report_a_status_of_its_own(open_tmp: Path, sandboxed: bool) -> None:
     bwrap = sandbox.find_bwrap() if sandboxed else None
     if sandboxed and bwrap is None:
         pytest.fail("bubblewrap is needed: apt-get install bubblewrap")
@@ -295,7 +308,7 @@ def test_a_verifier_cannot_report_a_status_of_its_own(tmp_path: Path, sandboxed:
     script = ("echo 0 > /proc/$PPID/fd/0; echo 0 > /proc/$$/fd/0; echo 0 >&0;"
               " echo 0 2>/dev/null >&3; exit 3")
     out = sandbox.run_verifier(sandbox.Call(("sh", "-c", script), timeout=10),
-                               _mounts(tmp_path), bwrap)
+                               _mounts(open_tmp), bwrap)
     assert out.exit_code == 3
 
 
@@ -322,3 +335,22 @@ def test_waiting_for_a_sandbox_to_be_gone_ends_when_its_process_does(
     started = time.monotonic()
     sandbox._wait_gone(proc.pid, 10)  # already gone: at once
     assert time.monotonic() - started < 0.5
+
+
+@needs_bwrap
+def test_root_is_told_when_the_workspace_is_out_of_the_sandbox_users_reach(
+        open_tmp: Path) -> None:
+    bwrap = sandbox.find_bwrap()
+    assert bwrap is not None
+    if sandbox.sandbox_user(bwrap) is None:
+        pytest.skip("the sandbox runs as nobody only when root and user namespaces allow it")
+    private = open_tmp / "private"
+    private.mkdir(mode=0o700)
+    mounts = _mounts(private)
+    with sandbox.prepare(sandbox.Call(("true",), timeout=10), mounts, bwrap) as pending:
+        out = pending.run()
+    assert out.exit_code is None
+    assert out.tail == (f"cannot set up the sandbox: the workspace {mounts.workspace} is out "
+                        "of reach of uid 65534, whom the verifier runs as (gitevals runs as "
+                        f"root): {private} lets only its owner through; make it traversable "
+                        "(chmod o+x) or put the workspace elsewhere"), out.tail

@@ -7,16 +7,9 @@ from pathlib import Path
 import pytest
 
 from gitevals.errors import GitError, RevisionError
-from gitevals.git.tree import (
-    Entry,
-    IndexTree,
-    RevisionTree,
-    Tree,
-    WorkingTree,
-    git_blob_sha,
-    open_tree,
-    require_repo,
-)
+from gitevals.git.blobs import git_blob_sha
+from gitevals.git.repo import require_repo
+from gitevals.git.trees import Entry, IndexTree, RevisionTree, Tree, WorkingTree, open_tree
 
 from .conftest import Repo
 
@@ -187,7 +180,7 @@ def test_a_revision_answers_exists_without_sizing_a_blob(
     def sized(*_: object) -> int:
         raise AssertionError("exists read a blob's size")
 
-    monkeypatch.setattr("gitevals.git.tree.blob_size", sized)
+    monkeypatch.setattr("gitevals.git.blobs.blob_size", sized)
     assert [tree.exists(p) for p in ("evals", "evals/cases/", "evals/nope")] == [
         True, True, False]
 

@@ -1,7 +1,7 @@
 """Blobs read straight from pack files (``read_blobs_unverified``) equal libgit2's reads.
 
 After ``git gc`` a goldens.jsonl is stored as a chain of deltas; the reader in
-tree.py applies them itself so that a shared base is inflated once. Each pack
+trees.py applies them itself so that a shared base is inflated once. Each pack
 layout git can write is checked blob by blob against pygit2, and the packs must
 really have been read by it (not left to the libgit2 fallback).
 """
@@ -31,8 +31,8 @@ def _history(repo: Repo, versions: int = 12) -> None:
 def _check(repo: Repo) -> int:
     import pygit2
 
+    from gitevals.git.blobs import read_blobs_unverified
     from gitevals.git.packfile import read_packed
-    from gitevals.git.tree import read_blobs_unverified
 
     r = pygit2.Repository(str(repo.path))
     shas = sorted(str(o) for o in r.odb if r.odb.read_header(o)[0] == pygit2.GIT_OBJECT_BLOB)

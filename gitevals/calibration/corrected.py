@@ -27,7 +27,7 @@ from gitevals.stats.judge_correction import MAX_COUNT, Calibration, Corrected, c
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import CaseRun, GraderCalibration, Run, ScenarioRun, Trial
-    from gitevals.suite.results import SliceRate
+    from gitevals.run.goldens import SliceRate
 
 
 def calibrations(run: Run | None) -> dict[str, Calibration]:

@@ -48,7 +48,7 @@ class Context:
     labels_path: str
     labels_sha256: str
     sizes: dict[str, int]
-    #: The grader module and every tree file it imports: path -> blob (suite/imports.py).
+    #: The grader module and every tree file it imports: path -> blob (graderimports.py).
     closure: dict[str, str]
 
 
@@ -270,3 +270,49 @@ def _same_rate(got: JSONObject, rate: Rate) -> bool:
                   and math.isclose(have, value, abs_tol=1e-9)):
             return False
     return True
+
+
+def labels_path(record: JSONObject) -> str | None:
+    """The labels file a record says it was measured on (a path in the repository)."""
+    labels = record.get("labels")
+    path = labels.get("path") if isinstance(labels, dict) else None
+    return path if isinstance(path, str) and path else None
+
+
+def against_labels(record: JSONObject, data: bytes | None, where: str) -> str | None:
+    """Why a record (``where``, already ``verify``-ed) does not stand on the committed
+    labels ``data`` (None: its labels file is not in the tree), or None. Every item it
+    lists must be a labelled item of that file, with the same label, and its ``splits``
+    must be the file's own counts: a record cannot claim 200 items of a file of 120."""
+    from gitevals.calibration.labels import LabelsError, read_labels
+    from gitevals.calibration.metrics import sizes
+
+    path = labels_path(record) or "?"
+    fix = "commit the labels file it was measured on, or calibrate again"
+    if data is None:
+        return f"{where} was measured on {path}, which is not in the tree; {fix}"
+    try:
+        labels = read_labels(data, path)
+    except LabelsError as exc:
+        return f"{where} was measured on {path}, which does not read ({exc}); {fix}"
+    by_id = {item.id: item.label for item in labels.items}
+    splits, held = record.get("splits"), sizes(by_id)
+    if splits != held and isinstance(splits, dict):
+        claimed = {name: int(v) if isinstance(v, int) else 0 for name, v in splits.items()}
+        return (f"{where} counts {sum(claimed.values())} labelled items ({_counts(claimed)}), "
+                f"{path} holds {sum(held.values())} ({_counts(held)}); {fix}")
+    listed = record.get("items")
+    for row in listed if isinstance(listed, list) else []:
+        if not isinstance(row, dict):
+            continue
+        item = str(row.get("id"))
+        if item not in by_id:
+            return f"{where} lists item {item[:40]!r}, which {path} does not hold; {fix}"
+        if ("pass" if by_id[item] else "fail") != row.get("label"):
+            return (f"{where} has item {item[:40]!r} labelled {row.get('label')}, {path} "
+                    f"labels it {'pass' if by_id[item] else 'fail'}; {fix}")
+    return None
+
+
+def _counts(splits: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} {splits.get(name, 0)}" for name, _ in RATIOS)

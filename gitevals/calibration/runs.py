@@ -10,7 +10,7 @@ from datetime import datetime
 
 from gitevals.calibration.status import Status
 from gitevals.calibration.tree import statuses
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.run.artifact import GraderCalibration, Run, grader_calls, scenarios
 from gitevals.settings import Settings
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from gitevals.calibration.record import parse, path_of, verify
+from gitevals.calibration.record import against_labels, labels_path, parse, path_of, verify
 from gitevals.calibration.status import Status, status
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.settings import Settings
 
 
@@ -21,7 +21,7 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
                   sources: dict[str, tuple[str, bytes] | None] | None = None) -> Status:
     """The calibration status of grader ``name`` in ``tree``; ``sources`` keeps each
     module's blob and bytes across calls (a module of many graders is read once)."""
-    from gitevals.calibration.asks import asks_judge
+    from gitevals.graderfile import asks_judge
 
     file, _, fn = name.partition(".")
     gpath = f"{settings.root}/graders/{file}.py"
@@ -36,15 +36,30 @@ def grader_status(tree: Tree, settings: Settings, name: str, now: datetime,
     data = tree.read(path_of(settings.root, name)) if asks else None
     record, problem = parse(data) if data is not None else (None, None)
     if record is not None:
-        problem = verify(record, name, now)
+        where = path_of(settings.root, name)
+        problem = verify(record, name, now) or against_labels(
+            record, _labels(tree, labels_path(record), sources), where)
         record = None if problem is not None else record
     if record is not None and blob == record.get("grader_blob"):
-        from gitevals.suite.imports import closure
+        from gitevals.graderimports import closure
 
         pinned = record.get("grader_closure")
         if pinned != closure(tree, [gpath], settings.root):
             blob = None  # a file the grader imports changed: not the grader measured
     return status(name, asks, blob, settings.judge, record, problem, now)
+
+
+def _labels(tree: Tree, path: str | None,
+            sources: dict[str, tuple[str, bytes] | None]) -> bytes | None:
+    """The labels file ``path`` of ``tree`` (kept in ``sources``), or None."""
+    if path is None or path.startswith("/") or ".." in path.split("/"):
+        return None
+    key = f"labels:{path}"
+    if key not in sources:
+        data = tree.read(path)
+        sources[key] = ("", data) if data is not None else None
+    found = sources[key]
+    return found[1] if found is not None else None
 
 
 def statuses(tree: Tree, settings: Settings, names: Iterable[str], now: datetime

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from gitevals.ci import steps
 from gitevals.errors import GitevalsError
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 
 def _exit_code(value: str) -> int:

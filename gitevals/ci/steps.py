@@ -206,7 +206,7 @@ def setup_sandbox() -> int:
     why = probe(bwrap) if bwrap else "bwrap is not on PATH"
     if why is not None:
         cause = userns.diagnose(userns.read_settings(), os.environ)
-        from gitevals.report.text import one_line, visible
+        from gitevals.text import one_line, visible
 
         say(f"bubblewrap cannot make a sandbox here ({visible(one_line(why))}): "
             f"{cause or 'allow unprivileged user namespaces'}, or run with --no-sandbox")

@@ -104,3 +104,29 @@ def add_control(parser: argparse._ActionsContainer, what: str) -> None:
                         help="the level: an unchanged harness is called regressed in at most "
                              "this share of comparisons (1e-6 to 0.5; default 0.05, or "
                              "[tool.gitevals.statistics] alpha)")
+
+
+# -- options many commands share: one declaration each -------------------------------------
+
+
+def add_format(parser: argparse._ActionsContainer, choices: tuple[str, ...],
+               help: str | None = None, required: bool = False) -> None:
+    """``--format`` (default text, unless ``required``): the document a command writes."""
+    if required:
+        parser.add_argument("--format", choices=choices, required=True, help=help)
+    else:
+        parser.add_argument("--format", choices=choices, default="text", help=help)
+
+
+def add_rev(parser: argparse._ActionsContainer, help: str, default: str | None = None,
+            metavar: str = "REV") -> None:
+    """``--rev``: the revision a command reads (``default`` None: the working tree)."""
+    parser.add_argument("--rev", default=default, metavar=metavar, help=help)
+
+
+def add_jobs(parser: argparse._ActionsContainer, help: str, default: int | None = None,
+             least: int = 1, short: bool = True) -> None:
+    """``--jobs N`` (``-j``), bounded by ``MAX_JOBS``: how much runs at once."""
+    flags = ("--jobs", "-j") if short else ("--jobs",)
+    parser.add_argument(*flags, type=count(MAX_JOBS, least=least), default=default,
+                        metavar="N", help=help)

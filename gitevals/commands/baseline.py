@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.commands.gate import lints, load_run
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
-    from gitevals.git.tree import require_repo
-    from gitevals.report.text import visible
-    from gitevals.suite.gate import baseline_of, baseline_path
+    from gitevals.git.repo import require_repo
+    from gitevals.goldens.gate import baseline_of, baseline_path
+    from gitevals.text import visible
 
     artifact = load_run(args.artifact)
     if artifact["dirty"]:

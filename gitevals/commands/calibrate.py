@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
     from gitevals.calibration.labels import Item
     from gitevals.calibration.metrics import Measured
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.grading import GraderPool
     from gitevals.settings import Settings
@@ -37,10 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--final", action="store_true",
                         help="measure the sealed test split: once per grader blob and judge "
                              "model (a second --final is refused)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="what to print on stdout (default text)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), default=4, metavar="N",
-                        help="grader calls in parallel (default 4)")
+    add_format(parser, ("text", "json"), "what to print on stdout (default text)")
+    add_jobs(parser, "grader calls in parallel (default 4)", default=4)
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip checking that the judge is keyed and answering first")
 
@@ -51,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.calibration import metrics
     from gitevals.calibration.record import item_rows, path_of
     from gitevals.calibration.status import below_bar, status
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.calibration import render
 
     repo = require_repo()
@@ -80,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
         _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
     rows = item_rows({i.id: i.label for i in chosen}, said)
+    labels_at = _in_repo(repo.work_root, args.labels)
     record = _record(tree, settings, args, blob, measured, now, labels_sha,
-                     metrics.sizes(i.id for i in items), previous, rows)
+                     metrics.sizes(i.id for i in items), previous, rows, labels_at)
+    _note_uncommitted(tree, labels_at, labels_sha)
     kept = _write(repo, settings, args.grader, record, previous, args.final)
     verdict = status(args.grader, True, blob, settings.judge, record, None, now)
     below = below_bar(record, settings.judge)
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _nothing_judged(measured: Measured, split: str) -> None:
     """Every item was an error: nothing is recorded (a --final keeps the sealed split)."""
     from gitevals.errors import GitevalsError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     first = measured.errors[0] if measured.errors else ("", "no item")
     for item_id, message in measured.errors[:20]:
@@ -120,10 +122,9 @@ def _grader_blob(repo: Repo, tree: RevisionTree, settings: Settings, name: str) 
     """The blob of the grader's module at HEAD, after checking the grader can be
     calibrated: a well-formed name that resolves, committed as it is in the working
     tree, asking a configured judge."""
-    from gitevals.calibration.asks import asks_judge
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
-    from gitevals.graderfile import read, why_not
+    from gitevals.git.trees import WorkingTree
+    from gitevals.graderfile import asks_judge, read, why_not
 
     file, dot, fn = name.partition(".")
     if not (dot and file.isidentifier() and fn.isidentifier()):
@@ -178,7 +179,7 @@ def _read_regular(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -256,7 +257,7 @@ def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: st
     path reachable from HEAD is read (each distinct blob once)."""
     from gitevals.calibration.record import already_sealed, parse, path_of
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     path = path_of(settings.root, name)
     seen: set[str] = set()
@@ -328,18 +329,42 @@ def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
     return outcome["passed"]
 
 
+def _in_repo(work_root: Path, given: str) -> str:
+    """The labels file's path in the repository (POSIX, from its root), which lint and
+    run read the labels from to check the record; as given when it is outside."""
+    import os
+
+    full = os.path.realpath(given)
+    rel = os.path.relpath(full, os.path.realpath(work_root))
+    return given if rel == ".." or rel.startswith("../") else rel.replace(os.sep, "/")
+
+
+def _note_uncommitted(tree: RevisionTree, labels_at: str, labels_sha: str) -> None:
+    """Say so when the labels measured are not the ones committed at HEAD: lint and run
+    check the record against the committed labels and leave it unusable until they are."""
+    import hashlib
+
+    from gitevals.text import visible
+
+    data = tree.read(labels_at) if not labels_at.startswith("/") else None
+    if data is None or hashlib.sha256(data).hexdigest() != labels_sha:
+        print(f"gitevals: note: {visible(labels_at)} is not committed as measured: lint and "
+              "run check the record against the committed labels, so commit them as they "
+              "are", file=sys.stderr)
+
+
 def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, blob: str,
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
-            previous: JSONObject | None, rows: list[JSON]) -> JSONObject:
+            previous: JSONObject | None, rows: list[JSON], labels_at: str) -> JSONObject:
     from gitevals.calibration.record import Context, build
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
-    from gitevals.suite.imports import closure
 
     assert settings.judge is not None and tree.commit is not None
     pinned = closure(tree, [module_path(settings.root, args.grader)], settings.root)
     ctx = Context(args.grader, blob, tree.commit, settings.judge.model,
                   settings.judge.base_url, settings.judge.family,
-                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), args.labels, labels_sha, sizes, pinned)
+                  now.strftime("%Y-%m-%dT%H:%M:%SZ"), labels_at, labels_sha, sizes, pinned)
     return build(ctx, measured, args.final, previous, rows)
 
 

@@ -6,24 +6,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gitevals.commands._args import add_format, add_rev
+
 NAME = "doctor"
 HELP = "the Phase 0 checklist of a commit: each item ok / missing / n/a with its fix " \
        "(exit 1 while one is missing)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rev", default="HEAD", metavar="REV",
-                        help="the commit to check (default: HEAD): what is committed counts")
+    add_rev(parser, "the commit to check (default: HEAD): what is committed counts", default="HEAD")
     parser.add_argument("--single-surface", action="store_true",
                         help="state a single-failure-surface task: 1-2 buckets are then "
                              "n/a instead of missing")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) or json")
+    add_format(parser, ("text", "json"), "text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.doctor import checklist, complete, gather
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.doctor import checklist, complete, gather
     from gitevals.report.goldens import doctor_json, doctor_text
 
     tree = open_tree(rev=args.rev)

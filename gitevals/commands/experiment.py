@@ -10,18 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitevals.commands._args import (
-    MAX_JOBS,
     MAX_REPEAT,
     MOST_SAMPLES,
     add_control,
+    add_format,
+    add_jobs,
     count,
 )
 
 if TYPE_CHECKING:
     from gitevals.experiment.controls import Pins, Snapshot
     from gitevals.experiment.lanes import Lane
-    from gitevals.experiment.report import LaneResult
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.experiment.results import LaneResult
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.runner import Plan
 
 NAME = "experiment"
@@ -42,13 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. MODEL): every other value is recorded as its SHA-256")
     parser.add_argument("--repeat", type=count(MAX_REPEAT), default=1, metavar="N",
                         help="run every scenario's trials N times in each lane (default 1)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
-                        help="conversations in parallel within a lane (default 16)")
+    add_jobs(parser, "conversations in parallel within a lane (default 16)")
     parser.add_argument("--max-samples", type=count(MOST_SAMPLES), metavar="N",
                         help="raise the bound of 1,000 conversations an experiment may make")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                        help="what to print on stdout (default text); the JSON report is "
-                             "written to <results>/experiments/<id>.json either way")
+    add_format(parser, ("text", "json", "markdown"),
+               "what to print on stdout (default text); the JSON report is "
+               "written to <results>/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
                              "(default boschloo; beyond noise when q < alpha)")
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     repo = require_repo()
     if args.recheck is not None:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
     from gitevals.experiment.lanes import parse_lane, resolve
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     def to_commit(rev: str) -> tuple[str, str]:
         tree = RevisionTree(repo, rev)
@@ -91,11 +92,11 @@ def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
 
 
 def _plan(tree: RevisionTree, lane: Lane, names: list[str]) -> Plan:
+    from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.run import runner
 
     try:
-        the_plan = runner.plan(tree, names)
+        the_plan = api.plan(tree, names)
     except UsageError as exc:
         raise UsageError(f"lane {lane.name}: {exc}") from exc
     if the_plan.settings.target is None:
@@ -112,8 +113,8 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     results = f"{the_plan.settings.results}/"  # runs (git-ignored, unless committed) pin nothing
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     # A helper a grader imports from outside the eval root (the repository's top) is a
-    # control too: an edit there changes every verdict (suite/imports.py).
-    from gitevals.suite.imports import closure
+    # control too: an edit there changes every verdict (graderimports.py).
+    from gitevals.graderimports import closure
 
     graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
     files.update(closure(tree, graders, root))
@@ -143,7 +144,7 @@ def _refuse_blocked(lanes: list[Lane], plans: list[Plan]) -> bool:
 def _controls_before(lanes: list[Lane], snaps: list[Snapshot]) -> None:
     from gitevals.errors import UsageError
     from gitevals.experiment.controls import before
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     diffs = before(lanes, snaps)
     if diffs:
@@ -162,7 +163,7 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
 
     from gitevals.experiment.controls import pins_of
     from gitevals.experiment.lanes import MAX_SAMPLES, check_matrix, repeated
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.model import case_name
     from gitevals.run.targetenv import public_names
 
@@ -179,9 +180,9 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     _controls_before(lanes, snaps)
     total = check_matrix(plans[0], len(lanes), args.repeat, args.max_samples or MAX_SAMPLES)
     if not args.no_preflight:
-        from gitevals.commands.run import _preflight_judge
+        from gitevals.api import preflight_judge
 
-        _preflight_judge(trees[0], plans[0])
+        preflight_judge(trees[0], plans[0])
     root, kept = plans[0].settings.root, plans[0].settings.results
     exp_id = _new_id()
     started = time.time()
@@ -215,7 +216,8 @@ def _run_lane(repo: Repo, kept: str, exp_id: str, lane: Lane, tree: RevisionTree
     calibration as ``run`` does (an advisory grader's failures are not counted in the
     lane's rates), keep its artifact, and read it back from disk: the after-check reads
     the sample as kept, not the value in memory."""
-    from gitevals.commands.run import _calibrated, _execute, _sandbox
+    from gitevals import api
+    from gitevals.report.progress import progress
     from gitevals.run import runner
     from gitevals.run.artifact import dumps
 
@@ -223,16 +225,19 @@ def _run_lane(repo: Repo, kept: str, exp_id: str, lane: Lane, tree: RevisionTree
     prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
     jobs = args.jobs or runner.DEFAULT_JOBS
     # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
-    bwrap = _sandbox(the_plan, no_sandbox=False)
-    artifact = _execute(tree, the_plan, prov, names, jobs, not args.no_preflight, lane.env,
-                        bwrap=bwrap, public_env=public)
-    artifact = _calibrated(tree, the_plan, artifact)
+    for line in api.task_notes(the_plan):
+        print(line, file=sys.stderr)
+    bwrap = api.find_sandbox(the_plan, no_sandbox=False)
+    options = api.RunOptions(tuple(names), jobs, not args.no_preflight, lane.env,
+                             public_env=public, bwrap=bwrap)
+    artifact = api.run_commit(tree, the_plan, prov, options, progress)
+    artifact = api.calibrated(tree, the_plan, artifact)
     path = _keep(repo.work_root, kept, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 
 
 def _not_run(work_root: Path, kept: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
-    from gitevals.experiment.report import LaneResult
+    from gitevals.experiment.results import LaneResult
 
     path = os.path.relpath(_lane_path(work_root, kept, exp_id, lane.name), work_root)
     return LaneResult(lane.name, lane.rev, pins, path, None,
@@ -241,7 +246,7 @@ def _not_run(work_root: Path, kept: str, exp_id: str, lane: Lane, pins: Pins) ->
 
 def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> LaneResult:
     from gitevals.errors import ArtifactError
-    from gitevals.experiment.report import LaneResult
+    from gitevals.experiment.results import LaneResult
     from gitevals.run.artifact import load
 
     inside = work_root.resolve() in path.resolve().parents
@@ -308,21 +313,22 @@ def _keep(work_root: Path, kept: str, exp_id: str, name: str, text: str) -> Path
 def _finish(repo: Repo, kept: str, meta: dict[str, Any], results: list[LaneResult],
             fmt: str, test: str, control: str | None = None, alpha: float | None = None
             ) -> int:
-    from gitevals.experiment import report
-    from gitevals.git.tree import WorkingTree
+    from gitevals.experiment.results import build, dumps, exit_code
+    from gitevals.git.trees import WorkingTree
+    from gitevals.report.experiment import render
     from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
-    doc = report.build(meta, results, test, settings.alpha if alpha is None else alpha,
+    doc = build(meta, results, test, settings.alpha if alpha is None else alpha,
                        settings.control if control is None else control)
-    path = _keep(repo.work_root, kept, meta["id"], f"{meta['id']}.json", report.dumps(doc))
+    path = _keep(repo.work_root, kept, meta["id"], f"{meta['id']}.json", dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
-    sys.stdout.write(report.render(doc, fmt, tail, terminal=sys.stdout.isatty()))
+    sys.stdout.write(render(doc, fmt, tail, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
     if any(d["interrupted"] for d in doc["lanes"]):
         print(f"gitevals: interrupted; what finished is in {path}", file=sys.stderr)
         return 130
-    return report.exit_code(doc)
+    return exit_code(doc)
 
 
 # -- --recheck ----------------------------------------------------------------------------
@@ -335,7 +341,7 @@ def _recheck(repo: Repo, exp_id: str, fmt: str, test: str, control: str | None =
     import re
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
@@ -354,7 +360,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     import json
 
     from gitevals.errors import UsageError
-    from gitevals.experiment.report import FORMAT
+    from gitevals.experiment.results import FORMAT
 
     try:
         doc = json.loads(path.read_bytes())

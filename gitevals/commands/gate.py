@@ -12,14 +12,15 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control
+from gitevals.commands._args import add_control, add_format
 from gitevals.errors import GitevalsError
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Repo, RevisionTree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Baseline
     from gitevals.run.artifact import Run
-    from gitevals.suite.gate import Baseline
 
 NAME = "gate"
 HELP = ("compare a run with <root>/baseline-<NAME>.json per bucket and drift slice; exit 1 "
@@ -32,13 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="NAME",
                         help="the baseline's model name (<root>/baseline-<NAME>.json of the "
                              "working tree)")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    add_format(parser, ("text", "json", "markdown"))
     add_control(parser, "the counted slices")
 
 
 def read_baseline(data: bytes | None, rel: str) -> Baseline:
     """The baseline in ``data`` (the bytes of ``rel``); refused when absent or not one."""
-    from gitevals.suite.gate import Refused, check_baseline
+    from gitevals.goldens.gate import Refused, check_baseline
 
     if data is None:
         raise Refused(f"no baseline, no comparison: {rel} does not exist; write it from a run "
@@ -54,15 +55,15 @@ def read_baseline(data: bytes | None, rel: str) -> Baseline:
 def load_run(what: str) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what``; either
     way checked against the commit it names (``pinned``)."""
-    from gitevals.commands.show import _is_path, _locate
-    from gitevals.git.tree import require_repo
+    from gitevals.commands.show import is_path, locate
+    from gitevals.git.repo import require_repo
     from gitevals.run.artifact import load
 
-    if _is_path(what):
+    if is_path(what):
         run = load(what)
         pinned(require_repo(), run, what)
         return run
-    repo, commit, root = _locate(what)
+    repo, commit, root = locate(what)
     found = goldens_run_of_commit(repo, root, commit)
     if found is None:
         from gitevals.errors import UsageError
@@ -78,8 +79,8 @@ def pinned(repo: Repo, run: Run, label: str) -> None:
     (goldens, drift suite, sources, grader modules and what they import) is that blob
     there. A file's say-so is never taken for what a commit holds."""
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import RevisionTree
-    from gitevals.suite.gate import Refused
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
 
     try:
         tree = RevisionTree(repo, run["commit"])
@@ -91,8 +92,12 @@ def pinned(repo: Repo, run: Run, label: str) -> None:
         raise Refused(f"{label}: run {run['run_id']} claims tree {str(run['tree'])[:12]} for "
                       f"commit {run['commit'][:12]}, whose tree is "
                       f"{str(tree.tree_sha)[:12]}: not a run of that commit")
+    from gitevals.benchcache import PIN
+
     part = run.get("goldens")
     for path, sha in sorted((part["files"] if part is not None else {}).items()):
+        if path.startswith(PIN):
+            continue  # a named benchmark is outside the commit: compared with the baseline's
         if tree.blob_sha(path) != sha:
             raise Refused(f"{label}: run {run['run_id']} pins {path} at {sha[:12]}, but "
                           f"commit {run['commit'][:12]} holds "
@@ -106,8 +111,8 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
                     run_id: str) -> None:
     """Every grader module pinned must come with the tree files it imports (a run
     recorded before that pinned the modules alone: refused, run it again)."""
-    from gitevals.suite.gate import Refused
-    from gitevals.suite.imports import closure
+    from gitevals.goldens.gate import Refused
+    from gitevals.graderimports import closure
 
     graders = f"{root}/graders/" if root else "graders/"
     modules = [p for p in files if p.startswith(graders) and p.endswith(".py")]
@@ -169,8 +174,8 @@ def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
     """``baseline`` once it is what its run measured: the run it names, read through the
     commit it is pinned to, with the same slices and pins (``same_run``); its run is looked
     for in the note, then (unless ``notes_only``) in ``results`` of the working tree."""
+    from gitevals.goldens.gate import Refused, same_run
     from gitevals.run.store import default_results
-    from gitevals.suite.gate import Refused, same_run
 
     results = results or default_results(rel.rpartition("/")[0])
     where = "its git note" if notes_only else f"its git note or {results}/"
@@ -193,9 +198,9 @@ def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
 def lints(repo: Repo, commit: str) -> None:
     """Refuse a run of a commit whose eval tree does not lint (duplicate golden ids, a
     drift budget that is not a number...): its numbers measure nothing the gate trusts."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
     from gitevals.lint import lint_tree
-    from gitevals.suite.gate import Refused
 
     result = lint_tree(RevisionTree(repo, commit))
     errors = [f for f in result.findings if f.severity == "error"]
@@ -207,10 +212,11 @@ def lints(repo: Repo, commit: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import WorkingTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.gate import baseline_path, gate
     from gitevals.report.gate import REPORTERS
     from gitevals.settings import load_settings
-    from gitevals.suite.gate import baseline_path, gate
 
     artifact = load_run(args.artifact)
     repo = require_repo()
@@ -235,10 +241,11 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     tree, the baseline in it, and the runs in git notes (never the working tree's
     results/, which anyone with the checkout can write)."""
     from gitevals.findings import Finding
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused, baseline_path, gate
     from gitevals.report.gate import headline
     from gitevals.settings import load_settings
-    from gitevals.suite.gate import Refused, baseline_path, gate
 
     repo = require_repo()
     tree = RevisionTree(repo, commit)

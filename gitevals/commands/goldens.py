@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format, add_rev
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from typing import BinaryIO
 
-    from gitevals.git.tree import Tree
-    from gitevals.goldenset.flywheel import Candidate
+    from gitevals.git.trees import Tree
+    from gitevals.goldens.flywheel import Candidate
+    from gitevals.jsontypes import JSONObject
+    from gitevals.settings import Settings
 
 NAME = "goldens"
 HELP = "the golden set: counts per bucket/split/tag and floors (stats), training files " \
        "checked for golden ids and inputs (leak-check), recorded conversations as rows " \
-       "(from-runs)"
+       "(from-runs), rows by cross-product of axes (synth)"
 #: Largest recording ``from-runs`` reads (a run artifact or a JSONL transcript).
 MAX_RECORDING = 1 << 30
 
@@ -59,13 +65,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runs.add_argument("-o", "--output", metavar="FILE",
                       help="write the rows to FILE, which must not exist (default: stdout)")
     runs.set_defaults(_goldens=_from_runs)
+    synth = sub.add_parser("synth", help="one row per combination of the axes' values, made "
+                           "by a generator function of the tree (which may call t.llm)",
+                           description="Call the generator FILE.FUNCTION (a function of "
+                           "<root>/graders/FILE.py, run as a grader is: fn(t, case, run), "
+                           "case['axes'] the combination) once per combination and write "
+                           "each answer as a goldens row with a deterministic id; ids "
+                           "retired or already in goldens.jsonl are refused, one line each "
+                           "(exit 1).")
+    synth.add_argument("--axis", action="append", default=[], metavar="NAME=v1,v2",
+                       help="an axis and its values (repeatable; default: the axes declared "
+                            "in [tool.gitevals.goldens] axes)")
+    synth.add_argument("--generator", required=True, metavar="FILE.FUNCTION",
+                       help="the function of <root>/graders/FILE.py that makes a row")
+    add_rev(synth, "run the generator as committed at REV (default HEAD)", default="HEAD")
+    synth.add_argument("-o", "--output", metavar="FILE",
+                       help="write the rows to FILE, which must not exist (default: stdout)")
+    synth.set_defaults(_goldens=_synth)
 
 
 def _tree_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rev", metavar="REV",
-                        help="read goldens.jsonl as committed at REV (default: working tree)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) or json")
+    add_rev(parser, "read goldens.jsonl as committed at REV (default: working tree)")
+    add_format(parser, ("text", "json"), "text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,8 +110,8 @@ def goldens_bytes(tree: Tree) -> tuple[str, bytes]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.stats import stats_of
     from gitevals.report.goldens import stats_json, stats_text
 
     tree = open_tree(rev=args.rev)
@@ -102,12 +123,12 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _from_runs(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset import flywheel
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens import flywheel
+    from gitevals.goldens.rows import row_id, rows
     from gitevals.lint.retired import parse_retired
-    from gitevals.report.text import visible
     from gitevals.settings import load_settings
-    from gitevals.suite.rows import row_id, rows
+    from gitevals.text import visible
 
     bucket = flywheel.bucket_name(args.bucket) if args.bucket is not None else None
     found = _conversations(args.what)
@@ -132,11 +153,102 @@ def _from_runs(args: argparse.Namespace) -> int:
     return 1 if chosen.refused else 0
 
 
+def _synth(args: argparse.Namespace) -> int:
+    from gitevals.errors import UsageError
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens import flywheel, synth
+    from gitevals.goldens.rows import row_id, rows
+    from gitevals.lint.retired import parse_retired
+    from gitevals.settings import load_settings
+    from gitevals.text import visible
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", args.generator):
+        raise UsageError(f"--generator {args.generator!r}: write FILE.FUNCTION, a function "
+                         "of <root>/graders/FILE.py")
+    if args.output is not None and os.path.lexists(args.output):
+        raise UsageError(f"{visible(args.output)}: already exists; name a new file (rows are "
+                         "never written over an existing one)")
+    rev = open_tree(rev=args.rev)
+    settings, bad = load_settings(rev)
+    if bad:
+        raise UsageError(f"{bad[0]}; fix the settings first (`gitevals lint`)")
+    given = [synth.parse_axis(a) for a in args.axis]
+    axes = synth.check_axes(given or list(synth.declared(settings.raw)))
+    combos = synth.combinations(axes)
+    here = open_tree()
+    root = settings.root
+    g_path, r_path = (f"{root}/{n}" if root else n for n in ("goldens.jsonl",
+                                                               "goldens.retired"))
+    present = {row_id(r, n) for n, r in rows(here.read(g_path) or b"")}
+    retired = parse_retired(here.read(r_path), r_path)[0]
+    made, failed, refused = _generate(rev, settings, args.generator, combos, present, retired)
+    for why in failed[:10]:
+        print(f"gitevals: {visible(why)}", file=sys.stderr)
+    if failed:
+        print(f"gitevals: the generator failed on {len(failed):,} of {len(combos):,} "
+              "combinations; nothing was written", file=sys.stderr)
+        return 1
+    text = flywheel.dumps(made)
+    if args.output is not None:
+        _create(args.output, text)
+    else:
+        sys.stdout.write(text)
+    for id_, why in refused:
+        print(f"gitevals: refused id {visible(json.dumps(id_))}: {visible(why)}",
+              file=sys.stderr)
+    where = visible(args.output) if args.output is not None else "stdout"
+    print(f"wrote {len(made):,} rows to {where}; refused {len(refused):,}", file=sys.stderr)
+    return 1 if refused else 0
+
+
+def _generate(tree: Tree, settings: Settings, generator: str, combos: list[dict[str, str]],
+              present: set[str], retired: Mapping[str, int]
+              ) -> tuple[list[JSONObject], list[str], list[tuple[str, str]]]:
+    """The rows the generator makes (in the committed tree, as a grader runs), the
+    combinations it failed on (why), and the ids refused before it ran (present or
+    retired: the generator is not called for them)."""
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens import synth
+    from gitevals.run.grading import GraderWorker
+    from gitevals.run.judge import judge_config
+    from gitevals.run.workdir import workdir
+
+    assert isinstance(tree, RevisionTree)
+    made: list[JSONObject] = []
+    failed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    with workdir("synth") as tmp:
+        tree.materialize(tmp)
+        worker = GraderWorker(str(tmp), settings.root, judge_config(settings.judge))
+        try:
+            for i, combo in enumerate(combos):
+                id_ = synth.synth_id(generator, combo)
+                if id_ in present or id_ in retired:
+                    where = "is in goldens.jsonl" if id_ in present else "is retired"
+                    refused.append((id_, f"{where} (ids are never reused)"))
+                    continue
+                got = worker.call(generator, {"id": id_, "axes": dict(combo)},
+                                  {"generator": generator, "index": i, "of": len(combos)})
+                shown = ", ".join(f"{k}={v}" for k, v in combo.items())
+                error = got["error"]
+                if isinstance(error, dict):
+                    failed.append(f"{shown}: {error.get('message')}")
+                    continue
+                row, why = synth.row(generator, tree.commit, combo, got["raw"])
+                if row is None:
+                    failed.append(f"{shown}: generator {generator} {why}")
+                else:
+                    made.append(row)
+        finally:
+            worker.stop()
+    return made, failed, refused
+
+
 def _conversations(what: str) -> list[Candidate]:
     """The conversations of ``what``: a file (run artifact or JSONL), else a revision."""
     import os
 
-    from gitevals.goldenset import flywheel
+    from gitevals.goldens import flywheel
     from gitevals.run.artifact import load
 
     if what.endswith((".json", ".jsonl")) or os.path.lexists(what):
@@ -155,7 +267,7 @@ def _read_recording(path: str) -> bytes:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     fix = "name a run artifact (.json) or a JSONL transcript"
     try:
@@ -177,7 +289,7 @@ def _read_recording(path: str) -> bytes:
 def _create(path: str, text: str) -> None:
     """``text`` into a new file ``path``: an existing file is never overwritten."""
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         with open(path, "x", encoding="utf-8") as f:
@@ -190,8 +302,8 @@ def _create(path: str, text: str) -> None:
 
 
 def _leak_check(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.goldenset.leak import bounded, index_goldens
+    from gitevals.git.trees import open_tree
+    from gitevals.goldens.leak import bounded, index_goldens
     from gitevals.report.goldens import LeakReport, leak_json, leak_text
 
     files = _open_all(args.training)  # every file opens before any scan
@@ -208,7 +320,7 @@ def _leak_check(args: argparse.Namespace) -> int:
     sys.stdout.write((leak_json if args.format == "json" else leak_text)(report))
     if sum(report.rows.values()) and not report.with_field:
         # every row lacked the field: the input comparison checked nothing
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         print(f"gitevals: warning: no training row has a {visible(args.field)!r} field, so "
               "inputs were not compared (only ids were): name the field that holds the "
@@ -220,7 +332,7 @@ def _shown(name: str, f: BinaryIO, lines: Iterator[bytes]) -> Iterator[bytes]:
     """``f``'s lines, with how far the scan is on stderr (a terminal) every 65,536 lines."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     total = os.fstat(f.fileno()).st_size or 1
     for n, line in enumerate(lines, 1):
@@ -236,7 +348,7 @@ def _open_all(paths: list[str]) -> list[tuple[str, BinaryIO]]:
     link) is scanned once, and said so, so no leak is counted twice."""
     import os
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     out: list[tuple[str, BinaryIO]] = []
     seen: dict[tuple[int, int], str] = {}
@@ -261,7 +373,7 @@ def _open_training(path: str) -> tuple[str, BinaryIO]:
     import stat
 
     from gitevals.errors import UsageError
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -142,7 +142,7 @@ def _write(step: Step, script: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     unknown = [n for n in args.names if n not in HOOK_NAMES]
     if unknown:

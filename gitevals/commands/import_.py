@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gitevals.commands._args import rate
+from gitevals.commands._args import add_rev, rate
 
 NAME = "import"
 HELP = ("turn a Harbor job's trial results into a run pinned to REV (default HEAD), for "
@@ -17,8 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job_dir", metavar="JOB_DIR",
                         help="the Harbor job directory (one directory per trial, each with "
                              "result.json)")
-    parser.add_argument("--rev", default="HEAD",
-                        help="the commit the results are of (default HEAD)")
+    add_rev(parser, "the commit the results are of (default HEAD)", default="HEAD")
     parser.add_argument("--pass-threshold", type=rate, default=1.0, metavar="R",
                         help="the reward a trial must reach to pass, 0 to 1 (default 1)")
     parser.add_argument("--no-note", action="store_true",
@@ -30,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.interop.harbor import Pin, build, read_job
-    from gitevals.report.text import visible
     from gitevals.run.artifact import checked, dumps
     from gitevals.run.store import note, save
     from gitevals.settings import load_settings
+    from gitevals.text import visible
 
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)

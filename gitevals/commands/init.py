@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _top() -> Path:
     """Where settings live: the top of the work tree, else the current directory."""
-    from gitevals.git.tree import open_repo
+    from gitevals.git.repo import open_repo
 
     repo = open_repo()
     return repo.work_root if repo is not None else Path.cwd().resolve()
@@ -56,7 +56,7 @@ def _outside(top: Path, rel: str) -> str | None:
 def _root(top: Path, asked: str | None) -> str:
     """The eval root: ``--root``, or the one settings already name, or ``evals``."""
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(WorkingTree(top))
@@ -89,7 +89,7 @@ def _blocked(top: Path, rel: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from gitevals import scaffold
     from gitevals.errors import UsageError
-    from gitevals.lint.schema import SCHEMA_DIR
+    from gitevals.schema import SCHEMA_DIR
 
     top = _top()
     root = _root(top, args.root)

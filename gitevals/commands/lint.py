@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs, add_rev
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.lint import LintResult
 
 NAME = "lint"
@@ -27,22 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these case/goldens files or directories "
                              "(graders still resolve against the whole tree)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--rev", metavar="REV",
-                       help="lint the tree as committed at REV (branch, tag, SHA, HEAD~2)")
+    add_rev(where, "lint the tree as committed at REV (branch, tag, SHA, HEAD~2)")
     where.add_argument("--staged", action="store_true",
                        help="lint what is staged (the index): what a commit made now holds")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default), json, github workflow annotations, or sarif "
-                             "(SARIF 2.1.0 for code scanning)")
+    add_format(parser, FORMATS, "text (default), json, github workflow annotations, or sarif "
+                                "(SARIF 2.1.0 for code scanning)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the lint cache")
-    parser.add_argument("--jobs", type=count(MAX_JOBS), metavar="N",
-                        help="worker processes (default: number of CPUs)")
+    add_jobs(parser, "worker processes (default: number of CPUs)", short=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import open_tree
-    from gitevals.lint import lint_tree
+    from gitevals import api
+    from gitevals.git.trees import open_tree
     from gitevals.report.findings import nothing_to_lint, render
 
     tree = open_tree(rev=args.rev, staged=args.staged)
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         paths += staged_deletions(tree)
     bar = _LazyBar() if sys.stderr.isatty() else None
     try:
-        result = lint_tree(tree, paths, cache=not args.no_cache, jobs=args.jobs, progress=bar)
+        result = api.lint(tree, paths, api.LintOptions(not args.no_cache, args.jobs), bar)
     finally:
         if bar is not None:
             bar.close()
@@ -60,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(result, args.format, _terminal_width()))
     if result.notes:  # one line each, no finding: names come from the tree
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         sys.stderr.writelines(f"gitevals: {visible(note)}\n" for note in result.notes)
     if result.files == 0 and paths is None:
@@ -140,7 +137,7 @@ def staged_deletions(index: Tree) -> list[str]:
     breaks the cases that name it: naming the deleted path re-lints them.
     """
     from gitevals.errors import GitevalsError
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import SETTINGS_FILES
     from gitevals.settings import load_settings
     from gitevals.tasks import tasks_dir

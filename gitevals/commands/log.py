@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import positive
+from gitevals.commands._args import add_control, add_format, add_rev, positive
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.report.history import History
     from gitevals.run.artifact import Run
 
@@ -29,13 +29,12 @@ LIMIT = 20
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("only", nargs="?", metavar="CASE[/SCENARIO]",
                         help="only this case, or one scenario of it (default: every one)")
-    parser.add_argument("--rev", default="HEAD", metavar="REV|A..B",
-                        help="the history of REV's first parents (default HEAD), or from A "
-                             "to B (both included)")
+    add_rev(parser, "the history of REV's first parents (default HEAD), or from A "
+                    "to B (both included)", default="HEAD", metavar="REV|A..B")
     parser.add_argument("--limit", type=positive, default=LIMIT, metavar="N",
                         help=f"at most N commits with runs, the newest (default {LIMIT})")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="output format (default: text)")
+    add_format(parser, ("text", "json"), "output format (default: text)")
+    add_control(parser, "the scenarios of each move, as diff")
 
 
 @dataclass(frozen=True)
@@ -92,11 +91,12 @@ def _with_runs(repo: Repo, results: str, tip: str, start: str | None,
     return found[::-1]
 
 
-def gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = False
-           ) -> Gathered:
+def gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = False,
+           control: str = "fdr", alpha: float = 0.05) -> Gathered:
     """Read the runs along the history ``spec`` names (``REV`` or ``A..B``), from the
-    notes and the working tree's ``results`` (``Settings.results``)."""
-    from gitevals.diff.verdicts import Tally, tallies
+    notes and the working tree's ``results`` (``Settings.results``); each move is decided
+    as ``diff`` decides it, under ``control`` at ``alpha``."""
+    from gitevals.diff.verdicts import Tally, clusters, tallies
     from gitevals.errors import ArtifactError
     from gitevals.report.history import Commit, build
     from gitevals.run.store import run_of_commit
@@ -107,9 +107,12 @@ def gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = Fal
     tags = repo.tags_by_commit()
     points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
     tip_run = None
+    declared: dict[str, str] = {}
     for sha, subject in _with_runs(repo, results, tip, start, limit):
         try:
-            found = run_of_commit(repo, repo.work_root, results, sha)
+            # counts only: a summary's trials stay packed (but the tip's a report shows)
+            found = run_of_commit(repo, repo.work_root, results, sha,
+                                  trials=keep_tip and sha == tip)
         except ArtifactError as exc:
             points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
                            None))
@@ -118,14 +121,26 @@ def gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = Fal
             continue  # a results file of another commit sharing the short SHA
         points.append((Commit(sha, subject, tuple(tags.get(sha, ())), found.run["run_id"]),
                        tallies(found.run)))
+        declared.update(clusters(found.run))  # the later run's word wins, as in diff
         if keep_tip and sha == tip:
             tip_run = found.run
-    return Gathered(build(points), tip, start, tip_run)
+    return Gathered(build(points, alpha=alpha, control=control, clusters=declared), tip, start,
+                    tip_run)
+
+
+def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[str, float]:
+    """``--control`` and ``--alpha``, else the working tree's ``[tool.gitevals.statistics]``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return (settings.control if control is None else control,
+            settings.alpha if alpha is None else alpha)
 
 
 def eval_results(repo: Repo) -> str:
     """Where the working tree's settings keep runs (``Settings.results``), as ``show``."""
-    from gitevals.git.tree import WorkingTree
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(WorkingTree(repo.work_root))
@@ -135,17 +150,18 @@ def eval_results(repo: Repo) -> str:
 def run(args: argparse.Namespace) -> int:
     import gc
 
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.report import log
     from gitevals.report.history import select
 
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
-    got = gather(repo, eval_results(repo), args.rev, args.limit)
+    control, alpha = statistics(repo, args.control, args.alpha)
+    got = gather(repo, eval_results(repo), args.rev, args.limit, control=control, alpha=alpha)
     history = select(got.history, args.only)
     if args.only and not history.scenarios and got.history.scenarios:
         from gitevals.errors import UsageError
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         raise UsageError(f"no scenario {visible(args.only)!r} in the runs of this history; "
                          "give CASE or CASE/SCENARIO as `gitevals show` lists them")

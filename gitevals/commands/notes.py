@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 NAME = "notes"
 HELP = "share runs kept in git notes: pull (fetch and merge) or push a remote's notes"
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitevals.errors import UsageError
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     if args.action == "compact":
         from gitevals.run.compact import compact
@@ -63,15 +63,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def side_ref(remote: str) -> str:
-    """Where ``pull`` keeps ``remote``'s notes as last fetched."""
-    return f"refs/notes/gitevals-remote/{remote}"
-
-
 def fetch(repo: Repo, remote: str) -> bool:
     """Fetch ``remote``'s notes into ``side_ref``; False when it has none."""
     from gitevals.errors import GitError
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF, side_ref
 
     code, err = repo.run_git("fetch", "--quiet", "--no-write-fetch-head", remote,
                              f"+{NOTES_REF}:{side_ref(remote)}")
@@ -91,9 +86,11 @@ def merge(repo: Repo, theirs_ref: str) -> int:
     differently, so its memory follows what changed, not the length of the history.
     """
     from gitevals.git import notestree
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     theirs, ours = repo.ref_target(theirs_ref), repo.ref_target(NOTES_REF)
+    if theirs is not None:
+        notestree.require_commit(repo, theirs)  # before any walk of its history
     if theirs is None or (ours is not None and repo.contains(ours, theirs)):
         return 0
     differ = notestree.changed(repo, ours, theirs)
@@ -129,13 +126,36 @@ def _merged(repo: Repo, differ: dict[str, tuple[str | None, str | None]]) -> dic
 
 def pulled(repo: Repo, remote: str) -> int | None:
     """Fetch and merge ``remote``'s notes: how many commits' notes changed, None when
-    the remote has no notes."""
-    return merge(repo, side_ref(remote)) if fetch(repo, remote) else None
+    the remote has no notes. Notes that are no notes tree (a ref at a blob, a submodule
+    in place of a note) are refused before anything is merged, in words that name the
+    remote, its ref and what to do: nothing is wrong with the local repository."""
+    from gitevals.errors import GitError
+    from gitevals.git.notestree import Malformed
+    from gitevals.git.repo import NOTES_REF, side_ref
+
+    if not fetch(repo, remote):
+        return None
+    theirs = side_ref(remote)
+    try:
+        return merge(repo, theirs)
+    except Malformed as exc:
+        if exc.tip != repo.ref_target(theirs):
+            raise
+        raise GitError(f"the notes {remote} holds are malformed: its {NOTES_REF} (fetched "
+                       f"as {theirs}, at {exc.tip[:12]}) {_said(exc.what)}; nothing was "
+                       f"merged and your notes are as they were. Whoever can push to "
+                       f"{remote} should put a notes commit back there, or delete the ref "
+                       f"(`git push {remote} :{NOTES_REF}`) and `gitevals notes push` "
+                       "again") from None
+
+
+def _said(what: str) -> str:
+    return what.replace("the notes ref points", "points", 1)
 
 
 def pull(repo: Repo, remote: str) -> str:
     """Fetch and merge ``remote``'s notes; the one line that says what happened."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     changed = pulled(repo, remote)
     if changed is None:
@@ -150,7 +170,7 @@ def push(repo: Repo, remote: str) -> str:
     """Pull, then push refs/notes/gitevals; a push refused because another machine
     pushed first is retried after a new pull, ``PUSH_ATTEMPTS`` times in all."""
     from gitevals.errors import GitError
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run.runstore import RUNS_REF
 
     merged = 0

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import positive
+from gitevals.commands._args import add_format, positive
 
 if TYPE_CHECKING:
     from gitevals.experiment.observe import Conversation, Source
@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the most of COUNTER per completed turn (repeatable; e.g. "
                              "retries=0.05); without any, retries and overflow_recoveries "
                              "are reported for human review")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="what to print on stdout (default text)")
+    add_format(parser, ("text", "json"), "what to print on stdout (default text)")
 
 
 def _read_file(path: str) -> bytes:
@@ -64,7 +63,7 @@ def _check_names(limits: Mapping[str, float], convs: Sequence[Conversation]) -> 
     if not unreported:
         return
     from gitevals.errors import UsageError
-    from gitevals.lint.schema import closest
+    from gitevals.schema import closest
 
     names = set(known)  # and every whole number >= 0 a turn reports
     for c in convs:
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gitevals.errors import UsageError
     from gitevals.experiment import observe
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     limits = dict(observe.parse_limit(t) for t in args.max)
     if len(limits) < len(args.max):

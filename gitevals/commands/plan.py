@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control, level, points, rate
+from gitevals.commands._args import add_control, add_format, level, points, rate
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_PRIOR}: the rate that needs the most trials)")
     parser.add_argument("--test", choices=TESTS, default=DEFAULT_TEST,
                         help=f"diff's exact test (default {DEFAULT_TEST})")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(parser, ("text", "json"))
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def suite_text(s: SuitePlan, goal: float) -> str:
 
 def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: str) -> str:
     from gitevals.diff.power import MAX_PLANNED
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     head = (f"trials a side for {test} at level {alpha:g} to call a {drop * 100:g}-point "
             f"drop in one scenario with power {goal:g}")
@@ -158,13 +158,14 @@ def render_text(table: list[Row], drop: float, goal: float, alpha: float, test: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import RevisionTree, require_repo
-    from gitevals.run import runner
+    from gitevals import api
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.store import run_of_commit
 
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
-    the_plan = runner.plan(tree, [])
+    the_plan = api.plan(tree, [])
     found = run_of_commit(repo, repo.work_root, the_plan.settings.results, tree.commit or "")
     drop = args.drop / 100
     alpha = the_plan.settings.alpha if args.alpha is None else args.alpha

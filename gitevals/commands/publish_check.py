@@ -11,12 +11,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format
+
 if TYPE_CHECKING:
-    from gitevals.git.pushes import Publication, PushCheck
-    from gitevals.git.tree import Repo
+    from gitevals.git.pushes import PushCheck
+    from gitevals.git.repo import Repo
     from gitevals.lint import LintResult
 
 NAME = "publish-check"
@@ -39,10 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--each-commit", action="store_true",
         help="also check every commit a push adds (not only each pushed tip)",
     )
-    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
-                        help="text (default), json, github workflow annotations, or sarif "
-                             "(SARIF 2.1.0 for code scanning: one result per finding, naming "
-                             "its commit and refs)")
+    add_format(parser, ("text", "json", "github", "sarif"),
+               "text (default), json, github workflow annotations, or sarif "
+               "(SARIF 2.1.0 for code scanning: one result per finding, naming "
+               "its commit and refs)")
     parser.add_argument(
         "--require-gate", metavar="NAME",
         help="also refuse a revision whose pinned run does not pass `gitevals gate` against "
@@ -50,21 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Checked:
-    """One checked commit: the refs it publishes and its lint result."""
-
-    publication: Publication
-    result: LintResult
-
-    @property
-    def ok(self) -> bool:
-        return self.result.ok
-
-
 def run(args: argparse.Namespace) -> int:
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import lint_tree
+    from gitevals.lint.publish import Checked
     from gitevals.report.publish import REPORTERS
 
     if args.each_commit and not args.pre_push:
@@ -118,7 +109,7 @@ def _since(repo: Repo, result: LintResult, commit: str, published: set[str]) -> 
     """``result`` with the goldens-id findings (GE620-GE623) of ``commit`` against the
     last published state, not only its parent: a removal or a reuse stays refused when
     an unrelated commit sits on top of it."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
     from gitevals.lint import LintResult
     from gitevals.lint.retired import lint_retired
     from gitevals.settings import load_settings

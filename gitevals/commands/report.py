@@ -1,7 +1,7 @@
 """``gitevals report [REV|A..B] [-o report.html]``: one self-contained static HTML file.
 
 The IO edge: it gathers the history (``commands.log.gather``: the runs along first-parent
-history), the run of the tip, and the diff between two commits (``commands.diff.collect``,
+history), the run of the tip, and the diff between two commits (``api.diff``,
 exactly what ``gitevals diff`` compares), hands them to ``report.html`` (pure) and
 writes the page atomically.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitevals.commands.log import Gathered
     from gitevals.diff import Diff
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.run.artifact import Run
 
 NAME = "report"
@@ -50,15 +50,17 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from gitevals import __version__
-    from gitevals.commands.log import eval_results, gather, split_range
-    from gitevals.git.tree import require_repo
+    from gitevals.commands.log import eval_results, gather, split_range, statistics
+    from gitevals.git.repo import require_repo
     from gitevals.report import html
 
     _check_output(args.output)
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
     results = eval_results(repo)
-    got = gather(repo, results, args.what, args.limit, keep_tip=True)
+    control, alpha = statistics(repo, None, None)
+    got = gather(repo, results, args.what, args.limit, keep_tip=True, control=control,
+                 alpha=alpha)
     if got.tip_run is None:
         from gitevals.errors import UsageError
 
@@ -92,8 +94,8 @@ def _transcripts(repo: Repo, run: Run) -> Run:
 def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
     """The diff A B for ``A..B``; for one revision, the previous commit with a run
     against it; none when the history holds one commit only."""
-    from gitevals.commands.diff import PARTS, collect
-    from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
+    from gitevals import api
+    from gitevals.diff.stats import DEFAULT_ALPHA
     from gitevals.errors import ArtifactError
 
     commits = got.history.commits
@@ -107,8 +109,8 @@ def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
                       "nothing to compare with yet.")
     labels = {c.sha: c.tags[0] for c in commits if c.tags}
     try:
-        return collect(repo, labels.get(a, a), labels.get(got.tip, got.tip), None, None,
-                       set(PARTS), DEFAULT_TEST, DEFAULT_ALPHA), ""
+        return api.diff(repo, labels.get(a, a), labels.get(got.tip, got.tip),
+                        api.DiffOptions(alpha=DEFAULT_ALPHA)), ""
     except ArtifactError as exc:  # the history already says which run; the page still helps
         return None, f"No diff: {exc}"
 

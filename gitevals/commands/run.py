@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -14,24 +15,25 @@ from gitevals.commands._args import (
     MAX_SEQUENTIAL_TRIALS,
     MAX_TRIALS,
     add_control,
+    add_format,
+    add_jobs,
+    add_rev,
     count,
     points,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from types import FrameType
 
-    from gitevals.git.tree import Repo, RevisionTree, Tree
+    from gitevals.git.repo import Repo
+    from gitevals.git.trees import RevisionTree, Tree
+    from gitevals.goldens.plan import SuitePlan
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
     from gitevals.run.ray_executor import RayExecutor
-    from gitevals.run.runner import Plan, Provenance
+    from gitevals.run.runner import Plan
     from gitevals.run.sequential import Rounds
     from gitevals.settings import Settings
-    from gitevals.suite.execute import SuiteExecution
-    from gitevals.suite.plan import SuitePlan
 
 NAME = "run"
 HELP = ("run cases and tasks against the harness as committed at REV (default HEAD) and "
@@ -44,20 +46,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", nargs="*", metavar="NAME",
                         help="case names (file name without directory or .yaml) or task "
                              "names (directory under tasks/); default all")
-    parser.add_argument("--rev", default="HEAD", help="commit, branch or tag to run (HEAD)")
+    add_rev(parser, "commit, branch or tag to run (HEAD)", default="HEAD")
     parser.add_argument("--trials", type=count(MAX_TRIALS), metavar="N",
                         help="run every scenario N times instead of its own trials (at "
                              f"most {MAX_TRIALS:,}, as a case file may set)")
-    parser.add_argument("--jobs", "-j", type=count(MAX_JOBS), metavar="N",
-                        help="conversations in parallel (default 16: conversations mostly wait "
-                             f"on model APIs, not on the CPU; at most {MAX_JOBS})")
+    add_jobs(parser, "conversations in parallel (default 16: conversations mostly wait "
+                     f"on model APIs, not on the CPU; at most {MAX_JOBS})")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
     parser.add_argument("--no-note", action="store_true",
                         help="do not attach the artifact to the commit as a git note")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="what to print on stdout (default text)")
+    add_format(parser, ("text", "json", "junit", "markdown"),
+               "what to print on stdout (default text)")
     parser.add_argument("--draft", metavar="PATH.yaml",
                         help="run this case file, from outside the tree, against the commit's "
                              "graders and harness (linted first; kept in results/drafts/, "
@@ -88,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
+    parser.add_argument("--task-controls", action="store_true",
+                        help="first run each task's validity controls in the sandbox (the "
+                             "verifier must fail the untouched workspace and pass after "
+                             "solution/solve.sh); a task whose controls fail is broken and "
+                             "its trials do not run")
     parser.add_argument("--goldens", action="store_true",
                         help="also send the goldens (each to its bucket's grader) with the named "
                              "cases; a run of every case sends them when buckets are mapped")
@@ -237,8 +243,8 @@ def _refused(the_plan: Plan) -> list[Refused]:
 def _tail(artifact: Run, path: Path, noted: bool) -> str:
     """`` in 12.3 s; artifact evals/results/<id>.json, note refs/notes/gitevals``: what
     ends the text summary, so a reader knows where the whole run is."""
-    from gitevals.git.tree import NOTES_REF
-    from gitevals.report.text import visible
+    from gitevals.git.repo import NOTES_REF
+    from gitevals.text import visible
 
     where = f" in {artifact['duration_ms'] / 1000:.1f} s; artifact {visible(os.path.relpath(path))}"
     return where + (f", note {NOTES_REF}" if noted else "")
@@ -274,9 +280,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
+    from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.model import case_name
+    from gitevals.report.progress import progress
     from gitevals.run import runner
     from gitevals.run.targetenv import collect, public_names
 
@@ -293,7 +302,8 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
-                         "command = [...] or python = \"module:function\"")
+                         "command = [...], python = \"module:function\", or an endpoint "
+                         "(openai, http: docs/integrations.md)")
     dirty, digest = _refuse_dirty(repo, the_plan.settings.results, args.allow_dirty, draft)
     for f in the_plan.findings:
         if not _calibration_warning(f.code):  # the run states calibration itself
@@ -305,7 +315,9 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
                 else f"case {name!r}")
         print(f"gitevals: {what} does not lint and was not run", file=sys.stderr)
     refused = _refused(the_plan)
-    bwrap = _sandbox(the_plan, args.no_sandbox)
+    for line in api.task_notes(the_plan):
+        print(line, file=sys.stderr)
+    bwrap = api.find_sandbox(the_plan, args.no_sandbox)
     sendable = _sendable(suite)
     if runner.empty(the_plan) and sendable is None:  # --goldens-only, or no case to run
         return 1
@@ -316,7 +328,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         # An empty artifact would become the commit's newest run (and replace its note),
         # hiding the last real run from `show` and `diff`: write nothing.
         from gitevals.report.runs import render_refused
-        from gitevals.report.text import visible
+        from gitevals.text import visible
 
         if draft is not None:  # lint never sees the draft, and a draft is not committed
             import shlex
@@ -332,18 +344,19 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         return 1
     prov = runner.Provenance(args.rev, tree.commit, tree.tree_sha, dirty, digest)
     if not args.no_preflight:
-        _preflight_judge(tree, the_plan, sendable)
+        api.preflight_judge(tree, the_plan, sendable)
     jobs = args.jobs or runner.DEFAULT_JOBS
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
     try:
-        artifact = _execute(tree, the_plan, prov, args.cases, jobs, not args.no_preflight,
-                            target_env, rounds, bwrap, cluster, args.graders_on_workers,
-                            sendable, public, args.cost_limit)
+        options = api.RunOptions(tuple(args.cases), jobs, not args.no_preflight, target_env,
+                                 public, rounds, bwrap, cluster, args.graders_on_workers,
+                                 sendable, args.cost_limit)
+        artifact = api.run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
             cluster.close()
-    artifact = _calibrated(tree, the_plan, artifact)
+    artifact = api.calibrated(tree, the_plan, artifact)
     if args.goldens_only and _has_cases(tree, the_plan.settings):
         # (in a tree of goldens alone, this is its complete run, as a plain run is)
         artifact["options"]["goldens_only"] = True
@@ -379,10 +392,11 @@ def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:
 
 def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None]:
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
+    from gitevals import api
     from gitevals.errors import UsageError
+    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
     from gitevals.settings import load_settings
-    from gitevals.suite.plan import plan_suite
 
     if args.goldens_only and args.cases:
         raise UsageError("--goldens-only runs no case: name no CASE with it")
@@ -392,13 +406,18 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError(f"{bad[0]}")
         the_plan = runner.Plan(settings, (), (), (), {}, args.trials)
     else:
-        the_plan = runner.plan(tree, args.cases, args.trials,
-                               goldens_alone=args.draft is None)
+        the_plan = api.plan(tree, args.cases, args.trials,
+                            goldens_alone=args.draft is None)
         if runner.empty(the_plan):
             root = the_plan.settings.root
             print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
                   f"{tree.label}: sending the goldens alone, as --goldens-only does",
                   file=sys.stderr)
+    if args.task_controls:
+        if args.no_sandbox:
+            raise UsageError("--task-controls runs a task's solution and verifier in the "
+                             "sandbox: drop --no-sandbox")
+        the_plan = dataclasses.replace(the_plan, task_controls=True)
     wanted = _wants_goldens(args, the_plan.settings)
     return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
 
@@ -414,9 +433,9 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
         return None
     if args.draft is not None:
         raise UsageError("--draft and --against do not go together: a draft has no base")
-    from gitevals.diff.sequential import DEFAULT_LOOKS
     from gitevals.run import sequential
     from gitevals.run.store import run_of_commit
+    from gitevals.stats.sequential import DEFAULT_LOOKS
 
     commit = repo.resolve(args.against)
     found = run_of_commit(repo, repo.work_root, the_plan.settings.results, commit)
@@ -484,79 +503,6 @@ def _calibration_warning(code: str) -> bool:
     return code.startswith("GE51") and len(code) == 5
 
 
-def _calibrated(tree: RevisionTree, the_plan: Plan, artifact: Run) -> Run:
-    """The run with its judge graders' calibration; an advisory one's failures don't count."""
-    from datetime import UTC, datetime
-
-    from gitevals.calibration.runs import attach
-
-    started = datetime.fromisoformat(artifact["started_at"].replace("Z", "+00:00"))
-    return attach(artifact, tree, the_plan.settings, started.astimezone(UTC))
-
-
-def _advisory(tree: RevisionTree, the_plan: Plan, at: float) -> frozenset[str]:
-    """The plan's judge graders that are advisory at ``at`` (the run's start, as
-    ``_calibrated`` decides): a sequential run's looks do not count their failures."""
-    from datetime import UTC, datetime
-
-    from gitevals.calibration.runs import calibration_of
-    from gitevals.run.artifact import grader_calls
-    from gitevals.run.scoring import expect_of
-
-    names = {name for c in the_plan.cases for s in c.scenarios
-             for _, name in grader_calls(expect_of(s))}
-    now = datetime.fromtimestamp(at, UTC)
-    return frozenset(n for n, c in calibration_of(tree, the_plan.settings, names, now).items()
-                     if c["status"] == "advisory")
-
-
-def _preflight_judge(tree: RevisionTree, the_plan: Plan, suite: SuitePlan | None = None) -> None:
-    """Refuse the run when a selected grader calls ``t.llm`` and the judge cannot answer."""
-    from gitevals.run import preflight
-
-    names = {g for c in the_plan.cases for s in c.scenarios for g in s.graders()}
-    names |= {i.grader for i in suite.items} if suite is not None else set()
-    settings = the_plan.settings
-    preflight.check_judge(settings, preflight.llm_graders(tree, settings.root, names))
-
-
-def _sandbox(the_plan: Plan, no_sandbox: bool) -> str | None:
-    """The bubblewrap that runs task verifiers (None: no tasks, or ``--no-sandbox``); what
-    a run of tasks cannot realize (an image) is said here, once."""
-    from gitevals.report.text import visible
-    from gitevals.run.tasks import gap_lines
-
-    for line in [*the_plan.notes, *gap_lines(the_plan.tasks)]:  # names come from the tree
-        line = visible(line)
-        print(line if line.startswith("gitevals:") else f"gitevals: {line}", file=sys.stderr)
-    if not the_plan.tasks or no_sandbox:
-        return None
-    from gitevals.errors import UsageError
-    from gitevals.tasks import userns
-    from gitevals.tasks.sandbox import BWRAP_ENV, find_bwrap, probe
-
-    bwrap = find_bwrap()
-    if bwrap is None:
-        given = os.environ.get(BWRAP_ENV)
-        where = ("on PATH" if given is None else f"at {visible(given)} (${BWRAP_ENV})"
-                 if given else f"(${BWRAP_ENV} is set but empty)")
-        hint = userns.missing_hint(os.environ)
-        raise UsageError(f"task verifiers run in bubblewrap, and there is no bwrap {where}: "
-                         "install it (Debian/Ubuntu: apt-get install bubblewrap"
-                         f"{'; ' + hint if hint else ''}), or pass --no-sandbox to run them "
-                         "without isolation (recorded in the artifact)")
-    why = probe(bwrap)
-    if why is not None:
-        from gitevals.report.text import one_line
-
-        cause = userns.diagnose(userns.read_settings(), os.environ)
-        fix = cause or ("allow unprivileged user namespaces, or install a bubblewrap that "
-                        "knows --cap-drop, --size and --seccomp")
-        raise UsageError(f"{visible(bwrap)} cannot make a sandbox here ({visible(one_line(why))}):"
-                         f" {fix}, or pass --no-sandbox")
-    return bwrap
-
-
 def _cluster(the_plan: Plan, args: argparse.Namespace, jobs: int) -> RayExecutor | None:
     """The Ray executor, connected, when the run asked for one (flags over settings)."""
     from gitevals.errors import UsageError
@@ -579,136 +525,3 @@ def _join(address: str | None, jobs: int) -> RayExecutor:
     return cluster
 
 
-def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
-             rounds: Rounds | None = None, bwrap: str | None = None,
-             cluster: RayExecutor | None = None, graders_on_workers: bool = False,
-             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
-             cost_limit: float | None = None) -> Run:
-    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
-    import signal
-    import time
-
-    from gitevals.report.progress import progress
-    from gitevals.run import runner
-    from gitevals.run.reaper import subreaper
-    from gitevals.run.workdir import workdir
-
-    # gitevals adopts what escapes its targets and graders, and kills it all before the
-    # materialized tree is removed (gitevals.run.reaper).
-    target = the_plan.settings.target
-    interpreter = _interpreter(tree, the_plan)
-    with workdir("run") as tmp, subreaper():
-        tree.materialize(tmp)
-        if check and target is not None:
-            from gitevals.run.preflight import check_target
-
-            check_target(target, str(tmp), interpreter)
-        if cluster is not None:
-            from gitevals.run.executors import RunShared
-
-            cluster.start(str(tmp), prov.tree,
-                          RunShared(the_plan, jobs, _grader_timeout(), graders_on_workers,
-                                    dict(target_env or {}), sandboxed=bwrap is not None))
-        execution = runner.Execution(the_plan, str(tmp), jobs, _grader_timeout(), target_env,
-                                     bwrap, executor=cluster, interpreter=interpreter,
-                                     public_env=public_env)
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
-        started = time.time()
-
-        def halt() -> None:
-            execution.interrupt()
-            if goldens is not None:
-                goldens.interrupt()
-
-        def stop(signum: int, frame: FrameType | None) -> None:
-            halt()
-            if execution.looking:  # a look's computation checks no flag: end it here
-                raise KeyboardInterrupt
-
-        meter = None
-        if cost_limit is not None:
-            from gitevals.run.pricing import CostMeter
-
-            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
-            execution.on_trial = meter.add
-
-        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        cases = len(the_plan.cases)
-        label = f"{cases} case{'s' * (cases != 1)}" + (
-            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
-            if the_plan.tasks else "")
-        try:
-            # a sequential run (--against) may go to every scenario's last look
-            total = the_plan.total() if rounds is None else (
-                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
-            with progress(label, total, groups=("cases", cases)) as update:
-                def report(t: runner.Tally) -> None:
-                    update(t.done, t.failures, t.running, t.cases_done)
-
-                if rounds is None:
-                    execution.run(report)
-                else:
-                    from gitevals.run.sequential import run_rounds
-
-                    run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
-            if goldens is not None and not execution.stop.is_set():
-                with progress("goldens", len(goldens.plan.items), unit="items") as sent:
-                    goldens.run(lambda done, bad: sent(done, bad))
-        finally:
-            execution.registry.close()
-            if cluster is not None:
-                cluster.close()
-            if goldens is not None:
-                goldens.registry.close()
-            for s, handler in old.items():
-                signal.signal(s, handler)
-        finished = time.time()
-    artifact = runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
-    if rounds is not None:
-        from gitevals.run.sequential import annotate
-
-        annotate(artifact, rounds)
-    if goldens is not None:
-        artifact["goldens"] = goldens.part()
-        artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
-        artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
-    if meter is not None:
-        artifact["options"]["cost_limit"] = meter.limit
-        if meter.reached:
-            artifact["interrupted_reason"] = meter.reason()
-    return artifact
-
-
-def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
-                     jobs: int, target_env: Mapping[str, str] | None = None,
-                     interpreter: str | None = None) -> SuiteExecution | None:
-    if suite is None:
-        return None
-    from gitevals.suite.execute import SuiteExecution
-
-    return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, _grader_timeout(),
-                          target_env, interpreter)
-
-
-def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
-    """The interpreter of a python target (``[target] interpreter``, else the
-    repository's ``.venv``, else gitevals' own); None for a command target."""
-    target = the_plan.settings.target
-    if target is None or target.command or not target.python:
-        return None
-    from gitevals.run.targets import resolve_interpreter
-
-    return resolve_interpreter(target.interpreter, str(tree.repo.work_root))
-
-
-def _grader_timeout() -> float:
-    """30 s; GITEVALS_GRADER_TIMEOUT (seconds, above 0 and at most 3,600) overrides it,
-    for tests of the timeout path."""
-    from gitevals.run.grading import GRADER_TIMEOUT
-
-    try:
-        value = float(os.environ.get("GITEVALS_GRADER_TIMEOUT") or GRADER_TIMEOUT)
-    except ValueError:
-        return GRADER_TIMEOUT
-    return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both

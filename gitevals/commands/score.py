@@ -6,15 +6,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import MAX_JOBS, count
+from gitevals.commands._args import add_format, add_jobs
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from gitevals.model import Case
     from gitevals.run.artifact import CaseRun, GraderAnswer, Run, ScenarioRun, ScoredWith, Trial
+    from gitevals.run.goldens import Goldens
     from gitevals.run.runner import GraderCall
-    from gitevals.suite.results import Goldens
 
 NAME = "score"
 HELP = ("re-score a run artifact from its stored transcripts (optionally by the rules of "
@@ -30,13 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regrade", action="store_true",
                         help="re-run the graders on the stored transcripts (graders of REV "
                              "with --rules, else of the artifact's commit)")
-    parser.add_argument("--jobs", type=count(MAX_JOBS, least=0), default=0, metavar="N",
-                        help="grader workers for --regrade (default: CPU count)")
+    add_jobs(parser, "grader workers for --regrade (default: CPU count)", default=0, least=0,
+             short=False)
     parser.add_argument("--out", metavar="FILE",
                         help="write the re-scored artifact to FILE (nothing is written "
                              "otherwise)")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="output format (default: text)")
+    add_format(parser, ("text", "json", "junit", "markdown"), "output format (default: text)")
 
 
 def rules_at(rev: str) -> tuple[dict[str, Case], str]:
@@ -45,9 +44,10 @@ def rules_at(rev: str) -> tuple[dict[str, Case], str]:
     The cases are linted first, as a run would: a case that does not lint at ``rev`` is
     a usage error naming its first problem (rules that do not lint cannot be applied).
     """
+    from gitevals.api import plan
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
-    from gitevals.run.runner import plan
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
 
     tree = RevisionTree(require_repo(), rev)
     the_plan = plan(tree, [])
@@ -100,7 +100,7 @@ def _whole(run: Run, path: str, regrade: bool) -> Run:
     """``run``, or when it is a summary (a note's line) the full artifact it stands for:
     scoring reads transcripts. Kept here or fetched; else one line saying so."""
     from gitevals.errors import ArtifactError
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.runstore import full_run
     from gitevals.run.summary import is_summary
 
@@ -120,7 +120,8 @@ def _task_rules(run: Run, rev: str) -> Run:
     everything = not run["options"]["cases"] and not _goldens_only(run)
     if not everything and not any("task" in c for c in run["cases"]):
         return run
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.run.tasks import added, with_rules
     from gitevals.settings import load_settings
     from gitevals.tasks.load import load_tasks
@@ -149,7 +150,7 @@ def _goldens_only(run: Run) -> bool:
 
 
 def _commit(rev: str) -> str:
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
 
     return require_repo().resolve(rev)
 
@@ -157,9 +158,10 @@ def _commit(rev: str) -> str:
 def _golden_rules(part: Goldens, rev: str) -> Goldens:
     """The goldens part graded by ``rev``'s bucket -> grader mapping (a bucket ``rev``
     grades with another grader has no stored answer: ``--regrade`` is not run for it)."""
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.run.goldens import rescore as rescore_goldens
     from gitevals.settings import load_settings
-    from gitevals.suite.results import rescore as rescore_goldens
 
     settings, _ = load_settings(RevisionTree(require_repo(), rev))
     return rescore_goldens(part, settings.golden_graders)
@@ -180,7 +182,8 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
     from concurrent.futures import ThreadPoolExecutor
 
     from gitevals.errors import UsageError
-    from gitevals.git.tree import RevisionTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
     from gitevals.report.progress import progress
     from gitevals.run.grading import GraderPool
     from gitevals.run.judge import judge_config
@@ -222,9 +225,9 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 
 def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
     """``part`` with a fresh grader answer for every golden that did not end in an error."""
-    from gitevals.suite.execute import grade_item
-    from gitevals.suite.results import SuiteItem
-    from gitevals.suite.rows import turns
+    from gitevals.goldens.execute import grade_item
+    from gitevals.goldens.rows import turns
+    from gitevals.run.goldens import SuiteItem
 
     def one(it: SuiteItem) -> SuiteItem:
         if it["error"] is not None:

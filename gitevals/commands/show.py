@@ -8,13 +8,15 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_format
+
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
     from gitevals.report.runs import Kept
     from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
-    from gitevals.suite.results import SuiteItem
+    from gitevals.run.goldens import SuiteItem
 
 NAME = "show"
 HELP = "show the verdicts of a run: an artifact file, or the newest run of a revision"
@@ -24,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="HEAD", metavar="ARTIFACT|REV",
                         help="a run artifact (.json), or a revision whose newest run to show "
                              "(default: HEAD)")
-    parser.add_argument("--format", choices=("text", "json", "junit", "markdown"),
-                        default="text", help="output format (default: text)")
+    add_format(parser, ("text", "json", "junit", "markdown"), "output format (default: text)")
     parser.add_argument("--trial", metavar="CASE/SCENARIO[/N]",
                         help="print one trial as a conversation: turns, tool calls, hooks, "
                              "assertions, grader answers (N: the first failing trial, else 0); "
@@ -35,16 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "note), newest first, marking the one show and diff read")
 
 
-def _is_path(what: str) -> bool:
+def is_path(what: str) -> bool:
     """A file names an artifact, whatever its kind: a FIFO or a device is then refused as
     not a regular file, never mistaken for a revision."""
     return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
 
 
-def _locate(rev: str) -> tuple[Repo, str, str]:
+def locate(rev: str) -> tuple[Repo, str, str]:
     """The repository, ``rev``'s commit and where the working tree's settings keep runs
     (``Settings.results``: ``<root>/results`` unless ``results`` says otherwise)."""
-    from gitevals.git.tree import WorkingTree, require_repo
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     repo = require_repo()
@@ -53,7 +55,7 @@ def _locate(rev: str) -> tuple[Repo, str, str]:
     return repo, commit, settings.results
 
 
-def _no_run(rev: str, commit: str, results: str) -> Exception:
+def no_run(rev: str, commit: str, results: str) -> Exception:
     from gitevals.errors import UsageError
 
     return UsageError(f"no run of {rev} ({commit[:12]}) in {results}/ or its "
@@ -65,27 +67,27 @@ def run_for_rev(rev: str) -> Run:
     git note on the commit. None found is a usage error naming the fix."""
     from gitevals.run.store import run_of_commit
 
-    repo, commit, root = _locate(rev)
+    repo, commit, root = locate(rev)
     found = run_of_commit(repo, repo.work_root, root, commit)
     if found is None:
-        raise _no_run(rev, commit, root)
+        raise no_run(rev, commit, root)
     return found.run
 
 
 def kept_runs(rev: str) -> tuple[str, list[Kept]]:
     """``rev``'s commit and every run kept for it, marked with the one ``show`` and ``diff``
     read (``store.run_of_commit``'s choice: the preferred file, else the note)."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.report.runs import kept
     from gitevals.run.store import counting, local_runs, note_runs, pins_of, problem
 
-    repo, commit, root = _locate(rev)
+    repo, commit, root = locate(rev)
     local = [(run, os.path.relpath(path), _written(path)) for run, path in
              local_runs(repo.work_root, root, commit)]
     noted = note_runs(repo, commit)
     found = [*local, *((run, f"note {NOTES_REF}", 0) for run in noted)]
     if not found:
-        raise _no_run(rev, commit, root)
+        raise no_run(rev, commit, root)
     pins = pins_of(repo, commit)
     refused = {str(r.get("run_id")): why for r in noted if (why := problem(r, pins))}
     counts = counting(noted, pins)[0]
@@ -109,7 +111,7 @@ def _formats(args: argparse.Namespace) -> None:
     option = "--all" if args.all_runs else "--trial" if args.trial else None
     if option and args.format not in ("text", "json"):
         raise UsageError(f"{option} prints text or json, not {args.format}")
-    if args.all_runs and _is_path(args.what):
+    if args.all_runs and is_path(args.what):
         raise UsageError(f"--all lists the runs of a revision, not of a file: "
                          f"{args.what} is a file")
 
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()  # a short-lived read of one big acyclic tree: see commands/score.py
     if args.all_runs:
         return _show_all(args)
-    artifact = load(args.what) if _is_path(args.what) else run_for_rev(args.what)
+    artifact = load(args.what) if is_path(args.what) else run_for_rev(args.what)
     if args.trial:
         return _show_trial(artifact, args.trial, args.format)
     from gitevals.report.runs import render
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     # The title names the revision asked for (`show v2` says "of v2"), not the one the
     # run was started with ("HEAD" then); the JSON stays the artifact as kept.
     view = artifact
-    if args.format != "json" and not _is_path(args.what):
+    if args.format != "json" and not is_path(args.what):
         view = {**artifact, "rev": args.what}
     _write(render(view, args.format, terminal=sys.stdout.isatty()))
     return 1 if failed(artifact) else 0
@@ -158,7 +160,7 @@ def _show_trial(artifact: Run, spec: str, fmt: str) -> int:
 
 def _packed(summary: Run) -> tuple[bytes, str]:
     """The packed full artifact of ``summary`` (fetched when not here), and its label."""
-    from gitevals.git.tree import require_repo
+    from gitevals.git.repo import require_repo
     from gitevals.run.runstore import get, packed
 
     repo = require_repo()

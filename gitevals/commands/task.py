@@ -8,17 +8,23 @@ definition. The definition goes to stdout, as text or ``--json`` (terminal-safe 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitevals.commands._args import add_rev
+
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.settings import Settings
+    from gitevals.tasks.definition import Task
 
 NAME = "task"
-HELP = "task directories (<root>/tasks/<name>/): `task compile` prints one's definition"
+HELP = ("task directories (<root>/tasks/<name>/): `task compile` prints one's definition, "
+        "`task check` runs its validity controls, `task export` writes one back")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +37,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     comp.add_argument("task", metavar="DIR|NAME",
                       help="a task directory (a path), or the name of one under <root>/tasks/")
     comp.add_argument("--json", action="store_true", help="one JSON document")
-    comp.add_argument("--rev", metavar="REV",
-                      help="read the task as committed at REV (branch, tag, SHA)")
+    add_rev(comp, "read the task as committed at REV (branch, tag, SHA)")
+    check = sub.add_parser(
+        "check", help="run a task's validity controls in the sandbox: its verifier must fail "
+        "the untouched workspace and pass after solution/solve.sh",
+        description="Run the do-nothing control (the verifier on the untouched workspace "
+        "must not satisfy the task) and the oracle control (after solution/solve.sh it must), "
+        "both in the bubblewrap sandbox. Exit 0: valid; 1: broken (a control failed) or the "
+        "task does not load; 2: usage, no sandbox.")
+    check.add_argument("task", metavar="DIR|NAME",
+                       help="a task directory (a path), or the name of one under <root>/tasks/")
+    check.add_argument("--json", action="store_true", help="one JSON document")
+    add_rev(check, "check the task as committed at REV (branch, tag, SHA)")
+    exp = sub.add_parser(
+        "export", help="write a task as committed at REV to a new directory, as Harbor "
+        "reads it (task compile DIR then gives the same definition)",
+        description="Write every file of a task, as committed at REV, byte for byte to the "
+        "new directory DIR (an existing non-empty DIR is refused); say which gitevals-only "
+        "keys Harbor ignores.")
+    exp.add_argument("task", metavar="NAME", help="the name of a task under <root>/tasks/")
+    add_rev(exp, "the commit to export from (default HEAD)", default="HEAD")
+    exp.add_argument("dest", metavar="DIR", help="the directory to write (new, or empty)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from gitevals.tasks.compile import compile_task
     from gitevals.tasks.load import load_task
 
+    bwrap = _bwrap() if args.action == "check" else None
     tree, path, settings = locate(args.task, args.rev)
     task, findings = load_task(tree, path, settings)
     for f in findings:
@@ -48,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"gitevals: {path} does not compile: fix the findings above "
               "(`gitevals lint` reports them too)", file=sys.stderr)
         return 1
+    if bwrap is not None:
+        return _check(tree, task, bwrap, args.json)
+    if args.action == "export":
+        return _export(tree, task, Path(args.dest))
     doc = compile_task(task)
     sys.stdout.write(report.as_json(doc) if args.json else report.text(doc))
     return 0
@@ -60,7 +90,7 @@ def locate(given: str, rev: str | None) -> tuple[Tree, str, Settings]:
     repository, or, without ``--rev``, any directory on disk (a task directory someone
     sent, read as it lies)."""
     from gitevals.errors import UsageError
-    from gitevals.git.tree import WorkingTree, open_tree
+    from gitevals.git.trees import WorkingTree, open_tree
     from gitevals.settings import Settings, load_settings
     from gitevals.tasks.load import tasks_dir
 
@@ -99,3 +129,64 @@ def _checked(tree: Tree, path: str, given: str) -> str:
                          "task.toml")
     raise UsageError(f"{given}: no task directory at {path} in the {tree.label}; name a "
                      "task (a directory under <root>/tasks/) or a path to one")
+
+
+def _export(tree: Tree, task: Task, dest: Path) -> int:
+    """Write ``task`` to ``dest``; notes on what Harbor reads otherwise go to stderr."""
+    from gitevals.tasks.export import export, harbor_notes, written_keys
+    from gitevals.text import visible
+
+    count = export(tree, task, dest)
+    for line in harbor_notes(task, written_keys(task)):
+        print(f"gitevals: {visible(line)}", file=sys.stderr)
+    print(f"exported task {visible(task.name)} ({count} file{'s' * (count != 1)}) from "
+          f"{tree.label} to {visible(str(dest))}")
+    return 0
+
+
+def _bwrap() -> str:
+    """The bubblewrap the controls run in; a usage error when there is none that works."""
+    from gitevals.api import working_bwrap
+
+    return working_bwrap("the controls of `task check`", escape=False)
+
+
+def _check(tree: Tree, task: Task, bwrap: str, as_json: bool) -> int:
+    """Run ``task``'s controls on its files as ``tree`` holds them; 0 valid, 1 broken."""
+    import json
+
+    from gitevals.tasks.controls import run_controls
+    from gitevals.text import visible
+
+    with _on_disk(tree, task) as source:
+        controls = run_controls(task, source, bwrap)
+    if as_json:
+        doc = {"task": task.name, "path": task.path, **controls.as_dict()}
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        for c in (controls.do_nothing, controls.oracle):
+            if c is not None:
+                state = "holds" if c.holds else "FAILED"
+                label = "do-nothing" if c.name == "do_nothing" else "oracle"
+                print(f"{label} control: {state}: {visible(c.why)}")
+        if controls.oracle is None:
+            print("oracle control: not run: the task has no solution/solve.sh (lint GE913)")
+        verdict = "valid" if controls.valid else "broken (a run with --task-controls marks it " \
+            "broken, never pass or fail)"
+        print(f"task {visible(task.name)}: {verdict}")
+    return 0 if controls.valid else 1
+
+
+@contextlib.contextmanager
+def _on_disk(tree: Tree, task: Task) -> Iterator[Path]:
+    """The task's directory on disk: the working tree's own, or the revision's files
+    written to a temporary directory (removed after)."""
+    from gitevals.git.trees import RevisionTree
+    from gitevals.run.workdir import workdir
+
+    if not isinstance(tree, RevisionTree):
+        yield Path(tree.location) / task.path
+        return
+    with workdir("check") as tmp:
+        tree.materialize(tmp)
+        yield tmp / task.path

@@ -1,6 +1,6 @@
 """Goldens pass rates of two runs, slice by slice, with the exact test per slice (pure).
 
-A slice is a bucket of the goldens or a drift slice (``gitevals.suite.results``). Each
+A slice is a bucket of the goldens or a drift slice (``gitevals.run.goldens``). Each
 is compared on its own -- a bucket that dropped is never hidden by another that rose --
 with the same two-sided exact test the verdicts use (``gitevals.diff.stats``).
 """

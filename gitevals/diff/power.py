@@ -96,14 +96,14 @@ def _boschloo_cutoffs(n: int, n_b: int, alpha: float, lo: int, hi: int,
     one whose p is below alpha / 2: about log2(tables) exact tests instead of one or
     two per x_a. (Only tables where B passed less often can be called regressed.)"""
     half = alpha / 2
-    tables = sorted((stats._log_stat(xb, n_b, xa, n), xa, xb)
+    tables = sorted((stats.log_stat(xb, n_b, xa, n), xa, xb)
                     for xa in range(lo, hi + 1)
                     for xb in range(b_window[0], b_window[1] + 1) if xb * n < xa * n_b)
     first, last = 0, len(tables)  # tables[:first] are called; tables[last:] are not
     while first < last:
         mid = (first + last) // 2
         _, xa, xb = tables[mid]
-        if stats._less(xb, n_b, xa, n, enough=half) < half:
+        if stats.less_extreme(xb, n_b, xa, n, enough=half) < half:
             first = mid + 1
         else:
             last = mid
@@ -177,6 +177,7 @@ def trials_needed(rate: float, drop: float = DEFAULT_DROP, goal: float = DEFAULT
     return best
 
 
+@lru_cache(maxsize=8192)
 def underpowered(trials: int, rate: float, drop: float = DEFAULT_DROP,
                  goal: float = DEFAULT_POWER, test: str = DEFAULT_TEST,
                  alpha: float = DEFAULT_ALPHA) -> bool:

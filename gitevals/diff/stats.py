@@ -392,17 +392,17 @@ def _sup(w: list[float], enough: float = inf) -> float:
     return max([*values, *(_golden(w, (i - 1) * step, (i + 1) * step) for i in peaks)])
 
 
-def _less(x1: int, n1: int, x2: int, n2: int, enough: float = inf) -> float:
+def less_extreme(x1: int, n1: int, x2: int, n2: int, enough: float = inf) -> float:
     """One-sided Boschloo p, or any value of at least ``enough`` below it."""
     _check(x1, n1, x2, n2)
-    if _log_stat(x1, n1, x2, n2) < log(_TINY):
+    if log_stat(x1, n1, x2, n2) < log(_TINY):
         return 0.0  # below 1e-280 (Boschloo's p is at most its statistic)
     if x1 >= min(n1, x1 + x2):
         return 1.0  # the statistic is 1: every table is in the region
     return min(1.0, _sup(_region_weights(x1, n1, x2, n2), enough))
 
 
-def _log_stat(x1: int, n1: int, x2: int, n2: int) -> float:
+def log_stat(x1: int, n1: int, x2: int, n2: int) -> float:
     """log of Fisher's one-sided p, P[X1 <= x1 | x1 + x2 passes]."""
     return _log_cdf(x1, n1, n2, x1 + x2)
 
@@ -410,7 +410,7 @@ def _log_stat(x1: int, n1: int, x2: int, n2: int) -> float:
 @lru_cache(maxsize=4096)
 def boschloo_less(x1: int, n1: int, x2: int, n2: int) -> float:
     """One-sided Boschloo p for "the first group passes less often than the second"."""
-    return _less(x1, n1, x2, n2)
+    return less_extreme(x1, n1, x2, n2)
 
 
 @lru_cache(maxsize=4096)
@@ -421,9 +421,9 @@ def boschloo_exact(x1: int, n1: int, x2: int, n2: int) -> float:
     soon as it is known not to be smaller.
     """
     _check(x1, n1, x2, n2)
-    first, second = sorted([(x1, n1, x2, n2), (x2, n2, x1, n1)], key=lambda s: _log_stat(*s))
+    first, second = sorted([(x1, n1, x2, n2), (x2, n2, x1, n1)], key=lambda s: log_stat(*s))
     p = boschloo_less(*first)
-    return min(1.0, 2 * min(p, _less(*second, enough=p)))
+    return min(1.0, 2 * min(p, less_extreme(*second, enough=p)))
 
 
 _BY_NAME: dict[str, Callable[[int, int, int, int], float]] = {
@@ -454,5 +454,5 @@ def one_sided_less(test: str, x1: int, n1: int, x2: int, n2: int) -> float:
         return boschloo_less(x1, n1, x2, n2)
     if test == "fisher":
         _check(x1, n1, x2, n2)
-        return min(1.0, exp(_log_stat(x1, n1, x2, n2)))
+        return min(1.0, exp(log_stat(x1, n1, x2, n2)))
     raise ValueError(f"unknown test {test!r}: use one of {', '.join(TESTS)}")

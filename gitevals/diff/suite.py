@@ -18,7 +18,8 @@ drives): given the per-scenario rows with their raw exact-test p, it
    adjusted p times the share, and a row is beyond noise when ``q < alpha``; ``none``
    is the procedure before controls existed (two-sided p < alpha, the suite test too);
 4. states what the suite could see: the minimum detectable suite-wide drop and the
-   drop one scenario needs on its own, at 80 % power, both at the level actually used;
+   drop one scenario needs on its own, at 80 % power, both at the level actually used
+   (``lone_level``), and marks each row ``underpowered`` at that same level;
 5. with an equivalence margin, the two one-sided tests (``gitevals.stats.equivalence``).
 """
 
@@ -28,13 +29,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
+from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, one_sided_less
 from gitevals.diff.verdicts import VerdictRow
 from gitevals.stats import equivalence, multiplicity, paired
 from gitevals.stats import power as suite_power
+from gitevals.stats.judge_correction import Calibration
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 DEFAULT_GOAL = 0.8
+
+
+@dataclass(frozen=True)
+class SuiteCorrected:
+    """The suite's change corrected for the calibrated judge that alone decided the
+    scenarios it covers (``diff.corrected.corrected_suite``; points, not fractions)."""
+
+    estimate_pts: float
+    ci_pts: tuple[float, float]
+    raw_pts: float              # the raw paired mean over the same scenarios
+    scenarios: int
+    calibration: Calibration    # the one judge's counts (TPR tp of n_pos, TNR tn of n_neg)
+    method: str = "rogan-gladen"
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,9 @@ class SuiteResult:
     p_no_rise: float | None = None
     no_drop: bool | None = None      # a drop larger than equivalence_pts is ruled out
     share: int = 1              # a family's q is its adjusted p times this (alpha / share each)
+    #: the change corrected for a calibrated judge, over the scenarios it alone decided
+    corrected: SuiteCorrected | None = None
+    corrected_why: str | None = None  # why there is none though some rows are corrected
 
     @property
     def regressed(self) -> bool:
@@ -143,9 +162,10 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     share = 2 * families if control != "none" else 1
     rows = control_rows(rows, control, alpha, share, test)
     tests = len(pairs)
+    level = lone_level(control, alpha, share, tests)
+    rows = tuple(_powered(r, level, test) for r in rows)
     words = multiplicity.describe(control, alpha, tests, share, what="scenarios")
-    scen_mde = _scenario_mde(pairs, alpha / share / max(1, tests)
-                             if control != "none" else alpha, test) if mde else None
+    scen_mde = _scenario_mde(pairs, level, test) if mde else None
     sequential = any(r.sequential is not None for r in rows)
     if not made:
         why = ("B is a sequential run: its stopped-early samples are read by their designs"
@@ -157,7 +177,8 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
     suite = paired.compare(pairs, alpha)
     assert suite is not None
     q = suite.p
-    mde_suite = suite_power.suite_mde(suite.se, suite.df, alpha, DEFAULT_GOAL)
+    mde_suite = suite_power.suite_mde(suite.se_cluster, suite.df, alpha, DEFAULT_GOAL,
+                                      suite.se_noise)
     result = SuiteResult(
         # a difference of pass rates lies within ±100 points, whatever the t quantile of
         # a suite of few clusters says
@@ -171,6 +192,27 @@ def assess(rows: Sequence[VerdictRow], clusters: Mapping[str, str] | None = None
         result = replace(result, equivalence_pts=equivalence_pts, p_no_drop=e.p_lower,
                          p_no_rise=e.p_upper, no_drop=e.no_drop)
     return rows, result
+
+
+def lone_level(control: str, alpha: float, share: int, tests: int) -> float:
+    """The two-sided level at which the exact test must call a drop in one scenario
+    alone for the control to call it: its one-sided p times ``share`` times the family's
+    size must stay below alpha, and the two-sided p is twice the one-sided one, so
+    ``2 alpha / (share m)`` (alpha / m for diff's usual share of 2: what ``plan`` uses);
+    ``none`` calls at alpha."""
+    if control == "none":
+        return alpha
+    return 2.0 * alpha / (share * max(1, tests))
+
+
+def _powered(r: VerdictRow, level: float, test: str) -> VerdictRow:
+    """``r`` marked underpowered at ``level``: a row whose trials cannot see a 20-point
+    drop at the level the control holds it to reads "not measured", not "unchanged"."""
+    if not _compared(r) or r.a is None or r.b is None:
+        return r
+    weak = underpowered(min(r.a.trials, r.b.trials), r.a.passes / r.a.trials, test=test,
+                        alpha=level)
+    return r if weak == r.underpowered else replace(r, underpowered=weak)
 
 
 def _scenario_mde(pairs: Sequence[paired.Pair], level: float, test: str) -> float | None:

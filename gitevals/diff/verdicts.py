@@ -89,11 +89,13 @@ def _direction(a: Tally, b: Tally) -> str:
 
 
 def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | None = None,
-                     test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
-                     ) -> tuple[VerdictRow, ...]:
-    """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``)."""
+                     test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA,
+                     powered: bool = True) -> tuple[VerdictRow, ...]:
+    """Per scenario: A, B, the change, and whether it is beyond noise (p < ``alpha``);
+    ``powered``: mark rows underpowered at ``alpha`` (False when the caller marks them at
+    its control's level, as ``diff.suite.assess`` does: the exact power is not free)."""
     tr = tallies(rescored_a) if rescored_a is not None else {}
-    rows = timed(compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha),
+    rows = timed(compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha, powered),
                  run_a, run_b)
     if run_b is None or "sequential" not in run_b:
         return rows
@@ -128,10 +130,12 @@ def timed(rows: tuple[VerdictRow, ...], run_a: Run | None, run_b: Run | None
 
 def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], Tally],
                     tr: dict[tuple[str, str], Tally] | None = None,
-                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA
-                    ) -> tuple[VerdictRow, ...]:
+                    test: str = DEFAULT_TEST, alpha: float = DEFAULT_ALPHA,
+                    powered: bool = True) -> tuple[VerdictRow, ...]:
     """``compare_verdicts`` on tallies already taken (``tallies``): what the history of
-    many runs (``report.history``) compares, one pair of runs at a time."""
+    many runs (``report.history``) compares, one pair of runs at a time. Without
+    ``powered`` no row says whether it is underpowered: the history never shows it, and
+    the exact power sums were most of ``log``'s time."""
     tr = tr or {}
     rows = []
     for key in sorted(set(ta) | set(tb)):
@@ -144,7 +148,7 @@ def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], 
                  if change in ("regressed", "improved") else None)
         beyond = p is not None and p < alpha
         row = VerdictRow(key[0], key[1], a, b, change, p, beyond, tr.get(key))
-        if a is not None and b is not None and a.trials and b.trials:
+        if powered and a is not None and b is not None and a.trials and b.trials:
             row = replace(row, underpowered=underpowered(
                 min(a.trials, b.trials), a.passes / a.trials, test=test, alpha=alpha))
         rows.append(row)
@@ -161,7 +165,7 @@ def sequential_of(run_a: Run | None, run_b: Run | None, key: tuple[str, str]
     stopped early) and the phrase says which revision to compare with."""
     if run_b is None or "sequential" not in run_b:
         return None
-    from gitevals.diff.sequential import Design, decide
+    from gitevals.stats.sequential import Design, decide
 
     record = next((s.get("sequential") for c, s in scenarios(run_b)
                    if (c["name"], s["id"]) == key), None)
@@ -186,5 +190,8 @@ def sequential_of(run_a: Run | None, run_b: Run | None, key: tuple[str, str]
         if call == "ruled_out":
             return False, f"a {design.drop * 100:g}-point drop ruled out at {where}"
         if call == "no_regression":
-            return False, f"no regression at the last look ({look['trials']} trials)"
+            # "not called", never "no regression": the row's change column may well say
+            # regressed (B passed less often), and not significant is not unchanged
+            return False, (f"within noise: not called at the last look ({look['trials']} "
+                           "trials, sequential bound)")
     return False, "sequential run stopped before its design settled it: nothing called"

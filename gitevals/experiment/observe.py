@@ -242,7 +242,7 @@ def _metric(convs: Sequence[Conversation], name: str, limit: float | None) -> di
             "status": status}
 
 
-def _status(n: int, minimum: int, metrics: Mapping[str, Mapping[str, Any]],
+def _status(n: int, minimum: int, metrics: Mapping[str, Mapping[str, object]],
             limited: bool) -> str:
     if n < minimum:
         return "too few samples"
@@ -269,13 +269,13 @@ def report(rev: str, commit: str, sources: Sequence[Source], convs: Sequence[Con
             "status": _status(len(convs), minimum, metrics, bool(limits))}
 
 
-def exit_code(doc: Mapping[str, Any]) -> int:
+def exit_code(doc: Mapping[str, object]) -> int:
     return 0 if doc["status"] in ("ready for human review", "within limits") else 1
 
 
 def render_text(doc: Mapping[str, Any]) -> str:
     """The observation as plain text (file names escaped)."""
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     out = [f"observe {visible(doc['rev'])} ({doc['commit'][:12]}): {doc['conversations']} "
            f"conversations, {doc['turns']:,} turns ({doc['completed_turns']:,} completed) "

@@ -1,6 +1,6 @@
 """The notes tree of ``refs/notes/gitevals``, written with fan-out and compared by blob id.
 
-Part of the git layer (``tree.Repo`` hands its pygit2 repository to these functions
+Part of the git layer (``repo.Repo`` hands its pygit2 repository to these functions
 only). Why not libgit2's ``create_note`` and ``notes()``: the first writes a flat tree
 (one root entry per annotated commit), so every note written rewrites a tree as large
 as the history and the notes ref's own history grows with its square; the second reads
@@ -23,11 +23,21 @@ from gitevals.errors import GitError
 if TYPE_CHECKING:
     import pygit2
 
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 _HEX = frozenset("0123456789abcdef")
 _BLOB = 0o100644
 _DIR = 0o040000
+
+
+class Malformed(GitError):
+    """A notes commit that is no notes tree: ``tip`` is the commit, ``what`` says why."""
+
+    def __init__(self, tip: str, what: str) -> None:
+        super().__init__(f"{tip[:12]} is no notes commit: {what}; check it with "
+                         "`git log refs/notes/gitevals`")
+        self.tip = tip
+        self.what = what
 
 
 def _tree(raw: pygit2.Repository, tip: str | None) -> pygit2.Tree | None:
@@ -38,14 +48,28 @@ def _tree(raw: pygit2.Repository, tip: str | None) -> pygit2.Tree | None:
         return None
     commit = raw[tip]
     if not isinstance(commit, pygit2.Commit):
-        raise GitError(f"{tip[:12]} is no notes commit: the notes ref points at a "
-                       f"{commit.type_str}; check it with `git log refs/notes/gitevals`")
+        raise Malformed(tip, f"the notes ref points at a {commit.type_str}")
     return commit.tree
 
 
-def _entries(raw: pygit2.Repository, tree: pygit2.Tree, above: str
+def _is_note(obj: pygit2.Object, name: str, tip: str) -> bool:
+    """Whether tree entry ``obj`` (at path ``name``, hex) is a note; a hex-named entry
+    that is neither a note blob nor a fan-out tree makes the notes tree malformed (a
+    submodule or a link in place of a note: git's notes could not hold it)."""
+    import pygit2
+
+    if isinstance(obj, pygit2.Tree):
+        return False
+    if obj.type_str != "blob" or obj.filemode not in (0o100644, 0o100755):
+        raise Malformed(tip, f"{name} is a {obj.type_str} of mode {obj.filemode:o}, not a "
+                        "note (a blob)")
+    return True
+
+
+def _entries(raw: pygit2.Repository, tree: pygit2.Tree, above: str, tip: str = ""
              ) -> Iterator[tuple[str, str]]:
-    """``(annotated object, note blob id)`` of every note under ``tree`` (ids only)."""
+    """``(annotated object, note blob id)`` of every note under ``tree`` (ids only) of
+    the notes commit ``tip``; ``Malformed`` at an entry that is no note."""
     import pygit2
 
     for obj in tree:
@@ -53,15 +77,15 @@ def _entries(raw: pygit2.Repository, tree: pygit2.Tree, above: str
         if not set(name) <= _HEX:
             continue  # not a note (git ignores such entries too)
         if isinstance(obj, pygit2.Tree):
-            yield from _entries(raw, obj, name)
-        elif len(name) in (40, 64):
+            yield from _entries(raw, obj, name, tip)
+        elif _is_note(obj, name, tip) and len(name) in (40, 64):
             yield name, str(obj.id)
 
 
 def listed(repo: Repo, tip: str | None) -> dict[str, str]:
     """``annotated commit -> note blob id`` of the notes commit ``tip``: no note is read."""
     tree = _tree(repo.raw, tip)
-    return {} if tree is None else dict(_entries(repo.raw, tree, ""))
+    return {} if tree is None or tip is None else dict(_entries(repo.raw, tree, "", tip))
 
 
 def changed(repo: Repo, a: str | None, b: str | None) -> dict[str, tuple[str | None, str | None]]:
@@ -71,14 +95,16 @@ def changed(repo: Repo, a: str | None, b: str | None) -> dict[str, tuple[str | N
     ta, tb = _tree(repo.raw, a), _tree(repo.raw, b)
     left: dict[str, str] = {}
     right: dict[str, str] = {}
-    _compare(repo.raw, ta, tb, "", left, right)
+    _compare(repo.raw, ta, tb, "", left, right, (a or "", b or ""))
     return {c: (left.get(c), right.get(c)) for c in {*left, *right}
             if left.get(c) != right.get(c)}
 
 
 def _compare(raw: pygit2.Repository, ta: pygit2.Tree | None, tb: pygit2.Tree | None,
-             above: str, left: dict[str, str], right: dict[str, str]) -> None:
-    """Collect into ``left``/``right`` the notes of every entry whose id differs."""
+             above: str, left: dict[str, str], right: dict[str, str],
+             tips: tuple[str, str]) -> None:
+    """Collect into ``left``/``right`` the notes of every entry whose id differs
+    (``tips``: the two notes commits, named when one is malformed)."""
     import pygit2
 
     ea = {o.name or "": o for o in ta} if ta is not None else {}
@@ -88,13 +114,15 @@ def _compare(raw: pygit2.Repository, ta: pygit2.Tree | None, tb: pygit2.Tree | N
         if oa is not None and ob is not None and oa.id == ob.id:
             continue
         if isinstance(oa, pygit2.Tree) and isinstance(ob, pygit2.Tree):
-            _compare(raw, oa, ob, above + name, left, right)
+            _compare(raw, oa, ob, above + name, left, right, tips)
             continue
-        for obj, into in ((oa, left), (ob, right)):
+        for obj, into, tip in ((oa, left, tips[0]), (ob, right, tips[1])):
+            path = above + name
             if isinstance(obj, pygit2.Tree):
-                into.update(_entries(raw, obj, above + name))
-            elif obj is not None and set(above + name) <= _HEX and len(above + name) in (40, 64):
-                into[above + name] = str(obj.id)
+                into.update(_entries(raw, obj, path, tip))
+            elif (obj is not None and set(path) <= _HEX and _is_note(obj, path, tip)
+                  and len(path) in (40, 64)):
+                into[path] = str(obj.id)
 
 
 def blob_text(repo: Repo, blob: str) -> str:
@@ -140,10 +168,11 @@ def write(repo: Repo, ref: str, changes: Mapping[str, str | None], parents: list
     """A notes commit on ``ref``: the tree of ``parents[0]`` (none: empty) with each
     ``annotated commit -> blob id`` of ``changes`` set (None: removed), at fan-out
     ``ab/cdef...``; ``ref`` must still be at ``parents[0]`` (else ``GitError``)."""
-    from gitevals.git.tree import _signature, _translated
+    from gitevals.git.blobs import translated
+    from gitevals.git.repo import signature
 
     raw = repo.raw
-    with _translated(f"write the notes commit on {ref}"):
+    with translated(f"write the notes commit on {ref}"):
         base = _tree(raw, parents[0] if parents else None)
         root = raw.TreeBuilder(base) if base is not None else raw.TreeBuilder()
         if base is not None and any(len(o.name or "") > 2 for o in base):
@@ -153,7 +182,7 @@ def write(repo: Repo, ref: str, changes: Mapping[str, str | None], parents: list
             by_dir.setdefault(commit[:2], {})[commit[2:]] = blob
         for prefix, items in sorted(by_dir.items()):
             _write_subtree(raw, root, prefix, items)
-        sig = _signature(raw)
+        sig = signature(raw)
         oid = raw.create_commit(None, sig, sig, message, root.write(), parents)
     repo.set_ref(ref, str(oid), parents[0] if parents else None)
     return str(oid)
@@ -187,3 +216,8 @@ def _fanned_root(repo: Repo, base: pygit2.Tree) -> pygit2.TreeBuilder:
     for prefix, items in sorted(by_dir.items()):
         _write_subtree(raw, root, prefix, items)
     return root
+
+
+def require_commit(repo: Repo, tip: str) -> None:
+    """``Malformed`` unless ``tip`` is a commit (what a notes ref must point at)."""
+    _tree(repo.raw, tip)

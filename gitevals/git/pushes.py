@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gitevals.errors import UsageError
-from gitevals.git.tree import NOTES_REF
+from gitevals.git.repo import NOTES_REF
 
 
 def is_zero(sha: str) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeGuard
 from gitevals.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
     from gitevals.lint.graders import Index, RefLike
@@ -455,13 +455,15 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
             p.strip("/").startswith(f"{settings.root}/") or p.strip("/") in SETTINGS_FILES
             for p in paths)):
         return result
+    from gitevals.goldens import SUITE_FILE
     from gitevals.lint.baselines import lint_baselines
-    from gitevals.suite import SUITE_FILE
 
     more = lint_baselines(tree, settings.root)
     suite_file = f"{settings.root}/{SUITE_FILE}" if settings.root else SUITE_FILE
-    if settings.golden_graders or tree.exists(suite_file):  # else no suite module to import
-        from gitevals.suite.plan import lint_suite
+    goldens = settings.raw.get("goldens")
+    axes = isinstance(goldens, dict) and "axes" in goldens
+    if settings.golden_graders or axes or tree.exists(suite_file):  # else no suite to import
+        from gitevals.goldens.plan import lint_suite
 
         more = [*lint_suite(tree, settings, store), *more]
     if not more:
@@ -584,7 +586,7 @@ def _warm_up() -> None:
     workers inherit them instead of each loading (or, on a cold cache, generating) them."""
     from gitevals.lint import cases  # noqa: F401
     from gitevals.lint.goldens import fast_check
-    from gitevals.lint.schema import prepare
+    from gitevals.schema import prepare
 
     prepare("case")
     fast_check()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
 
 #: The largest baseline read (one per model, a few slices each: far below this).
 MAX_BYTES = 4 << 20
@@ -28,7 +28,7 @@ def problem(data: bytes | None) -> str | None:
     """Why ``data`` is not a gitevals baseline; None when it is one."""
     import json
 
-    from gitevals.suite.gate import Refused, check_baseline
+    from gitevals.goldens.gate import Refused, check_baseline
 
     if data is None:
         return "it cannot be read"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 from gitevals.lint.graders import RefLike
 from gitevals.settings import Settings
 
@@ -52,8 +52,9 @@ def cache_key(tree: Tree, settings: Settings | None, today: str) -> list[str]:
 
 def _closures(tree: Tree, records: list[tuple[str, str]]) -> list[str]:
     """Every file the records' graders imported when calibrated (``grader_closure``): an
-    edit to one changes the warnings, so it is part of the key."""
-    from gitevals.calibration.record import parse
+    edit to one changes the warnings, so it is part of the key; so is the labels file
+    each record was measured on (the record is checked against it)."""
+    from gitevals.calibration.record import labels_path, parse
 
     paths: set[str] = set()
     for path, _ in records:
@@ -62,4 +63,7 @@ def _closures(tree: Tree, records: list[tuple[str, str]]) -> list[str]:
         pinned = record.get("grader_closure") if record is not None else None
         if isinstance(pinned, dict):
             paths.update(pinned)
+        labels = labels_path(record) if record is not None else None
+        if labels is not None and not labels.startswith("/") and ".." not in labels.split("/"):
+            paths.add(labels)
     return sorted(paths)

@@ -20,10 +20,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from gitevals import yamlsafe
+from gitevals import schema, yamlsafe
 from gitevals.findings import Finding, Severity
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.lint import schema
 from gitevals.model import parse_duration
 from gitevals.yamlsafe import Document
 

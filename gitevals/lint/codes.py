@@ -308,7 +308,8 @@ CODES: tuple[Code, ...] = (
          "warning: `n_items` (or the low end of `n_items_range`) gives a 95 % interval "
          "half-width at or above half of `hard_fail_threshold_pts`; says the n that would "
          "suffice",
-         "raise the count, or note in a comment what budget the smaller suite was sized for",
+         "raise the count, or say in a comment holding `sized for` (on the slice's lines or "
+         "right above it) what budget the smaller suite was sized for: the comment silences it",
          "warning"),
     Code("GE635",
          "a sampled row has no grader: the slice sets no `grader` and the row's bucket is not "
@@ -333,6 +334,12 @@ CODES: tuple[Code, ...] = (
          "not match `schemas/baseline.schema.json`): `gate` would refuse it and doctor does not "
          "count it",
          "write it again with `gitevals baseline ARTIFACT --model NAME` and commit it"),
+    Code("GE645",
+         "warning: `[tool.gitevals.goldens] axes` are declared and a combination of their values "
+         "has no golden (one line, at `axes`, with the first five), or a row's `axes` holds a "
+         "value the declaration does not (at the row)",
+         "add rows for the missing combinations (`gitevals goldens synth`), or fix the value",
+         "warning"),
     Code("GE700",
          "the settings file cannot be read (TOML syntax, not UTF-8, arrays or tables nested "
          "more than 100 levels deep, an integer past 4,300 digits), or a gitevals setting holds "
@@ -432,6 +439,11 @@ CODES: tuple[Code, ...] = (
          "a value written twice: `reward_format` or `pass_threshold` both at the top level and "
          "in `[verifier]`, or `[environment]` `docker_image` beside `image`",
          "write it once"),
+    Code("GE913",
+         "warning: the task has no `solution/solve.sh`, so `gitevals task check` cannot run its "
+         "oracle control (its do-nothing control still runs)",
+         "add `solution/solve.sh`, a reference solution that solves the task in the workspace",
+         "warning"),
 )
 
 #: The registry by code.

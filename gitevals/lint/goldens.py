@@ -118,7 +118,7 @@ def _explain(path: str, n: int, line: str, row: JSON) -> list[Finding]:
     if "id" not in row:
         return [Finding(path, n, _first_col(line), "GE604",
                         'row has no "id"; give every golden a unique, never-reused id')]
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     return [Finding(path, n, _key_col(line, str(e.path[0])) if e.path else _first_col(line),
                     "GE605", f"{e.message} (golden schema)")

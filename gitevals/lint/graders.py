@@ -69,7 +69,7 @@ def index_module(source: bytes) -> Index:
     return {"error": error, "names": {n: b._asdict() for n, b in gf.names.items()}}
 
 
-def valid_index(index: Any) -> bool:
+def valid_index(index: object) -> bool:
     """Whether ``index`` (read back from the cache) is one :func:`index_module` makes."""
     if not isinstance(index, dict) or not isinstance(index.get("names"), dict):
         return False
@@ -145,7 +145,7 @@ def _static_fix(func: str, why: str) -> str:
             "(not under if/try/with/for/while/match) and bind nothing else to that name")
 
 
-def _missing_module(mpath: str, file: str, root: str, indexes: Mapping[str, Any]) -> str:
+def _missing_module(mpath: str, file: str, root: str, indexes: Mapping[str, object]) -> str:
     prefix = f"{root}/graders/" if root else "graders/"
     present = [p[len(prefix):-3] for p, ix in indexes.items()
                if ix is not None and p.startswith(prefix) and "/" not in p[len(prefix):]]

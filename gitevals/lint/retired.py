@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from gitevals.findings import Finding
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
 
 GOLDENS = "goldens.jsonl"
 RETIRED = "goldens.retired"
@@ -55,7 +55,7 @@ def lint_retired(tree: Tree, root: str, since: Tree | None = None) -> list[Findi
     ``since`` when given (publish-check: the last published state, so a commit on top
     cannot hide a removal or a reuse from the check). Reads only through the trees;
     nothing when neither file changed."""
-    from gitevals.git.tree import previous_tree
+    from gitevals.git.trees import previous_tree
 
     g, r = _path(root, GOLDENS), _path(root, RETIRED)
     now = (tree.blob_sha(g), tree.blob_sha(r))

@@ -17,7 +17,7 @@ from gitevals.findings import Finding, Severity
 _Row = tuple[str, int, int, str, str, Severity]
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON
     from gitevals.lint.cache import LintCache
     from gitevals.settings import Settings

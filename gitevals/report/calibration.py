@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from gitevals.calibration.status import Status
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.report.text import visible
 from gitevals.run.artifact import GraderCalibration, ScenarioRun
+from gitevals.text import visible
 
 _NAMES = (("TPR", "tpr", "pass", "PASS"), ("TNR", "tnr", "fail", "FAIL"))
 

@@ -1,7 +1,7 @@
-"""Reporters for ``gitevals diff``: plain text, rich tables, JSON and Markdown.
+"""Reporters for ``gitevals diff``: plain text, rich tables, JSON, Markdown and JUnit.
 
-Each takes a finished ``Diff`` and returns text; all four share ``sections`` so a
-row reads the same everywhere. ``rich`` is imported only by ``render_rich``.
+Each takes a finished ``Diff`` and returns text; all share ``sections`` (and the suite's
+line, read first) so a row reads the same everywhere. ``rich`` is imported only by ``render_rich``.
 """
 
 from __future__ import annotations
@@ -9,15 +9,21 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitevals.diff import Diff, Side
+from gitevals.diff.buckets import SliceRow
 from gitevals.diff.goldens import GoldensDiff
 from gitevals.diff.rules import Change
+from gitevals.diff.suite import SuiteResult
 from gitevals.diff.verdicts import Tally, VerdictRow
 from gitevals.jsontypes import JSON
-from gitevals.report.text import md_inert, visible
 from gitevals.run.artifact import duration_text
 from gitevals.stats.judge_correction import Corrected
+from gitevals.text import md_inert, visible, xml_text
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
@@ -96,7 +102,20 @@ def suite_line(diff: Diff) -> str | None:
     line = (f"suite: {_pts(s.estimate_pts)} pts over {where}, "
             f"{100 * s.confidence:g}% interval [{_pts(s.ci_pts[0])}, {_pts(s.ci_pts[1])}], "
             f"p {_p(s.p)} (q {_p(s.q)}): {call}")
-    return line + "; " + sees(s.mde_pts, s.scenario_mde_pts, s.clusters)
+    return line + "; " + sees(s.mde_pts, s.scenario_mde_pts, s.clusters) + _fixed(s)
+
+
+def _fixed(s: SuiteResult) -> str:
+    """The suite's judge-corrected change, when a calibrated judge decided some of it."""
+    c = s.corrected
+    if c is None:
+        return f"; judge-corrected: none ({s.corrected_why})" if s.corrected_why else ""
+    over = ("all its scenarios" if c.scenarios == s.scenarios else
+            f"the {c.scenarios} scenario{'s' * (c.scenarios != 1)} a calibrated judge "
+            "alone decided")
+    return (f"; judge-corrected over {over}: {_pts(c.estimate_pts)} pts "
+            f"[{_pts(c.ci_pts[0])}, {_pts(c.ci_pts[1])}] (raw {_pts(c.raw_pts)} over them; "
+            f"Rogan-Gladen, TPR {c.calibration.tpr:.2f}, TNR {c.calibration.tnr:.2f})")
 
 
 def sees(suite_pts: float | None, one_pts: float | None, clusters: int = 0) -> str:
@@ -472,3 +491,104 @@ def render_markdown(diff: Diff, limit: int = 50) -> str:
         if s.more:
             lines += ["", f"... {s.more} more (`--format json` shows all)"]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- junit
+
+
+def render_junit(diff: Diff) -> str:
+    """JUnit XML for a CI's test report (the Jenkins xunit ``junit-10.xsd`` shape, as
+    ``run --format junit``): the **suite** first, one testcase failing when the suite
+    regressed beyond noise (or ``--equivalence`` could not rule a drop out), its message
+    the suite's line and the testsuite's properties the control, alpha and the test;
+    then a testsuite per case with a testcase per scenario both sides ran, failing when
+    it regressed beyond noise under the control (q, the control and p in the message);
+    a scenario one side lacks is skipped; then a testsuite for the goldens slices.
+    Every name and value passes through ``xml_text``."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", {"name": xml_text(f"gitevals diff {diff.a.rev}..{diff.b.rev}")})
+    groups: list[tuple[str, list[tuple[str, str | None, str]]]] = [("suite", [_suite_case(diff)])]
+    by_case: dict[str, list[tuple[str, str | None, str]]] = {}
+    for r in diff.verdicts:
+        by_case.setdefault(r.case, []).append(_row_case(diff, r))
+    groups += list(by_case.items())
+    if diff.slices:
+        groups.append(("goldens slices", [_slice_case(diff, s) for s in diff.slices]))
+    totals = {"tests": 0, "failures": 0}
+    for name, cases in groups:
+        failures = sum(tag == "failure" for _, tag, _ in cases)
+        skipped = sum(tag == "skipped" for _, tag, _ in cases)
+        totals["tests"] += len(cases)
+        totals["failures"] += failures
+        suite = ET.SubElement(root, "testsuite", {
+            "name": xml_text(name), "tests": str(len(cases)), "failures": str(failures),
+            "errors": "0", "skipped": str(skipped), "time": "0.000"})
+        if name == "suite":
+            _properties(suite, diff)
+        for case, tag, message in cases:
+            tc = ET.SubElement(suite, "testcase", {"classname": xml_text(name),
+                                                   "name": xml_text(case), "time": "0.000"})
+            if tag is not None:
+                el = ET.SubElement(tc, tag, {"message": xml_text(message),
+                                             **({"type": "regressed"} if tag == "failure"
+                                                else {})})
+                el.text = xml_text(message)
+            elif message:
+                ET.SubElement(tc, "system-out").text = xml_text(message)
+    root.attrib.update({k: str(v) for k, v in totals.items()}, errors="0")
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _suite_case(diff: Diff) -> tuple[str, str | None, str]:
+    """The suite's testcase: (name, failure or None, its line and how it was decided)."""
+    s = diff.suite
+    lines = [x for x in (suite_line(diff), equivalence_line(diff), control_line(diff)) if x]
+    text = "\n".join(lines) or "suite: not compared (no runs of both sides)"
+    failed = s is not None and (s.regressed or (s.equivalence_pts is not None
+                                                and not s.no_drop))
+    return "suite", "failure" if failed else None, text
+
+
+def _properties(suite: Element, diff: Diff) -> None:
+    import xml.etree.ElementTree as ET
+
+    s = diff.suite
+    values: list[tuple[str, object]] = [("control", diff.control), ("alpha", diff.alpha),
+                                        ("test", diff.test)]
+    if s is not None:
+        values += [("suite.change", s.change), ("suite.beyond_noise", s.beyond_noise),
+                   ("suite.estimate_pts", s.estimate_pts), ("suite.p", s.p),
+                   ("suite.mde_pts", s.mde_pts), ("suite.scenarios", s.scenarios)]
+        if s.ci_pts is not None:
+            values.append(("suite.ci_pts", f"{s.ci_pts[0]:g},{s.ci_pts[1]:g}"))
+        if s.corrected is not None:
+            values.append(("suite.judge_corrected_pts", s.corrected.estimate_pts))
+    props = ET.SubElement(suite, "properties")
+    for name, value in values:
+        if value is not None:
+            ET.SubElement(props, "property", {"name": name, "value": xml_text(str(value))})
+
+
+def _row_case(diff: Diff, r: VerdictRow) -> tuple[str, str | None, str]:
+    if r.a is None or r.b is None:
+        return r.scenario, "skipped", f"{r.change}: only one side ran it"
+    moved = f"{r.change}: A {_tally(r.a)} -> B {_tally(r.b)}"
+    if r.sequential is not None:
+        return r.scenario, "failure" if r.beyond_noise and r.change == "regressed" else None, \
+            f"{moved}; {r.sequential}"
+    if r.p is None:
+        return r.scenario, None, moved
+    how = (f"{moved}; p {_p(r.p)}, q {_p(r.q)} under "
+           f"{diff.suite.control_text if diff.suite is not None else diff.control}")
+    if r.change == "regressed" and r.beyond_noise:
+        return r.scenario, "failure", f"regressed beyond noise: {how}"
+    return r.scenario, None, f"{'beyond' if r.beyond_noise else 'within'} noise: {how}"
+
+
+def _slice_case(diff: Diff, s: SliceRow) -> tuple[str, str | None, str]:
+    how = f"{s.change}: A {_rate(s.a)} -> B {_rate(s.b)}; p {_p(s.p)}, q {_p(s.q)}"
+    if s.change == "regressed" and s.beyond_noise:
+        return f"{s.kind} {s.name}", "failure", f"regressed beyond noise: {how}"
+    return f"{s.kind} {s.name}", None, how

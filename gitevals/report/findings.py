@@ -41,7 +41,7 @@ def escape_data(s: str) -> str:
     """A workflow command's message, escaped as GitHub reads it (``%``, CR, LF); every
     other control or format character (ESC, BEL, a bidi override) as its escape
     (``\x1b``): the log that shows the annotation is a terminal too."""
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     return visible(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
@@ -71,7 +71,7 @@ def rich_text(result: LintResult, width: int | None = None) -> str:
     from rich.console import Console
     from rich.markup import escape
 
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width or 120, highlight=False,
@@ -101,7 +101,7 @@ def render(result: LintResult, fmt: str, terminal_width: int | None = None) -> s
 
 def nothing_to_lint(where: str) -> str:
     """The note for a tree without cases, graders or goldens (``where``: the tree's label)."""
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     return (f"gitevals: nothing to lint in the {visible(where)}: no cases, graders or goldens "
             "under the eval root; `gitevals init` scaffolds an eval tree\n")

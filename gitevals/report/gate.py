@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gitevals.report.text import md_inert, visible
-from gitevals.suite.gate import GateResult, SliceGate
+from gitevals.goldens.gate import GateResult, SliceGate
+from gitevals.text import md_inert, visible
 
 HEADER = ("slice", "baseline", "run", "delta pts", "95% interval", "q", "status")
 
@@ -23,6 +23,8 @@ def _cells(s: SliceGate, hard_fail: float) -> tuple[str, ...]:
     q = "-" if s.q is None else f"{s.q:.4f}" if s.q >= 0.0001 else f"{s.q:.1e}"
     if s.status == "dropped" and s.delta is not None and s.delta < -hard_fail:
         status += " (beyond the threshold, within noise: not shown to have dropped)"
+    if s.status == "rerun_noise":
+        status = "noise (within the re-run variation)"
     return (f"{s.kind} {s.name}", _count(s.base), _count(s.now), delta, interval, q,
             f"{status} (advisory, not counted)" if s.advisory is not None else status)
 
@@ -36,8 +38,10 @@ def headline(r: GateResult) -> str:
     left_out = f"{aside} advisory slice{'s' * (aside != 1)} not counted" if aside else ""
     if not bad:
         moved = sum(s.status == "dropped" and s.advisory is None for s in r.slices)
-        notes = [n for n in (f"{moved} dropped within the budget" if moved else "", left_out)
-                 if n]
+        seeded = sum(s.status == "rerun_noise" and s.advisory is None for s in r.slices)
+        notes = [n for n in (f"{moved} dropped within the budget" if moved else "",
+                             f"{seeded} dropped within the re-run variation: noise"
+                             if seeded else "", left_out) if n]
         extra = f" ({'; '.join(notes)})" if notes else ""
         return f"gate: PASSED against baseline {r.model}{extra}"
     what = ", ".join(f"{s.kind} {s.name} "
@@ -57,7 +61,9 @@ def advisory_lines(r: GateResult) -> list[str]:
 def _budget_line(r: GateResult) -> str:
     where = ("drift-suite.yaml of the run" if r.budget_source == "run"
              else "defaults: the run had no drift-suite.yaml")
-    return (f"budget: unchanged within {r.budget.noise:g} pts, hard fail beyond a "
+    rerun = (f", a drop within the re-run variation of {r.budget.rerun_max:g} pts "
+             "(rerun_seed_variation_pts) is noise" if r.budget.rerun_max else "")
+    return (f"budget: unchanged within {r.budget.noise:g} pts{rerun}, hard fail beyond a "
             f"{r.budget.hard_fail:g} pt drop that is also beyond noise ({where}); baseline "
             f"commit {r.baseline_commit[:12]}, run commit {r.run_commit[:12]}")
 

@@ -8,12 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 if TYPE_CHECKING:
-    from gitevals.goldenset.doctor import Item
-    from gitevals.goldenset.leak import Index, Leak, Unreadable
-    from gitevals.goldenset.stats import Floor, Priority, Stats
+    from gitevals.goldens.doctor import Item
+    from gitevals.goldens.leak import Index, Leak, Unreadable
+    from gitevals.goldens.stats import Floor, Priority, Stats
 
 _MARK = {True: "ok", False: "missing", None: "note"}
 
@@ -82,7 +82,7 @@ class LeakReport:
 
     def add(self, name: str, index: Index, lines: Iterable[bytes], column: str) -> None:
         """Scan one training file into this report."""
-        from gitevals.goldenset.leak import Leak, Lines, scan
+        from gitevals.goldens.leak import Leak, Lines, scan
 
         for found in scan(lines, name, index, column):
             if isinstance(found, Lines):

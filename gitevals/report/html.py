@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.report.history import History, Point
-from gitevals.report.text import fold, one_line, xml_text
 from gitevals.run.artifact import VERDICTS, Trial, scenarios
+from gitevals.text import fold, one_line, xml_text
 
 if TYPE_CHECKING:
     from gitevals.diff import Diff
@@ -171,13 +171,13 @@ def _slices(run: Run) -> str:
 def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
     from gitevals.report.runs import (  # the cells show prints
         CORRECTED,
-        _corrected_cell,
-        _cost_cell,
-        _tokens_cell,
+        corrected_cell,
+        cost_cell,
+        tokens_cell,
     )
 
-    tokens = any(_tokens_cell(r.usage) for r in part)
-    cost = any(_cost_cell(r.usage) for r in part)
+    tokens = any(tokens_cell(r.usage) for r in part)
+    cost = any(cost_cell(r.usage) for r in part)
     fixed = any(r.corrected is not None for r in part)
     head = ["scenario", "verdict", "passes", "pass@k", "pass^k",
             *(["tokens in/out"] if tokens else []), *(["cost"] if cost else []),
@@ -188,9 +188,9 @@ def _case_table(case: CaseRun, part: Sequence[Row], first: int) -> str:
         cells = [f"<a href=\"#s{i}\">{esc(r.scenario)}</a>", _verdict(r.verdict),
                  f"<span class=\"num\">{r.passes}/{r.trials}</span>",
                  _yes(v["pass_at_k"]), _yes(v["pass_hat_k"]),
-                 *([esc(_tokens_cell(r.usage))] if tokens else []),
-                 *([esc(_cost_cell(r.usage))] if cost else []),
-                 *([f"<span class=\"num\">{esc(_corrected_cell(r))}</span>"]
+                 *([esc(tokens_cell(r.usage))] if tokens else []),
+                 *([esc(cost_cell(r.usage))] if cost else []),
+                 *([f"<span class=\"num\">{esc(corrected_cell(r))}</span>"]
                    if fixed else []),
                  esc(r.first_failure)]
         rows.append(f"<tr class=\"f {_verdict_class(r.verdict)}\">"
@@ -213,6 +213,8 @@ def _yes(flag: bool) -> str:
 
 
 def _history(history: History) -> str:
+    from gitevals.report.log import decided
+
     n = len(history.commits)
     if not n:
         return ("<section id=\"history\"><h2>History</h2><p>No commit along this history "
@@ -220,9 +222,10 @@ def _history(history: History) -> str:
     intro = (f"<p>{n} commit{'' if n == 1 else 's'} with runs along first-parent history, "
              "oldest first. Each point is a scenario's pass rate at a commit, the bar its "
              "95 % interval (Wilson); a red triangle marks a regression beyond noise since "
-             f"the previous commit with a run ({esc(history.test)} test, p &lt; "
-             f"{esc(f'{history.alpha:g}')}, as <code>gitevals diff</code> decides): "
-             f"<b>{history.regressions()}</b>.</p>")
+             f"the previous commit with a run ({esc(decided(history))}): "
+             f"<b>{history.regressions()}</b>; the suite regressed beyond noise at "
+             f"<b>{history.suite_regressions()}</b> commit"
+             f"{'s' * (history.suite_regressions() != 1)}.</p>")
     figures = "".join(
         f"<figure class=\"plot\"><figcaption>{esc(case)} / {esc(scenario)}</figcaption>"
         f"{plot(history, i)}</figure>" for i, (case, scenario) in enumerate(history.scenarios))
@@ -333,6 +336,7 @@ def _point(history: History, j: int, p: Point) -> str:
            f"({rate:.0%}, 95 % interval {p.low:.0%}–{p.high:.0%})")
     if p.change in ("regressed", "improved") and p.p is not None:
         tip += f"\n{p.change} {'beyond' if p.beyond_noise else 'within'} noise, p = {p.p:.3g}"
+        tip += f", q = {p.q:.3g}" if p.q is not None else ""
     cls = f"pt {_verdict_class(p.verdict)}" + (" regressed" if p.regressed else "")
     return (f"<circle class=\"{cls}\" cx=\"{_x(j):.1f}\" cy=\"{_y(rate):.1f}\" r=\"5\">"
             f"<title>{esc(tip)}</title></circle>")

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gitevals.report.findings import annotation
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 if TYPE_CHECKING:
-    from gitevals.commands.publish_check import Checked
     from gitevals.jsontypes import JSONObject
+    from gitevals.lint.publish import Checked
     from gitevals.report.sarif import Log
 
 

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import md_inert, one_line, visible, xml_text
 from gitevals.run.artifact import (
     MEASURES,
     NO_USAGE,
@@ -27,13 +26,14 @@ from gitevals.run.artifact import (
     scenarios,
     usage,
 )
+from gitevals.text import md_inert, one_line, visible, xml_text
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
     from gitevals.run.artifact import Run, ScenarioRun
+    from gitevals.run.goldens import SuiteItem
     from gitevals.stats.judge_correction import Corrected
-    from gitevals.suite.results import SuiteItem
 
 FORMATS = ("text", "json", "junit", "markdown")
 _STYLE = {"pass": "green", "flaky": "yellow", "fail": "red", "broken": "bold magenta",
@@ -199,7 +199,7 @@ def _missing(trials: int, reported: int) -> str:
     return f" ({trials - reported} of {trials} trials reported none)" if reported < trials else ""
 
 
-def _tokens_cell(u: Usage) -> str:
+def tokens_cell(u: Usage) -> str:
     tokens = _tokens(u)
     if tokens is None:
         return ""
@@ -207,7 +207,7 @@ def _tokens_cell(u: Usage) -> str:
     return tokens[0].replace(" in / ", "/").removesuffix(" out") + partial
 
 
-def _cost_cell(u: Usage) -> str:
+def cost_cell(u: Usage) -> str:
     cost = u.get("cost")
     if cost.total is None:
         return ""
@@ -249,11 +249,11 @@ def _columns(table: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
         ("verdict", lambda r: r.verdict.replace("_", " ")), ("passes", lambda r: r.ratio),
         ("duration", lambda r: duration_text(r.duration_ms) if r.trials else "")]
     if any(_tokens(r.usage) for r in table):
-        cols.append(("tokens in/out", lambda r: _tokens_cell(r.usage)))
+        cols.append(("tokens in/out", lambda r: tokens_cell(r.usage)))
     if any(r.usage.get("cost").total is not None for r in table):
-        cols.append(("cost", lambda r: _cost_cell(r.usage)))
+        cols.append(("cost", lambda r: cost_cell(r.usage)))
     if any(r.corrected is not None for r in table):
-        cols.append((CORRECTED, _corrected_cell))
+        cols.append((CORRECTED, corrected_cell))
     return [*cols, ("first failure", lambda r: r.first_failure)]
 
 
@@ -261,7 +261,7 @@ def _columns(table: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
 CORRECTED = "judge-corrected"
 
 
-def _corrected_cell(r: Row) -> str:
+def corrected_cell(r: Row) -> str:
     from gitevals.calibration.corrected import cell
 
     return cell(r.corrected) if r.corrected is not None else ""

@@ -21,7 +21,7 @@ from gitevals import __version__
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.lint.codes import BY_CODE, CODES, FAMILIES, Code
-from gitevals.report.text import visible
+from gitevals.text import visible
 
 #: What the log says it follows: SchemaStore's copy of the OASIS schema, as GitHub's docs use.
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

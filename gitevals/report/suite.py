@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from gitevals.report.text import md_inert, visible
-from gitevals.suite.results import SliceRate, not_counted, rate
+from gitevals.run.goldens import SliceRate, not_counted, rate
+from gitevals.text import md_inert, visible
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from gitevals.run.artifact import Run
+    from gitevals.run.goldens import Goldens, SuiteItem
     from gitevals.stats.judge_correction import Corrected
-    from gitevals.suite.results import Goldens, SuiteItem
 
     #: (kind, name) -> the slice's judge-corrected rate (``calibration.corrected``)
     Fixed = Mapping[tuple[str, str], Corrected]

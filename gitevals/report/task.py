@@ -9,7 +9,7 @@ screen as ``\\u001b``, ``\\u2028``, ``\\u202e``; ``--json`` parses back to the e
 from __future__ import annotations
 
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.report.text import block, json_safe, quoted
+from gitevals.text import block, json_safe, quoted
 
 
 def as_json(doc: JSONObject) -> str:

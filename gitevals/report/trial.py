@@ -17,13 +17,13 @@ from itertools import zip_longest
 from typing import TYPE_CHECKING
 
 from gitevals.report.runs import usage_from_json, usage_json, usage_line
-from gitevals.report.text import fold, one_line, visible
 from gitevals.run.artifact import trial_usage
+from gitevals.text import fold, one_line, visible
 
 if TYPE_CHECKING:
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.artifact import CaseRun, Run, ScenarioRun, Trial
-    from gitevals.suite.results import SuiteItem
+    from gitevals.run.goldens import SuiteItem
 
 #: Characters of one value shown before it is folded (``--format json`` has all of it).
 LIMIT = 500
@@ -56,7 +56,7 @@ def pick_golden(run: Run, spec: str) -> SuiteItem | None:
     ``spec`` addresses a case (the run has none of those items, or a case of that name).
     ``UsageError`` for an id the run does not hold, with the closest ids it does."""
     from gitevals.errors import UsageError
-    from gitevals.suite.results import case_of
+    from gitevals.run.goldens import case_of
 
     part = run.get("goldens")
     name, _, rest = spec.partition("/")
@@ -148,8 +148,8 @@ def document(run: Run, case: CaseRun, scenario: ScenarioRun, trial: Trial) -> JS
 def golden_document(run: Run, item: SuiteItem) -> JSONObject:
     """Everything about one golden's (or drift row's) trial as JSON data: the row it
     asked, the conversation, the grader's answer and its outcome (``--format json``)."""
-    from gitevals.suite.results import case_of
-    from gitevals.suite.rows import turns
+    from gitevals.goldens.rows import turns
+    from gitevals.run.goldens import case_of
 
     t = item["transcript"]
     users = turns(item["row"]) or ()

@@ -35,7 +35,7 @@ from gitevals.jsontypes import JSON, JSONObject
 from gitevals.run.artifact import Run, Trial, dumps, is_item, is_trial, transcript
 
 if TYPE_CHECKING:
-    from gitevals.suite.results import SuiteItem
+    from gitevals.run.goldens import SuiteItem
 
 MAGIC = b"gitevals-archive/1\n"
 FORMAT = "gitevals-archive/1"

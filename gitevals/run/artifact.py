@@ -26,8 +26,8 @@ from gitevals.jsontypes import JSON as JSON
 from gitevals.jsontypes import JSONObject as JSONObject
 
 if TYPE_CHECKING:
-    from gitevals.run.pricing import Prices
-    from gitevals.suite.results import Goldens, SuiteItem
+    from gitevals.prices import Prices
+    from gitevals.run.goldens import Goldens, SuiteItem
     from gitevals.validation import Violation
 
 FORMAT = "gitevals-run/1"
@@ -206,13 +206,28 @@ class SequentialRecord(_SequentialRecordKeys, total=False):
     design: JSONObject
 
 
+class _PackedKeys(TypedDict):
+    outcomes: str
+
+
+class Packed(_PackedKeys, total=False):
+    """A summary's trials as a note line keeps them (``gitevals.run.summary.pack``):
+    one character a trial (``1`` passed, ``x`` failed with an infrastructure error,
+    ``0`` failed) and the JSON text of the trials column by column
+    (``summary.columns``), parsed only by what needs trials."""
+
+    columns: str
+
+
 class ScenarioRun(_ScenarioRunKeys, total=False):
     """One scenario: the rules used and a ``Trial`` per trial that ran; ``rules`` only
     after ``score --rules`` (applied, stored, or added); ``sequential`` only from
-    ``run --against``."""
+    ``run --against``; ``packed`` only in a note's summary (then ``results`` is empty
+    until ``summary.unpack``)."""
 
     rules: Literal["applied", "stored", "added"]
     sequential: SequentialRecord
+    packed: Packed
 
 
 class _CaseRunKeys(TypedDict):
@@ -230,7 +245,7 @@ class Draft(TypedDict):
     sha256: str
 
 
-class TaskInfo(TypedDict):
+class _TaskInfoKeys(TypedDict):
     """What a run used of a task directory's definition, and what it did not realize."""
 
     instruction_file: str
@@ -243,6 +258,15 @@ class TaskInfo(TypedDict):
     allow_internet: bool
     sandbox: str                 # "bwrap" | "none"
     gaps: list[str]              # unrealized: image_build, image_pull, cpus, memory_mb, ...
+
+
+class TaskInfo(_TaskInfoKeys, total=False):
+    """``controls`` only when the run checked them (``run --task-controls``); ``limits``
+    only when the task names ``cpus`` or ``memory_mb``."""
+
+    controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
+    limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
+    agent_sandbox: bool          # [agent] sandbox = true: the target ran in bubblewrap
 
 
 class CaseRun(_CaseRunKeys, total=False):
@@ -359,7 +383,7 @@ class Run(_RunKeys, total=False):
     ``sequential`` only from ``run --against``; ``judge_calibration`` (grader name -> its
     calibration) in runs since judge calibration: empty when no grader asks the judge;
     ``executor`` in runs written since executors could be chosen; ``goldens`` only when
-    the run sent the goldens (``gitevals.suite.results``); ``stored`` only in a summary
+    the run sent the goldens (``gitevals.run.goldens``); ``stored`` only in a summary
     (``gitevals.run.summary``: the note's form, transcripts left out);
     ``interrupted_reason`` only when something other than a signal stopped it
     (``run --cost-limit``); ``imported`` only for a run ``gitevals import`` made."""
@@ -515,8 +539,8 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
+    from gitevals.run.goldens import failing
     from gitevals.run.scoring import advisory_graders
-    from gitevals.suite.results import failing
 
     part = run.get("goldens")
     return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
@@ -634,7 +658,7 @@ def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
 
 def run_prices(run: Run) -> Prices:
     """The price table the run's commit set (recorded in its ``settings``)."""
-    from gitevals.run.pricing import prices_of
+    from gitevals.prices import prices_of
 
     return prices_of(run["settings"])
 
@@ -668,7 +692,21 @@ def load(source: str | Path | bytes, label: str | None = None) -> Run:
     except RecursionError:
         raise ArtifactError(f"{label}: not a gitevals run artifact: nested too deep to read "
                             "(gitevals writes runs at most a few hundred levels deep)") from None
-    return checked(doc, label)
+    run = checked(doc, label)
+    return _with_trials(run, label) if "stored" in run else run
+
+
+def _with_trials(summary: Run, label: str) -> Run:
+    """A summary saved from a note line, with its packed trials back in ``results``
+    (``summary.unpack``); ``ArtifactError`` when they are damaged."""
+    from gitevals.run.summary import unpack
+
+    run = unpack(summary)
+    bad = next((f"{c['name']}/{s['id']}" for c, s in scenarios(run) if "packed" in s), None)
+    if bad is not None:
+        raise ArtifactError(f"{label}: not a gitevals run artifact: the packed trials of {bad} "
+                            "are damaged or not what its outcomes say")
+    return checked(run, label)
 
 
 def _read_regular(path: Path, label: str) -> bytes:
@@ -701,8 +739,10 @@ def candidate(text: str | bytes) -> Run | None:
         return None
     if not (isinstance(data, dict) and data.get("format") == FORMAT):
         return None
+    cases = data.get("cases")
     ok = (isinstance(data.get("options"), dict) and isinstance(data.get("finished_at"), str)
-          and isinstance(data.get("commit"), str))
+          and isinstance(data.get("commit"), str) and isinstance(cases, list)
+          and all(isinstance(c, dict) for c in cases))  # what ranking runs reads
     return cast(Run, data) if ok else None
 
 

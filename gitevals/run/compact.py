@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from gitevals.run.artifact import Run, candidate, dumps, validate
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 
 def compact(repo: Repo) -> str:
     """Compact every note under refs/notes/gitevals; the one line that says what happened."""
     from gitevals.git import notestree
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run.runstore import place
 
     tip = repo.ref_target(NOTES_REF)
@@ -69,7 +69,9 @@ def _summary(repo: Repo, run: Run, text: str, compact_line: bool = False) -> Run
     from gitevals.run.store import note_line
     from gitevals.run.summary import is_summary, summarize
 
-    if is_summary(run) or validate(run) is not None:
+    if is_summary(run):
+        return _repacked(run, text)
+    if validate(run) is not None:
         return None
     if (note_line(run) if compact_line else dumps(run)) != text:
         return None  # not gitevals' own text: it would not come back byte for byte
@@ -79,3 +81,16 @@ def _summary(repo: Repo, run: Run, text: str, compact_line: bool = False) -> Run
     if back is None or (note_line(back) if compact_line else dumps(back)) != text:
         return None
     return summarize(run, sha, size)
+
+
+def _repacked(summary: Run, text: str) -> Run | None:
+    """A summary written before packing (trials inline) to be written packed, when the
+    packed line reads back as the same summary; None for one packed already."""
+    from gitevals.run.store import note_line
+    from gitevals.run.summary import unpack
+
+    line = note_line(summary)
+    if line == text or line.rstrip("\n") == text.rstrip("\n"):
+        return None
+    back = candidate(line)
+    return summary if back is not None and unpack(back) == unpack(summary) else None

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from gitevals.errors import UsageError
 from gitevals.findings import Finding
-from gitevals.git.tree import Entry, Tree, git_blob_sha
+from gitevals.git.blobs import git_blob_sha
+from gitevals.git.trees import Entry, Tree
 from gitevals.model import case_name
 from gitevals.run.artifact import Draft, Run
 from gitevals.yamlsafe import MAX_BYTES

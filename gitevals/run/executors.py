@@ -29,7 +29,7 @@ from gitevals.errors import UsageError
 if TYPE_CHECKING:
     from gitevals.jsontypes import JSONObject
     from gitevals.run.artifact import ExecutorRecord, Placement, Trial
-    from gitevals.run.runner import Execution, Plan, _Done
+    from gitevals.run.runner import Done, Execution, Plan
     from gitevals.run.targets import ProcessRegistry
     from gitevals.tasks.definition import Task
 
@@ -86,7 +86,7 @@ class RunShared:
 class Placed:
     """A conversation's scenarios as run, and where it ran (None on the local executor)."""
 
-    done: list[_Done]
+    done: list[Done]
     placement: Placement | None = None
 
 
@@ -135,7 +135,7 @@ class CaseConversation:
     #: decided them (a sequential run narrows them round by round)
     scenarios: frozenset[int] | None = None
 
-    def __call__(self, ctx: Context) -> list[_Done]:
+    def __call__(self, ctx: Context) -> list[Done]:
         from gitevals.run.runner import grade
         from gitevals.run.scoring import expect_of
 

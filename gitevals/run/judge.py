@@ -64,36 +64,13 @@ def budget(config: JSONObject | None) -> float:
     return _timeout(config) * (retries + 1) + MAX_WAIT * retries
 
 
-#: The methods of ``t`` that ask the judge model.
-JUDGE_METHODS = frozenset(("llm", "judge"))
-
-
-def calls_llm(source: bytes) -> bool:
-    """Whether a grader module visibly calls ``<something>.llm(...)`` or
-    ``<something>.judge(...)``, or hands the method on (``ask(t.llm, ...)``): read, not
-    run. The module as a whole; ``calibration.asks.asks_judge`` answers per grader."""
-    return bool(_judge_calls(source))
-
-
-def _judge_calls(source: bytes) -> set[str]:
-    """Which of ``JUDGE_METHODS`` a module names as an attribute, called or handed on
-    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``."""
-    import ast
-
-    from gitevals.graderfile import parse
-
-    module = parse(source)
-    if not isinstance(module, ast.Module):
-        return set()
-    return {n.attr for n in ast.walk(module)
-            if isinstance(n, ast.Attribute) and n.attr in JUDGE_METHODS}
-
-
 def module_budget(config: JSONObject | None, source: bytes) -> float:
     """Seconds a call of a grader from ``source`` may add to its own limit for the judge:
-    one ``budget`` when the module asks the judge (however many times: the calls share
-    it), else none."""
-    return budget(config) if config is not None and _judge_calls(source) else 0.0
+    one ``budget`` when the module asks the judge (``graderfile.asks_judge``; however many
+    times: the calls share it, ``T.deadline``), else none."""
+    from gitevals.graderfile import asks_judge
+
+    return budget(config) if config is not None and asks_judge(source) else 0.0
 
 
 def _request(config: JSONObject, prompt: str) -> urllib.request.Request:

@@ -11,10 +11,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from gitevals.errors import UsageError
-from gitevals.git.tree import Tree
-from gitevals.settings import Judge, Settings, Target
+from gitevals.git.trees import Tree
+from gitevals.settings import Endpoint, Judge, Settings, Target
+
+if TYPE_CHECKING:
+    from gitevals.run.runner import Execution
 
 #: Seconds a ``python`` target may take to import in the preflight.
 IMPORT_TIMEOUT = 20.0
@@ -23,13 +28,29 @@ JUDGE_TIMEOUT = 5.0
 _SKIP = "; or pass --no-preflight to run anyway"
 
 
-def check_target(target: Target, tree_dir: str, interpreter: str | None = None) -> None:
+def check_target(target: Target, tree_dir: str, interpreter: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
     """The command's executable is there and executable; a python target imports in its
-    interpreter (gitevals' own when None)."""
+    interpreter (gitevals' own when None); an endpoint's key variable is set (in the
+    environment or ``env``, what ``--target-env`` gives) and its URL answers."""
     if target.command:
         _check_command(target.command[0], tree_dir)
     elif target.python:
         _check_import(target.python, tree_dir, interpreter or sys.executable)
+    elif target.endpoint is not None:
+        _check_endpoint_target(target.endpoint, env or {})
+
+
+def _check_endpoint_target(endpoint: Endpoint, env: Mapping[str, str]) -> None:
+    what = f"[target] {endpoint.kind}"
+    name = endpoint.api_key_env
+    if name and not (env.get(name) or os.environ.get(name)):
+        raise UsageError(f"{what}: the API key variable {name} is not set: export it, or "
+                         f"give it with --target-env {name}=...{_SKIP}")
+    reason = _unanswered(endpoint.url)
+    if reason is not None:
+        raise UsageError(f"{what}: {endpoint.url} does not answer ({reason}): start the "
+                         f"server or fix the url{_SKIP}")
 
 
 def _check_command(exe: str, tree_dir: str) -> None:
@@ -48,6 +69,38 @@ def _check_command(exe: str, tree_dir: str) -> None:
     if not os.access(path, os.X_OK):
         raise UsageError(f"target command {exe!r} is not executable in the commit: "
                          f"`git update-index --chmod=+x {exe}` and commit{_SKIP}")
+
+
+def warms(target: Target, local: bool) -> bool:
+    """Whether the preflight's import of a python target is its warm worker's
+    (``check_warm``): a local run where supervisors work."""
+    from gitevals.run.reaper import available
+
+    return local and bool(target.python) and not target.command and available()
+
+
+def check_warm(execution: Execution, target: Target, tree_dir: str,
+               interpreter: str | None) -> None:
+    """The python target imports in the warm worker its conversations fork from: the one
+    import of the run, where ``check_target`` paid a process and an import of its own."""
+    from gitevals.run.reaper import SupervisorGone
+
+    spec = str(target.python)
+    try:
+        line = execution.warm_target(IMPORT_TIMEOUT)
+    except SupervisorGone:  # no supervisor after all: a process of its own
+        check_target(target, tree_dir, interpreter)
+        return
+    except TimeoutError:
+        print(f"gitevals: warning: python target {spec} took over {IMPORT_TIMEOUT:g} s to "
+              "import; running anyway", file=sys.stderr)
+        return
+    except OSError as exc:
+        raise UsageError(f"python target {spec}: cannot start the interpreter "
+                         f"{interpreter or sys.executable}: {exc.strerror or exc}; fix "
+                         f"[target] interpreter{_SKIP}") from None
+    if line is not None:
+        raise UsageError(f"python target {line}{_SKIP}")
 
 
 def _check_import(spec: str, tree_dir: str, interpreter: str) -> None:
@@ -77,9 +130,9 @@ def _check_import(spec: str, tree_dir: str, interpreter: str) -> None:
 
 def llm_graders(tree: Tree, root: str, names: set[str]) -> list[str]:
     """The graders among ``names`` that may ask the judge: one answer for preflight,
-    calibration, the grader budget and doctor (``calibration.asks.asks_judge``), so a
+    calibration, the grader budget and doctor (``graderfile.asks_judge``), so a
     deterministic grader beside a judge grader in one module is never named here."""
-    from gitevals.calibration.asks import asks_judge
+    from gitevals.graderfile import asks_judge
 
     out = []
     for file in sorted({n.partition(".")[0] for n in names}):
@@ -108,17 +161,23 @@ def check_judge(settings: Settings, users: list[str]) -> None:
 
 
 def _check_endpoint(judge: Judge, first: str) -> None:
+    reason = _unanswered(judge.base_url.rstrip("/") + "/models")
+    if reason is not None:
+        raise UsageError(f"grader {first} calls t.llm but the judge at {judge.base_url} does "
+                         f"not answer ({reason}): start it or fix base_url{_SKIP}")
+
+
+def _unanswered(url: str) -> str | None:
+    """Why a GET of ``url`` got no HTTP answer, or None when it got one (any status: the
+    server is there, whatever it thinks of the GET)."""
     import urllib.error
     import urllib.request
 
-    url = judge.base_url.rstrip("/") + "/models"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="GET"),
                                     timeout=JUDGE_TIMEOUT):
-            return
+            return None
     except urllib.error.HTTPError:
-        return  # it answered: the endpoint is there, whatever it thinks of GET /models
+        return None
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(f"grader {first} calls t.llm but the judge at {judge.base_url} does "
-                         f"not answer ({reason}): start it or fix base_url{_SKIP}") from None
+        return str(getattr(exc, "reason", exc))

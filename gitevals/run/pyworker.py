@@ -7,13 +7,16 @@ imports nothing but the standard library, and keeps to syntax Python 3.8 reads.
     INTERPRETER pyworker.py --check SPEC     import and exit: 0, or one line and 97
 
 ``SPEC`` is ``module:function``; the module is imported from the working directory (the
-materialized commit). In ``--zygote`` mode fd 0 is a socket to the job slot's supervisor
+materialized commit). In ``--zygote`` mode fd 0 is a socket to the run's supervisor
 (``gitevals.run.reaper``): after the import it says ``{"ready": true}`` (or
-``{"error": line}``), then each ``{"op": "fork"}`` carrying the conversation's three pipe
-ends becomes a fresh child -- forked twice so that it is the supervisor's child, in a
-session of its own -- that serves that one conversation and exits. Every conversation
-starts from the state right after the import: nothing one conversation changes (module
-globals, caches, open files) can reach another, and the import is paid once.
+``{"error": line}``), then each ``{"op": "fork", "hold": PROGRAM}`` carrying the
+conversation's three pipe ends and the supervisor's lifeline becomes a holder -- a child of
+this worker, a subreaper in a session of its own, reaped when the supervisor asks
+(``{"op": "reap", "pid"}``) -- whose child, a fresh copy of this process, serves that
+one conversation and exits, while the holder waits as ``PROGRAM`` (``reaper._hold``)
+until the conversation ends. Every conversation starts from the state right after the
+import: nothing one conversation changes (module globals, caches, open files) can reach
+another, and the import is paid once.
 
 Why a fork and not a thread or a reset: the module's state is whatever its authors made it;
 only a copy of the process is sure to start clean, and a fork copies lazily.
@@ -148,7 +151,7 @@ def _receive(sock: socket.socket) -> tuple[Message | None, list[int]]:
     fds = array.array("i")
     try:
         data, anc, _, _ = sock.recvmsg(
-            _MAX_MESSAGE, socket.CMSG_LEN(3 * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+            _MAX_MESSAGE, socket.CMSG_LEN(4 * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
     except OSError:
         return None, []
     for level, kind, payload in anc:
@@ -161,13 +164,14 @@ def _receive(sock: socket.socket) -> tuple[Message | None, list[int]]:
 
 
 def _conversation(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> None:
-    """In the grandchild: a session of its own, the conversation's pipes as 0/1/2."""
+    """In the holder's child: a session of its own, the conversation's pipes as 0/1/2."""
     try:
         sock.close()  # the supervisor's channel is not the target's
+        os.close(fds[3])  # nor its lifeline
         os.setsid()
-        for i, fd in enumerate(fds):
+        for i, fd in enumerate(fds[:3]):
             os.dup2(fd, i)
-        for fd in fds:
+        for fd in fds[:3]:
             if fd > 2:
                 os.close(fd)
         serve(spec, fn)
@@ -176,31 +180,95 @@ def _conversation(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> Non
     _exit(0)
 
 
-def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> Message:
-    """Start one conversation; its pid, which is the supervisor's child by then.
+def _prctl() -> Callable[..., int]:
+    """libc's ``prctl``, loaded by the worker once (a holder calls it: importing ctypes in
+    every holder would cost each conversation milliseconds)."""
+    import ctypes
 
-    The middle process exits at once: its child, orphaned, goes to the nearest subreaper
-    above, the supervisor, which can then wait for it, kill its group and sweep beneath it
-    exactly as for a target it started itself."""
+    prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    return prctl
+
+
+def _hold(lifeline: int, program: object) -> None:
+    """Wait as ``program`` (a small one: ``cat``) reading the supervisor's lifeline, until
+    killed or the supervisor is gone (as ``reaper._hold``). Never returns."""
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(lifeline, 0)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
+            if fd > 2:  # this process kept open would never end
+                try:
+                    os.close(fd)
+                except OSError:
+                    continue  # the listing's own descriptor, closed already
+        if isinstance(program, str) and program:
+            try:
+                os.execve(program, [program], {})
+            except OSError:
+                program = None  # (imports nothing here: a holder pays for no import)
+        while os.read(0, 4096):  # no such program: wait as Python
+            pass
+    finally:
+        os._exit(0)
+
+
+def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
+            program: object, prctl: Callable[..., int]) -> None:
+    """In the holder: fork the conversation's process beneath us, say both pids, hold."""
+    import signal
+
+    try:
+        os.setsid()  # out of this worker's group: stopping the worker must not kill us
+        prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, as reaper.set_subreaper
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # never reap the target: its pid is kept
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            _conversation(spec, fn, sock, fds)
+        os.write(w, str(pid).encode())
+        os.close(w)
+        sock.close()
+        for fd in fds[:3]:
+            os.close(fd)
+        _hold(fds[3], program)
+    finally:
+        os._exit(1)
+
+
+def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: object,
+          prctl: Callable[..., int]) -> Message:
+    """Start one conversation: its pid and its holder's.
+
+    The holder stays this worker's child, unreaped until the supervisor, having killed it,
+    asks (``{"op": "reap"}``): its pid stays its own until then. A subreaper itself, it
+    keeps everything the conversation starts beneath it; what it leaves when it dies goes
+    to the nearest subreaper above, the supervisor."""
     r, w = os.pipe()
-    middle = os.fork()
-    if middle == 0:
+    holder = os.fork()
+    if holder == 0:
         os.close(r)
-        try:
-            pid = os.fork()
-            if pid == 0:
-                os.close(w)
-                _conversation(spec, fn, sock, fds)
-            os.write(w, str(pid).encode())
-        finally:
-            os._exit(0)
+        _holder(spec, fn, sock, fds, w, program, prctl)
     os.close(w)
     for fd in fds:
         os.close(fd)
     with os.fdopen(r, "rb") as reader:
-        said = reader.read()
-    os.waitpid(middle, 0)
-    return {"pid": int(said)} if said.isdigit() else {"error": "fork failed", "errno": 0}
+        said = reader.read()  # until the holder and its child closed the pipe
+    if said.isdigit():
+        return {"pid": int(said), "holder": holder}
+    return {"error": "fork failed", "errno": 0}
+
+
+def _reap(pid: object) -> Message:
+    """Reap holder ``pid``, which the supervisor killed."""
+    try:
+        if isinstance(pid, int):
+            os.waitpid(pid, 0)
+            return {"reaped": True}
+    except ChildProcessError:
+        pass
+    return {"error": f"no holder {pid!r} here", "errno": 0}
 
 
 def zygote(spec: str) -> None:
@@ -217,7 +285,12 @@ def zygote(spec: str) -> None:
         _send(sock, {"error": _failure(spec, exc)})
         os._exit(START_FAILED)
     import gc
+    import signal
 
+    # The holders are our children until the supervisor has us reap them: none may be
+    # reaped behind its back (an import may have set SIGCHLD to be ignored).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    prctl = _prctl()
     gc.collect()
     gc.freeze()  # what the import made stays out of the children's collections: fewer copies
     _send(sock, {"ready": True})
@@ -225,11 +298,13 @@ def zygote(spec: str) -> None:
         request, fds = _receive(sock)
         if request is None:
             os._exit(0)  # the supervisor is done (or gone)
-        if request.get("op") == "fork" and len(fds) == 3:
+        if request.get("op") == "fork" and len(fds) == 4:
             try:
-                answer = _fork(spec, fn, sock, fds)
+                answer = _fork(spec, fn, sock, fds, request.get("hold"), prctl)
             except OSError as exc:
                 answer = {"error": exc.strerror or str(exc), "errno": exc.errno or 0}
+        elif request.get("op") == "reap" and not fds:
+            answer = _reap(request.get("pid"))
         else:
             for fd in fds:
                 os.close(fd)

@@ -52,7 +52,7 @@ from gitevals.run.executors import Context, Placed, RunShared
 if TYPE_CHECKING:
     from gitevals.run.artifact import ErrorRecord, ExecutorRecord, Placement, Trial
     from gitevals.run.executors import Job
-    from gitevals.run.runner import Execution, _Done
+    from gitevals.run.runner import Done, Execution
 
 #: Attempts a conversation gets when the nodes under it die: the first and two retries.
 ATTEMPTS = 3
@@ -412,15 +412,15 @@ def _lost_why(placement: Placement) -> str:
             f"not retried past {ATTEMPTS} attempts")
 
 
-def _lost(execution: Execution, ci: int, trial: int, placement: Placement) -> list[_Done]:
+def _lost(execution: Execution, ci: int, trial: int, placement: Placement) -> list[Done]:
     """Every scenario of a conversation whose nodes all died: an infrastructure error."""
     from gitevals.run.artifact import transcript
-    from gitevals.run.runner import _Done
+    from gitevals.run.runner import Done
 
     why = _lost_why(placement)
     error: ErrorRecord = {"kind": "node_lost", "message": why}
     case = execution.plan.cases[ci]
-    return [_Done(i, transcript([], 0), error) for i, s in enumerate(case.scenarios)
+    return [Done(i, transcript([], 0), error) for i, s in enumerate(case.scenarios)
             if execution.wants(case, s, trial)]
 
 

@@ -8,25 +8,37 @@ that ignores SIGTERM outlives a polite kill. What no process can do is choose it
 parent: on Linux an orphan goes to the nearest ancestor marked
 ``PR_SET_CHILD_SUBREAPER``, and to init only when there is none. So:
 
-- **A supervisor per job slot** (``supervisor_main``: a fresh interpreter that
-  imports only the standard library) marks itself a subreaper and starts that
-  slot's targets, one conversation at a time. Everything beneath it therefore
-  belongs to the slot's current conversation, however many run in parallel. When
-  the conversation ends gitevals asks it to ``end``: it kills the target's group,
-  then every process still beneath it (found through the parent links in
-  ``/proc``, each kill aimed through a pidfd at the process that was seen, so a
-  reused pid is never hit), and reaps them; it answers once it has no child left,
-  which on a subreaper means nothing is left beneath it. If gitevals dies, the
-  supervisor sees its socket close and does the same before it exits.
+- **A holder per conversation.** The target is started beneath a process of its own,
+  marked a subreaper, that then waits as a small program (``cat`` reading a pipe: ~1.3 MB
+  resident, not a Python interpreter) until it is killed. Everything the target starts,
+  and every orphan of it, is beneath its holder. The holder never reaps: when the target
+  exits it stays a zombie, so its pid -- its process group id -- stays reserved and its
+  exit code readable in ``/proc`` until the conversation ends. Then gitevals kills the
+  target's group and every process still alive beneath the holder (found through the
+  parent links in ``/proc``, each kill aimed through a pidfd at the process that was
+  seen, so a reused pid is never hit) until only the dead are left, which can no longer
+  fork; the supervisor then kills the holder and reaps them all.
+- **One supervisor for the run** (``supervisor_main``: a fresh interpreter that imports
+  only the standard library, itself a subreaper) forks the holders, so they are its
+  children, and keeps the python targets' warm workers. Every job slot asks it on one
+  socket, in turn; each request is a fork or a kill, a millisecond or two. If gitevals
+  dies, the supervisor sees the socket close and kills everything beneath it before it
+  exits; if the supervisor dies, its holders read the end of their pipe and exit, and
+  what was beneath them goes to gitevals' own subreaper.
 - **A python target's warm worker** (``gitevals/run/pyworker.py --zygote``) is a child
-  of the slot's supervisor that outlives conversations: it imported the module once and
-  forks each conversation's process, which it hands over (forking twice, so the
-  supervisor adopts it). Sweeps leave the worker and what is beneath it alone; the
-  conversation's process and its leftovers are beneath the supervisor as any target's.
+  of the supervisor that outlives conversations: it imported the module once and forks
+  each conversation's holder, which forks the conversation's process from the worker's
+  memory and becomes a holder. The worker reaps a holder only when the supervisor, having
+  killed it, asks: until then its pid is its own.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
-  escapes elsewhere -- a grader's children, the subtree of a supervisor that a
-  target killed -- is adopted by gitevals and swept when the run ends, before the
+  escapes elsewhere -- a grader's children, the subtree of a holder that a target
+  killed -- is adopted by gitevals and swept when the run ends, before the
   materialized tree is removed.
+
+Why holders, not a supervisor per job slot (as before): an interpreter per slot kept
+~11 MB resident, ~700 MB at ``--jobs 64``; a holder ~1.3 MB, and only while its
+conversation runs. Why not the one supervisor as the only subreaper: the orphans of every
+conversation would reach the same process, which could not tell whose they are.
 
 Not chosen: a cgroup (``cgroup.kill``) needs a delegated, writable cgroup v2,
 which an unprivileged process in a CI container rarely has; a PID namespace
@@ -35,9 +47,9 @@ distributions and would run the target as pid 1, with pid 1's signal rules;
 gitevals as the only subreaper cannot tell which conversation an adopted orphan
 came from, and killing it could break another conversation still running.
 
-Cost (``benchmarks/bench_run.py``): one supervisor start per job slot, two round
-trips on a socket pair per conversation, and a scan of ``/proc`` only when
-something is still alive beneath the supervisor after its target was killed.
+Cost (``benchmarks/bench_run.py``, ``benchmarks/bench_conversations.py``): one supervisor
+start per run; per conversation a fork and an exec of its holder, two round trips on a
+socket, and a few reads of ``/proc`` when it ends.
 
 Where this cannot work (not Linux, no ``/proc``, ``prctl`` refused) ``available``
 is false and targets are started directly in their own session and killed by
@@ -82,40 +94,53 @@ def set_subreaper(on: bool = True) -> bool:
     """Mark this process a child subreaper (or not); whether the kernel agreed."""
     if sys.platform != "linux":
         return False
+    global _PRCTL
     try:
-        import ctypes
+        if _PRCTL is None:  # loaded once: a holder forked from the supervisor calls it too
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        return bool(_PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+_PRCTL: Callable[..., int] | None = None
 
 
 @contextmanager
 def subreaper() -> Iterator[bool]:
     """Adopt this process's orphaned descendants while inside; on the way out kill and reap
-    every process still beneath it. Yields whether the kernel made it a subreaper."""
+    every process still beneath it but the children it had on the way in (and theirs): a
+    program that calls gitevals keeps its own processes and their exit statuses. Yields
+    whether the kernel made it a subreaper."""
     on = set_subreaper(True)
+    theirs = frozenset(_children(os.getpid()) or ())
     try:
         yield on
     finally:
         if on:
-            sweep()
+            sweep(spare=theirs)
             set_subreaper(False)
 
 
 # --- finding and killing what is beneath a process -----------------------------------
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, start time) of ``pid`` from /proc, or None once it is gone."""
+def _fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat from the state on (field 3), or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
-    fields = data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
-    return int(fields[1]), int(fields[19])
+    return data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time) of ``pid`` from /proc, or None once it is gone."""
+    fields = _fields(pid)
+    return None if fields is None else (int(fields[1]), int(fields[19]))
 
 
 def _process_tree() -> dict[int, list[tuple[int, int]]]:
@@ -203,8 +228,16 @@ def _kill(pid: int, started: int) -> None:
         os.close(fd)
 
 
-def _reap_exited() -> bool:
-    """Reap every child that has exited; whether any child (running) is left."""
+def _reap_exited(spare: frozenset[int] = frozenset()) -> bool:
+    """Reap every child that has exited but those in ``spare`` (another owner waits for
+    them); whether any child (running) is left."""
+    mine = _children(os.getpid()) if spare else None
+    if mine is not None:
+        running = False
+        for pid in set(mine) - spare:
+            with suppress(ChildProcessError):
+                running = os.waitpid(pid, os.WNOHANG)[0] == 0 or running
+        return running
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -214,17 +247,19 @@ def _reap_exited() -> bool:
             return True
 
 
-def sweep(limit: float = SWEEP_LIMIT, keep: frozenset[int] = frozenset()) -> list[int]:
-    """Kill and reap every process beneath this one but those in ``keep`` (and what is
-    beneath them); the pids still there after ``limit`` s.
+def sweep(limit: float = SWEEP_LIMIT, keep: frozenset[int] = frozenset(),
+          spare: frozenset[int] = frozenset()) -> list[int]:
+    """Kill and reap every process beneath this one but those in ``keep`` and ``spare``
+    (and what is beneath them); the pids still there after ``limit`` s.
 
-    Reaps *all* children: call it only where no child is owned by anyone else (a
-    supervisor, or gitevals once its workers are stopped). On a subreaper "no child
+    Reaps every child but the ``spare`` ones (children another part of this program
+    owns and waits for); a ``keep`` child that exited is reaped. On a subreaper "no child
     left" means nothing is left beneath it: orphans come here, not to init.
     """
     deadline = time.monotonic() + limit
     pause = 0.0005
-    while _reap_exited():
+    keep = keep | spare
+    while _reap_exited(spare):
         mine = _children(os.getpid())
         if mine is not None and not set(mine) - keep:
             return []  # only the kept ones: nothing to sweep, and no scan of /proc
@@ -303,30 +338,85 @@ def _exit_code(pid: int) -> int | None:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
-def _status(target: int, wait: float) -> int | None:
-    """The target's exit code once it exits (within ``wait`` s), without reaping it:
-    its pid, which is its process group id, stays reserved until ``_end``."""
-    if (code := _exit_code(target)) is None and wait > 0:
-        await_exit(target, wait)
-        code = _exit_code(target)
+def zombie_code(pid: int) -> int | None:
+    """The exit code (-signal when killed) of ``pid`` once it has exited and is not reaped
+    (a target beneath its holder), read from ``/proc``: no need to be its parent. None
+    while it runs."""
+    fields = _fields(pid)
+    if fields is None or fields[0] not in (b"Z", b"X") or len(fields) < 50:
+        return None
+    return os.waitstatus_to_exitcode(int(fields[49]))
+
+
+def target_status(pid: int, wait: float) -> int | None:
+    """A held target's exit code once it exits (within ``wait`` s)."""
+    code = zombie_code(pid)
+    if code is None and wait > 0:
+        deadline = time.monotonic() + wait
+        await_exit(pid, wait, lambda: zombie_code(pid) is not None)
+        # The pidfd wakes as the kernel turns the process into a zombie: a moment more.
+        settle = min(deadline, time.monotonic() + 0.05)
+        while (code := zombie_code(pid)) is None and time.monotonic() < settle:
+            time.sleep(0.0005)
     return code
 
 
-def _end(target: int, keep: frozenset[int] = frozenset()) -> dict[str, Any]:
-    """Kill the target's group and everything else beneath us but ``keep`` (the warm
-    workers); reap it all."""
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(target, signal.SIGKILL)
-    code = _status(target, SWEEP_LIMIT)
-    return {"status": code, "left": sweep(keep=keep)}
+def _alive_beneath(root: int) -> dict[int, int]:
+    """pid -> start time of every process beneath ``root`` that is not yet dead."""
+    return {pid: started for pid, started in descendants(root).items()
+            if (f := _fields(pid)) is not None and f[0] not in (b"Z", b"X")}
+
+
+def sweep_beneath(holder: int, limit: float = SWEEP_LIMIT) -> list[int]:
+    """Kill every process alive beneath ``holder`` until only the dead are left (which
+    cannot fork any more); the pids still alive after ``limit`` s. Nothing is reaped: the
+    supervisor does, once it has killed the holder."""
+    deadline = time.monotonic() + limit
+    pause = 0.0005
+    while left := _alive_beneath(holder):
+        for pid, started in left.items():
+            _kill(pid, started)
+        if time.monotonic() > deadline:
+            return sorted(left)
+        time.sleep(pause)  # killed processes take a moment to become zombies
+        pause = min(pause * 2, 0.05)
+    return []
+
+
+def hold_program() -> str | None:
+    """The small program a holder becomes: ``cat``, reading a pipe that only the
+    supervisor writes to (so it exits when the supervisor is gone)."""
+    return next((p for p in ("/bin/cat", "/usr/bin/cat") if os.access(p, os.X_OK)), None)
+
+
+def _hold(lifeline: int, program: str | None) -> None:
+    """Become a holder: wait until killed or the supervisor is gone. Never returns.
+    (``pyworker._hold`` is the same for the python targets' holders.)"""
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(lifeline, 0)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
+            if fd > 2:  # this process kept open would never end
+                with suppress(OSError):
+                    os.close(fd)
+        if program:
+            with suppress(OSError):
+                os.execve(program, [program], {})
+        while os.read(0, 4096):  # no such program here: wait as Python
+            pass
+    finally:
+        os._exit(0)
 
 
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
-    supervisor: it imported the target module once and forks one child a conversation,
-    which it hands over to us (see ``pyworker._fork``)."""
+    supervisor: it imported the target module once and forks one holder a conversation,
+    its child until we have it reaped (see ``pyworker._fork``)."""
 
-    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None) -> None:
+    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+                 wait: float) -> None:
         import socket
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -339,95 +429,205 @@ class _Zygote:
         finally:
             theirs.close()
             os.close(devnull)
+        self.sock.settimeout(wait)
+        self.slow = False
         ready = self._receive()
+        self.sock.settimeout(None)
         self.error: str | None = None if ready.get("ready") else str(
             ready.get("error") or "the python worker exited while importing the target")
 
     def _receive(self) -> dict[str, object]:
         try:
             data = self.sock.recv(_MAX_MESSAGE)
+        except TimeoutError:
+            self.slow = True
+            data = b""
         except OSError:
             data = b""
         answer = json.loads(data) if data else {}
         return answer if isinstance(answer, dict) else {}
 
-    def fork(self, fds: Sequence[int]) -> dict[str, object]:
-        """One conversation on ``fds``: ``{"pid"}`` (now our child), or what failed."""
+    def fork(self, fds: Sequence[int], lifeline: int, program: str | None
+             ) -> dict[str, object]:
+        """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
         import socket
 
         try:
-            socket.send_fds(self.sock, [b'{"op": "fork"}'], list(fds))
+            socket.send_fds(self.sock, [json.dumps({"op": "fork", "hold": program}).encode()],
+                            [*fds, lifeline])
         except OSError:
             return {}
         return self._receive()
+
+    def reap(self, holder: int) -> None:
+        """Have the worker reap ``holder``, its child, which we killed (its orphans are
+        ours once it has: ``_reap_strays``)."""
+        with suppress(OSError):
+            self.sock.send(json.dumps({"op": "reap", "pid": holder}).encode())
+            self._receive()
 
     def stop(self) -> None:
         self.sock.close()
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
-class _Slot:
-    """One job slot's state in its supervisor: the target of the conversation it serves
-    (at most one at a time), and the warm workers of the python targets it started."""
+class _Holders:
+    """The supervisor's state: the holders of the conversations running now (each with
+    its target's pid), and the warm workers of the python targets it started."""
 
     def __init__(self) -> None:
-        self.target: int | None = None
+        # Only the supervisor holds the write end: holders read its end when it is gone.
+        self.lifeline, self._lifeline_w = os.pipe()
+        self.program = hold_program()
+        self.held: dict[int, int] = {}  # holder pid -> its target's pid
+        self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
-
-    def kept(self) -> frozenset[int]:
-        return frozenset(z.pid for z in self.zygotes.values())
 
     def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
         op = request.get("op")
         try:
-            if op == "spawn" and self.target is None:
+            if op == "spawn":
                 return self._spawn(request, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        if op == "status" and self.target is not None:
-            return {"status": _status(self.target, float(request.get("wait", 0)))}
-        if op == "end" and self.target is not None:
-            target, self.target = self.target, None
-            return _end(target, self.kept())
+        holder = request.get("holder")
+        if op == "end" and isinstance(holder, int) and holder in self.held:
+            return self._end(holder)
+        if op == "warm":
+            return self._ready(request["zygote"], request["cwd"], request.get("env"),
+                               float(request.get("wait", 0)))
         return {"error": f"unexpected request {op!r}"}
+
+    def _ready(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+               wait: float) -> dict[str, object]:
+        """Start the warm worker for ``argv`` now, before any conversation (the run's
+        preflight): ``{"ready"}``, ``{"start_failed": line}``, or ``{"slow"}`` when its
+        import takes longer than ``wait`` s (the conversations try again)."""
+        try:
+            zygote = self._zygote(argv, cwd, env, wait)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        if zygote is None:
+            return {"slow": True}
+        return {"ready": True} if zygote.error is None else {"start_failed": zygote.error}
+
+    def _zygote(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+                wait: float) -> _Zygote | None:
+        """The warm worker for ``argv`` (started now when there is none; one whose import
+        failed is kept, with its line); None when its import took longer than ``wait``."""
+        key = json.dumps([argv, cwd, env], sort_keys=True)
+        zygote = self.zygotes.get(key)
+        if zygote is None:
+            zygote = _Zygote(argv, cwd, env, wait)
+            if zygote.error is not None:
+                zygote.stop()
+                if zygote.slow:
+                    return None
+            self.zygotes[key] = zygote
+        return zygote
 
     def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
         try:
             if request.get("zygote"):
-                answer = self._warm(request["zygote"], cwd, env, fds)
+                answer = self._warm(request["zygote"], cwd, env, fds,
+                                    float(request.get("wait", 0)) + ANSWER_LIMIT / 2)
                 if answer is not None:
                     return answer
-            self.target = _spawn(argv, cwd, env, fds)
+            return self._cold(argv, cwd, env, fds)
         except OSError as exc:
             return {"errno": exc.errno, "error": exc.strerror or str(exc)}
-        return {"pid": self.target}
+
+    def _cold(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
+              fds: list[int]) -> dict[str, object]:
+        """Fork a holder that starts ``argv`` as its child, then waits as a small program."""
+        r, w = os.pipe()
+        holder = os.fork()
+        if holder == 0:  # the holder (this process has one thread: forking is safe)
+            try:
+                os.close(r)
+                os.close(self._lifeline_w)
+                os.setsid()
+                set_subreaper(True)
+                try:
+                    said: dict[str, object] = {"pid": _spawn(argv, cwd, env, fds)}
+                except OSError as exc:
+                    said = {"errno": exc.errno, "error": exc.strerror or str(exc)}
+                os.write(w, json.dumps(said).encode())
+                os.close(w)
+                if "pid" in said:
+                    _hold(self.lifeline, self.program)
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as reader:
+            said = json.loads(reader.read() or b"{}")
+        target = said.get("pid")
+        if not isinstance(target, int):
+            with suppress(ChildProcessError):
+                os.waitpid(holder, 0)
+            raise OSError(said.get("errno") or 0, said.get("error") or "the holder failed")
+        self.held[holder] = target
+        return {"pid": target, "holder": holder}
 
     def _warm(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
-              fds: list[int]) -> dict[str, object] | None:
-        """A child of the warm worker for ``argv`` (started now if it is not running);
-        None when there cannot be one, and the target is started cold."""
-        key = json.dumps([argv, cwd, env], sort_keys=True)
+              fds: list[int], wait: float) -> dict[str, object] | None:
+        """A conversation forked from the warm worker for ``argv`` (started now if it is not
+        running); None when there cannot be one, and the target is started cold."""
         for _ in range(2):  # a worker a conversation killed is started again, once
-            zygote = self.zygotes.get(key)
+            zygote = self._zygote(argv, cwd, env, wait)
             if zygote is None:
-                zygote = self.zygotes[key] = _Zygote(argv, cwd, env)
+                return {"start_failed": "the python worker took longer than "
+                        f"{wait:.0f} s to import the target"}  # tried again next time
             if zygote.error is not None:
                 return {"start_failed": zygote.error}
-            pid = zygote.fork(fds).get("pid")
-            if isinstance(pid, int):
-                self.target = pid
-                return {"pid": pid}
-            del self.zygotes[key]
+            answer = zygote.fork(fds, self.lifeline, self.program)
+            target, holder = answer.get("pid"), answer.get("holder")
+            if isinstance(target, int) and isinstance(holder, int):
+                self.held[holder] = target
+                self.owners[holder] = zygote
+                return {"pid": target, "holder": holder}
+            self.zygotes.pop(json.dumps([argv, cwd, env], sort_keys=True), None)
             zygote.stop()
-            sweep(keep=self.kept())
         return None
+
+    def _end(self, holder: int) -> dict[str, object]:
+        """Kill the holder (gitevals killed what was alive beneath it; anything that came
+        since is killed here) and reap it with the dead it leaves."""
+        self.held.pop(holder)
+        owner = self.owners.pop(holder, None)
+        for pid, started in _alive_beneath(holder).items():
+            _kill(pid, started)
+        with suppress(ProcessLookupError):  # unreaped (ours, or a warm worker's child):
+            os.kill(holder, signal.SIGKILL)  # its pid is still its own
+        try:
+            os.waitpid(holder, 0)
+        except ChildProcessError:  # a warm worker's child: it reaps it when asked
+            if owner is not None:
+                owner.reap(holder)
+        self._reap_strays()
+        return {"ended": True}
+
+    def _reap_strays(self) -> None:
+        """Reap our dead children that no running conversation owns: what a holder leaves
+        to us when it dies. A running conversation's target keeps its pid, even when its
+        holder was killed and it is ours."""
+        kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values())}
+        kids = _children(os.getpid())
+        if kids is None:
+            kids = [pid for pid, _ in _process_tree().get(os.getpid(), [])]
+        for pid in kids:
+            if pid not in kept:
+                with suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
 
 
 def supervisor_main() -> None:
-    """Serve one job slot of ``gitevals run`` over the socket on fd 0, then sweep and exit."""
+    """Serve every job slot of ``gitevals run`` over the socket on fd 0, then sweep and exit."""
     import socket
 
     if not set_subreaper(True):
@@ -435,14 +635,16 @@ def supervisor_main() -> None:
     sock = socket.socket(fileno=os.dup(0))  # a socket pair end (dup: close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
+    holders = _Holders()
     sock.send(b'{"ready": true}')
-    slot = _Slot()
     try:
         while True:
-            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3, socket.MSG_CMSG_CLOEXEC)
+            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3)
+            for fd in fds:  # recv_fds drops its flags (MSG_CMSG_CLOEXEC): close-on-exec here,
+                os.set_inheritable(fd, False)  # or the holder would keep the pipes open
             if not data:
                 break  # gitevals is done (or gone)
-            sock.send(json.dumps(slot.serve(json.loads(data), fds)).encode())
+            sock.send(json.dumps(holders.serve(json.loads(data), fds)).encode())
     finally:  # whatever went wrong, nothing stays behind
         sweep()
         os._exit(0)
@@ -459,19 +661,20 @@ class StartFailed(Exception):
     """A python target's module did not import in its warm worker (the worker's line)."""
 
 
-class Supervisor:
-    """gitevals' end of one supervisor: starts, asks about and ends one target at a time.
-
-    Not thread-safe: one supervisor serves one job slot (one thread).
-    """
+class Channel:
+    """gitevals' end of the run's supervisor: one socket the job slots ask in turn (each
+    answer takes a millisecond or two; a python target's first import takes longer)."""
 
     def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        import threading
+
         self.proc = proc
         self.sock = sock
         self.gone = False
+        self._lock = threading.Lock()
 
     @classmethod
-    def start(cls) -> Supervisor | None:
+    def start(cls) -> Channel | None:
         """A ready supervisor, or None where there cannot be one."""
         if not available():
             return None
@@ -489,12 +692,12 @@ class Supervisor:
             return None
         finally:
             theirs.close()
-        sup = cls(proc, ours)
+        channel = cls(proc, ours)
         try:
-            ready = sup._receive(START_LIMIT)
+            ready = channel._receive(START_LIMIT)
         except SupervisorGone:
             return None
-        return sup if ready.get("ready") else None
+        return channel if ready.get("ready") else None
 
     def _lost(self, why: str) -> SupervisorGone:
         """Kill the supervisor (what was beneath it is adopted by gitevals' own subreaper)."""
@@ -516,17 +719,58 @@ class Supervisor:
         answer: dict[str, Any] = json.loads(data)
         return answer
 
-    def _ask(self, request: dict[str, Any], limit: float, fds: Sequence[int] = ()
-             ) -> dict[str, Any]:
+    def ask(self, request: dict[str, Any], limit: float, fds: Sequence[int] = ()
+            ) -> dict[str, Any]:
+        """Send ``request`` (with ``fds``) and wait at most ``limit`` s more than usual for
+        the answer; ``SupervisorGone`` when none comes."""
         import socket
 
-        if self.gone:
-            raise SupervisorGone("it was killed before")
+        with self._lock:
+            if self.gone:
+                raise SupervisorGone("it was killed before")
+            try:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+            except OSError as exc:
+                raise self._lost(f"cannot send: {exc}") from None
+            return self._receive(limit + ANSWER_LIMIT)
+
+    def close(self) -> None:
+        """Let the supervisor sweep and exit; kill it if it does not."""
+        import subprocess
+
+        with self._lock:
+            if self.gone:
+                return
+            self.gone = True
+            self.sock.close()
         try:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
-        except OSError as exc:
-            raise self._lost(f"cannot send: {exc}") from None
-        return self._receive(limit + ANSWER_LIMIT)
+            self.proc.wait(timeout=SWEEP_LIMIT + ANSWER_LIMIT)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+class Supervisor:
+    """One job slot's use of the run's supervisor: starts, asks about and ends one target
+    at a time (with its holder). Not thread-safe: one slot, one thread."""
+
+    def __init__(self, channel: Channel, owner: bool = False) -> None:
+        self.channel = channel
+        self.owner = owner  # closing the slot stops the supervisor
+        self.target: int | None = None
+        self.holder: int | None = None
+
+    @classmethod
+    def start(cls) -> Supervisor | None:
+        """A slot on a supervisor of its own, stopped by ``close``; None where there cannot
+        be one."""
+        channel = Channel.start()
+        return None if channel is None else cls(channel, owner=True)
+
+    @property
+    def gone(self) -> bool:
+        return self.channel.gone
 
     def spawn(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
               fds: Sequence[int], zygote: Sequence[str] | None = None,
@@ -535,41 +779,55 @@ class Supervisor:
         cannot start raises ``OSError`` as ``Popen`` would.
 
         With ``zygote`` (a python target's warm worker argv), the target is a fresh fork
-        of that worker, which this supervisor starts on first use and keeps; ``wait`` is
+        of that worker, which the supervisor starts on first use and keeps; ``wait`` is
         how long its import may take. A module that does not import raises
         ``StartFailed`` with the worker's one line."""
         request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
-                   "env": None if env is None else dict(env)}
+                   "env": None if env is None else dict(env), "wait": wait}
         if zygote:
             request["zygote"] = list(zygote)
-        answer = self._ask(request, wait, fds)
+        answer = self.channel.ask(request, wait, fds)
         if "start_failed" in answer:
             raise StartFailed(str(answer["start_failed"]))
         if "pid" not in answer:
             raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
-        return int(answer["pid"])
+        self.target, self.holder = int(answer["pid"]), int(answer["holder"])
+        return self.target
+
+    def warm(self, zygote: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+             wait: float) -> str | None:
+        """Start a python target's warm worker before any conversation: None once it
+        imported the module, else the worker's one line saying why it does not import.
+        An import longer than ``wait`` s raises ``TimeoutError`` (the conversations try
+        again); an interpreter that cannot start, ``OSError`` as ``Popen`` would."""
+        answer = self.channel.ask({"op": "warm", "zygote": list(zygote), "cwd": cwd,
+                                   "env": None if env is None else dict(env), "wait": wait},
+                                  wait)
+        if "errno" in answer:
+            raise OSError(answer["errno"] or 0, answer.get("error", "cannot start"))
+        if answer.get("slow"):
+            raise TimeoutError(f"the import took longer than {wait:g} s")
+        failed = answer.get("start_failed")
+        return None if failed is None else str(failed)
 
     def status(self, wait: float) -> int | None:
         """The target's exit code if it exits within ``wait`` s (it is not reaped)."""
-        code = self._ask({"op": "status", "wait": wait}, wait).get("status")
-        return None if code is None else int(code)
+        return None if self.target is None else target_status(self.target, wait)
 
     def end(self) -> int | None:
-        """Kill the target and everything beneath the supervisor; the target's exit code."""
-        code = self._ask({"op": "end"}, 2 * SWEEP_LIMIT).get("status")
-        return None if code is None else int(code)
+        """Kill the target and everything beneath its holder; the target's exit code."""
+        target, holder = self.target, self.holder
+        if target is None or holder is None:
+            return None
+        self.target = self.holder = None
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(target, signal.SIGKILL)  # unreaped until the holder goes: still its own
+        code = target_status(target, SWEEP_LIMIT)
+        sweep_beneath(holder)
+        self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
+        return code
 
     def close(self) -> None:
-        """Let the supervisor sweep and exit; kill it if it does not."""
-        import subprocess
-
-        if self.gone:
-            return
-        self.gone = True
-        self.sock.close()
-        try:
-            self.proc.wait(timeout=SWEEP_LIMIT + ANSWER_LIMIT)
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        """A slot of its own supervisor stops it (which first kills what is beneath it)."""
+        if self.owner:
+            self.channel.close()

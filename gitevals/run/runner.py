@@ -1,7 +1,7 @@
-"""Runs pinned to commits: plan the cases of a revision, drive conversations, build the artifact.
+"""Runs pinned to commits: drive the conversations of a plan, build the artifact.
 
-``plan`` reads everything from the commit (settings, cases, lint) and never
-executes tree code. ``Execution`` runs the plan in a materialized copy of the
+The plan (``Plan``) is read from the commit by ``gitevals.api.plan`` (settings, cases,
+lint) without executing tree code. ``Execution`` runs the plan in a materialized copy of the
 commit: one conversation per (case, trial) on a thread pool (the targets are
 processes, so threads only wait), graders in warm worker processes, scoring by
 ``gitevals.run.scoring``. ``build_artifact`` assembles the contract's JSON.
@@ -15,14 +15,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain, islice
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from gitevals import __version__
-from gitevals.findings import Finding, has_errors
-from gitevals.git.tree import Tree
+from gitevals.findings import Finding
+from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSONObject
-from gitevals.model import Case, Scenario, case_name, load_case
+from gitevals.model import Case, Scenario, case_name
 from gitevals.run.artifact import (
     FORMAT,
     CaseRun,
@@ -49,11 +51,14 @@ from gitevals.run.targets import (
     SharedTarget,
     TargetError,
     target_argv,
+    zygote_argv,
 )
-from gitevals.settings import Settings, load_settings
+from gitevals.settings import Settings
 
 if TYPE_CHECKING:
     from gitevals.run.executors import Executor
+    from gitevals.run.tasks import TaskTrials
+    from gitevals.tasks.controls import Controls
     from gitevals.tasks.definition import Task
 
 
@@ -89,6 +94,9 @@ class Plan:
     trials: int | None = None
     tasks: tuple[Task, ...] = ()      # task directories that loaded clean (gitevals.run.tasks)
     notes: tuple[str, ...] = ()       # what the task loader skipped, in words
+    #: ``run --task-controls``: each task's validity controls run before its trials; a task
+    #: whose controls fail is broken (``gitevals.tasks.controls``)
+    task_controls: bool = False
 
     def task_trials(self) -> int:
         """Trials of each task: ``--trials``, else one."""
@@ -130,128 +138,6 @@ def select_cases(available: dict[str, str], names: Sequence[str]) -> dict[str, s
     return {n: available[n] for n in sorted(set(names))}
 
 
-def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
-    from gitevals.lint import lint_tree
-
-    return list(lint_tree(tree, paths=paths).findings)
-
-
-def _load(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
-    """Parse and model one case; a failure is a finding, never an exception."""
-    from gitevals.yamlsafe import parse
-
-    doc, findings = parse(tree.read(path) or b"", path)
-    if doc is None or has_errors(findings):
-        return None, findings
-    try:
-        if not isinstance(doc.data, dict):
-            raise TypeError("the top level is not a mapping")
-        return load_case(path, doc.data), findings
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return None, [*findings, Finding(path, 1, 1, "GE000",
-                                         f"cannot load the case: {exc}; run `gitevals lint`")]
-
-
-def _used_files(tree: Tree, settings: Settings, cases: list[Case]) -> dict[str, str]:
-    paths = {c.path for c in cases}
-    if settings.source:
-        paths.add(settings.source)
-    for c in cases:
-        for s in c.scenarios:
-            for g in s.graders():
-                paths.add(f"{settings.root}/graders/{g.partition('.')[0]}.py")
-    out = {}
-    for p in sorted(paths):
-        e = tree.entry(p)
-        if e is not None:
-            out[p] = e.sha
-    from gitevals.suite.imports import closure
-
-    # What the graders import from the tree is pinned beside them (suite/imports.py).
-    graders = f"{settings.root}/graders/" if settings.root else "graders/"
-    out.update(closure(tree, [p for p in out if p.startswith(graders)], settings.root))
-    return dict(sorted(out.items()))
-
-
-def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
-         goldens_alone: bool = False) -> Plan:
-    """Read settings and the selected cases of ``tree``; lint them; nothing runs.
-
-    A tree with no case and no task is a usage error, unless ``goldens_alone`` and its
-    goldens are mapped to graders: then the plan is empty (``empty``), and the goldens
-    are what the run sends."""
-    from gitevals.errors import UsageError
-
-    settings, bad = load_settings(tree)
-    if bad:
-        raise UsageError(f"{bad[0]}")
-    available = case_paths(tree, settings.root)
-    from gitevals.run import tasks
-
-    picked = tasks.select(tree, settings, available, names)
-    if not available and not picked.tasks and not picked.blocked:
-        if goldens_alone and not names and settings.golden_graders:
-            return Plan(settings, (), (), (), {}, trials, (), picked.notes)
-        raise UsageError(f"no cases in {settings.root}/cases/ of {tree.label}: "
-                         f"{_no_case_fix(tree, settings)}{_goldens_hint(tree, settings)}")
-    chosen = (available if picked.cases is None
-              else select_cases(available, picked.cases) if picked.cases else {})
-    findings = _lint(tree, list(chosen.values()))
-    cases, blocked = [], []
-    for name, path in chosen.items():
-        if any(f.path == path and f.severity == "error" for f in findings):
-            blocked.append(name)  # lint said what is wrong; loading it would only guess
-            continue
-        case, more = _load(tree, path)
-        findings += [f for f in more if f not in findings]
-        if case is None or any(f.path == path and f.severity == "error" for f in findings):
-            blocked.append(name)
-        else:
-            cases.append(case)
-    findings += [f for f in picked.findings if f not in findings]
-    the_plan = Plan(settings, tuple(cases), (*blocked, *picked.blocked),
-                    tuple(sorted(findings)),
-                    {**_used_files(tree, settings, cases), **picked.files}, trials,
-                    picked.tasks, picked.notes)
-    if the_plan.total() > MAX_TRIALS:
-        # Refused before anything starts: a typo such as `trials: 1000000000000` must not
-        # allocate (or bill) without bound.
-        raise UsageError(f"this run would make {the_plan.total():,} trials, over the limit "
-                         f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
-                         "fewer cases at once")
-    return the_plan
-
-
-def _no_case_fix(tree: Tree, settings: Settings) -> str:
-    """What to do about a revision with no case: commit the cases the working tree has
-    (right after `gitevals init`, say), else write one."""
-    from gitevals.git.tree import RevisionTree
-
-    cases = (tree.repo.work_root / settings.root / "cases"
-             if isinstance(tree, RevisionTree) else None)
-    waiting = sorted(p.name for p in cases.glob("*.y*ml") if p.is_file()) if (
-        cases is not None and cases.is_dir()) else []
-    if waiting:
-        from gitevals.report.text import visible
-
-        shown = visible(f"{settings.root}/cases/{waiting[0]}")
-        more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""
-        return (f"{shown}{more} is in the working tree only: commit it first "
-                "(runs read the commit, not the working tree)")
-    return "add a <name>.yaml there (see `gitevals init`)"
-
-
-def _goldens_hint(tree: Tree, settings: Settings) -> str:
-    """What else would make the tree runnable: mapping the buckets of its goldens."""
-    from gitevals.suite.plan import goldens_path
-
-    path = goldens_path(settings.root)
-    if settings.golden_graders or tree.blob_sha(path) is None:
-        return ""
-    return (f", or map the buckets of {path} to graders in [tool.gitevals.goldens] "
-            "graders to run the goldens alone")
-
-
 def empty(the_plan: Plan) -> bool:
     """No case or task, not even a blocked one: a run of the goldens alone."""
     return not the_plan.cases and not the_plan.tasks and not the_plan.blocked
@@ -261,7 +147,7 @@ def empty(the_plan: Plan) -> bool:
 
 
 @dataclass
-class _Done:
+class Done:
     """One scenario of one conversation, before grading."""
 
     scenario: int
@@ -294,7 +180,8 @@ class Execution:
         self.jobs = max(1, jobs)
         target = the_plan.settings.target
         # a python target runs in ``interpreter`` (run.targets.resolve_interpreter)
-        self.argv = target_argv(target.command, target.python, interpreter) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter,
+                                 target.endpoint) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = stop or threading.Event()
         #: True while the main thread computes a sequential run's look: an interrupt
@@ -317,14 +204,38 @@ class Execution:
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
         #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
-        from gitevals.run.tasks import TaskTrials
-
-        # bwrap None: the verifier runs without a sandbox (`run --no-sandbox`)
-        self.task_trials = TaskTrials(tree_dir, self.argv, self.python_target, self.registry,
-                                      self.stop, bwrap, self._env)
+        self._bwrap = bwrap  # None: the verifier runs without a sandbox (`run --no-sandbox`)
         self.task_results: dict[int, dict[int, Trial]] = {}
+        #: task index -> its controls, once ``check_tasks`` ran them (``--task-controls``)
+        self.controls: dict[int, Controls] = {}
         #: told of every trial recorded, after it is (``run --cost-limit``'s meter)
         self.on_trial: Callable[[Trial], None] | None = None
+
+    def warm_target(self, wait: float) -> str | None:
+        """Import a python target in its warm worker now, the one its conversations fork
+        from (the preflight: the import is paid once): its one line when it does not
+        import; None when it did, or when there is no warm worker here (then the caller
+        checks in a process of its own)."""
+        from gitevals.run.reaper import SupervisorGone
+
+        if not self.python_target:
+            return None
+        sup = self.registry.acquire()
+        if sup is None:
+            raise SupervisorGone("no supervisor here")
+        try:
+            return sup.warm(zygote_argv(self.argv), self.tree_dir, self._env, wait)
+        finally:
+            self.registry.release(sup)
+
+    @cached_property
+    def task_trials(self) -> TaskTrials:
+        """The tasks' trials, made on first use: a run of cases alone never imports the
+        task machinery (its sandbox, verifier)."""
+        from gitevals.run.tasks import TaskTrials
+
+        return TaskTrials(self.tree_dir, self.argv, self.python_target, self.registry,
+                          self.stop, self._bwrap, self._env)
 
     def _task(self, ti: int, trial: int) -> None:
         """Trial ``trial`` of task ``ti``: a conversation and its verifier calls."""
@@ -351,10 +262,10 @@ class Execution:
         self.executor.interrupt()
 
     def _converse(self, case: Case, trial: int,
-                  only: frozenset[int] | None = None) -> list[_Done]:
+                  only: frozenset[int] | None = None) -> list[Done]:
         """Conversation ``trial`` of ``case``: its scenarios in order on one target process
         (those ``wants`` runs, or the indices ``only`` when the driver decided them)."""
-        done: list[_Done] = []
+        done: list[Done] = []
         ended: ErrorRecord | None = None  # the error every later scenario inherits
         with self._conversation(case, trial) as conv:
             for index, s in enumerate(case.scenarios):
@@ -368,7 +279,7 @@ class Execution:
                     ended = {"kind": error["kind"], "message": "not run: the conversation "
                              f"ended in scenario {s.id!r}: {error['message']}"}
                 ms = int((time.monotonic() - started) * 1000)
-                done.append(_Done(index, transcript(replies, ms), error))
+                done.append(Done(index, transcript(replies, ms), error))
         return [] if self.stop.is_set() else done
 
     def _conversation(self, case: Case, trial: int) -> Conversation | SharedConversation:
@@ -456,12 +367,16 @@ class Execution:
         plan of many trials never becomes a list of them in memory, and an interrupt
         stops the drawing at once."""
         counts = [self.plan.conversations(c) for c in self.plan.cases]
+        if tasks:
+            self.check_tasks()
+        # a task whose controls failed is not run: its trials are broken (``cases``)
+        runs = [0 if ti in self.controls and not self.controls[ti].valid
+                else self.plan.task_trials() for ti in range(len(self.plan.tasks))]
         # Trial-major order: every case gets its first conversations early.
         items = chain(
             ((self._trial, ci, t) for ci, t in (work if work is not None
                                                 else _trial_major(counts))),
-            ((self._task, ti, t) for ti, t in _trial_major(
-                [self.plan.task_trials()] * len(self.plan.tasks) if tasks else [])))
+            ((self._task, ti, t) for ti, t in _trial_major(runs if tasks else [])))
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         try:
             self._feed(pool, items, progress)
@@ -476,6 +391,18 @@ class Execution:
                     self.shared.close()
         if progress is not None:
             progress(self.tally())
+
+    def check_tasks(self) -> None:
+        """Run the validity controls of every task not yet checked, when the plan asks
+        (``run --task-controls``), in the sandbox, one task after another."""
+        if not self.plan.task_controls or self.task_trials.bwrap is None:
+            return
+        from gitevals.tasks.controls import run_controls
+
+        for ti, task in enumerate(self.plan.tasks):
+            if ti not in self.controls and not self.stop.is_set():
+                self.controls[ti] = run_controls(task, Path(self.tree_dir) / task.path,
+                                                 self.task_trials.bwrap)
 
     def _feed(self, pool: ThreadPoolExecutor,
               items: Iterator[tuple[Callable[[int, int], None], int, int]],
@@ -521,13 +448,18 @@ class Execution:
                 record["cluster"] = case.cluster
             out.append(record)
         if self.plan.tasks:
-            from gitevals.run.tasks import case_run
+            from gitevals.run.tasks import broken_trials, case_run
 
             for ti, task in enumerate(self.plan.tasks):
                 by_trial = self.task_results.get(ti, {})
-                out.append(case_run(task, self.plan.task_trials(),
-                                    [by_trial[t] for t in sorted(by_trial)],
-                                    self.task_trials.sandbox))
+                controls = self.controls.get(ti)
+                results = ([by_trial[t] for t in sorted(by_trial)]
+                           if controls is None or controls.valid
+                           else broken_trials(task, self.plan.task_trials(),
+                                              controls.reason(), self.task_trials.sandbox))
+                out.append(case_run(task, self.plan.task_trials(), results,
+                                    self.task_trials.sandbox,
+                                    None if controls is None else controls.as_dict()))
             out.sort(key=lambda c: c["name"])
         return out
 

@@ -228,7 +228,7 @@ def _error_text(error: ErrorRecord) -> str:
     return f"{error.get('kind', 'error')}: {error.get('message', '')}".rstrip(": ")
 
 
-def _trial_errors(result: Trial) -> list[str]:
+def trial_errors(result: Trial) -> list[str]:
     """Error kinds of one trial: its own, then each assertion's."""
     kinds = []
     if result["error"] is not None:
@@ -269,7 +269,7 @@ def verdict(results: list[Trial]) -> Verdict:
     all_errored = True
     first = None
     for r in results:
-        kinds = _trial_errors(r)
+        kinds = trial_errors(r)
         all_errored = all_errored and bool(kinds)
         for k in kinds:
             errors[k] = errors.get(k, 0) + 1
@@ -388,7 +388,7 @@ def rescore(run: Run) -> Run:
         cases.append(case)
     out: Run = {**run, "cases": cases}
     if "goldens" in run:  # each golden decided again from its stored grader answer
-        from gitevals.suite.results import rescore as rescore_goldens
+        from gitevals.run.goldens import rescore as rescore_goldens
 
         out["goldens"] = rescore_goldens(run["goldens"])
     return out

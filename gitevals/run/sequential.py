@@ -2,7 +2,7 @@
 
 The base of every scenario is its tally in the run pinned to REV (``passes`` of
 ``trials``). A scenario with a base runs in rounds on the schedule of its
-``gitevals.diff.sequential.Design``; after each round the design calls it
+``gitevals.stats.sequential.Design``; after each round the design calls it
 "regressed", "ruled out" (the drop that matters is excluded) or "continue". A scenario
 without a base (new since REV) runs its planned trials in the first round, as any run.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitevals.diff.sequential import Design, decide
+from gitevals.stats.sequential import Design, decide
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -40,7 +40,7 @@ from gitevals.run.artifact import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Repo
+    from gitevals.git.repo import Repo
 
 RESULTS_DIR = "results"
 #: The ``.gitignore`` of a results directory ``save`` made where the settings moved it.
@@ -103,25 +103,33 @@ def save(work_root: Path, run: Run, text: str | None = None) -> Path:
 
 
 def note_line(run: Run) -> str:
-    """``run`` as one line of a note: compact JSON, sorted keys, ending in a newline.
+    """``run`` as one line of a note: compact JSON, sorted keys, ending in a newline; a
+    summary with its trials packed (``summary.pack``).
 
     ``json.dumps`` escapes a newline inside a string, so the run never spans lines.
     """
-    return json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    from gitevals.run.summary import pack
+
+    return json.dumps(pack(run), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False) + "\n"
 
 
-def parse_note(text: str) -> list[Run]:
+def parse_note(text: str, trials: bool = True) -> list[Run]:
     """The runs a note holds, in the order they were added (its lines, top to bottom);
-    a line that is no run is skipped.
+    a line that is no run is skipped. A summary's packed trials are read back only
+    with ``trials`` (``summary.unpack``): without, each scenario keeps its outcomes
+    only, what verdicts and counts need (``log``, ``report``'s history, a merge).
 
     A note written before notes were JSONL is one indented document: read whole first.
     A run id seen twice (merged from two sides) counts once, at its first place.
     """
+    from gitevals.run.summary import unpack
+
     whole = candidate(text) if text.lstrip().startswith("{\n") else None
     runs = [whole] if whole is not None else [
         run for line in text.split("\n") if line.strip()
         if (run := candidate(line)) is not None]
-    return _once(runs)
+    return _once([unpack(r) for r in runs] if trials else runs)
 
 
 def _once(runs: list[Run]) -> list[Run]:
@@ -160,7 +168,7 @@ def note_text(runs: list[Run]) -> str:
 def note_runs(repo: Repo, commit: str, ref: str | None = None) -> list[Run]:
     """The runs in the note on ``commit`` (under ``ref``, default NOTES_REF), least
     preferred first (``ranked``)."""
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     text = repo.read_note(commit, ref or NOTES_REF)
     return ranked(parse_note(text)) if text else []
@@ -172,14 +180,15 @@ def note(repo: Repo, run: Run) -> bool:
     ``runstore``. True when the note's counting run (the one ``show`` and ``diff``
     read) is now this one.
     """
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
     from gitevals.run import runstore
     from gitevals.run.summary import is_summary, summarize
 
     if not is_summary(run):
         run = summarize(run, *runstore.put(repo, run))
     text = repo.read_note(run["commit"], NOTES_REF)
-    others = [r for r in (parse_note(text) if text else []) if r.get("run_id") != run["run_id"]]
+    others = [r for r in (parse_note(text, trials=False) if text else [])
+              if r.get("run_id") != run["run_id"]]
     kept = [*others, run]
     repo.write_note(run["commit"], note_text(kept))
     return ranked(kept)[-1] is run
@@ -193,7 +202,7 @@ def merge_notes(ours: str | None, theirs: str | None) -> str | None:
         return ours
     if not ours:
         return theirs
-    runs = [*parse_note(ours), *parse_note(theirs)]
+    runs = [*parse_note(ours, trials=False), *parse_note(theirs, trials=False)]
     return note_text(runs) if runs else ours
 
 
@@ -214,7 +223,7 @@ class Pins:
 
 def pins_of(repo: Repo, commit: str) -> Pins:
     """The pins of ``commit`` in ``repo`` (blobs looked up only when asked)."""
-    from gitevals.git.tree import RevisionTree
+    from gitevals.git.trees import RevisionTree
 
     tree = RevisionTree(repo, commit)
     return Pins(commit, tree.tree_sha or "", tree.blob_sha)
@@ -236,8 +245,12 @@ def problem(run: Run, pins: Pins, now: float | None = None) -> str | None:
     if max(run["started_at"][:19], run["finished_at"][:19]) > future:
         return f"finished at {run['finished_at']}, in the future"
     if not run["dirty"]:
+        from gitevals.benchcache import PIN
+
         files = {**run["files"], **(run["goldens"]["files"] if "goldens" in run else {})}
-        wrong = sorted(p for p, sha in files.items() if pins.blob_of(p) != sha)
+        # a named benchmark (``benchmark:mmlu``) is pinned by its content, outside the tree
+        wrong = sorted(p for p, sha in files.items()
+                       if not p.startswith(PIN) and pins.blob_of(p) != sha)
         if wrong:
             return f"pins {wrong[0]} at a blob the commit does not hold"
     return _contradicted(run)
@@ -245,13 +258,21 @@ def problem(run: Run, pins: Pins, now: float | None = None) -> str | None:
 
 def _contradicted(run: Run) -> str | None:
     """A verdict or slice rate the run's own trials or items do not give, or None."""
+    from gitevals.run.goldens import slices
     from gitevals.run.scoring import verdict
-    from gitevals.suite.results import slices
+    from gitevals.run.summary import outcomes_verdict
 
     for case, s in scenarios(run):
-        v, again = s["verdict"], verdict(s["results"])
-        if (v["verdict"], v["passes"], v["trials"]) != (
-                again["verdict"], again["passes"], again["trials"]):
+        v, packed = s["verdict"], s.get("packed")
+        if packed is not None and "columns" not in packed:
+            return (f"{case['name']}/{s['id']}: its packed trials are damaged or not what "
+                    "its outcomes say")
+        if packed is not None:
+            again = outcomes_verdict(packed["outcomes"])
+        else:
+            given = verdict(s["results"])
+            again = given["verdict"], given["passes"], given["trials"]
+        if (v["verdict"], v["passes"], v["trials"]) != again:
             return (f"{case['name']}/{s['id']}: its verdict {v['verdict']} "
                     f"{v['passes']}/{v['trials']} is not what its trials give")
     part = run.get("goldens")
@@ -280,7 +301,13 @@ def local_runs(work_root: Path, results: str, commit: str) -> list[tuple[Run, Pa
     results dir with thousands of runs stays cheap. Unreadable files are skipped.
     """
     found = []
-    for path in results_dir(work_root, results).glob(f"*-{commit[:12]}-*.json"):
+    tag, directory = f"-{commit[:12]}-", results_dir(work_root, results)
+    try:  # names matched as text: a glob compiles a pattern per commit (log reads 200)
+        names = [e.name for e in os.scandir(directory)
+                 if tag in e.name and e.name.endswith(".json") and not e.name.startswith(".")]
+    except OSError:
+        names = []
+    for path in (directory / name for name in sorted(names)):
         try:
             if not stat.S_ISREG(path.lstat().st_mode):
                 continue  # a FIFO or a link named like a run: never opened (it could hang)
@@ -294,12 +321,13 @@ def local_runs(work_root: Path, results: str, commit: str) -> list[tuple[Run, Pa
 
 
 def run_of_commit(repo: Repo | None, work_root: Path | None, results: str,
-                  commit: str) -> Found | None:
+                  commit: str, trials: bool = True) -> Found | None:
     """The run to show for ``commit``: the preferred run in ``results`` (``Settings.results``)
     of the working tree,
     else the run of its git note that counts (``counting``: evidence checked, order by
     place in the note); validated, or ``ArtifactError`` when the note holds none that
-    is evidence."""
+    is evidence. Without ``trials`` a note's summary keeps its trials packed: its
+    verdicts are checked against the outcomes, and ``results`` stay empty."""
     if work_root is not None:
         local = local_runs(work_root, results, commit)
         if local:
@@ -308,13 +336,13 @@ def run_of_commit(repo: Repo | None, work_root: Path | None, results: str,
             return Found(checked(run, label), "results", label)
     if repo is None:
         return None
-    from gitevals.git.tree import NOTES_REF
+    from gitevals.git.repo import NOTES_REF
 
     text = repo.read_note(commit)
     if not text:
         return None
     label = f"git note {NOTES_REF} on {commit[:12]}"
-    runs = ranked(parse_note(text))
+    runs = ranked(parse_note(text, trials))
     if not runs:
         # Lines that are no run are skipped beside runs; a note of nothing else is
         # damaged, and says how (load's one line on its first line).

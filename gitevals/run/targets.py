@@ -5,14 +5,15 @@ JSON line per user turn on stdin and answers one JSON line on stdout. A
 ``python`` target (``module:function``) is driven through the same protocol by a
 small worker script (``gitevals/run/pyworker.py``, run by path in the interpreter the
 settings name), so the tree's code never runs inside gitevals and can always be
-killed. Where job slots have supervisors, the worker imports the module once per slot
-and forks a fresh child for each conversation.
+killed. Where there is a supervisor, the worker imports the module once per run and
+forks a fresh child for each conversation.
 
 Everything that can go wrong with a target is a ``TargetError`` carrying the
 error kind of the run artifact; it ends that conversation only. When a
 conversation ends, its target and every process the target started are killed:
-on Linux each job slot's supervisor (``gitevals.run.reaper``) starts the targets
-and sweeps what is beneath it; elsewhere the target's process group is killed.
+on Linux the run's supervisor (``gitevals.run.reaper``) starts each target beneath a
+holder of its own, and what is beneath the holder is swept; elsewhere the target's
+process group is killed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     import queue
@@ -33,10 +34,13 @@ if TYPE_CHECKING:
     import threading
     from typing import TypeAlias
 
+    from _typeshed import FileDescriptorLike
     from jsonschema import ValidationError
 
+    from gitevals.jsontypes import JSON
     from gitevals.run.artifact import ErrorRecord
-    from gitevals.run.reaper import Supervisor
+    from gitevals.run.reaper import Channel, Supervisor
+    from gitevals.settings import Endpoint
 
     #: Where a shared target's reader puts one conversation's answer lines (or its end).
     Replies: TypeAlias = queue.Queue["bytes | TargetError"]
@@ -51,6 +55,10 @@ _STDERR_TAIL = 2048
 _START_FAILED = 97
 #: The python target's worker, a standalone script (standard library only).
 PYWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyworker.py")
+#: The endpoint targets' worker (``[target] openai``/``http``), standard library only.
+HTTPWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "httpworker.py")
+#: How the endpoint worker's exit status names the trial's error (its stderr line says why).
+_WORKER_KINDS = {97: "target_start", 98: "target_protocol"}
 
 
 class TargetError(Exception):
@@ -66,13 +74,17 @@ class TargetError(Exception):
 
 
 def target_argv(command: Sequence[str] | None, python: str | None,
-                interpreter: str | None = None) -> list[str]:
+                interpreter: str | None = None, endpoint: Endpoint | None = None) -> list[str]:
     """The argv that starts one conversation with the configured target (a python target
-    in ``interpreter``, by default gitevals' own)."""
+    in ``interpreter``, by default gitevals' own; an endpoint through gitevals' worker)."""
     if command:
         return list(command)
     if python:
         return [interpreter or sys.executable, PYWORKER, python]
+    if endpoint is not None:
+        config = {"url": endpoint.url, "model": endpoint.model,
+                  "api_key_env": endpoint.api_key_env}
+        return [sys.executable, HTTPWORKER, endpoint.kind, json.dumps(config)]
     raise ValueError("no target configured")
 
 
@@ -107,8 +119,8 @@ class HasPid(Protocol):
 
 class ProcessRegistry:
     """Every live target/worker process group, so an interrupt can kill them all; and the
-    supervisors (``gitevals.run.reaper``) that start targets, one per conversation running
-    at a time (so one per job slot), until ``close``."""
+    run's supervisor (``gitevals.run.reaper``), started on first use, with a slot for each
+    conversation running at a time (so one per job slot), until ``close``."""
 
     def __init__(self) -> None:
         import threading
@@ -116,9 +128,10 @@ class ProcessRegistry:
         from gitevals.run.reaper import available
 
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._procs: set[HasPid] = set()
         self.closed = False
-        self._supervisors: list[Supervisor] = []
+        self._channels: list[Channel] = []  # the supervisor, and any that replaced it
         self._idle: list[Supervisor] = []
         self._direct = not available()  # no supervisors here: start targets directly
 
@@ -135,23 +148,23 @@ class ProcessRegistry:
 
     def kill_all(self) -> None:
         """Kill every registered group and every process beneath a registered process or
-        a supervisor (which stays, to reap them); later ``add``s are killed on arrival."""
+        the supervisor (which stays, to reap them); later ``add``s are killed on arrival."""
         from gitevals.run.reaper import kill_beneath
 
         with self._lock:
             self.closed = True
             procs = list(self._procs)
             roots = [p.pid for p in procs]
-            roots += [s.proc.pid for s in self._supervisors if not s.gone]
+            roots += [c.proc.pid for c in self._channels if not c.gone]
         kill_beneath(*roots)  # first: killing a parent first would hide its children
         for proc in procs:
             kill_group(proc)
 
     def acquire(self) -> Supervisor | None:
-        """An idle supervisor (started when none is); None where there can be none.
+        """A slot on the run's supervisor (started when there is none, or it died); None
+        where there can be none.
 
-        A supervisor serves one conversation at a time, from ``acquire`` to ``release``:
-        so everything beneath it belongs to that conversation.
+        A slot serves one conversation at a time, from ``acquire`` to ``release``.
         """
         from gitevals.run.reaper import Supervisor
 
@@ -159,15 +172,31 @@ class ProcessRegistry:
             while self._idle:
                 if not (sup := self._idle.pop()).gone:
                     return sup
-        if self._direct:
-            return None
-        started = Supervisor.start()
-        if started is None:
-            self._direct = True  # it will not start next time either
-            return None
-        with self._lock:
-            self._supervisors.append(started)
-        return started
+        channel = self._channel()
+        return None if channel is None else Supervisor(channel)
+
+    def prestart(self) -> None:
+        """Start the supervisor in the background now (it takes a Python start): the first
+        conversation finds it ready, or waits for the start under way."""
+        import threading
+
+        threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
+
+    def _channel(self) -> Channel | None:
+        from gitevals.run.reaper import Channel
+
+        with self._starting:  # one start at a time: every slot shares it
+            if self._direct:
+                return None
+            if self._channels and not self._channels[-1].gone:
+                return self._channels[-1]
+            started = Channel.start()
+            if started is None:
+                self._direct = True  # it will not start next time either
+                return None
+            with self._lock:
+                self._channels.append(started)
+            return started
 
     def release(self, sup: Supervisor) -> None:
         """``sup`` has ended its conversation and can serve the next."""
@@ -176,11 +205,11 @@ class ProcessRegistry:
                 self._idle.append(sup)
 
     def close(self) -> None:
-        """Stop every supervisor; each first kills whatever is still beneath it."""
+        """Stop the supervisor; it first kills whatever is still beneath it."""
         with self._lock:
-            supervisors, self._supervisors, self._idle = self._supervisors, [], []
-        for sup in supervisors:
-            sup.close()
+            channels, self._channels, self._idle = self._channels, [], []
+        for channel in channels:
+            channel.close()
 
 
 def kill_group(proc: HasPid) -> None:
@@ -334,8 +363,8 @@ class Conversation:
 
     def _spawn(self, theirs: tuple[int, int, int], ours: tuple[int, int, int],
                deadline: float) -> _Process:
-        """Start the target through this slot's supervisor (a python target as a fork of
-        the slot's warm worker), or directly where there is none."""
+        """Start the target through the run's supervisor (a python target as a fork of
+        the run's warm worker), or directly where there is none."""
         from gitevals.run.reaper import StartFailed, SupervisorGone
 
         sup = self.registry.acquire()
@@ -419,7 +448,7 @@ class Conversation:
                 else:
                     raise self._exited("exited before answering")
 
-    def _stderr_chunk(self, fileobj: Any, chunk: bytes) -> None:
+    def _stderr_chunk(self, fileobj: FileDescriptorLike, chunk: bytes) -> None:
         if not chunk:
             assert self._sel is not None
             self._sel.unregister(fileobj)
@@ -441,6 +470,9 @@ class Conversation:
         said = f": {_short(lines[-1])}" if lines else ""  # its last words, e.g. the exception
         if self.python_target and code == _START_FAILED:
             return TargetError("target_start", f"cannot load the python target{said}")
+        if self.argv[1:2] == [HTTPWORKER] and lines:  # the endpoint worker's own line
+            return TargetError(_WORKER_KINDS.get(code or 0, "target_crash"),
+                               _short(lines[-1], 500))
         status = f"exited with code {code}" if code is not None else "closed its output"
         return TargetError("target_crash", f"{what} ({status}){said}")
 
@@ -516,7 +548,7 @@ class _Constant(Exception):
     pass
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
@@ -541,7 +573,7 @@ def parse_reply(line: bytes) -> dict[str, Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _unkept(obj: Any) -> str | None:
+def _unkept(obj: object) -> str | None:
     """A reply gitevals could not store faithfully is a protocol error of its trial."""
     from gitevals.run.artifact import unkeepable
 
@@ -549,7 +581,7 @@ def _unkept(obj: Any) -> str | None:
     return f"reply cannot be kept in the run: {why}" if why else None
 
 
-def reply_problem(obj: Any) -> str | None:
+def reply_problem(obj: JSON) -> str | None:
     """What makes ``obj`` an invalid reply (schemas/target-reply.schema.json), or None."""
     from gitevals import validation
 

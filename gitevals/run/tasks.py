@@ -40,22 +40,27 @@ from gitevals.run.artifact import (
     transcript,
 )
 from gitevals.tasks import verifier as rewards
+from gitevals.tasks.calls import copy_within, verifier_call
+from gitevals.tasks.limits import record, resource_problem
 from gitevals.tasks.sandbox import (
     DEFAULT_TIMEOUT,
     Call,
     Mounts,
     Pending,
+    agent_argv,
     prepare,
+    sandbox_user,
     workdir_problem,
 )
 
 if TYPE_CHECKING:
     from gitevals.findings import Finding
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.run.targets import Conversation, ProcessRegistry
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
+    from gitevals.tasks.pids import Group
 
 #: The one scenario id of a task's entry in a run.
 SCENARIO = "task"
@@ -119,11 +124,10 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
 
 
 def gaps(task: Task) -> list[str]:
-    """What a run does not realize of ``task``: its image, and resource limits it names."""
-    env = task.environment
-    limits = [n for n, v in (("cpus", env.cpus), ("memory_mb", env.memory_mb),
-                             ("storage_mb", env.storage_mb)) if v is not None]
-    return sorted({*task.gaps(), *limits})
+    """What a run does not realize of ``task``: its image, and ``storage_mb`` (``cpus``
+    and ``memory_mb`` are applied: ``gitevals.tasks.limits``)."""
+    storage = ["storage_mb"] if task.environment.storage_mb is not None else []
+    return sorted({*task.gaps(), *storage})
 
 
 def gap_lines(tasks: Sequence[Task]) -> list[str]:
@@ -141,36 +145,6 @@ def gap_lines(tasks: Sequence[Task]) -> list[str]:
 # -- one trial -----------------------------------------------------------------------
 
 
-def copy_within(src: Path, dest: Path, skip: frozenset[str] = frozenset()) -> None:
-    """Copy the directory ``src`` to ``dest`` (created) as bytes; a symlink is copied as
-    a link only when it resolves inside ``src``, and never followed. Top-level names in
-    ``skip`` are left out."""
-    dest.mkdir(parents=True, exist_ok=True)
-    if not src.is_dir() or src.is_symlink():
-        return
-    top = os.path.realpath(src)
-    for dirpath, dirnames, filenames in os.walk(src):
-        here = Path(dirpath)
-        rel = here.relative_to(src)
-        for name in [*dirnames, *filenames]:
-            if rel == Path(".") and name in skip:
-                continue
-            _copy_entry(here / name, dest / rel / name, top)
-        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()
-                       and not (rel == Path(".") and d in skip)]
-
-
-def _copy_entry(path: Path, to: Path, top: str) -> None:
-    if path.is_symlink():
-        real = os.path.realpath(path)
-        if os.path.commonpath([top, real]) == top:
-            os.symlink(os.readlink(path), to)
-    elif path.is_dir():
-        to.mkdir(exist_ok=True)
-    elif path.is_file():
-        shutil.copy2(path, to)
-
-
 class TaskTrials:
     """Runs the trials of tasks in a materialized commit (``tree_dir``); thread-safe."""
 
@@ -185,6 +159,11 @@ class TaskTrials:
         self.stop = stop
         self.bwrap = bwrap
         self.scratch = Path(tree_dir).parent / "tasks"
+        if bwrap is not None and sandbox_user(bwrap) is not None:
+            # the verifier's bubblewrap, started as nobody, resolves the workspace's path:
+            # the run's directory lets it through (not list), the commit stays private
+            os.chmod(Path(tree_dir).parent, 0o711)
+            os.chmod(tree_dir, 0o700)
 
     @property
     def sandbox(self) -> str:
@@ -206,18 +185,47 @@ class TaskTrials:
                                {"kind": "workspace_error", "message": f"cannot make the "
                                 f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
+        if task.agent_sandbox:  # a sandbox of its own, stricter than ``_target``'s
+            if self.bwrap is None:
+                places.close()
+                return self._trial(task, k, [], [], started, {
+                    "kind": "target_start", "message": "[agent] sandbox = true runs the "
+                    "target in bubblewrap: run without --no-sandbox"})
+            argv = agent_argv(self.bwrap, self.argv, self.tree_dir, places.workspace,
+                              task.environment.workdir)
+            python_target, group, places.told = False, None, task.environment.workdir
+        else:
+            argv, python_target, group = self._target()
         try:
-            with Conversation(self.argv, self.tree_dir, env=self.env, registry=self.registry,
-                              python_target=self.python_target) as conv:
+            with Conversation(argv, self.tree_dir, env=self.env, registry=self.registry,
+                              python_target=python_target) as conv:
                 error = self._iterate(task, k, conv, places, iterations, replies, ran)
         finally:
             for pending in ran:
                 self._close(pending)
             places.close()
+            if group is not None:
+                group.remove()
         shutil.rmtree(base, ignore_errors=True)
         if self.stop.is_set():
             return None
         return self._trial(task, k, iterations, replies, started, error)
+
+    def _target(self) -> tuple[list[str], bool, Group | None]:
+        """How this trial's target starts: under bubblewrap, in a pid namespace of its own
+        (``sandbox.target_argv``; a python target then starts cold in it, not from the
+        slot's warm worker, which lives outside), with a pids cgroup of its own as root
+        where one can be made; with ``--no-sandbox`` as configured."""
+        if self.bwrap is None:
+            return self.argv, self.python_target, None
+        from gitevals.tasks import pids
+        from gitevals.tasks.sandbox import TARGET_PIDS, protected_paths, target_argv
+
+        root = os.geteuid() == 0
+        group = pids.make(TARGET_PIDS) if root else None
+        argv = target_argv(self.bwrap, self.argv, root, protected_paths(),
+                           pids_procs=group.procs if group is not None else None)
+        return argv, False, group
 
     def _prepare(self, task: Task, base: Path) -> Places:
         """A fresh workspace (``environment/`` without its Dockerfile) and the verifier's
@@ -257,12 +265,12 @@ class TaskTrials:
 
         text = task.instruction
         timeout = task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT
-        call = _call(task)
+        call = verifier_call(task)
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
             msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
-                   "trial": k, "task": task.name, "workspace": places.workspace,
+                   "trial": k, "task": task.name, "workspace": places.told,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)
             ahead = self._start(call, places)
@@ -344,7 +352,7 @@ class TaskTrials:
             if out.timed_out:
                 found, problem = {}, f"the verifier ran past its timeout of {call.timeout:g} s"
             else:
-                found, problem = _reward(pending, task.verifier.reward_format)
+                found, problem = rewards.pending_rewards(pending, task.verifier.reward_format)
             pending.release()  # what the verifier left behind dies before the next turn
             if problem is None:
                 break
@@ -359,6 +367,10 @@ class TaskTrials:
                                 f"{'s' * (attempt != 1)}: a grading failure, not a verdict)"}
             if attempt == 0:
                 error = {"kind": "verifier_error", "message": f"cannot run the verifier: {problem}"}
+            hit = resource_problem(code, tail, task.environment.cpus, task.environment.memory_mb)
+            if attempt and hit is not None:
+                error = {"kind": "resource_limit", "message": f"{hit}; no reward ({problem}): "
+                         "not a verdict"}
         return {"iteration": i, "message": text, "rewards": found,
                 "reward": rewards.deciding(found),
                 "passed": error is None and rewards.satisfied(found, task.pass_threshold),
@@ -384,6 +396,7 @@ class Places:
 
     def __init__(self, workspace: str, base: int) -> None:
         self.workspace = workspace
+        self.told = workspace  # the workspace's path as the target sees it
         self.base = base
         self.made: tuple[int, int] | None = None
         self.tests: Sealed | None = None
@@ -422,30 +435,12 @@ class Places:
             shutil.rmtree(self.private, ignore_errors=True)
 
 
-def _reward(pending: Pending, fmt: str) -> tuple[dict[str, float], str | None]:
-    """The rewards of a call whose verifier ran, read from its own logs (by descriptor)."""
-    try:
-        logs = pending.open_logs()
-    except OSError as exc:
-        return {}, f"/logs/verifier cannot be read: {exc.strerror or exc}"
-    try:
-        return rewards.read_reward(logs, fmt)
-    finally:
-        os.close(logs)
-
-
 def _refused(i: int, text: str, pending: Pending, started: float) -> Iteration:
     """The iteration of a verifier call that could not be set up: the trial's error."""
     error: ErrorRecord = {"kind": pending.kind, "message": pending.problem or ""}
     return {"iteration": i, "message": text, "rewards": {}, "reward": None, "passed": False,
             "verifier_exit": None, "verifier_tail": "", "attempts": 0, "error": error,
             "duration_ms": int((time.monotonic() - started) * 1000)}
-
-
-def _call(task: Task) -> Call:
-    """The verifier call ``task`` defines."""
-    return Call(task.verifier.argv, task.environment.workdir, task.verifier.env,
-                task.verifier.timeout_sec or DEFAULT_TIMEOUT, task.environment.allow_internet)
 
 
 # -- judging (pure) --------------------------------------------------------------------
@@ -533,8 +528,26 @@ def added(task: Task) -> CaseRun:
     return out
 
 
-def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> CaseRun:
-    """The run's entry for ``task``: one scenario, its trials in order."""
+def broken_trials(task: Task, trials: int, reason: str, sandbox: str) -> list[Trial]:
+    """The trials of a task whose validity controls failed: none ran; each is the error
+    ``task_broken`` (so the task's verdict is broken, never pass or fail, also when a
+    run is re-scored)."""
+    error: ErrorRecord = {"kind": "task_broken", "message": f"not run: {reason} "
+                          "(`gitevals task check`; docs/tasks.md)"}
+    out = []
+    for k in range(trials):
+        record: TaskTrial = {"state": "error", "final_reward": None, "sandbox": sandbox,
+                             "iterations": []}
+        result: Trial = {"trial": k, "transcript": transcript([], 0), "error": error,
+                         "graders": [], "assertions": [], "passed": False, "task": record}
+        out.append(judged(result, task.pass_threshold, task.max_iterations))
+    return out
+
+
+def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
+             controls: JSONObject | None = None) -> CaseRun:
+    """The run's entry for ``task``: one scenario, its trials in order; ``controls`` when
+    the run checked them (``run --task-controls``)."""
     from gitevals.run.scoring import verdict
 
     info: TaskInfo = {
@@ -544,6 +557,14 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str) -> Cas
         "reward_format": task.verifier.reward_format, "workdir": task.environment.workdir,
         "allow_internet": task.environment.allow_internet, "sandbox": sandbox,
         "gaps": gaps(task)}
+    if task.agent_sandbox:
+        info["agent_sandbox"] = sandbox == "bwrap"
+    if controls is not None:
+        info["controls"] = controls
+    env = task.environment
+    applied = record(env.cpus, env.memory_mb, task.verifier.timeout_sec or DEFAULT_TIMEOUT)
+    if applied is not None:
+        info["limits"] = applied
     scenario: ScenarioRun = {
         "id": SCENARIO, "user": [task.instruction],
         "expect": [rule(task.pass_threshold, task.max_iterations)], "trials": trials,

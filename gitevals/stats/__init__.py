@@ -7,5 +7,6 @@ enumeration, and every command (``diff``, ``gate``, ``run --against``, ``experim
 (Benjamini-Hochberg, Benjamini-Yekutieli, Holm); ``paired`` is the suite-level paired
 comparison with a cluster-robust interval; ``power`` the minimum detectable effects;
 ``equivalence`` the two one-sided tests that can say "no drop larger than X";
-``judge_correction`` the Rogan-Gladen rates corrected for a calibrated judge.
+``judge_correction`` the Rogan-Gladen rates corrected for a calibrated judge;
+``sequential`` the group-sequential design of ``run --against``.
 """

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 #: Bootstrap draws per interval, and the seed that makes the interval a function of the
 #: counts (the same run shows the same interval every time, on every machine).
@@ -141,13 +142,45 @@ def interval(passes: int, trials: int, tp: int, n_pos: int, tn: int, n_neg: int
     return _percentiles(sorted(theta.tolist()), DRAWS - int(ok.sum()))
 
 
-def _percentiles(values: list[float], undefined: int) -> tuple[float, float]:
-    """The ``LEVEL`` percentile bounds of ``values`` plus ``undefined`` draws counted as
-    below every value (for the lower bound) and above every value (for the upper)."""
+def _percentiles(values: list[float], undefined: int, level: float = LEVEL,
+                 bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """The ``level`` percentile bounds of ``values`` plus ``undefined`` draws counted as
+    below every value (for the lower bound) and above every value (for the upper); an
+    undefined bound is the edge of ``bounds``."""
     total = len(values) + undefined
-    tail = (1 - LEVEL) / 2
+    tail = (1 - level) / 2
     lo_at = math.floor(tail * total)  # order statistics, 0-based
     hi_at = math.ceil((1 - tail) * total) - 1
-    low = values[lo_at - undefined] if lo_at >= undefined else 0.0
-    high = values[hi_at] if hi_at < len(values) else 1.0
+    low = values[lo_at - undefined] if lo_at >= undefined else bounds[0]
+    high = values[hi_at] if hi_at < len(values) else bounds[1]
     return low, high
+
+
+def corrected_change(estimate: float, half: float, confidence: float, cal: Calibration
+                     ) -> tuple[float, float, float] | None:
+    """A suite's mean change in PASS rate corrected for the judge that decided every
+    trial of it: ``(change, low, high)`` as fractions, or None when ``TPR + TNR <= 1``.
+
+    With one judge on both sides, ``theta_B - theta_A = (p_B - p_A) / (TPR + TNR - 1)``
+    for every scenario, so the mean change divides by the same Youden index. The
+    interval carries both uncertainties, as ``interval`` does: the raw change drawn from
+    the normal whose ``confidence`` interval is ``estimate +- half`` (the suite test's
+    own), the Youden index from the Jeffreys posteriors of TPR and TNR; a draw with no
+    information (``TPR + TNR <= 1``) widens both ends. Seeded, clipped to [-1, 1]."""
+    import numpy as np
+
+    youden = cal.tpr + cal.tnr - 1
+    if youden <= 0:
+        return None
+    rng = np.random.default_rng(SEED)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    change = estimate + (half / z) * rng.standard_normal(DRAWS)
+    tpr = rng.beta(cal.tp + 0.5, cal.n_pos - cal.tp + 0.5, DRAWS)
+    tnr = rng.beta(cal.tn + 0.5, cal.n_neg - cal.tn + 0.5, DRAWS)
+    drawn = tpr + tnr - 1
+    ok = drawn > 0
+    theta = np.clip(change[ok] / drawn[ok], -1.0, 1.0)
+    low, high = _percentiles(sorted(theta.tolist()), DRAWS - int(ok.sum()), confidence,
+                             (-1.0, 1.0))
+    point = max(-1.0, min(1.0, estimate / youden))
+    return point, min(low, point), max(high, point)

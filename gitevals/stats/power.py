@@ -16,18 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import sqrt
+from statistics import NormalDist
 
 from gitevals.stats import student
 
 DEFAULT_POWER = 0.8
 
 
-def suite_mde(se: float, df: int, level: float, goal: float = DEFAULT_POWER) -> float | None:
+def suite_mde(se: float, df: int, level: float, goal: float = DEFAULT_POWER,
+              noise_se: float = 0.0) -> float | None:
     """The smallest suite-wide change (a fraction) called with ``goal`` power; None when
-    no test can be made (fewer than 2 clusters)."""
+    no test can be made (fewer than 2 clusters). ``diff``'s call needs both its tests:
+    the cluster-robust t (``se``, t on ``df``) and the trial-noise z (``noise_se``,
+    normal), so the larger of their two effects is the one that binds."""
     if df < 1:
         return None
-    return (student.quantile(1.0 - level / 2.0, df) + student.quantile(goal, df)) * se
+    normal = NormalDist()
+    return max((student.quantile(1.0 - level / 2.0, df) + student.quantile(goal, df)) * se,
+               (normal.inv_cdf(1.0 - level / 2.0) + normal.inv_cdf(goal)) * noise_se)
 
 
 def predicted_se(rates: Sequence[float], trials_a: Sequence[int],

@@ -21,9 +21,10 @@ REALIZED = (
     "tests/: read-only at /tests; /logs/verifier/ fresh and writable",
     "network: none unless allow_internet = true",
     "verifier timeout: timeout_sec of [verifier]",
+    "cpus, memory_mb: per-process limits of the verifier (RLIMIT_CPU, RLIMIT_AS)",
 )
 #: Recorded, shown, and not enforced by a run.
-NOT_ENFORCED = ("cpus", "memory_mb", "storage_mb", "build_timeout_sec")
+NOT_ENFORCED = ("storage_mb", "build_timeout_sec")
 
 
 def compile_task(task: Task) -> JSONObject:

@@ -61,6 +61,9 @@ class Task:
     declared_name: str | None = None  # task.toml's own name (top-level name, or [task] name)
     #: Dotted task.toml keys that were read and are not used by gitevals (shown by compile).
     unused: tuple[str, ...] = ()
+    #: ``[agent] sandbox = true``: the target runs in a sandbox of its own
+    #: (``gitevals.tasks.sandbox.agent_argv``), the workspace at ``workdir``.
+    agent_sandbox: bool = False
 
     def gaps(self) -> list[str]:
         """What gitevals does not realize of this task's environment, in words, sorted."""

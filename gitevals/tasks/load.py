@@ -34,9 +34,9 @@ from gitevals.tasks.definition import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSON, JSONObject
-    from gitevals.lint.schema import SchemaError
+    from gitevals.schema import SchemaError
     from gitevals.settings import Settings
 
 #: The most bytes of a selected file (the seed's bound; the same as ``tree.MAX_FILE``).
@@ -49,8 +49,8 @@ DOCS = "see docs/tasks.md"
 #: task.toml keys gitevals reads into the ``Task``; any other key present is ``unused``.
 USED = frozenset({
     "version", "schema_version", "name", "max_iterations", "reward_format", "pass_threshold",
-    "metadata", "task.name", "agent.timeout_sec", "verifier.command", "verifier.timeout_sec",
-    "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
+    "metadata", "task.name", "agent.timeout_sec", "agent.sandbox", "verifier.command",
+    "verifier.timeout_sec", "verifier.env", "verifier.reward_format", "verifier.pass_threshold",
     "environment.docker_image", "environment.image", "environment.workdir", "environment.cpus",
     "environment.memory_mb", "environment.storage_mb", "environment.memory",
     "environment.storage", "environment.allow_internet", "environment.build_timeout_sec",
@@ -136,9 +136,22 @@ def load_task(tree: Tree, path: str, settings: Settings, *, hashed: bool = True
     instruction, i_found = _instruction(tree, path, settings.max_instruction_chars)
     dockerfile, d_found = read_selected(tree, f"{path}/{DOCKERFILE}")
     found += [*v_found, *i_found, *d_found, *_others(tree, path, verifier)]
+    found += _no_solution(tree, path)
     if any(f.severity == "error" for f in found) or instruction is None or verifier is None:
         return None, sorted(found)
     return _task(tree, path, doc, instruction, verifier, dockerfile, hashed), sorted(found)
+
+
+def _no_solution(tree: Tree, path: str) -> list[Finding]:
+    """GE913 (a warning) when the task holds no ``solution/solve.sh``: without a reference
+    solution, ``task check`` cannot show the task can be passed at all."""
+    solve = f"{path}/solution/solve.sh"
+    if tree.entry(solve) is not None or tree.refused(solve):
+        return []
+    return [Finding(solve, 1, 1, "GE913", "missing: the task has no reference solution, so "
+                    "`gitevals task check` cannot run its oracle control (does anything pass "
+                    "the verifier?); add solution/solve.sh, which solves the task in the "
+                    "workspace", "warning")]
 
 
 # -- selected files -----------------------------------------------------------------
@@ -191,16 +204,16 @@ def _too_big(path: str, what: str) -> Finding:
 def parse_task_toml(text: str, path: str) -> tuple[JSONObject | None, list[Finding]]:
     """task.toml's table checked against ``schemas/task.schema.json``: the table (None on
     any error) and the findings; unknown keys are warnings (Harbor ignores them too)."""
-    from gitevals.settings import _key_position, _parse_toml, _too_large
+    from gitevals.settings import key_position, parse_toml, too_large
 
-    _, raw, bad = _parse_toml(text.encode(), path, "GE904", "task.toml",
+    _, raw, bad = parse_toml(text.encode(), path, "GE904", "task.toml",
                               "task.toml nests tables a few levels at most")
     if bad is not None:
         return None, [bad]
-    key = _too_large(raw)
+    key = too_large(raw)
     if key is not None:
         *parents, last = key.split(".")
-        line, col = _key_position(text, last, ".".join(parents))
+        line, col = key_position(text, last, ".".join(parents))
         return None, [Finding(path, line, col, "GE904", f"cannot read task.toml: {key} is a "
                               "number too large to use (or not finite); write an ordinary "
                               "number")]
@@ -213,7 +226,7 @@ def parse_task_toml(text: str, path: str) -> tuple[JSONObject | None, list[Findi
 
 
 def _schema_errors(doc: JSONObject) -> list[SchemaError]:
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
 
     return validate("task", doc)
 
@@ -232,17 +245,17 @@ def _jsonable(value: object) -> JSON:
 
 def _position(text: str, keys: Sequence[str | int]) -> tuple[int, int]:
     """line:col of the key a schema path leads to (array indexes point at their key)."""
-    from gitevals.settings import _key_position
+    from gitevals.settings import key_position
 
     named = [str(k) for k in keys if isinstance(k, str)]
     if not named:
         return 1, 1
-    return _key_position(text, named[-1], ".".join(named[:-1]))
+    return key_position(text, named[-1], ".".join(named[:-1]))
 
 
 def _schema_finding(err: SchemaError, text: str, path: str) -> Finding:
-    from gitevals.lint.schema import closest
-    from gitevals.settings import _toml_hint
+    from gitevals.schema import closest
+    from gitevals.settings import toml_hint
 
     line, col = _position(text, err.path)
     where = ".".join(str(k) for k in err.path)
@@ -251,7 +264,7 @@ def _schema_finding(err: SchemaError, text: str, path: str) -> Finding:
                        f"({DOCS})", "warning")
     if tuple(err.path) == ("verifier", "command") and err.keyword == "type":
         return Finding(path, line, col, "GE907", _shell_message(text, line))
-    message = _toml_hint(err)
+    message = toml_hint(err)
     if err.keyword == "enum":
         value = _value_at(text, line)
         near = closest(value, ("reward_text", "reward_json")) if value else None
@@ -498,6 +511,7 @@ def _task(tree: Tree, path: str, doc: JSONObject, instruction: str, verifier: Ve
         pass_threshold=float(threshold) if isinstance(threshold, int | float)
         else DEFAULT_PASS_THRESHOLD,
         agent_timeout_sec=_seconds(_get(doc, ("agent", "timeout_sec"))),
+        agent_sandbox=_get(doc, ("agent", "sandbox")) is True,
         verifier=verifier, environment=environment,
         version=str(version) if version is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},

@@ -30,6 +30,7 @@ outcome is read from the waiter's status line, and the sandbox ends after (``rel
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
@@ -39,9 +40,11 @@ import selectors
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import time
 from collections import deque
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -55,6 +58,8 @@ TAIL_BYTES = 4096
 BWRAP_ENV = "GITEVALS_BWRAP"
 TESTS = "/tests"
 LOGS = "/logs/verifier"
+#: Where a task's ``solution/`` appears for its oracle (Harbor's place for it).
+SOLUTION = "/solution"
 #: The environment every verifier starts from (then ``[verifier.env]``).
 BASE_ENV: tuple[tuple[str, str], ...] = (
     ("HOME", "/tmp"),
@@ -66,6 +71,15 @@ BASE_ENV: tuple[tuple[str, str], ...] = (
 TMP_BYTES = 512 << 20
 LOGS_BYTES = 64 << 20
 SHM_BYTES = 64 << 20
+#: Whom a verifier runs as when gitevals runs as root (``nobody``): capabilities are
+#: dropped either way, but uid 0 still owns root's files (one of ``/opt`` that only root
+#: may read, say), and the kernel counts no process limit against uid 0.
+NOBODY = (65534, 65534)
+#: The most processes (and threads) a verifier's sandbox holds at once: a fork bomb
+#: stops there. It is ``RLIMIT_NPROC`` set inside the sandbox's user namespace, which
+#: the kernel counts per user and namespace (Linux 5.14 and later): one sandbox's count,
+#: not the user's. It does not hold for uid 0 (see ``sandbox_user``).
+PIDS = 1024
 #: The most a task's ``tests/`` may hold: it is sealed in memory per trial and copied
 #: into each sandbox as it starts (``seal_tests``).
 TESTS_BYTES = 64 << 20
@@ -75,7 +89,8 @@ TESTS_FILES = 4096
 _SYSTEM = ("/usr", "/etc", "/opt")
 _LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: A workdir may not hide these (the verifier needs them as the sandbox makes them).
-_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, "/logs", *_LINKS)
+_RESERVED = ("/usr", "/etc", "/opt", "/proc", "/dev", "/tmp", TESTS, SOLUTION, "/logs",
+             *_LINKS)
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,9 @@ class Call:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     allow_internet: bool = False
+    #: Where the sealed files appear: ``/tests``, or ``/solution`` for a task's oracle
+    #: (``gitevals.tasks.controls``).
+    mount: str = TESTS
 
 
 @dataclass(frozen=True)
@@ -183,13 +201,13 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
         out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
     out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", TESTS]
-    out += [x for d in inside.test_dirs for x in ("--dir", f"{TESTS}/{d}")]
+            "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", call.mount]
+    out += [x for d in inside.test_dirs for x in ("--dir", f"{call.mount}/{d}")]
     for rel, executable, fd in inside.tests:
         out += ["--perms", "0555" if executable else "0444", "--ro-bind-data", str(fd),
-                f"{TESTS}/{rel}"]
+                f"{call.mount}/{rel}"]
     out += [x for rel, target in inside.test_links
-            for x in ("--symlink", target, f"{TESTS}/{rel}")]
+            for x in ("--symlink", target, f"{call.mount}/{rel}")]
     out += ["--bind", f"/proc/self/fd/{inside.workspace}", call.workdir,
             # uid 0 may write /proc/sys (kernel.core_pattern...) by file mode alone
             "--remount-ro", "/", "--remount-ro", "/proc", "--remount-ro", "/dev",
@@ -232,6 +250,13 @@ def direct_call(call: Call, mounts: Mounts) -> tuple[list[str], dict[str, str], 
 WAITER = ("/bin/sh", "-c",
           '(read -r go && [ "$go" = go ] && exec "$@" </dev/null); echo "$?" >&0; read -r _',
           "gitevals-verifier")
+#: ``WAITER`` in a sandbox: first the process limit (``ulimit -u`` in bash, ``-p`` in
+#: dash and busybox), inside the sandbox's user namespace so that it counts only the
+#: sandbox's processes. Not on the host (``--no-sandbox``), where it would count all of
+#: yours.
+SANDBOX_WAITER = (WAITER[0], WAITER[1],
+                  f"{{ ulimit -u {PIDS} || ulimit -p {PIDS}; }} 2>/dev/null; {WAITER[2]}",
+                  WAITER[3])
 #: Seconds ``close`` waits for a sandbox whose verifier exited to wind down by itself
 #: before it kills what is left.
 GRACE = 5.0
@@ -244,11 +269,16 @@ class Pending:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float,
                  info: bool = False, fds: tuple[int, ...] = (), logs: str | None = None,
-                 problem: str | None = None, kind: str = "verifier_error") -> None:
+                 problem: str | None = None, kind: str = "verifier_error",
+                 user: tuple[int, int] | None = None, workspace: int = -1) -> None:
         """``fds`` are handed to the process and closed here; ``logs`` is the host
         directory of ``/logs/verifier`` (None: the sandbox's own); ``problem`` says why
-        it cannot start at all (nothing is started then)."""
+        it cannot start at all (nothing is started then). ``user``: the uid and gid the
+        sandbox is started as (None: gitevals' own); ``workspace`` (a descriptor, owned
+        here from now) is then handed over to them as the verifier goes."""
         self.timeout = timeout
+        self.user = user
+        self.workspace = workspace
         self.problem: str | None = problem
         self.kind = kind  # the trial's error kind when ``problem`` ends it
         self.logs = logs
@@ -267,9 +297,12 @@ class Pending:
         try:
             if problem is not None:
                 raise OSError(problem)
+            uid, gid = user if user is not None else (None, None)
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=theirs.fileno(),
                                          stdout=write, stderr=write, start_new_session=True,
-                                         pass_fds=((info_write,) if info else ()) + fds)
+                                         pass_fds=((info_write,) if info else ()) + fds,
+                                         user=uid, group=gid,
+                                         extra_groups=None if user is None else [])
             self.read, self.info = read, info_read
             os.set_blocking(read, False)
             self.status.setblocking(False)
@@ -301,6 +334,8 @@ class Pending:
         if self.proc is None or self.read < 0:
             self.cancel()
             return Outcome(None, self.problem or "cancelled before it ran", False, 0)
+        if self.user is not None and self.workspace >= 0:
+            hand_over(self.workspace, *self.user)  # what the target made, as it is now
         with suppress(OSError):
             self.status.send(b"go\n")
         tail: deque[bytes] = deque()
@@ -389,6 +424,9 @@ class Pending:
         if self.read >= 0:
             os.close(self.read)
             self.read = -1
+        if self.workspace >= 0:
+            os.close(self.workspace)
+            self.workspace = -1
 
 
 def prepare(call: Call, mounts: Mounts, bwrap: str | None,
@@ -403,14 +441,19 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
     if bwrap is None:
         argv, env, cwd = direct_call(call, mounts)
         return Pending([*WAITER, *argv], env, cwd, call.timeout, logs=mounts.logs)
-    waiting = Call((*WAITER, *call.argv), call.workdir, call.env, call.timeout,
-                   call.allow_internet)
+    waiting = dataclasses.replace(call, argv=(*SANDBOX_WAITER, *call.argv))
     opened: list[int] = []
     own = tests is None
+    user = sandbox_user(bwrap)
+    handed = -1
     try:
         if tests is None:
             tests = seal_tests(mounts.tests, TESTS_BYTES, TESTS_FILES)
         opened.append(os.open(mounts.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        if user is not None:
+            _reachable(os.readlink(f"/proc/self/fd/{opened[0]}"), *user)
+            handed = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                             dir_fd=opened[0])
         files = []
         for rel, executable, fd in tests.files:
             opened.append(reopen(fd))
@@ -422,7 +465,7 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
                         opened[-1] if program is not None else None)
         argv = bwrap_argv(bwrap, waiting, inside)
     except (OSError, ValueError) as exc:
-        for fd in opened:
+        for fd in (*opened, *([handed] if handed >= 0 else [])):
             os.close(fd)
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return Pending([bwrap], {}, "/", call.timeout, problem=f"cannot set up the sandbox: "
@@ -430,7 +473,82 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
     finally:
         if own and tests is not None:
             tests.close()
-    return Pending(argv, {}, "/", call.timeout, info=True, fds=tuple(opened))
+    return Pending(argv, {}, "/", call.timeout, info=True, fds=tuple(opened), user=user,
+                   workspace=handed)
+
+
+@functools.cache
+def sandbox_user(bwrap: str) -> tuple[int, int] | None:
+    """Whom ``bwrap`` is started as: ``NOBODY`` when gitevals runs as root and the kernel
+    lets that user make a sandbox (an unprivileged user namespace), else None (gitevals'
+    own user: as root, uid 0 without capabilities). Asked once a process."""
+    if os.geteuid() != 0:
+        return None
+    return NOBODY if probe(bwrap, NOBODY) is None else None
+
+
+def _reachable(path: str, uid: int, gid: int) -> None:
+    """Raise ``ValueError`` when ``uid``:``gid`` cannot reach directory ``path``: bubblewrap
+    started as them resolves the workspace's path (even given by descriptor)."""
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        above = "/".join(parts[:i]) or "/"
+        st = os.stat(above)
+        bit = (0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001)
+        if not st.st_mode & bit:
+            raise ValueError(f"the workspace {path} is out of reach of uid {uid}, whom the "
+                             f"verifier runs as (gitevals runs as root): {above} lets only "
+                             "its owner through; make it traversable (chmod o+x) or put the "
+                             "workspace elsewhere")
+
+
+def hand_over(top: int, uid: int, gid: int) -> None:
+    """Give the workspace (directory ``top``) and what is in it to ``uid``:``gid``, so
+    that a verifier running as them may write there as the target did. Only what is the
+    workspace's own is changed: directories and files of its file system, a file only
+    when it has no other link (a hard link the target made to a host file is left as it
+    is), each through a descriptor of what was checked; links are not followed. Best
+    effort: what cannot be changed stays as it was."""
+    try:
+        dev = os.fstat(top).st_dev
+    except OSError:
+        return
+    with suppress(OSError):
+        for _, dirs, files, at in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            _own(at, uid, gid, dev)
+            dirs[:] = [d for d in dirs if _same_dev(d, at, dev)]
+            for name in files:
+                _own_file(name, at, uid, gid, dev)
+
+
+def _same_dev(name: str, at: int, dev: int) -> bool:
+    try:
+        return os.stat(name, dir_fd=at, follow_symlinks=False).st_dev == dev
+    except OSError:
+        return False
+
+
+def _own(fd: int, uid: int, gid: int, dev: int) -> None:
+    with suppress(OSError):
+        st = os.fstat(fd)
+        if st.st_dev == dev and (st.st_uid, st.st_gid) != (uid, gid):
+            os.fchown(fd, uid, gid)
+
+
+def _own_file(name: str, at: int, uid: int, gid: int, dev: int) -> None:
+    try:
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=at)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if (stat.S_ISLNK(st.st_mode) or st.st_nlink != 1 or st.st_dev != dev
+                or (st.st_uid, st.st_gid) == (uid, gid)):
+            return
+        with suppress(OSError):  # the inode checked, reached through its descriptor
+            os.chown(f"/proc/self/fd/{fd}", uid, gid)
+    finally:
+        os.close(fd)
 
 
 @functools.cache
@@ -569,9 +687,10 @@ def _kill(pid: int, beneath: bool) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def probe(bwrap: str) -> str | None:
+def probe(bwrap: str, user: tuple[int, int] | None = None) -> str | None:
     """Why ``bwrap`` cannot start a sandbox here (user namespaces refused, a bubblewrap too
-    old for ``--cap-drop``, ``--size``, ``--remount-ro`` or ``--seccomp``, ...), or None."""
+    old for ``--cap-drop``, ``--size``, ``--remount-ro`` or ``--seccomp``, ...), or None.
+    ``user``: started as that uid and gid (gitevals being root)."""
     argv = [bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
             "--ro-bind", "/usr", "/usr", *[x for d in _LINKS for x in _link_args(d)],
             "--proc", "/proc", "--dev", "/dev", "--size", "4096", "--tmpfs", "/tmp",
@@ -582,8 +701,10 @@ def probe(bwrap: str) -> str | None:
         if program is not None:
             fds = (reopen(program),)
             argv += ["--seccomp", str(fds[0])]
+        uid, gid = user if user is not None else (None, None)
         done = subprocess.run([*argv, "--", "true"], capture_output=True, timeout=30,
-                              check=False, pass_fds=fds)
+                              check=False, pass_fds=fds, user=uid, group=gid,
+                              extra_groups=None if user is None else [], cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     finally:
@@ -598,3 +719,88 @@ def _link_args(d: str) -> list[str]:
     if os.path.islink(d):
         return ["--symlink", os.readlink(d), d]
     return ["--ro-bind-try", d, d]
+
+
+# -- the target's side of a task trial ---------------------------------------------------
+
+#: What a target running as root keeps of its capabilities (a Docker container's default
+#: set, less ``CAP_MKNOD`` and ``CAP_NET_RAW``): it owns and changes files as root did,
+#: but cannot mount or unmount (and so uncover the host's ``/proc``), trace, load kernel
+#: code, read raw memory or sniff the verifier's network.
+TARGET_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+               "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+               "CAP_SYS_CHROOT", "CAP_SETFCAP", "CAP_AUDIT_WRITE")
+#: The target's process limit, as ``PIDS`` (not enforced for uid 0: a pids cgroup then,
+#: where one can be made, ``gitevals.tasks.pids``).
+TARGET_PIDS = 4096
+#: Run first in the target's namespace: the process limit, then the target.
+_TARGET_START = (f'{{ ulimit -u {TARGET_PIDS} || ulimit -p {TARGET_PIDS}; }} 2>/dev/null; '
+                 'exec "$@"')
+#: Run first on the host when the target gets a pids cgroup: join it, then bubblewrap.
+_JOIN = 'echo "$$" > "$1" && shift && exec "$@"'
+
+
+def target_argv(bwrap: str, argv: list[str], root: bool, protected: tuple[str, ...] = (),
+                host_links: dict[str, str | None] | None = None,
+                pids_procs: str | None = None) -> list[str]:
+    """The command line that runs a task trial's target (``argv``) in a pid namespace of
+    its own, so that nothing it starts can see, trace or signal a verifier's processes
+    (or gitevals'): the host as it is (``--dev-bind / /``: its files, devices, network,
+    environment, working directory), but its own ``/proc``, read-only, and read-only
+    what a verifier runs (``_SYSTEM`` and ``_LINKS``, ``/sys``) and ``protected`` (the
+    installed gitevals and its interpreter). As ``root`` it keeps only ``TARGET_CAPS``;
+    a user has none (bubblewrap's user namespace). When the trial's target ends, its
+    namespace ends, and everything it left running with it. ``pids_procs``: the
+    ``cgroup.procs`` file of the pids cgroup to start it in."""
+    links = host_links if host_links is not None else _host_links()
+    out = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent",
+           "--proc", "/proc", "--remount-ro", "/proc", "--ro-bind-try", "/sys", "/sys"]
+    for d in _SYSTEM:
+        out += ["--ro-bind-try", d, d]
+    out += [x for d in _LINKS if not links.get(d) for x in ("--ro-bind-try", d, d)]
+    for path in protected:
+        out += ["--ro-bind-try", path, path]
+    if root:
+        out += ["--cap-drop", "ALL", *[x for c in TARGET_CAPS for x in ("--cap-add", c)]]
+    out += ["--", "/bin/sh", "-c", _TARGET_START, "gitevals-target", *argv]
+    if pids_procs is not None:
+        out = ["/bin/sh", "-c", _JOIN, "gitevals-target", pids_procs, *out]
+    return out
+
+
+def protected_paths() -> tuple[str, ...]:
+    """What a target may not change because gitevals runs it: the installed ``gitevals``
+    package and the interpreter's prefix (its virtual environment), outside ``_SYSTEM``."""
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = {os.path.realpath(p) for p in (here, sys.prefix)}
+    return tuple(sorted(p for p in found
+                        if not any(p == d or p.startswith(d + "/") for d in _SYSTEM)))
+
+
+def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, workdir: str,
+               top: Sequence[str] | None = None) -> list[str]:
+    """The target of a task trial in a sandbox of its own (``[agent] sandbox = true``).
+
+    It sees the host read-only (every top-level directory of ``/``, or of ``top``: its
+    interpreter may be installed anywhere), its own ``/tmp``, ``/proc``, ``/dev`` and pid
+    namespace, the materialized commit read-only at its own path (its working
+    directory) and the trial's ``workspace`` read-write at ``workdir``; the network is
+    shared (a target calls its model) and the environment is the target's own. No
+    capability. So it can write nothing but its workspace (not the installed gitevals),
+    and sees no process of the host (nothing to trace: not gitevals, not a verifier's
+    sandbox). It is started before it sees anything (the workspace is bound by path)."""
+    names = sorted(os.listdir("/")) if top is None else list(top)
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--share-net",
+           "--cap-drop", "ALL"]
+    for name in names:
+        path = "/" + name
+        if name in ("proc", "dev", "tmp") or not name or "/" in name:
+            continue
+        out += (["--symlink", os.readlink(path), path] if os.path.islink(path)
+                else ["--ro-bind-try", path, path])
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
+            "--ro-bind", tree_dir, tree_dir, "--bind", workspace, workdir,
+            "--remount-ro", "/", "--chdir", tree_dir]
+    return [*out, "--", *argv]

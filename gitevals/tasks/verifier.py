@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitevals.jsontypes import JSON
     from gitevals.run.artifact import ErrorRecord, Iteration
+    from gitevals.tasks.sandbox import Pending
 
 #: The file each ``reward_format`` names, in ``/logs/verifier/``.
 REWARD_FILES = {"reward_text": "reward.txt", "reward_json": "reward.json"}
@@ -175,6 +176,18 @@ def read_reward(logs: str | int, fmt: str) -> tuple[Rewards, str | None]:
         return {}, f"{where} is over {MAX_REWARD_BYTES} bytes"
     rewards, why = parse_reward(fmt, data)
     return rewards, None if why is None else f"{where} {why}"
+
+
+def pending_rewards(pending: Pending, fmt: str) -> tuple[dict[str, float], str | None]:
+    """The rewards of a call whose verifier ran, read from its own logs (by descriptor)."""
+    try:
+        logs = pending.open_logs()
+    except OSError as exc:
+        return {}, f"/logs/verifier cannot be read: {exc.strerror or exc}"
+    try:
+        return read_reward(logs, fmt)
+    finally:
+        os.close(logs)
 
 
 def _exists(name: str, d: int) -> bool:

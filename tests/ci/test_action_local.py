@@ -109,6 +109,14 @@ def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -
     assert "capital" in summary
     junit = (checkout / "gitevals-junit.xml").read_text()
     assert junit.startswith("<?xml") and "capital" in junit
+    # the diff's JUnit for test reporters: the suite's testcase first, the regressed
+    # scenario a failure under the control (issue 21)
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring((checkout / "gitevals-diff-junit.xml").read_text())
+    assert root[0].get("name") == "suite" and root[0][1].get("name") == "suite"
+    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["capital"]
 
 
 def test_without_notes_the_base_is_run(repo: Repo, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gitevals.files import cache_dir
-from gitevals.git.tree import WorkingTree
+from gitevals.git.trees import WorkingTree
 from gitevals.lint import cache as cache_mod
 from gitevals.lint import lint_tree
 from gitevals.lint.cache import LintCache, salt

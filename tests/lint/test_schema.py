@@ -22,8 +22,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitevals import validation
-from gitevals.lint import schema
+from gitevals import schema, validation
 from gitevals.lint.cases import lint_case_bytes
 from gitevals.model import ASSERTION_KINDS
 from gitevals.settings import REFUSED_KEYS

@@ -26,7 +26,7 @@ def test_a_staged_deletion_of_a_grader_relints_the_cases_that_name_it(repo: Repo
 
 
 def test_a_named_grader_path_missing_from_the_tree_relints_every_case(repo: Repo) -> None:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import lint_tree
 
     repo.commit(TREE)

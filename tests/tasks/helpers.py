@@ -17,6 +17,8 @@ GOOD_TOML = ('version = "1.0"\n'
              "memory_mb = 2048\n")
 TEST_SH = "#!/bin/bash\necho 1.0 > /logs/verifier/reward.txt\n"
 DOCKERFILE = "FROM python:3.12-slim\nWORKDIR /app\n"
+#: A reference solution: without one lint warns (GE913).
+SOLVE_SH = "#!/bin/bash\ntrue\n"
 
 Extra = Mapping[str, "str | bytes | Callable[[Path], None] | None"]
 
@@ -28,7 +30,8 @@ def write_task(d: Path, toml: str, instruction: str | bytes | None,
     removes the file), or a callable making something (a link, a FIFO) in ``d``."""
     d.mkdir(parents=True, exist_ok=True)
     files: dict[str, str | bytes | None] = {"tests/test.sh": TEST_SH,
-                                            "environment/Dockerfile": DOCKERFILE}
+                                            "environment/Dockerfile": DOCKERFILE,
+                                            "solution/solve.sh": SOLVE_SH}
     if toml:
         files["task.toml"] = toml
     if instruction is not None:

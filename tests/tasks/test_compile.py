@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from gitevals.git.tree import MAX_FILE, WorkingTree
+from gitevals.git.blobs import MAX_FILE
+from gitevals.git.trees import WorkingTree
 from gitevals.lint import lint_tree
 
 from ..conftest import Repo, run_cli
@@ -114,7 +115,7 @@ def test_values_written_in_task_toml(repo: Repo) -> None:
     assert env["dockerfile"] is None
     assert [g["kind"] for g in env["gaps"]] == ["image_pull"]
     assert set(doc["files"]) == {f"evals/tasks/sort/{p}" for p in (
-        "task.toml", "instruction.md", "tests/test.sh", "tests/run.py")}
+        "task.toml", "instruction.md", "tests/test.sh", "tests/run.py", "solution/solve.sh")}
 
 
 def test_a_directory_anywhere_and_prompt_md(repo: Repo, tmp_path_factory: pytest.TempPathFactory

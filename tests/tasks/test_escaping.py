@@ -9,7 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitevals.report.text import UNSAFE, block, json_safe, quoted
+from gitevals.text import UNSAFE, block, json_safe, quoted
 
 # Text weighted towards what matters: controls, separators, bidi, backslashes, "u".
 NASTY = st.sampled_from(list("\x00\x07\x1b\n\r\t\x7f\x85\x9b\u2028\u2029\u202e\u2066\u061c"

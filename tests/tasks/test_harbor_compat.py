@@ -13,7 +13,7 @@ import pytest
 
 from .. import refdata
 from ..conftest import Repo, run_cli
-from .helpers import DOCKERFILE, TEST_SH
+from .helpers import DOCKERFILE, SOLVE_SH, TEST_SH
 
 DATA = refdata.find("harbor-tasks")
 if DATA is None:
@@ -25,7 +25,8 @@ TB1 = sorted(p.name for p in DATA.iterdir() if (p / "task.yaml").is_file())
 @pytest.fixture
 def harbor(repo: Repo) -> Repo:
     """Every directory of the data set under evals/tasks/, the task.toml ones given a
-    tests/test.sh and an environment/Dockerfile; committed."""
+    tests/test.sh, an environment/Dockerfile and a solution/solve.sh (the data holds
+    none of them); committed."""
     for src in DATA.iterdir():
         dest = repo.path / "evals" / "tasks" / src.name
         shutil.copytree(src, dest)
@@ -33,7 +34,8 @@ def harbor(repo: Repo) -> Repo:
             p.chmod(0o755 if p.is_dir() else 0o644)  # the data is read-only
         if src.name in HARBOR:
             repo.write({f"evals/tasks/{src.name}/tests/test.sh": TEST_SH,
-                        f"evals/tasks/{src.name}/environment/Dockerfile": DOCKERFILE})
+                        f"evals/tasks/{src.name}/environment/Dockerfile": DOCKERFILE,
+                        f"evals/tasks/{src.name}/solution/solve.sh": SOLVE_SH})
     repo.commit(msg="harbor tasks")
     return repo
 
@@ -89,7 +91,7 @@ def test_real_keys_are_kept_or_named_unused(harbor: Repo) -> None:
 
 
 def test_terminal_bench_1_is_skipped_with_a_note(harbor: Repo) -> None:
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.settings import load_settings
     from gitevals.tasks.load import load_tasks, task_dirs
 

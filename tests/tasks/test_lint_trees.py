@@ -84,7 +84,7 @@ def test_the_plain_git_hook_refuses_a_broken_task(repo: Repo) -> None:
 
 def test_findings_are_cached_by_blob(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     import gitevals.tasks.load as load
-    from gitevals.git.tree import open_tree
+    from gitevals.git.trees import open_tree
     from gitevals.lint import lint_tree
 
     write_task(repo.path / TASK, SHELL, "Do it.\n")

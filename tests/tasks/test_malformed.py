@@ -121,6 +121,8 @@ TABLE: list[tuple[str, str, str | bytes | None, dict[str, str | bytes | Callable
      ("task.toml", 11, 1, "GE905", "verifier.env: the name 'A=B' is empty or holds '='")),
     ("unknown-key-is-a-warning", "max_iteration = 2\n" + GOOD_TOML, "Do it.\n", {},
      ("task.toml", 1, 1, "GE906", "unknown key 'max_iteration'; did you mean max_iterations?")),
+    ("no-solution", GOOD_TOML, "Do it.\n", {"solution/solve.sh": None},
+     ("solution/solve.sh", 1, 1, "GE913", "missing: the task has no reference solution")),
 ]
 
 
@@ -160,7 +162,7 @@ def test_one_clear_finding_at_its_line(linted: dict[str, list[dict[str, object]]
     assert (f["path"], f["line"], f["col"], f["code"]) == (f"{BASE}/{name}/{file}", line, col,
                                                            code)
     assert words in str(f["message"])
-    assert f["severity"] == ("warning" if code == "GE906" else "error")
+    assert f["severity"] == ("warning" if code in ("GE906", "GE913") else "error")
     _SEEN.add(code)
 
 

@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from ..conftest import GIT_ENV, Repo
 from ..test_precommit_framework import _project_rev, _run
 from .helpers import GOOD_TOML, write_task
@@ -15,6 +17,7 @@ from .helpers import GOOD_TOML, write_task
 TASK = "evals/tasks/t"
 
 
+@pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
 def test_framework_refuses_a_broken_task(repo: Repo, tmp_path: Path) -> None:
     rev = _project_rev()
     env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}

@@ -47,7 +47,7 @@ def _commit(who: Who, attack: str, test_sh: str = HONEST, toml: str = "max_itera
         "evals/.gitignore": "results/\n",
         f"{base}/task.toml": toml, f"{base}/instruction.md": "Do it.\n",
         f"{base}/tests/test.sh": test_sh, f"{base}/environment/seed.txt": "seed\n",
-        **(extra or {})})
+        f"{base}/solution/solve.sh": "true\n", **(extra or {})})
 
 
 def _trial(who: Who) -> dict[str, Any]:

@@ -5,11 +5,15 @@ does not control: an ESC or OSC sequence in them must not reach a terminal as a
 command. ``visible`` shows each control character as an escape (``\\x1b``), keeping the
 name recognisable; ``one_line`` folds a message (it may quote a harness's multi-line
 output) into one line.
+
+The patterns are compiled on first use (``_pattern``): a command that prints nothing from
+the tree -- the commit hook on a clean file -- never pays for their large classes.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 #: Unicode's format characters (category Cf, Unicode 15): the bidirectional controls
 #: (an RLO U+202E makes a name read backwards, so ``txt.exe`` shows as ``exe.txt``),
@@ -24,20 +28,31 @@ FORMAT_CHARS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
 #: C0 and C1 controls and DEL, plus line/paragraph separators some terminals honour,
 #: the format characters, and lone UTF-16 surrogates (JSON can spell them; no
 #: terminal encoding can write them).
-CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARS}\ud800-\udfff]")
+_CONTROL = f"[\x00-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARS}\ud800-\udfff]"
+_SOURCES: dict[str, str] = {"CONTROL": _CONTROL, "_CONTROL_RUN": f"(?:{_CONTROL})+"}
 
 
-_CONTROL_RUN = re.compile(f"(?:{CONTROL.pattern})+")
+@cache
+def _pattern(name: str) -> re.Pattern[str]:
+    """The compiled pattern ``name`` of ``_SOURCES``, compiled once."""
+    return re.compile(_SOURCES[name])
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """``CONTROL``, ``XML_FORBIDDEN``, ``UNSAFE`` as module attributes, compiled on use."""
+    if name in _SOURCES and name[0] != "_":
+        return _pattern(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def visible(text: object) -> str:
     """``text`` with every control character written as its escape (``\\n``, ``\\x1b``)."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+    return _pattern("CONTROL").sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def one_line(text: object) -> str:
     """``text`` as one line: runs of control characters become one space."""
-    return _CONTROL_RUN.sub(" ", str(text)).strip()
+    return _pattern("_CONTROL_RUN").sub(" ", str(text)).strip()
 
 
 def fold(text: str, limit: int = 500) -> str:
@@ -50,13 +65,13 @@ def fold(text: str, limit: int = 500) -> str:
 
 #: What XML 1.0 cannot hold even escaped (C0 controls but tab/LF/CR, lone surrogates,
 #: U+FFFE/U+FFFF), plus DEL and C1 controls, which it allows but terminals obey.
-XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_SOURCES["XML_FORBIDDEN"] = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]"
 
 
 def xml_text(text: object) -> str:
     """``text`` as an XML 1.0 document can carry it, in names and attributes too: each
     forbidden character written as its escape (``\\x01``, ``\\ufffe``, ``\\ud800``)."""
-    return XML_FORBIDDEN.sub(lambda m: repr(m.group())[1:-1], str(text))
+    return _pattern("XML_FORBIDDEN").sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 #: Markdown syntax to write as a backslash escape (CommonMark escapes any ASCII
@@ -67,20 +82,20 @@ def xml_text(text: object) -> str:
 #: renderers turn into links (``example.com``, ``http://``, ``a@b.io``). A ``.`` between
 #: two digits stays (``100.0%``, ``1.2.3``): no scheme, ``www.`` or top-level domain
 #: holds one, and the dot before a domain's last label (a letter) is still escaped.
-_MD_SYNTAX = re.compile(r"[\\`*\[\]!<|~&$#]|(?<![^\W_])_|_(?![^\W_])|[:@](?=[\w/])"
-                        r"|\.(?=[\w/])(?<!\d\.(?=\d))")
+_SOURCES["_MD_SYNTAX"] = (r"[\\`*\[\]!<|~&$#]|(?<![^\W_])_|_(?![^\W_])|[:@](?=[\w/])"
+                          r"|\.(?=[\w/])(?<!\d\.(?=\d))")
 #: What makes a block when it starts the text (a list item of data would nest one):
 #: a quote, a list marker, an ordered-list number (its ``.`` or ``)`` ends the text or
 #: comes before a space: ``1.5`` is no list).
-_MD_BLOCK_START = re.compile(r"^(?:[>+-]|\d+(?=[.)](?:[ \t]|$)))")
+_SOURCES["_MD_BLOCK_START"] = r"^(?:[>+-]|\d+(?=[.)](?:[ \t]|$)))"
 
 
 def md_inert(text: object) -> str:
     """``text`` as Markdown that renders as exactly that text on one line: no HTML,
     link, image, code span, emphasis or block can come out of it (a table cell, a list
     item)."""
-    inline = _MD_SYNTAX.sub(lambda m: "\\" + m.group(), one_line(text))
-    block = _MD_BLOCK_START.match(inline)
+    inline = _pattern("_MD_SYNTAX").sub(lambda m: "\\" + m.group(), one_line(text))
+    block = _pattern("_MD_BLOCK_START").match(inline)
     if block is None:
         return inline
     end = block.end()  # ``-`` gets the escape; ``1.`` gets it on its ``.``
@@ -93,21 +108,23 @@ def md_inert(text: object) -> str:
 #: backwards), and lone surrogates (no terminal encoding can write them).
 _NOT_C0 = ("\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
            "\ud800-\udfff")
-UNSAFE = re.compile(f"[\x00-\x1f{_NOT_C0}]")
-_QUOTED = re.compile(f'[\\\\"]|{UNSAFE.pattern}')
+_UNSAFE = f"[\x00-\x1f{_NOT_C0}]"
+_SOURCES["UNSAFE"] = _UNSAFE
+_SOURCES["_QUOTED"] = f'[\\\\"]|{_UNSAFE}'
 #: In a block, ``\u`` would read as an escape: its backslash is written ``\u005c``.
-_BLOCK = re.compile(f"\\\\(?=u)|{UNSAFE.pattern}")
+_SOURCES["_BLOCK"] = f"\\\\(?=u)|{_UNSAFE}"
 
 
 def _u(m: re.Match[str]) -> str:
     c = m.group()
-    return "\\" + c if c in '\\"' and len(c) == 1 and m.re is _QUOTED else f"\\u{ord(c):04x}"
+    quoting = m.re is _pattern("_QUOTED")
+    return "\\" + c if c in '\\"' and len(c) == 1 and quoting else f"\\u{ord(c):04x}"
 
 
 def quoted(text: str) -> str:
     """``text`` as a JSON string literal whose every unsafe character is ``\\uXXXX``: its
     boundaries are visible (an argv member ``"a b"`` is one member) and it parses back."""
-    return '"' + _QUOTED.sub(_u, text) + '"'
+    return '"' + _pattern("_QUOTED").sub(_u, text) + '"'
 
 
 def block(text: str) -> list[str]:
@@ -117,7 +134,7 @@ def block(text: str) -> list[str]:
     lines = text.split("\n")
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no new one
-    return [_BLOCK.sub(_u, line) for line in lines]
+    return [_pattern("_BLOCK").sub(_u, line) for line in lines]
 
 
 def json_safe(doc: object) -> str:
@@ -128,7 +145,7 @@ def json_safe(doc: object) -> str:
     text = json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True)
     # json.dumps escapes C0 in strings; the newlines and spaces left are its indentation.
     # Outside strings JSON holds none of the others: each one sits in a string.
-    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _pattern("_RAW_IN_JSON").sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-_RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")
+_SOURCES["_RAW_IN_JSON"] = f"[{_NOT_C0}]"

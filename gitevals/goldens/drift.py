@@ -17,15 +17,16 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
+from gitevals.goldens import SUITE_FILE as SUITE_FILE
+from gitevals.goldens import filters
+from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.suite import SUITE_FILE as SUITE_FILE
-from gitevals.suite import filters
-from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
     from gitevals.yamlsafe import Document
@@ -42,6 +43,12 @@ class Budget:
     noise: float
     hard_fail: float
     rerun: tuple[float, ...] = ()
+
+    @property
+    def rerun_max(self) -> float:
+        """The widest a re-run with another seed moved a slice: a drop no larger is noise
+        (the gate's ``rerun_noise``); 0 when the suite measured none."""
+        return max(self.rerun, default=0.0)
 
     def as_dict(self) -> JSONObject:
         return {"noise_tolerance_pts": self.noise, "hard_fail_threshold_pts": self.hard_fail,
@@ -67,6 +74,7 @@ class Slice:
     filter: filters.Node | None = None
     low: int = 0
     at: tuple[int, int] = (1, 1)  # where it is written in drift-suite.yaml
+    sized_for: bool = False  # a comment says what budget its count was sized for (GE634)
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,7 @@ def enough_items(hard_fail: float) -> int:
 
 def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
     """Parse and check ``drift-suite.yaml``; the suite when it holds no error."""
-    from gitevals.lint.schema import validate
+    from gitevals.schema import validate
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(data, path)
@@ -114,10 +122,11 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
         seen.setdefault(name, at[0])
         slices.append(Slice("benchmark", name, str(b["source"]), int(_num(b["n_items"])),
                             int(_num(b["seed"])), _text(b.get("grader")), str(b["split"]),
-                            at=doc.position(("frozen_benchmarks", i))))
+                            at=doc.position(("frozen_benchmarks", i)),
+                            sized_for=_sized_for(data, doc, ("frozen_benchmarks", i))))
     domain = raw.get(DOMAIN)
     if isinstance(domain, dict):
-        slices.extend(_domain(doc, domain, findings))
+        slices.extend(_domain(doc, domain, findings, data))
     budget = _budget(raw["drift_budget"])
     infinite = _not_finite(raw["drift_budget"])
     if infinite is not None:
@@ -133,7 +142,8 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
     return Suite(tuple(slices), budget), findings
 
 
-def _domain(doc: Document, domain: JSONObject, findings: list[Finding]) -> list[Slice]:
+def _domain(doc: Document, domain: JSONObject, findings: list[Finding],
+            data: bytes) -> list[Slice]:
     """The domain-adjacent slice (none when its filter does not parse: GE633)."""
     path = doc.path
     low, high = (int(_num(x)) for x in _values(domain["n_items_range"]))
@@ -150,7 +160,30 @@ def _domain(doc: Document, domain: JSONObject, findings: list[Finding]) -> list[
                                 "write e.g. tag == 'drift-suite' (==, !=, in, and, or, not)"))
         return []
     return [Slice("domain", DOMAIN, str(domain["path"]), high, int(_num(domain.get("seed", 0))),
-                  _text(domain.get("grader")), filter=node, low=low, at=doc.position((DOMAIN,)))]
+                  _text(domain.get("grader")), filter=node, low=low, at=doc.position((DOMAIN,)),
+                  sized_for=_sized_for(data, doc, (DOMAIN,)))]
+
+
+#: A YAML comment saying what budget a count was sized for: ``# sized for a 20-point ...``.
+_SIZED_FOR = re.compile(r"(?:^|\s)#.*\bsized\s+for\b", re.IGNORECASE)
+
+
+def _sized_for(data: bytes, doc: Document, where: tuple[str | int, ...]) -> bool:
+    """True when a comment on the lines of the entry at ``where`` (from its key, or its
+    ``-``, to its last value), or on comment lines right above it, says what budget it
+    was sized for: GE634's own remedy, which silences it."""
+    from yaml.nodes import MappingNode
+
+    node = doc.node_at(where)
+    key = doc.node_at(where, key=True) if isinstance(where[-1], str) else node
+    if not isinstance(node, MappingNode) or key is None or not node.value:
+        return False
+    lines = data.decode("utf-8", "replace").splitlines()
+    first, last = key.start_mark.line, node.value[-1][1].end_mark
+    end = last.line + (last.column > 0)  # a block value ends where the next line starts
+    while first > 0 and lines[first - 1].lstrip().startswith("#"):
+        first -= 1
+    return any(_SIZED_FOR.search(line) for line in lines[first:end])
 
 
 def _budget(raw: JSON) -> Budget:
@@ -177,7 +210,7 @@ def _budget_warnings(slices: list[Slice], budget: Budget, path: str) -> list[Fin
     out = []
     for s in slices:
         n = s.low if s.kind == "domain" else s.n
-        if half_width(n) >= budget.hard_fail / 2:
+        if half_width(n) >= budget.hard_fail / 2 and not s.sized_for:
             what = "n_items_range starts at" if s.kind == "domain" else "n_items"
             out.append(Finding(path, *s.at, "GE634",
                                f"{s.name}: {what} {n} gives a 95 % interval of ±"
@@ -237,17 +270,31 @@ def sample(s: Slice, data: bytes) -> list[tuple[int, JSONObject]]:
 
 
 def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
-                  mapping: Mapping[str, str]) -> list[Finding]:
-    """GE631/GE632/GE635/GE637 for each slice against the files of the tree."""
+                  mapping: Mapping[str, str],
+                  named: Callable[[str], tuple[bytes | None, str]] | None = None
+                  ) -> list[Finding]:
+    """GE631/GE632/GE635/GE637 for each slice against the files of the tree, and a named
+    source (``source: mmlu``) against what ``named`` reads of the local cache."""
+    from gitevals.benchcache import is_named
+
     out: list[Finding] = []
     for s in suite.slices:
         why = source_problem(s.source)
-        if why is not None:
+        if named is not None and s.kind == "benchmark" and is_named(s.source):
+            data, missing = named(s.source)
+            if data is None:
+                out.append(Finding(path, *s.at, "GE631",
+                                   f"{s.name}: the named benchmark {s.source!r} is not in the "
+                                   f"local cache: {missing}; put its JSONL file there "
+                                   "(GITEVALS_BENCHMARK_CACHE; nothing is downloaded)"))
+                continue
+        elif why is not None:
             out.append(Finding(path, *s.at, "GE631",
                                f"{s.name}: source {s.source!r} {why}; name a JSONL file by its "
                                "path from the repository root, e.g. evals/bench/mmlu.jsonl"))
             continue
-        data = read(s.source)
+        else:
+            data = read(s.source)
         if data is None:
             out.append(Finding(path, *s.at, "GE631",
                                f"{s.name}: {s.source!r} is not a file of this tree; sources "

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from gitevals.findings import Finding
+from gitevals.goldens.rows import bucket, rows, turns
 from gitevals.lint.graders import Index, Ref, resolve
-from gitevals.suite.rows import bucket, rows, turns
 
 
 class Summary(TypedDict):

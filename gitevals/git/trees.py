@@ -1,11 +1,8 @@
-"""``Tree``: the files of a working tree, the index, or a revision; ``Repo``: the repository.
+"""``Tree``: the files of a working tree, the index, or a revision, behind one interface.
 
-This is the one module that touches pygit2: its types and its errors stop here (a
-failing libgit2 call raises ``GitError``). Everything downstream reads files through
-a ``Tree`` and never cares whether they came from disk or git objects: a publish
-check of a commit reads exactly what the commit holds, however the working tree
-looks. Commands ask the repository for notes, status, refs and hooks through a
-``Repo``, in SHAs, paths and text.
+Everything downstream reads files through a ``Tree`` and never cares whether they came
+from disk or git objects: a publish check of a commit reads exactly what the commit
+holds, however the working tree looks. ``open_tree`` gives the tree a command reads.
 """
 
 from __future__ import annotations
@@ -14,42 +11,31 @@ import bisect
 import hashlib
 import os
 import posixpath
-import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from gitevals.errors import GitError, RevisionError, UsageError
+from gitevals.errors import RevisionError, UsageError
+from gitevals.git.blobs import (
+    EXEC_MODE,
+    GITLINK_MODE,
+    LINK_MODE,
+    blob_bytes,
+    blob_size,
+    git_blob_sha,
+    max_size,
+    translated,
+)
+from gitevals.git.repo import Repo, commit_of, open_repo, require_repo, under
 
 if TYPE_CHECKING:
     import pygit2
 
-_LINK_MODE = 0o120000
-_EXEC_MODE = 0o100755
-_GITLINK_MODE = 0o160000
-#: The largest file a working tree reads (yamlsafe.MAX_BYTES: cases, graders, settings);
-#: ``goldens.jsonl`` may grow to ``MAX_GOLDENS``. Larger files are listed by ``refused``,
-#: never read: a 3 GB file under the eval tree costs an ``lstat``, not 3 GB of memory.
-MAX_FILE = 1024 * 1024
-MAX_GOLDENS = 256 * 1024 * 1024
 _KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a directory"))
-#: Blobs at least this large are read by ``read_blobs_unverified`` (threads, the pack
-#: reader); below it a thread costs more than libgit2's plain read (benchmarks/bench_diff.py).
-_LARGE = 1 << 20
-
-NOTES_REF = "refs/notes/gitevals"
-
-
-def git_blob_sha(data: bytes) -> str:
-    """The SHA git would give ``data`` as a blob (``git hash-object``)."""
-    h = hashlib.sha1(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -63,12 +49,6 @@ class Entry:
     executable: bool = False
 
 
-def max_size(path: str) -> int:
-    """The most bytes gitevals reads of the file at ``path``: JSON lines files (goldens,
-    the drift suite's benchmark sources) may be as large as goldens."""
-    return MAX_GOLDENS if path.endswith(".jsonl") else MAX_FILE
-
-
 def _over(size: int, path: str) -> str:
     return f"{size} bytes, over the {max_size(path) >> 20} MiB limit"
 
@@ -76,14 +56,6 @@ def _over(size: int, path: str) -> str:
 def _kind(mode: int) -> str | None:
     """What a non-regular directory entry is ("a symlink", "a FIFO"...); None for a file."""
     return next((what for test, what in _KINDS if test(mode)), None)
-
-
-def _under(path: str, prefix: str) -> bool:
-    """``path`` is ``prefix`` or below it; a ``prefix`` ending in "/" names a directory only."""
-    top = prefix.strip("/")
-    if not top:
-        return True
-    return path.startswith(top + "/") or (path == top and not prefix.endswith("/"))
 
 
 class Tree:
@@ -339,446 +311,6 @@ class WorkingTree(Tree):
         return os.path.lexists(self.root / path)
 
 
-# -- git errors and blobs -----------------------------------------------------------
-
-
-@contextmanager
-def _translated(action: str) -> Iterator[None]:
-    """pygit2's errors as gitevals' own: no pygit2 exception leaves this module (libgit2
-    reports some failures, a locked ref among them, as OSError)."""
-    import pygit2
-
-    try:
-        yield
-    except (pygit2.GitError, OSError) as exc:
-        reason = str(exc).rstrip(": ")  # libgit2 ends some messages with ": "
-        raise GitError(f"git could not {action}: {reason}; check the repository "
-                       "(`git status`, `git fsck`) and try again") from exc
-
-
-@contextmanager
-def _unverified() -> Iterator[None]:
-    """libgit2 without re-hashing objects on read (git itself does not): strict hash
-    verification doubles the cost of reading a large blob (a 44 MB goldens.jsonl); the
-    objects come from this repository's own store."""
-    import pygit2
-
-    pygit2.settings.enable_strict_hash_verification(False)
-    try:
-        yield
-    finally:
-        pygit2.settings.enable_strict_hash_verification(True)
-
-
-def blob_bytes(raw: pygit2.Repository, sha: str) -> bytes:
-    """The content of blob ``sha``, verified."""
-    import pygit2
-
-    obj = raw[sha]
-    if not isinstance(obj, pygit2.Blob):
-        raise GitError(f"object {sha} is a {obj.type_str}, not a blob")
-    return obj.data
-
-
-def blob_size(raw: pygit2.Repository, oid: pygit2.Oid | str) -> int:
-    """The size of a blob from its object header alone: listing a tree never inflates
-    the blobs in it (a 44 MB goldens.jsonl costs nothing until it is read)."""
-    return raw.odb.read_header(oid)[1]
-
-
-def read_blob_unverified(raw: pygit2.Repository, sha: str) -> bytes:
-    """Blob ``sha`` without libgit2 re-hashing it on read (see ``_unverified``)."""
-    with _unverified():
-        data: bytes = raw.odb.read(sha)[1]
-    return data
-
-
-def read_blobs_unverified(raw: pygit2.Repository, shas: list[str]) -> list[bytes]:
-    """Several blobs at once (see ``read_blob_unverified``), the loose ones inflated in threads.
-
-    ``zlib`` releases the GIL while it inflates, so with two large loose objects (a
-    goldens.jsonl at two commits) both cores work. Packed ones are read from the pack
-    files by ``packfile.read_packed`` (a delta base they share inflated once); whatever neither
-    way yields, or yields at the wrong size, is left to libgit2.
-    """
-    import threading
-    import zlib
-
-    objects = Path(raw.path) / "objects"
-    out: list[bytes | None] = [None] * len(shas)
-    sizes = [raw.odb.read_header(sha)[1] for sha in shas]
-
-    def inflate(i: int) -> None:
-        # Inflate the "blob <size>\0" header on its own, then the body straight into
-        # its final bytes object (no 40 MB copy to strip the header).
-        header = b"blob %d\0" % sizes[i]
-        try:
-            d = zlib.decompressobj()
-            if d.decompress((objects / shas[i][:2] / shas[i][2:]).read_bytes(),
-                            len(header)) != header:
-                return
-            body = d.flush(sizes[i])  # the rest, into one buffer of the exact size
-        except (OSError, zlib.error):
-            return
-        if len(body) == sizes[i]:
-            out[i] = body
-
-    threads = [threading.Thread(target=inflate, args=(i,)) for i in range(len(shas))[1:]]
-    for t in threads:
-        t.start()
-    inflate(0)
-    for t in threads:
-        t.join()
-    if any(data is None for data in out):
-        from gitevals.git.packfile import read_packed
-
-        packed = read_packed(objects, [sha for sha, data in zip(shas, out, strict=True)
-                                       if data is None])
-        out = [data if data is not None else packed.get(sha) for data, sha in
-               zip(out, shas, strict=True)]
-    return [data if data is not None and len(data) == size
-            else read_blob_unverified(raw, sha)
-            for data, sha, size in zip(out, shas, sizes, strict=True)]
-
-
-# -- the repository -----------------------------------------------------------------
-
-
-def _commit(raw: pygit2.Repository, rev: str) -> pygit2.Commit:
-    """``rev`` (branch, tag incl. annotated, short SHA, ``HEAD~2``) peeled to a commit."""
-    import pygit2
-
-    try:
-        return raw.revparse_single(rev).peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        if raw.head_is_unborn and rev.startswith("HEAD"):
-            raise RevisionError(
-                f"{rev} names no commit: this repository has no commits yet; commit first"
-            ) from exc
-        raise RevisionError(
-            f"unknown revision {rev!r}: name a commit, branch or tag of this repository "
-            f"(`git log --oneline` lists commits)"
-        ) from exc
-
-
-def _signature(raw: pygit2.Repository) -> pygit2.Signature:
-    import pygit2
-
-    try:
-        return raw.default_signature
-    except (KeyError, pygit2.GitError):
-        return pygit2.Signature("gitevals", "gitevals@localhost")
-
-
-class Repo:
-    """A git repository with a work tree, answering in SHAs, paths and text.
-
-    ``raw`` is the pygit2 repository, for the trees of this module only; every method
-    raises gitevals' own errors (``GitError``, ``RevisionError``), never pygit2's.
-    """
-
-    def __init__(self, raw: pygit2.Repository) -> None:
-        self.raw = raw
-        self._sizes: dict[str, int] = {}
-
-    @property
-    def work_root(self) -> Path:
-        """The top of the work tree, symlinks resolved."""
-        return Path(self.raw.workdir).resolve()
-
-    @property
-    def location(self) -> str:
-        """The work dir as ``Tree.location`` gives it (absolute, symlinks kept)."""
-        return os.path.abspath(self.raw.workdir)
-
-    def resolve(self, rev: str) -> str:
-        """The SHA of the commit ``rev`` names (annotated tags peeled); else RevisionError."""
-        return str(_commit(self.raw, rev).id)
-
-    def peel_to_commit(self, sha: str) -> str | None:
-        """The commit object ``sha`` (or a ref name) names, annotated tags peeled; else None.
-
-        None when ``sha`` is not in this repository or names no commit (a tag on a tree
-        or blob): there is then no revision to check.
-        """
-        try:
-            return self.resolve(sha)
-        except RevisionError:
-            return None
-
-    def read_note(self, commit: str, ref: str = NOTES_REF) -> str | None:
-        """The note on ``commit`` under ``ref``, or None (at any fan-out: ``notestree``)."""
-        from gitevals.git import notestree
-
-        with _translated(f"read the note on {commit[:12]} under {ref}"):
-            blob = notestree.find(self, self.ref_target(ref), commit)
-            return None if blob is None else notestree.blob_text(self, blob)
-
-    def write_note(self, commit: str, text: str, ref: str = NOTES_REF) -> None:
-        """Attach ``text`` to ``commit`` under ``ref``, replacing an older note there;
-        one subtree of the fan-out is rewritten (``notestree``), and ``GitError`` when
-        ``ref`` moved meanwhile (the caller retries).
-
-        Only ``ref`` moves: other notes refs (``refs/notes/commits``...) are untouched.
-        """
-        from gitevals.git import notestree
-
-        tip = self.ref_target(ref)
-        with _translated(f"write the note on {commit[:12]} under {ref}"):
-            blob = notestree.new_blob(self, text)
-        notestree.write(self, ref, {commit: blob}, [tip] if tip else [],
-                        "Notes added by 'gitevals run'")
-
-    def is_notes_commit(self, sha: str) -> bool:
-        """Whether ``sha`` is a commit whose tree holds notes only: blobs named by the
-        hex object name they annotate, possibly under 2-hex fan-out directories."""
-        import pygit2
-
-        with _translated(f"read {sha[:12]}"):
-            try:
-                obj = self.raw[sha]
-            except (KeyError, ValueError):
-                return False
-            return isinstance(obj, pygit2.Commit) and _holds_notes(obj.tree, "")
-
-    def dirty_paths(self, ignore_prefix: str | None = None) -> list[str]:
-        """Tracked files whose working or staged content differs from HEAD (untracked left out)."""
-        import pygit2
-
-        clean = pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED | pygit2.GIT_STATUS_WT_NEW
-        with _translated("read the status of the work tree"):
-            status = self.raw.status()
-        return sorted(path for path, flags in status.items() if flags & ~clean != 0
-                      and not (ignore_prefix and _under(path, ignore_prefix)))
-
-    def diff_digest(self) -> str:
-        """A hash of the uncommitted change to tracked files (HEAD tree vs working tree)."""
-        if self.raw.head_is_unborn:
-            return hashlib.sha256(b"").hexdigest()
-        tree = _commit(self.raw, "HEAD").tree
-        with _translated("diff HEAD against the work tree"):
-            patch = tree.diff_to_workdir().patch or ""
-        return hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest()
-
-    def new_commits(self, tip: str, known: list[str]) -> list[str]:
-        """Commits reachable from ``tip`` but from none of ``known`` (oldest first).
-
-        ``known`` are SHAs or ref names the remote already has; unknown ones are skipped.
-        """
-        import pygit2
-
-        order = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE
-        with _translated(f"walk the history of {tip[:12]}"):
-            walker = self.raw.walk(tip, order)
-            for sha in filter(None, map(self.peel_to_commit, known)):
-                walker.hide(sha)
-            return [str(c.id) for c in walker]
-
-    def remote_refs(self, remote: str) -> list[str]:
-        """Names of the remote-tracking refs of ``remote`` (``refs/remotes/<remote>/...``)."""
-        prefix = f"refs/remotes/{remote}/"
-        return sorted(n for n in self.raw.references if n.startswith(prefix))
-
-    def hooks_dir(self) -> Path:
-        """Where git looks for this repository's hooks.
-
-        ``core.hooksPath`` wins (``~`` expanded; a relative one is relative to the top of
-        the work tree, where git runs hooks); else ``hooks/`` of the common git dir, so a
-        linked worktree shares its main repository's hooks, as git does.
-        """
-        with _translated("read the configuration"):
-            try:
-                configured: str | None = self.raw.config["core.hooksPath"]
-            except KeyError:
-                configured = None
-        if configured:
-            path = Path(os.path.expanduser(configured))
-            return path if path.is_absolute() else self.work_root / path
-        git_dir = Path(self.raw.path)
-        common = git_dir / "commondir"
-        if common.is_file():
-            git_dir = (git_dir / common.read_text().strip()).resolve()
-        return git_dir / "hooks"
-
-    def blob_sizes(self, shas: Sequence[str]) -> list[int]:
-        """Sizes of blobs from their headers, each read once per ``Repo`` (lint sizes a
-        blob before reading it, and reading it needs the size again)."""
-        with _translated("read blob sizes"):
-            for sha in shas:
-                if sha not in self._sizes:
-                    self._sizes[sha] = self.raw.odb.read_header(sha)[1]
-        return [self._sizes[sha] for sha in shas]
-
-    def read_blobs(self, shas: Sequence[str]) -> list[bytes]:
-        """Blobs by SHA, in order, unverified (see ``_unverified``).
-
-        Large ones go through ``read_blobs_unverified`` (threads, the pack reader);
-        small ones (cases, graders) through libgit2 alone, cheaper than a thread each.
-        """
-        with _translated("read blobs"):
-            sizes = self.blob_sizes(shas)
-            large = [sha for sha, size in zip(shas, sizes, strict=True) if size >= _LARGE]
-            read = dict(zip(large, read_blobs_unverified(self.raw, large), strict=True)
-                        ) if large else {}
-            with _unverified():
-                return [read[sha] if sha in read else self.raw.odb.read(sha)[1]
-                        for sha in shas]
-
-    # -- notes shared through a remote (``gitevals notes``, diff's hints) ----------
-
-    @property
-    def is_shallow(self) -> bool:
-        """True in a shallow clone (``git clone --depth N``): older history is missing."""
-        return bool(self.raw.is_shallow)
-
-    def ref_target(self, ref: str) -> str | None:
-        """The SHA ``ref`` points at, or None when there is no such ref."""
-        with _translated(f"read {ref}"):
-            found = self.raw.references.get(ref)
-            return None if found is None else str(found.resolve().target)
-
-    def contains(self, tip: str, sha: str) -> bool:
-        """True when ``sha`` is ``tip`` or one of its ancestors."""
-        with _translated(f"walk the history of {tip[:12]}"):
-            return tip == sha or bool(self.raw.descendant_of(tip, sha))
-
-    def set_ref(self, ref: str, target: str, old: str | None) -> None:
-        """Point ``ref`` at ``target`` if it still points at ``old`` (None: does not
-        exist); else GitError, so a concurrent writer is never overwritten."""
-        if self.ref_target(ref) != old:
-            raise GitError(f"cannot move {ref}: it moved meanwhile; try again")
-        with _translated(f"move {ref}"):
-            self.raw.references.create(ref, target, force=True)
-
-    def write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a blob; its SHA."""
-        with _translated("write a blob"):
-            return str(self.raw.create_blob(data))
-
-    def config_value(self, key: str) -> str | None:
-        """The value of git config ``key`` for this repository, or None."""
-        with _translated("read the configuration"):
-            try:
-                value: str | None = self.raw.config[key]
-            except KeyError:
-                return None
-        return value
-
-    def remotes(self) -> dict[str, list[str]]:
-        """``remote name -> its fetch refspecs``, sorted by name."""
-        with _translated("read the remotes"):
-            return {r.name: list(r.fetch_refspecs)
-                    for r in sorted(self.raw.remotes, key=lambda r: r.name or "") if r.name}
-
-    def run_git(self, *args: str) -> tuple[int, str]:
-        """Run the real ``git`` (fetch, push: its credential helpers, ssh and config)
-        in the work tree; (exit code, its stderr)."""
-        import subprocess
-
-        try:
-            proc = subprocess.run(["git", *args], cwd=self.raw.workdir, capture_output=True,
-                                  text=True, errors="replace", stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            raise GitError(f"cannot run git {args[0]}: {exc.strerror or exc}") from exc
-        return proc.returncode, proc.stderr
-
-    # -- history (``gitevals report``, ``gitevals log``) -------------------------------
-
-    def first_parents(self, tip: str) -> Iterator[tuple[str, str]]:
-        """``(sha, subject)`` of ``tip`` and its first-parent ancestors, newest first
-        (lazily: a caller that stops early walks no further)."""
-        import pygit2
-
-        with _translated(f"walk the history of {tip[:12]}"):
-            walker = self.raw.walk(tip, pygit2.enums.SortMode.NONE)
-            walker.simplify_first_parent()
-            for commit in walker:
-                yield str(commit.id), commit.message.split("\n", 1)[0].strip()
-
-    def tags_by_commit(self) -> dict[str, list[str]]:
-        """``commit sha -> names of the tags on it`` (annotated tags peeled, names sorted);
-        a tag on a tree or a blob is left out."""
-        import pygit2
-
-        out: dict[str, list[str]] = {}
-        with _translated("read the tags"):
-            for name in self.raw.references:
-                if not name.startswith("refs/tags/"):
-                    continue
-                try:
-                    commit = self.raw.references[name].peel(pygit2.Commit)
-                except (pygit2.GitError, ValueError, KeyError):
-                    continue
-                out.setdefault(str(commit.id), []).append(name[len("refs/tags/"):])
-        return {sha: sorted(names) for sha, names in out.items()}
-
-    def noted_commits(self, ref: str = NOTES_REF) -> set[str]:
-        """The commits that carry a note under ``ref`` (no note is read)."""
-        from gitevals.git import notestree
-
-        with _translated(f"list the notes under {ref}"):
-            return set(notestree.listed(self, self.ref_target(ref)))
-
-
-_HEX = frozenset("0123456789abcdef")
-
-
-def _holds_notes(tree: pygit2.Tree, above: str) -> bool:
-    """A notes tree: each entry a blob whose full name (fan-out dirs joined) is a hex
-    object name, or a 2-hex directory of them."""
-    import pygit2
-
-    for obj in tree:
-        name = obj.name or ""
-        if not set(name) <= _HEX or not name:
-            return False
-        if isinstance(obj, pygit2.Tree):
-            if len(name) != 2 or len(above) + 2 >= 40 or not _holds_notes(obj, above + name):
-                return False
-        elif not (isinstance(obj, pygit2.Blob) and obj.filemode != _LINK_MODE
-                  and len(above + name) in (40, 64)):
-            return False
-    return True
-
-
-def open_repo(start: Path | None = None) -> Repo | None:
-    """The repository whose work tree holds ``start`` (default: cwd); None outside one
-    (a bare repository has no work tree)."""
-    import pygit2
-
-    with _translated(f"open the repository at {start or Path.cwd()}"):
-        found = pygit2.discover_repository(str(start or Path.cwd()))
-        _refuse_sha256(found)
-        raw = pygit2.Repository(found) if found else None
-    return Repo(raw) if raw is not None and not raw.is_bare else None
-
-
-def _refuse_sha256(git_dir: str | None) -> None:
-    """A SHA-256 repository, said plainly: libgit2 as pygit2 packages it reads SHA-1 only."""
-    if git_dir is None:
-        return
-    common = Path(git_dir) / "commondir"  # a linked worktree: the config is the main one's
-    try:
-        base = Path(git_dir) / common.read_text().strip() if common.is_file() else Path(git_dir)
-        config = base / "config"
-        text = config.read_text(encoding="utf-8", errors="replace") if config.is_file() else ""
-    except OSError:
-        return
-    if re.search(r"(?im)^\s*objectformat\s*=\s*sha256\s*$", text):
-        raise UsageError(f"{git_dir.rstrip('/')} is a SHA-256 repository "
-                         "(extensions.objectFormat = sha256): libgit2 as packaged with "
-                         "pygit2 cannot read SHA-256 repositories yet; use a SHA-1 clone")
-
-
-def require_repo(start: Path | None = None) -> Repo:
-    """``open_repo``, or a UsageError naming the fix."""
-    repo = open_repo(start)
-    if repo is None:
-        where = start or Path.cwd()
-        raise UsageError(f"{where} is not inside a git work tree: run `git init` first")
-    return repo
-
-
 # -- the trees of git objects -------------------------------------------------------
 
 
@@ -806,7 +338,7 @@ class _GitTree(Tree):
 
 
 #: What a git tree holds besides regular files and directories.
-_GIT_KINDS = {_LINK_MODE: "a symlink", _GITLINK_MODE: "a submodule"}
+_GIT_KINDS = {LINK_MODE: "a symlink", GITLINK_MODE: "a submodule"}
 
 
 def _prefixes(prefix: str) -> list[str]:
@@ -821,7 +353,7 @@ def _index_of(raw: pygit2.Repository) -> pygit2.Index:
     import pygit2
 
     override = os.environ.get("GIT_INDEX_FILE")
-    with _translated("read the index"):
+    with translated("read the index"):
         index: pygit2.Index = (pygit2.Index(str(Path(override).resolve())) if override
                                else raw.index)
         index.read()
@@ -841,8 +373,8 @@ class IndexTree(_GitTree):
 
     def _make(self, ie: pygit2.IndexEntry) -> Entry:
         size = blob_size(self.repo.raw, ie.id)
-        return Entry(os.fspath(ie.path), str(ie.id), size, ie.mode == _LINK_MODE,
-                     ie.mode == _EXEC_MODE)
+        return Entry(os.fspath(ie.path), str(ie.id), size, ie.mode == LINK_MODE,
+                     ie.mode == EXEC_MODE)
 
     def _lookup(self, path: str) -> pygit2.IndexEntry | None:
         try:
@@ -852,14 +384,14 @@ class IndexTree(_GitTree):
 
     def entries(self, prefix: str = "") -> list[Entry]:
         out = [self._make(ie) for ie in self._index
-               if _under(ie.path, prefix) and ie.mode != _GITLINK_MODE]
+               if under(ie.path, prefix) and ie.mode != GITLINK_MODE]
         out.sort(key=lambda e: e.path)
         return out
 
     def entry(self, path: str) -> Entry | None:
         ie = self._lookup(path)
         # A submodule's entry names a commit of another repository: no file here.
-        return None if ie is None or ie.mode == _GITLINK_MODE else self._make(ie)
+        return None if ie is None or ie.mode == GITLINK_MODE else self._make(ie)
 
     def blob_shas(self, prefix: str = "") -> dict[str, str]:
         path = prefix.strip("/")
@@ -869,7 +401,7 @@ class IndexTree(_GitTree):
         # SHAs from the index alone: reading blob headers for sizes is a measurable
         # share of the commit hook's budget (benchmarks/bench_lint.py, --staged).
         regular, _, _ = self._scan()
-        return {p: sha for p, sha in regular.items() if _under(p, prefix)}
+        return {p: sha for p, sha in regular.items() if under(p, prefix)}
 
     def _scan(self) -> tuple[dict[str, str], list[tuple[str, str]], list[str]]:
         """One pass over the index, shared by every listing, ``refused`` and ``exists``:
@@ -899,7 +431,7 @@ class IndexTree(_GitTree):
 
     def blob_sha(self, path: str) -> str | None:
         ie = self._lookup(path)
-        return None if ie is None or ie.mode == _GITLINK_MODE else str(ie.id)
+        return None if ie is None or ie.mode == GITLINK_MODE else str(ie.id)
 
     def refused(self, prefix: str) -> dict[str, str]:
         path = prefix.strip("/")
@@ -907,7 +439,7 @@ class IndexTree(_GitTree):
         if ie is not None:  # one staged file: one lookup (its parents hold it: no links)
             return {path: _GIT_KINDS[ie.mode]} if ie.mode in _GIT_KINDS else {}
         parents = _prefixes(prefix)
-        return {p: what for p, what in self._scan()[1] if _under(p, prefix) or p in parents}
+        return {p: what for p, what in self._scan()[1] if under(p, prefix) or p in parents}
 
 
 def _holds_blob(node: pygit2.Tree | pygit2.Object) -> bool:
@@ -924,7 +456,7 @@ class RevisionTree(_GitTree):
 
     def __init__(self, repo: Repo, rev: str) -> None:
         super().__init__(repo)
-        commit = _commit(repo.raw, rev)
+        commit = commit_of(repo.raw, rev)
         self.commit = str(commit.id)
         self.tree_sha = str(commit.tree.id)
         self.label = f"{rev} ({self.commit[:12]})" if rev != self.commit else self.commit[:12]
@@ -932,7 +464,7 @@ class RevisionTree(_GitTree):
 
     def _entry(self, obj: pygit2.Object, path: str) -> Entry:
         return Entry(path, str(obj.id), blob_size(self.repo.raw, obj.id),
-                     obj.filemode == _LINK_MODE, obj.filemode == _EXEC_MODE)
+                     obj.filemode == LINK_MODE, obj.filemode == EXEC_MODE)
 
     def _walk(self, tree: pygit2.Tree, base: str) -> Iterator[Entry]:
         from pygit2 import Blob
@@ -976,7 +508,7 @@ class RevisionTree(_GitTree):
         top = prefix.strip("/")
         node = self._lookup(top)
         if isinstance(node, Blob):
-            regular = node.filemode != _LINK_MODE and not prefix.endswith("/")
+            regular = node.filemode != LINK_MODE and not prefix.endswith("/")
             return {top: str(node.id)} if regular else {}
         return _tree_shas(node, top + "/" if top else "") if isinstance(node, Tree) else {}
 
@@ -1130,7 +662,7 @@ def _tree_shas(tree: pygit2.Tree, base: str) -> dict[str, str]:
         for obj in node:
             if isinstance(obj, Tree):
                 stack.append((obj, f"{where}{obj.name}/"))
-            elif isinstance(obj, Blob) and obj.filemode != _LINK_MODE:
+            elif isinstance(obj, Blob) and obj.filemode != LINK_MODE:
                 out[f"{where}{obj.name}"] = str(obj.id)
     return dict(sorted(out.items()))
 
@@ -1151,8 +683,8 @@ def previous_tree(tree: Tree) -> Tree | None:
     index or a working tree. None for a root commit, an unborn branch, or a directory
     outside any repository (nothing came before it)."""
     if isinstance(tree, RevisionTree):
-        with _translated("read the parents of a commit"):
-            parents = _commit(tree.repo.raw, tree.commit or "HEAD").parent_ids
+        with translated("read the parents of a commit"):
+            parents = commit_of(tree.repo.raw, tree.commit or "HEAD").parent_ids
         return RevisionTree(tree.repo, str(parents[0])) if parents else None
     repo = tree.repo if isinstance(tree, _GitTree) else open_repo(Path(tree.location))
     if repo is None or repo.raw.head_is_unborn:

@@ -12,7 +12,7 @@ the command that fixes a missing one.
 6. baseline: some ``<root>/baseline-<model>.json`` committed.
 
 ``gather`` reads the facts through a ``Tree`` (grader modules are parsed, never
-imported: ``graderfile.read``, ``run.judge.calls_llm`` and ``calibration.asks``);
+imported: ``graderfile.read``, ``graderfile.asks_judge``);
 ``checklist`` is a pure function of them.
 """
 
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from gitevals.goldenset.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
+from gitevals.goldens.stats import MAX_BUCKETS, MIN_BUCKETS, MIN_ITEMS, Stats
 
 if TYPE_CHECKING:
     from gitevals.calibration.status import Status as Calibration
-    from gitevals.git.tree import Tree
+    from gitevals.git.trees import Tree
     from gitevals.jsontypes import JSONObject
 
 Status = Literal["ok", "missing", "n/a"]
@@ -202,7 +202,7 @@ def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None
     """The facts of ``tree`` (a commit), read through it, judges' calibration at ``now``
     (default: now); no code of it runs."""
     from gitevals.calibration.tree import statuses
-    from gitevals.goldenset.stats import stats_of
+    from gitevals.goldens.stats import stats_of
     from gitevals.settings import load_settings
 
     settings, problems = load_settings(tree)
@@ -259,7 +259,7 @@ def _unresolved(tree: Tree, root: str, graders: list[str]) -> dict[str, str]:
 
 
 def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:
-    from gitevals.run.judge import calls_llm
+    from gitevals.graderfile import asks_judge
 
     base = _join(root, "graders/")
     out = []
@@ -268,6 +268,6 @@ def _llm_modules(tree: Tree, root: str) -> tuple[str, ...]:
         if "/" in rest or not rest.endswith(".py"):
             continue
         [source] = tree.read_blobs([sha])
-        if calls_llm(source):
+        if asks_judge(source):
             out.append(rest[:-3])
     return tuple(sorted(out))

@@ -137,7 +137,7 @@ def _object(path: str, n: int, raw: bytes) -> JSONObject:
 
 
 def _refuse(path: str, line: int, what: str) -> UsageError:
-    from gitevals.report.text import visible
+    from gitevals.text import visible
 
     return UsageError(f"{visible(path)}:{line}:1: {what}")
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, cast
 
+from gitevals.goldens.plan import Item, SuitePlan
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.model import DEFAULT_TIMEOUT
 from gitevals.run.artifact import (
@@ -25,11 +26,10 @@ from gitevals.run.artifact import (
     transcript,
     unkeepable,
 )
+from gitevals.run.goldens import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
-from gitevals.suite.plan import Item, SuitePlan
-from gitevals.suite.results import Goldens, SuiteItem, case_of, decide, slices
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript
@@ -70,7 +70,8 @@ class SuiteExecution:
         self.plan = plan
         self.tree_dir = tree_dir
         self.jobs = max(1, jobs)
-        self.argv = target_argv(target.command, target.python, interpreter) if target else []
+        self.argv = target_argv(target.command, target.python, interpreter,
+                                 target.endpoint) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = threading.Event()
         self.registry = ProcessRegistry()

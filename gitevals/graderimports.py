@@ -20,7 +20,7 @@ import ast
 import posixpath
 from collections.abc import Iterable, Iterator
 
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
 
 #: At most this many files are followed from one set of graders (a hostile tree of
 #: modules importing each other ends here; each is pinned, none is imported).

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from gitevals.findings import Finding
-from gitevals.git.tree import Tree
+from gitevals.git.trees import Tree
+from gitevals.goldens import drift
+from gitevals.goldens.mapping import Summary, grader_position, lint_mapping, summarize
+from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSONObject
 from gitevals.settings import Settings
-from gitevals.suite import drift
-from gitevals.suite.mapping import Summary, grader_position, lint_mapping, summarize
-from gitevals.suite.rows import bucket, row_id, rows, turns
 
 if TYPE_CHECKING:
     from gitevals.lint.cache import LintCache
@@ -104,8 +104,9 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
     """The mapping's and the drift suite's findings (none when neither is set up)."""
     root = settings.root
     suite_data = tree.read(suite_path(root))
+    covered = _axes(tree, settings)
     if not settings.golden_graders and suite_data is None:
-        return []
+        return covered
     suite, found = ((None, []) if suite_data is None
                     else drift.load_suite(suite_data, suite_path(root)))
     names = [*settings.golden_graders.values(),
@@ -118,7 +119,21 @@ def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -
     if suite is not None:
         out += _slice_graders(suite, root, indexes)
         out += _sources(tree, suite, root, settings.golden_graders, store)
-    return sorted([*found, *out, *_advisory(tree, settings, text)])
+    return sorted([*found, *out, *covered, *_advisory(tree, settings, text)])
+
+
+def _axes(tree: Tree, settings: Settings) -> list[Finding]:
+    """GE645: the goldens' coverage of ``[tool.gitevals.goldens] axes``, when declared."""
+    from gitevals.goldens.rows import rows
+    from gitevals.goldens.synth import axes_position, declared, lint_axes
+
+    axes = declared(settings.raw)
+    if not axes:
+        return []
+    text = (tree.read(settings.source) or b"").decode("utf-8", "replace") if settings.source else ""
+    path = goldens_path(settings.root)
+    return lint_axes(axes, list(rows(tree.read(path) or b"")), path,
+                     settings.source or "pyproject.toml", axes_position(text))
 
 
 def _advisory(tree: Tree, settings: Settings, text: str) -> list[Finding]:
@@ -140,17 +155,20 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
     warm lint reads no multi-GB benchmark file again)."""
     import json
 
+    from gitevals import benchcache
+    from gitevals.goldens.drift import source_problem
     from gitevals.lint.cache import key
-    from gitevals.suite.drift import source_problem
 
-    shas = [f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
+    shas = [f"{s.source}:{benchcache.stamp(s.source)}@{benchcache.root()}"
+            if s.kind == "benchmark" and benchcache.is_named(s.source) else
+            f"{s.source}:{tree.blob_sha(s.source) if source_problem(s.source) is None else ''}"
             for s in suite.slices]
     k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
             json.dumps(mapping, sort_keys=True), *shas)
     cached = store.get("suite", k) if store is not None else None
     if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 6 for r in cached):
         return [Finding(*r) for r in cached]  # type: ignore[misc]
-    found = drift.check_sources(suite, suite_path(root), tree.read, mapping)
+    found = drift.check_sources(suite, suite_path(root), tree.read, mapping, benchcache.read)
     if store is not None:
         store.put("suite", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
                                for f in found])
@@ -192,11 +210,11 @@ def plan_suite(tree: Tree, settings: Settings,
         _pin(tree, suite_path(root), files)
         if suite is not None and not buckets:
             items += _drift_items(tree, suite, settings.golden_graders, files)
+    from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
-    from gitevals.suite.imports import closure
 
     # The grader modules and every tree file they import: an edit to a helper changes
-    # what a grader decides, so it changes the measuring stick (suite/imports.py).
+    # what a grader decides, so it changes the measuring stick (graderimports.py).
     files.update(closure(tree, {module_path(root, i.grader) for i in items}, root))
     return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
                      dict(settings.golden_graders), budget,
@@ -236,12 +254,20 @@ def _golden_items(tree: Tree, settings: Settings, wanted: set[str],
 
 def _drift_items(tree: Tree, suite: drift.Suite, mapping: dict[str, str],
                  files: dict[str, str]) -> list[Item]:
+    from gitevals import benchcache
+
     out = []
     for s in suite.slices:
-        data = tree.read(s.source) if drift.source_problem(s.source) is None else None
+        if s.kind == "benchmark" and benchcache.is_named(s.source):
+            data = benchcache.read(s.source)[0]  # absent: GE631, which refuses the run
+            if data is not None:
+                files[benchcache.PIN + s.source] = benchcache.blob_sha(data)
+        else:
+            data = tree.read(s.source) if drift.source_problem(s.source) is None else None
+            if data is not None:
+                _pin(tree, s.source, files)
         if data is None:
             continue
-        _pin(tree, s.source, files)
         for line, row in drift.sample(s, data):
             grader = s.grader or mapping.get(bucket(row) or "")
             sent = turns(row)

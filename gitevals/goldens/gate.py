@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from gitevals.errors import GitevalsError
+from gitevals.goldens.drift import DEFAULT_BUDGET, Z95, Budget
 from gitevals.jsontypes import JSON, JSONObject
-from gitevals.suite.drift import DEFAULT_BUDGET, Z95, Budget
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
+    from gitevals.run.goldens import Goldens
     from gitevals.stats.judge_correction import Corrected
-    from gitevals.suite.results import Goldens
 
 FORMAT = "gitevals-baseline/1"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -225,10 +225,15 @@ def difference(x0: int, n0: int, x1: int, n1: int) -> tuple[float, float, float]
 
 
 def _status(delta: float, budget: Budget) -> str:
-    if delta < -budget.hard_fail:
-        return "hard_fail"
+    """A drop no larger than the re-run variation (``rerun_seed_variation_pts``: how far
+    the same model moved between seeds) is noise, ``rerun_noise``, even beyond the
+    hard-fail threshold: the model itself did not move more than its seed does."""
     if abs(delta) <= budget.noise:
         return "unchanged"
+    if delta < 0 and -delta <= budget.rerun_max:
+        return "rerun_noise"
+    if delta < -budget.hard_fail:
+        return "hard_fail"
     return "improved" if delta > 0 else "dropped"
 
 
@@ -239,9 +244,11 @@ def _budget(part: Goldens) -> tuple[Budget, str]:
     rerun = raw.get("rerun_seed_variation_pts")
     budget = Budget(_num(raw.get("noise_tolerance_pts")),
                     _num(raw.get("hard_fail_threshold_pts")),
-                    tuple(_num(x) for x in rerun) if isinstance(rerun, list) else ())
+                    tuple(_num(x) for x in rerun) if isinstance(rerun, list) else
+                    (_num(rerun),) if rerun is not None else ())
     # An infinite or NaN threshold (or one past 100 points) would fail nothing.
-    if not all(math.isfinite(x) and 0 <= x <= 100 for x in (budget.noise, budget.hard_fail)) \
+    if not all(math.isfinite(x) and 0 <= x <= 100
+               for x in (budget.noise, budget.hard_fail, *budget.rerun)) \
             or budget.hard_fail <= budget.noise:
         raise Refused(f"the run's drift budget (noise {budget.noise}, hard fail "
                       f"{budget.hard_fail}) is not a finite budget with 0 <= noise < hard "

@@ -1,0 +1,80 @@
+"""A task's ``cpus`` and ``memory_mb`` applied to its verifier (#23 item 12), through the
+real CLI, a real repo and bubblewrap: a verifier past a limit is the trial's
+``resource_limit`` error (broken), never a pass; without the limit the same verifier
+passes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitevals.run.artifact import load as load_artifact
+from gitevals.tasks.limits import limited
+
+from ..conftest import Repo, run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                reason="bubblewrap is not installed (Debian: bubblewrap)")
+
+HARNESS = (Path(__file__).parents[1] / "data" / "task_harness.py").read_text()
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: Allocates 256 MiB, then writes a passing reward.
+GREEDY = ("#!/bin/bash\npython3 -c 'b = bytearray(256 << 20)' || exit 1\n"
+          "echo 1 > /logs/verifier/reward.txt\n")
+#: Burns CPU for 3 s of CPU time, then writes a passing reward.
+BUSY = ("#!/bin/bash\npython3 -c 'import time\nwhile time.process_time() < 3: pass'"
+        " || exit 1\necho 1 > /logs/verifier/reward.txt\n")
+
+
+def _run(repo: Repo, test_sh: str, environment: str) -> dict[str, Any]:
+    base = "evals/tasks/t"
+    repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                 "evals/.gitignore": "results/\n",
+                 f"{base}/task.toml": ("[verifier]\ntimeout_sec = 100\n\n[environment]\n"
+                                       + environment),
+                 f"{base}/instruction.md": "Do it.\n", f"{base}/tests/test.sh": test_sh,
+                 f"{base}/environment/plan.txt": "x\n",
+                 f"{base}/solution/solve.sh": "true\n"})
+    run_cli("run", cwd=repo.path)
+    paths = sorted((repo.path / "evals" / "results").glob("*.json"), key=os.path.getmtime)
+    (entry,) = load_artifact(paths[-1])["cases"]
+    return dict(entry)
+
+
+def test_a_verifier_past_memory_mb_is_a_resource_error_not_a_pass(repo: Repo) -> None:
+    free = _run(repo, GREEDY, "allow_internet = false\n")
+    assert free["scenarios"][0]["verdict"]["verdict"] == "pass"  # the limit is what stops it
+    assert "limits" not in free["task"]
+    entry = _run(repo, GREEDY, "memory_mb = 64\n")
+    assert entry["task"]["limits"] == {
+        "mechanism": "rlimit", "cpu": None,
+        "memory": "RLIMIT_AS 64 MiB of address space per process"}
+    assert "memory_mb" not in entry["task"]["gaps"]
+    scenario = entry["scenarios"][0]
+    assert scenario["verdict"]["verdict"] == "broken"
+    (trial,) = scenario["results"]
+    assert trial["passed"] is False and trial["error"]["kind"] == "resource_limit"
+    assert "memory_mb = 64" in trial["error"]["message"]
+    assert "MemoryError" in trial["task"]["iterations"][0]["verifier_tail"]
+
+
+def test_a_verifier_past_its_cpu_time_is_killed_as_a_resource_error(repo: Repo) -> None:
+    # cpus = 0.01 for 100 s: one second of CPU time per process
+    entry = _run(repo, BUSY, "cpus = 0.01\n")
+    assert entry["task"]["limits"]["cpu"] == ("RLIMIT_CPU 1 s of CPU time per process "
+                                              "(0.01 cpus x 100 s)")
+    (trial,) = entry["scenarios"][0]["results"]
+    assert trial["error"]["kind"] == "resource_limit", trial["error"]
+    assert "cpus = 0.01" in trial["error"]["message"]
+    assert entry["scenarios"][0]["verdict"]["verdict"] == "broken"
+
+
+def test_the_limits_wrapper_sets_both_limits() -> None:
+    assert limited(("true",), None, None, 5) == ("true",)
+    argv = limited(("true",), 2, 1024, 30)
+    assert argv[:2] == ("/bin/sh", "-c") and argv[4:] == ("1048576", "60", "61", "true")

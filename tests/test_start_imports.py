@@ -1,0 +1,55 @@
+"""A start imports what its command uses (#27 item 4): the one-file commit hook stays
+within reach of ``import pygit2, yaml``.
+
+The check runs the real CLI once under ``python -X importtime`` and reads the modules it
+imported (what Python lists on stderr), after a first run filled the caches.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import GIT_ENV, Repo
+
+CASE = ("scenarios:\n  - id: s\n    user: hello\n"
+        "    expect: [{final_answer_contains: ok}]\n")
+
+#: Never needed to lint one clean case file: each was imported by the hook before.
+NOT_IN_THE_HOOK = {
+    "numpy", "rich", "jsonschema", "pkgutil",  # heavy, or a listing that costs more than it saves
+    "gitevals.run.pricing", "gitevals.prices",  # priced runs only
+    "gitevals.text",  # only to escape what is printed from the tree
+    "gitevals.run.runner", "gitevals.stats", "gitevals.diff", "gitevals.calibration",
+}
+
+
+def _imported(args: list[str], cwd: Path) -> tuple[int, set[str]]:
+    """The exit code of ``gitevals ARGS`` and every module it imported."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "gitevals", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **GIT_ENV})
+    names = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:")}
+    return proc.returncode, names
+
+
+def _top(names: set[str]) -> set[str]:
+    """``names`` and each of their parent packages (``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``)."""
+    return {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 2)}
+
+
+def test_the_one_file_hook_imports_only_what_linting_a_case_needs(repo: Repo) -> None:
+    repo.commit({"evals/cases/a.yaml": CASE,
+                 "pyproject.toml": '[tool.gitevals.target]\ncommand = ["true"]\n'})
+    repo.write({"evals/cases/a.yaml": CASE + "# edited\n"})
+    repo.git("add", "-A")
+    hook = ["lint", "--staged", "evals/cases/a.yaml"]
+    assert _imported(hook, repo.path)[0] == 0  # fills the schema and lint caches
+    code, names = _imported(hook, repo.path)
+    assert code == 0
+    assert "gitevals.lint.cases" in names  # the probe sees the hook's own imports
+    assert not NOT_IN_THE_HOOK & _top(names), sorted(NOT_IN_THE_HOOK & _top(names))
+
