@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.judges import FakeJudge, fake_judge
+from tests.support.otlp import otlp_collector
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -233,6 +234,13 @@ def judge() -> Iterator[FakeJudge]:
     """An OpenAI-compatible judge on 127.0.0.1 for the test (``tests/support/judges.py``)."""
     with fake_judge() as state:
         yield state
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    """An OTLP/HTTP collector on 127.0.0.1 for the test (``tests/support/otlp.py``)."""
+    with otlp_collector() as got:
+        yield got
 
 
 @pytest.fixture
