@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.support import refdata
 
 #: Every test module that reads ``shared/data/``; a new one belongs here too.
-READERS = ["tests/test_junit.py", "tests/tasks/test_harbor_compat.py",
+READERS = ["tests/report/test_junit.py", "tests/tasks/test_harbor_compat.py",
            "tests/lint/test_sarif_schema.py"]
 HERE = "tests/test_refdata.py"
 
@@ -54,7 +54,7 @@ def test_a_copy_with_no_data_beside_it_skips_with_one_line_each(tmp_path: Path) 
         cwd=clone, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
-    missing = {"tests/test_junit.py": "junit-10.xsd",
+    missing = {"tests/report/test_junit.py": "junit-10.xsd",
                "tests/tasks/test_harbor_compat.py": "harbor-tasks",
                "tests/lint/test_sarif_schema.py": "sarif-schema-2.1.0.json"}
     assert len(skips) == len(missing), proc.stdout
