@@ -431,6 +431,7 @@ class _Zygote:
             os.close(devnull)
         self.sock.settimeout(wait)
         self.slow = False
+        self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
         ready = self._receive()
         self.sock.settimeout(None)
         self.error: str | None = None if ready.get("ready") else str(
@@ -452,19 +453,19 @@ class _Zygote:
         """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
         import socket
 
+        request = {"op": "fork", "hold": program, "reap": self.dead}
+        self.dead = []
         try:
-            socket.send_fds(self.sock, [json.dumps({"op": "fork", "hold": program}).encode()],
-                            [*fds, lifeline])
+            socket.send_fds(self.sock, [json.dumps(request).encode()], [*fds, lifeline])
         except OSError:
             return {}
         return self._receive()
 
     def reap(self, holder: int) -> None:
-        """Have the worker reap ``holder``, its child, which we killed (its orphans are
-        ours once it has: ``_reap_strays``)."""
-        with suppress(OSError):
-            self.sock.send(json.dumps({"op": "reap", "pid": holder}).encode())
-            self._receive()
+        """Have the worker reap ``holder``, its child, which we killed: it does before its
+        next fork (one request a conversation, not two; until then the dead holder keeps
+        its pid). What the holder held is ours once it has died (``_reap_strays``)."""
+        self.dead.append(holder)
 
     def stop(self) -> None:
         self.sock.close()
@@ -607,7 +608,8 @@ class _Holders:
         try:
             os.waitpid(holder, 0)
         except ChildProcessError:  # a warm worker's child: it reaps it when asked
-            if owner is not None:
+            if owner is not None:  # dead is enough: what it held is ours once it died
+                await_exit(holder, SWEEP_LIMIT, lambda: zombie_code(holder) is not None)
                 owner.reap(holder)
         self._reap_strays()
         return {"ended": True}
