@@ -214,16 +214,18 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
 
 def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
-    from gitevals.report.runs import render
-
     if fmt == "json":
         return text  # the artifact itself, byte for byte as written
+    from gitevals.report.runs import render
+
     return render(artifact, fmt, terminal=sys.stdout.isatty(), refused=refused, tail=tail)
 
 
 def _refused(the_plan: Plan) -> list[Refused]:
     """The cases lint kept from running, each with its error findings: reporters show
     them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    if not the_plan.blocked:
+        return []  # (a --format json run never loads the reporters)
     from gitevals.model import case_name
     from gitevals.report.runs import Refused
 
@@ -394,7 +396,6 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
     from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
     from gitevals.settings import load_settings
 
@@ -418,8 +419,11 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError("--task-controls runs a task's solution and verifier in the "
                              "sandbox: drop --no-sandbox")
         the_plan = dataclasses.replace(the_plan, task_controls=True)
-    wanted = _wants_goldens(args, the_plan.settings)
-    return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
+    if not _wants_goldens(args, the_plan.settings):
+        return the_plan, None
+    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
+
+    return the_plan, plan_suite(tree, the_plan.settings, args.bucket)
 
 
 def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
