@@ -464,8 +464,9 @@ def grader_calls(expect: list[JSONObject]) -> list[tuple[int, str]]:
     out = []
     for index, item in enumerate(expect):
         arg = item.get("grader") if len(item) == 1 else None
-        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
-            out.append((index, cast(str, arg["name"])))
+        name = arg.get("name") if isinstance(arg, dict) else None
+        if isinstance(name, str):
+            out.append((index, name))
     return out
 
 
@@ -689,10 +690,19 @@ def _read_regular(path: Path, label: str) -> bytes:
 
 def checked(doc: object, label: str) -> Run:
     """``doc`` as a ``Run`` when it is one; else ``ArtifactError`` naming ``label``."""
+    problems: list[str] = []
+    if not is_run(doc, problems):
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problems[0]}")
+    return doc
+
+
+def is_run(doc: object, problems: list[str] | None = None) -> TypeGuard[Run]:
+    """True when ``doc`` is a run artifact (``validate``); else False, with what is wrong
+    appended to ``problems`` when given."""
     problem = validate(doc)
-    if problem is not None:
-        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
-    return cast(Run, doc)
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is None
 
 
 def candidate(text: str | bytes) -> Run | None:
@@ -779,6 +789,11 @@ def _error_ok(e: object) -> bool:
         return True
     return (type(e) is dict and type(e.get("kind")) is str and _KIND.match(e["kind"]) is not None
             and type(e.get("message")) is str)
+
+
+def is_error_record(e: object) -> TypeGuard[ErrorRecord]:
+    """True when ``e`` is an infrastructure error record (``$defs/error``, not null)."""
+    return e is not None and _error_ok(e)
 
 
 def _named_ok(items: object) -> bool:

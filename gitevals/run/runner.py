@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from gitevals import __version__
 from gitevals.findings import Finding
@@ -42,7 +42,7 @@ from gitevals.run.artifact import (
     unkeepable,
     utc_stamp,
 )
-from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
+from gitevals.run.grading import GRADER_TIMEOUT, GraderPool, GraderReply
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import (
     Conversation,
@@ -50,6 +50,7 @@ from gitevals.run.targets import (
     SharedConversation,
     SharedTarget,
     TargetError,
+    Turn,
     target_argv,
     zygote_argv,
 )
@@ -302,7 +303,7 @@ class Execution:
         deadline = time.monotonic() + s.timeout
         replies: list[JSONObject] = []
         for turn, text in enumerate(s.user):
-            msg = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
+            msg: Turn = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
                    "trial": trial}
             try:
                 replies.append(conv.ask(msg, deadline))
@@ -510,8 +511,8 @@ def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names
     return run
 
 
-#: ``call(grader name, case, run) -> {"raw", "error", "duration_ms"}`` (``GraderPool.call``).
-GraderCall = Callable[[str, JSONObject, JSONObject], JSONObject]
+#: ``call(grader name, case, run) -> GraderReply`` (``GraderPool.call``).
+GraderCall = Callable[[str, JSONObject, JSONObject], GraderReply]
 
 
 def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSONObject],
@@ -522,14 +523,13 @@ def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSON
     out: list[GraderAnswer] = []
     for index, name in grader_calls(expect):
         answer = call(name, case, run)
-        # The worker's frames are JSON it built itself: error is {kind, message} or None.
-        raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
+        raw, error = answer["raw"], answer["error"]
         why = unkeepable(raw)
         if why is not None:  # kept as an error, so the run can always be written and read
             raw, error = None, {"kind": "grader_malformed",
                                 "message": f"grader {name}: its answer cannot be kept: {why}"}
         graded: GraderAnswer = {"index": index, "name": name, "raw": raw, "error": error,
-                                "duration_ms": cast(int, answer.get("duration_ms", 0))}
+                                "duration_ms": answer["duration_ms"]}
         used = judge_calls(answer.get("usage"))
         if used is not None:  # only a grader that asked the judge: older runs stay as they were
             graded["usage"] = used
