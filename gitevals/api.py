@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
     from gitevals.report.progress import Update
-    from gitevals.run.artifact import Run
+    from gitevals.run.artifact import GraderCalibration, Run
+    from gitevals.run.build import GoldensPart
+    from gitevals.run.draft import DraftFile
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
@@ -235,7 +237,8 @@ class RunOptions:
     preflight, ``target_env`` what the target's environment adds (``public_env`` the
     names whose values are recorded), ``rounds`` a sequential design (``run
     --against``), ``bwrap`` the sandbox for task verifiers, ``cluster`` a connected Ray
-    executor, ``suite`` the goldens to send, ``cost_limit`` in USD."""
+    executor, ``suite`` the goldens to send, ``cost_limit`` in USD, and what the
+    artifact records of the command line (``goldens_only``, ``draft``)."""
 
     names: tuple[str, ...] = ()
     jobs: int = field(default_factory=_default_jobs)
@@ -248,6 +251,10 @@ class RunOptions:
     graders_on_workers: bool = False
     suite: SuitePlan | None = None
     cost_limit: float | None = None
+    #: ``--goldens-only`` in a tree that has cases: recorded, so diff knows none ran
+    goldens_only: bool = False
+    #: ``run --draft``: the file the draft case was read from (recorded on that case)
+    draft: DraftFile | None = None
 
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
@@ -265,13 +272,14 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
                options: RunOptions | None = None,
                progress: ProgressFactory = silent) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
-    artifact. The caller keeps it (``run.store``), scores it by calibration
-    (``calibrated``) and renders it; nothing is printed here but ``progress``."""
+    artifact (``run.build``: scored by its judge graders' calibration at its start, as
+    ``calibrated`` would). The caller keeps it (``run.store``) and renders it; nothing
+    is printed here but ``progress``."""
     options = options or RunOptions()
     return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
                     options.target_env, options.rounds, options.bwrap, options.cluster,
                     options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress)
+                    options.cost_limit, progress, options.goldens_only, options.draft)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
@@ -366,7 +374,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              rounds: Rounds | None = None, bwrap: str | None = None,
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
              suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
-             cost_limit: float | None = None, progress: ProgressFactory = silent) -> Run:
+             cost_limit: float | None = None, progress: ProgressFactory = silent,
+             goldens_only: bool = False, draft: DraftFile | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -458,20 +467,35 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()
-    artifact = runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
-    if rounds is not None:
-        from gitevals.run.sequential import annotate
+    from gitevals.run.build import ArtifactParts, GoldensPart, build_artifact
 
-        annotate(artifact, rounds)
+    part = None if goldens is None else GoldensPart(goldens.part(), goldens.plan.files,
+                                                    goldens.stop.is_set())
+    return build_artifact(ArtifactParts(
+        prov, the_plan, execution, names, jobs, started, finished,
+        _calibration(tree, the_plan, part, started), rounds, part,
+        None if meter is None else meter.limit,
+        meter.reason() if meter is not None and meter.reached else None,
+        goldens_only, draft))
+
+
+def _calibration(tree: RevisionTree, the_plan: Plan, goldens: GoldensPart | None,
+                 started: float) -> dict[str, GraderCalibration]:
+    """The calibration of every judge grader the run names (in a case, or for a goldens
+    bucket), decided at the run's start as its artifact records it: what ``calibrated``
+    attaches to a finished run, computed before the artifact is built."""
+    from datetime import datetime
+
+    from gitevals.calibration.runs import calibration_of
+    from gitevals.run.artifact import grader_calls, utc_stamp
+    from gitevals.run.scoring import expect_of
+
+    names = {name for c in the_plan.cases for s in c.scenarios
+             for _, name in grader_calls(expect_of(s))}
     if goldens is not None:
-        artifact["goldens"] = goldens.part()
-        artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
-        artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
-    if meter is not None:
-        artifact["options"]["cost_limit"] = meter.limit
-        if meter.reached:
-            artifact["interrupted_reason"] = meter.reason()
-    return artifact
+        names |= set(goldens.part["graders"].values())
+    now = datetime.fromisoformat(utc_stamp(started).replace("Z", "+00:00"))
+    return calibration_of(tree, the_plan.settings, names, now)
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,

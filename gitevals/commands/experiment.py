@@ -231,7 +231,6 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     options = api.RunOptions(tuple(names), jobs, not args.no_preflight, lane.env,
                              public_env=public, bwrap=bwrap)
     artifact = api.run_commit(tree, the_plan, prov, options, progress)
-    artifact = api.calibrated(tree, the_plan, artifact)
     path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 
