@@ -24,8 +24,11 @@ if TYPE_CHECKING:
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
+    from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
+    from gitevals.report.history import History
+    from gitevals.report.html import Report
     from gitevals.report.progress import Update
     from gitevals.run.artifact import GraderCalibration, Run
     from gitevals.run.build import GoldensPart
@@ -532,3 +535,332 @@ def grader_timeout() -> float:
     except ValueError:
         return GRADER_TIMEOUT
     return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both
+
+
+# -- gate: a goldens run against the base model's baseline ---------------------------------
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """``baseline`` names the base model (``<root>/baseline-<NAME>.json`` of the working
+    tree); ``control`` and ``alpha`` adjust the counted slices (None: the working tree's
+    ``[tool.gitevals.statistics]``)."""
+
+    baseline: str
+    control: str | None = None
+    alpha: float | None = None
+
+
+def goldens_run(what: str, repo: Repo | None = None) -> Run:
+    """The run artifact file ``what``, or the goldens run of revision ``what`` (its note's
+    run that counts, else the working tree's ``results/``); either way checked against
+    the commit it names (``goldens.verify.pinned``). ``repo``: the current directory's."""
+    from gitevals.errors import UsageError
+    from gitevals.files import is_path
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.verify import goldens_run_of_commit, pinned
+    from gitevals.run.artifact import load
+
+    if is_path(what):
+        run = load(what)
+        pinned(repo or require_repo(), run, what)
+        return run
+    repo = repo or require_repo()
+    commit = repo.resolve(what)
+    root = load_settings(WorkingTree(repo.work_root))[0].root
+    found = goldens_run_of_commit(repo, root, commit)
+    if found is None:
+        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/results/ or its "
+                         f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
+    return found
+
+
+def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResult:
+    """Gate the goldens run ``what`` (a file, or a revision's run) against the baseline
+    ``options.baseline``, per bucket and drift slice. ``Refused`` (a ``GitevalsError``)
+    when there is no baseline, it is not what its run measured, the run is not its
+    commit's, they were measured with other goldens or graders, or the run's commit does
+    not lint; else the result (``.passed``; ``report.gate`` renders it)."""
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.gate import baseline_path
+    from gitevals.goldens.gate import gate as compare
+    from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.stats.multiplicity import CONTROLS
+
+    if options.control is not None and options.control not in CONTROLS:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"control {options.control!r} is not one of {', '.join(CONTROLS)}")
+    artifact = goldens_run(what, repo)
+    repo = repo or require_repo()
+    rel = baseline_path(artifact["root"], options.baseline)
+    path = repo.work_root / rel
+    data = path.read_bytes() if path.is_file() else None
+    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False)
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    result = compare(baseline, artifact, rel,  # another measuring stick is said first
+                     settings.control if options.control is None else options.control,
+                     settings.alpha if options.alpha is None else options.alpha)
+    check_lints(repo, artifact["commit"])
+    return result
+
+
+def check_lints(repo: Repo, commit: str) -> None:
+    """Refuse (``Refused``) a run of a commit whose eval tree does not lint (duplicate
+    golden ids, a drift budget that is not a number...): its numbers measure nothing the
+    gate trusts."""
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
+
+    result = lint(RevisionTree(repo, commit))
+    errors = [f for f in result.findings if f.severity == "error"]
+    if errors:
+        f = errors[0]
+        raise Refused(f"commit {commit[:12]} does not lint ({len(errors)} error"
+                      f"{'s' * (len(errors) != 1)}; the first: {f.path}:{f.line}:{f.col}: "
+                      f"{f.code} {f.message}): fix it; a run of it is not gated")
+
+
+def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Finding]:
+    """GE639 when the run pinned to ``commit`` does not pass the gate against the
+    baseline ``model`` of that commit (``publish-check --require-gate``). Everything is
+    read from git objects: the published tree, the baseline in it, and the runs in git
+    notes (never the working tree's results/, which anyone with the checkout can write)."""
+    from gitevals.errors import GitevalsError
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused, baseline_path
+    from gitevals.goldens.gate import gate as compare
+    from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
+    from gitevals.report.gate import headline
+
+    repo = repo or require_repo()
+    tree = RevisionTree(repo, commit)
+    settings = load_settings(tree)[0]
+    rel = baseline_path(settings.root, model)
+    try:
+        baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
+                                     notes_only=True)
+        found = goldens_run_of_commit(repo, settings.root, commit, notes_only=True)
+        if found is None:
+            raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
+                          f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "
+                          "pull`)")
+        result = compare(baseline, found, rel, settings.control, settings.alpha)
+    except GitevalsError as exc:
+        return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
+    if result.passed:
+        return []
+    return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {headline(result)}; see "
+                                        f"`gitevals gate {commit[:12]} --baseline {model}`")]
+
+
+# -- history and report: the runs along git --------------------------------------------------
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """``limit`` commits with runs at most, the newest (``gitevals log`` shows 20);
+    ``control`` and ``alpha`` decide each move as ``diff`` does (None: the working
+    tree's ``[tool.gitevals.statistics]``); ``keep_tip`` keeps the tip's run whole (its
+    transcripts), for a report."""
+
+    limit: int
+    control: str | None = None
+    alpha: float | None = None
+    keep_tip: bool = False
+
+
+def history(repo: Repo, spec: str, options: HistoryOptions) -> Gathered:
+    """The eval history ``spec`` names (``REV``: its first parents; ``A..B``: from A to B,
+    both included): the run of each commit that has one (``<root>/results/`` of the
+    working tree, else its git note, as ``show`` and ``diff`` read them), each move
+    decided as ``diff`` decides it. ``UsageError`` for a range that is not one line."""
+    control, alpha = statistics(repo, options.control, options.alpha)
+    return _gather(repo, eval_root(repo), spec, options.limit, options.keep_tip, control, alpha)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The history from ``start`` (None: as far as ``limit`` reaches) to ``tip``, and the
+    run of ``tip`` when it has one and ``keep_tip`` asked for it."""
+
+    history: History
+    tip: str
+    start: str | None
+    tip_run: Run | None
+
+
+def split_range(spec: str) -> tuple[str | None, str]:
+    """``A..B`` -> (A, B); ``REV`` -> (None, REV). A side left empty is ``HEAD``."""
+    from gitevals.errors import UsageError
+
+    if "..." in spec:
+        raise UsageError(f"{spec}: a symmetric range (A...B) has no one line of history; "
+                         "give A..B, A an ancestor of B along first parents")
+    if ".." not in spec:
+        return None, spec
+    a, _, b = spec.partition("..")
+    return a or "HEAD", b or "HEAD"
+
+
+def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
+               limit: int) -> list[tuple[str, str]]:
+    """``(sha, subject)`` of the newest ``limit`` commits with a run from ``tip`` back
+    along first parents to ``start`` (included), oldest first."""
+    from gitevals.errors import UsageError
+    from gitevals.run.store import results_dir
+
+    try:
+        names = [p.name for p in results_dir(repo.work_root, root).glob("*-*-*.json")]
+    except OSError:
+        names = []
+    local = {n.split("-")[1] for n in names if n.count("-") >= 2}
+    noted = repo.noted_commits()
+    found, reached = [], start is None
+    for sha, subject in repo.first_parents(tip):
+        if sha[:12] in local or sha in noted:
+            found.append((sha, subject))
+        if sha == start:
+            reached = True
+            break
+        if len(found) >= limit:
+            reached = True
+            break
+    if not reached:
+        raise UsageError(f"{start[:12] if start else ''} is not on the first-parent history "
+                         f"of {tip[:12]}: give A..B with A an ancestor of B "
+                         "(`git log --first-parent --oneline B` lists them)")
+    return found[::-1]
+
+
+def _gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
+            control: str = "fdr", alpha: float = 0.05) -> Gathered:
+    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``); each move is
+    decided as ``diff`` decides it, under ``control`` at ``alpha``."""
+    from gitevals.diff.verdicts import Tally, clusters, tallies
+    from gitevals.errors import ArtifactError
+    from gitevals.report.history import Commit, build
+    from gitevals.run.store import run_of_commit
+
+    a, b = split_range(spec)
+    tip = repo.resolve(b)
+    start = repo.resolve(a) if a is not None else None
+    tags = repo.tags_by_commit()
+    points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
+    tip_run = None
+    declared: dict[str, str] = {}
+    for sha, subject in _with_runs(repo, root, tip, start, limit):
+        try:
+            # counts only: a summary's trials stay packed (but the tip's a report shows)
+            found = run_of_commit(repo, repo.work_root, root, sha,
+                                  trials=keep_tip and sha == tip)
+        except ArtifactError as exc:
+            points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
+                           None))
+            continue
+        if found is None:
+            continue  # a results file of another commit sharing the short SHA
+        points.append((Commit(sha, subject, tuple(tags.get(sha, ())), found.run["run_id"]),
+                       tallies(found.run)))
+        declared.update(clusters(found.run))  # the later run's word wins, as in diff
+        if keep_tip and sha == tip:
+            tip_run = found.run
+    return Gathered(build(points, alpha=alpha, control=control, clusters=declared), tip, start,
+                    tip_run)
+
+
+def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[str, float]:
+    """``control`` and ``alpha`` when given, else the working tree's
+    ``[tool.gitevals.statistics]``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return (settings.control if control is None else control,
+            settings.alpha if alpha is None else alpha)
+
+
+def eval_root(repo: Repo) -> str:
+    """The eval root of the working tree's settings (where results/ is), as ``show``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return settings.root
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """``limit`` commits with runs in the history; ``static`` the most trials whose
+    transcripts the page writes as HTML that reads without JavaScript."""
+
+    limit: int
+    static: int
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What ``gitevals report`` renders (``report.html.render``), and the warnings about
+    what the page could not show."""
+
+    report: Report
+    warnings: tuple[str, ...] = ()
+
+
+def report(repo: Repo, what: str, options: ReportOptions) -> ReportResult:
+    """The report of ``what`` (``REV``: its run and the history before it, diffed with
+    the previous commit that has a run; ``A..B``: that history and the diff A B, exactly
+    as ``gitevals diff`` compares). ``UsageError`` when the tip has no run."""
+    from gitevals import __version__
+    from gitevals.errors import UsageError
+    from gitevals.report.html import Report
+
+    got = history(repo, what, HistoryOptions(options.limit, keep_tip=True))
+    if got.tip_run is None:
+        _, b = split_range(what)
+        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {eval_root(repo)}/results/ or its "
+                         f"git note: make one with `gitevals run --rev {got.tip}`")
+    found, note = _report_diff(repo, got)
+    tip, warnings = _transcripts(repo, got.tip_run)
+    return ReportResult(Report(tip, got.history, what, found, note, __version__,
+                               options.static), warnings)
+
+
+def _transcripts(repo: Repo, run: Run) -> tuple[Run, tuple[str, ...]]:
+    """The tip's run whole, for its transcripts: a summary's full artifact is fetched
+    when not here; when it cannot be had the page shows the summary, and says why."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.runstore import full_run
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run, ()
+    try:
+        return full_run(repo, run, f"the full artifact of run {run['run_id']}"), ()
+    except ArtifactError as exc:
+        return run, (f"{exc}; the page shows verdicts without transcripts",)
+
+
+def _report_diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
+    """The diff A B for ``A..B``; for one revision, the previous commit with a run
+    against it; none when the history holds one commit only."""
+    from gitevals.diff.stats import DEFAULT_ALPHA
+    from gitevals.errors import ArtifactError
+
+    commits = got.history.commits
+    earlier = [c.sha for c in commits[:-1] if c.run_id is not None]
+    if got.start is not None:
+        a = got.start
+    elif earlier:
+        a = earlier[-1]
+    else:
+        return None, ("No earlier commit along this history has a readable run: there is "
+                      "nothing to compare with yet.")
+    labels = {c.sha: c.tags[0] for c in commits if c.tags}
+    try:
+        return diff(repo, labels.get(a, a), labels.get(got.tip, got.tip),
+                    DiffOptions(alpha=DEFAULT_ALPHA)), ""
+    except ArtifactError as exc:  # the history already says which run; the page still helps
+        return None, f"No diff: {exc}"
