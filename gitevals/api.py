@@ -8,10 +8,12 @@ that puts them together: the engine never imports a feature.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from gitevals.diff import Diff
+    from gitevals.experiment.controls import Pins, Snapshot
+    from gitevals.experiment.lanes import Lane
+    from gitevals.experiment.results import Doc as ExperimentDoc
+    from gitevals.experiment.results import LaneResult, Meta
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
@@ -864,3 +870,363 @@ def _report_diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
                     DiffOptions(alpha=DEFAULT_ALPHA)), ""
     except ArtifactError as exc:  # the history already says which run; the page still helps
         return None, f"No diff: {exc}"
+
+
+# -- experiment: the same cases against several harness lanes -------------------------------
+
+#: Where experiments keep their samples and reports, under ``<root>/results/``.
+EXPERIMENTS_DIR = "experiments"
+#: Receives the lines a command prints on stderr as it goes (``print`` to stderr, or
+#: ``_quiet``): lint findings, which lane runs, a fallback directory.
+Say = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    """Say nothing: what the API does unless it is handed somewhere to say it."""
+
+
+@dataclass(frozen=True)
+class ExperimentOptions:
+    """``lanes`` (``NAME=REV[,env:K=V...]``, at least two), the ``cases`` (``()``: all),
+    ``public`` (the env names whose values are recorded in clear; None: none), ``repeat``
+    (each scenario's trials, N times per lane), ``jobs`` (None: 16), ``max_samples``
+    (the bound on conversations; None: 1,000), ``test``, ``control`` and ``alpha`` of the
+    pairwise comparisons (None: the working tree's settings), ``check`` the preflight."""
+
+    lanes: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    public: tuple[str, ...] | None = None
+    repeat: int = 1
+    jobs: int | None = None
+    max_samples: int | None = None
+    test: str = field(default_factory=_default_test)
+    control: str | None = None
+    alpha: float | None = None
+    check: bool = True
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """The experiment's report (``experiment.results.build``; ``report.experiment``
+    renders it) and where it was kept; both None when a lane's case did not lint and
+    nothing ran."""
+
+    report: ExperimentDoc | None
+    path: Path | None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.report is not None and any(d["interrupted"] for d in self.report["lanes"])
+
+
+def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
+    from gitevals.experiment.lanes import parse_lane, resolve
+    from gitevals.git.trees import RevisionTree
+
+    def to_commit(rev: str) -> tuple[str, str]:
+        tree = RevisionTree(repo, rev)
+        assert tree.commit is not None and tree.tree_sha is not None
+        return tree.commit, tree.tree_sha
+
+    return resolve([parse_lane(s) for s in specs], to_commit)
+
+
+def _lane_plan(tree: RevisionTree, lane: Lane, names: list[str]) -> Plan:
+    from gitevals.errors import UsageError
+
+    try:
+        the_plan = plan(tree, names)
+    except UsageError as exc:
+        raise UsageError(f"lane {lane.name}: {exc}") from exc
+    if the_plan.settings.target is None:
+        raise UsageError(f"lane {lane.name}: no target configured in {tree.label}: set "
+                         "[tool.gitevals.target] (or [target] in gitevals.toml)")
+    return the_plan
+
+
+def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
+    from gitevals import __version__
+    from gitevals.experiment.controls import Snapshot, timing, without_target
+
+    root = the_plan.settings.root
+    results = f"{root}/results/"
+    files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
+    # A helper a grader imports from outside the eval root (the repository's top) is a
+    # control too: an edit there changes every verdict (graderimports.py).
+    from gitevals.graderimports import closure
+
+    graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
+    files.update(closure(tree, graders, root))
+    settings = without_target(the_plan.settings.as_dict())
+    from gitevals.run.tasks import DEFAULT_AGENT_TIMEOUT, SCENARIO
+
+    times = timing({f"{c.name}/{s.id}": (s.trials, float(s.timeout))
+                    for c in the_plan.cases for s in c.scenarios}
+                   | {f"{t.name}/{SCENARIO}": (the_plan.task_trials(),
+                                               float(t.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT))
+                      for t in the_plan.tasks})
+    return Snapshot(root, files, settings, times, __version__)
+
+
+def _refuse_blocked(lanes: list[Lane], plans: list[Plan], say: Say) -> bool:
+    """Say the lint findings of cases a lane cannot run; True when there were any."""
+    blocked = False
+    for lane, the_plan in zip(lanes, plans, strict=True):
+        for f in the_plan.findings:
+            say(str(f))
+        for name in the_plan.blocked:
+            blocked = True
+            say(f"gitevals: lane {lane.name}: case {name!r} does not lint")
+    return blocked
+
+
+def _controls_before(lanes: list[Lane], snaps: list[Snapshot], say: Say) -> None:
+    from gitevals.errors import UsageError
+    from gitevals.experiment.controls import before
+    from gitevals.text import visible
+
+    diffs = before(lanes, snaps)
+    if diffs:
+        for line in diffs:
+            say(f"gitevals: {visible(line)}")
+        raise UsageError(f"{len(diffs)} difference{'s' * (len(diffs) != 1)} between the lanes "
+                         "besides the harness: nothing was run; only harness files and the "
+                         "target env may differ (commit the eval tree to every lane's revision)")
+
+
+def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory = silent,
+               say: Say = _quiet) -> ExperimentResult:
+    """Run the same cases against every lane of ``options`` (``NAME=REV[,env:K=V...]``),
+    each ``repeat`` times, after checking that nothing but the harness and the target
+    env differs between the lanes (``UsageError`` naming each difference otherwise);
+    keep each lane's artifact and the report under ``<root>/results/experiments/``.
+    ``say`` gets the lines ``gitevals experiment`` prints on stderr (lint findings, which
+    lane runs, a fallback directory). A case that does not lint in some lane runs
+    nothing: the result has no report."""
+    import time
+
+    from gitevals.experiment.controls import pins_of
+    from gitevals.experiment.lanes import MAX_SAMPLES, check_matrix, repeated
+    from gitevals.git.trees import RevisionTree
+    from gitevals.model import case_name
+    from gitevals.run.targetenv import public_names
+
+    names = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in options.cases]
+    lanes = _lanes(repo, list(options.lanes))
+    public = public_names(None if options.public is None else list(options.public),
+                          {k for lane in lanes for k in lane.env})
+    trees = [RevisionTree(repo, lane.commit) for lane in lanes]
+    plans = [_lane_plan(t, lane, names) for t, lane in zip(trees, lanes, strict=True)]
+    if _refuse_blocked(lanes, plans, say):
+        return ExperimentResult(None, None)
+    snaps = [_snapshot(t, p) for t, p in zip(trees, plans, strict=True)]
+    _controls_before(lanes, snaps, say)
+    total = check_matrix(plans[0], len(lanes), options.repeat,
+                         options.max_samples or MAX_SAMPLES)
+    if options.check:
+        preflight_judge(trees[0], plans[0])
+    root = plans[0].settings.root
+    exp_id = _new_id()
+    started = time.time()
+    results: list[LaneResult] = []
+    stopped = False
+    for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
+        pins = pins_of(lane, the_plan.files, snap, options.repeat, public)
+        if stopped:  # listed, never left out: the report says which lanes did not run
+            results.append(_not_run(repo.work_root, root, exp_id, lane, pins))
+            continue
+        result = _run_lane(repo, root, exp_id, lane, tree, repeated(the_plan, options.repeat),
+                           pins, names, options, public, progress, say)
+        results.append(result)
+        stopped = result.run is not None and result.run["interrupted"]
+    meta = _meta(exp_id, root, plans[0], options, total, snaps[0], started, time.time())
+    return _finish(repo, root, meta, results, options, say)
+
+
+def _new_id() -> str:
+    import secrets
+    import time
+
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+
+
+def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree,
+              the_plan: Plan, pins: Pins, names: list[str], options: ExperimentOptions,
+              public: frozenset[str], progress: ProgressFactory, say: Say) -> LaneResult:
+    """Run one lane's share with the ordinary runner, score it by its judge graders'
+    calibration as ``run`` does (an advisory grader's failures are not counted in the
+    lane's rates), keep its artifact, and read it back from disk: the after-check reads
+    the sample as kept, not the value in memory."""
+    from gitevals.run import runner
+    from gitevals.run.artifact import dumps
+
+    say(f"gitevals: lane {lane.name} ({lane.commit[:12]})")
+    prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
+    jobs = options.jobs or runner.DEFAULT_JOBS
+    # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
+    for line in task_notes(the_plan):
+        say(line)
+    bwrap = find_sandbox(the_plan, no_sandbox=False)
+    run_options = RunOptions(tuple(names), jobs, options.check, lane.env, public_env=public,
+                             bwrap=bwrap)
+    artifact = run_commit(tree, the_plan, prov, run_options, progress)
+    path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact),
+                 say)
+    return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
+
+
+def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
+    from gitevals.experiment.results import LaneResult
+
+    path = os.path.relpath(_lane_path(work_root, root, exp_id, lane.name), work_root)
+    return LaneResult(lane.name, lane.rev, pins, path, None,
+                      "not run: the experiment was interrupted before this lane", ran=False)
+
+
+def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> LaneResult:
+    from gitevals.errors import ArtifactError
+    from gitevals.experiment.results import LaneResult
+    from gitevals.run.artifact import load
+
+    inside = work_root.resolve() in path.resolve().parents
+    shown = os.path.relpath(path, work_root) if inside else str(path)
+    try:
+        return LaneResult(name, rev, pins, shown, load(path, shown))
+    except ArtifactError as exc:
+        return LaneResult(name, rev, pins, shown, None, str(exc))
+
+
+def _meta(exp_id: str, root: str, the_plan: Plan, options: ExperimentOptions, total: int,
+          snap: Snapshot, started: float, finished: float) -> Meta:
+    from gitevals.run.artifact import utc_stamp
+    from gitevals.run.runner import DEFAULT_JOBS
+
+    return {"id": exp_id, "tool_version": snap.tool_version, "root": root,
+            "cases": [c.name for c in the_plan.cases], "repeat": options.repeat,
+            "jobs": options.jobs or DEFAULT_JOBS, "conversations": total,
+            "max_samples": options.max_samples, "settings": snap.settings,
+            "started_at": utc_stamp(started), "finished_at": utc_stamp(finished)}
+
+
+def experiments_dir(work_root: Path, root: str) -> Path:
+    """``<root>/results/experiments`` of the working tree (refused when a committed
+    symlink would send it outside the repository)."""
+    import errno
+
+    from gitevals.run.store import results_dir
+
+    directory = results_dir(work_root, root) / EXPERIMENTS_DIR
+    real, top = directory.resolve(), work_root.resolve()
+    if top not in real.parents:
+        raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
+    return directory
+
+
+def _lane_path(work_root: Path, root: str, exp_id: str, lane: str) -> Path:
+    return experiments_dir(work_root, root) / exp_id / f"{lane}.json"
+
+
+def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str, say: Say) -> Path:
+    """Write ``name`` under ``<root>/results/experiments/``, atomically; when that cannot be
+    written (read-only, full, a symlink out of the repository), to a temp directory
+    instead, and say so: finished samples are never thrown away."""
+    import tempfile
+
+    from gitevals.files import write_atomic
+
+    try:
+        path = experiments_dir(work_root, root) / name
+        write_atomic(path, text)
+        return path
+    except OSError as exc:
+        fallback = Path(tempfile.gettempdir(), f"gitevals-experiment-{exp_id}", name)
+        write_atomic(fallback, text)
+        say(f"gitevals: warning: cannot write {root}/results/{EXPERIMENTS_DIR}/ "
+            f"({exc.strerror or exc}); {name} is in {fallback} instead")
+        return fallback
+
+
+def _finish(repo: Repo, root: str, meta: Meta, results: list[LaneResult],
+            options: ExperimentOptions, say: Say) -> ExperimentResult:
+    from gitevals.experiment.results import build, dumps
+    from gitevals.git.trees import WorkingTree
+
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    doc = build(meta, results, options.test,
+                settings.alpha if options.alpha is None else options.alpha,
+                settings.control if options.control is None else options.control)
+    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", dumps(doc), say)
+    return ExperimentResult(doc, path)
+
+
+def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | None = None,
+                       say: Say = _quiet) -> ExperimentResult:
+    """Run nothing: re-read experiment ``exp_id``'s kept samples, re-check each against
+    the pins its lanes recorded before they ran, and report (and keep) the result again
+    (``options``: only ``test``, ``control`` and ``alpha`` are read)."""
+    import re
+
+    from gitevals.errors import UsageError
+    from gitevals.git.trees import WorkingTree
+
+    options = options or ExperimentOptions()
+    if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
+        raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
+                         "20261130T211500Z-1a2b3c (the name of its report, without .json)")
+    root = load_settings(WorkingTree(repo.work_root))[0].root
+    path = experiments_dir(repo.work_root, root) / f"{exp_id}.json"
+    doc = _read_report(path)
+    results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
+    try:
+        meta = _meta_of(doc)
+    except (KeyError, TypeError) as exc:
+        raise UsageError(f"the experiment report is damaged (no {exc}): it cannot be "
+                         "re-checked; run the experiment again") from exc
+    return _finish(repo, root, meta, results, options, say)
+
+
+def _meta_of(doc: dict[str, Any]) -> Meta:
+    """What a kept report says of its experiment (``_meta``), to report it again."""
+    return {"id": doc["id"], "tool_version": doc["tool_version"], "root": doc["root"],
+            "cases": doc["cases"], "repeat": doc["repeat"], "jobs": doc["jobs"],
+            "conversations": doc["conversations"], "max_samples": doc["max_samples"],
+            "settings": doc["settings"], "started_at": doc["started_at"],
+            "finished_at": doc["finished_at"]}
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    import json
+
+    from gitevals.errors import UsageError
+    from gitevals.experiment.results import FORMAT
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}; name an experiment "
+                         "kept in this repository's results/experiments/") from exc
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: not an experiment report: not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"{path}: not an experiment report: no \"format\": {FORMAT!r}")
+    return doc
+
+
+def _recheck_lane(work_root: Path, root: str, doc: dict[str, Any],
+                  lane: dict[str, Any]) -> LaneResult:
+    from gitevals.errors import UsageError
+    from gitevals.experiment.controls import Pins
+    from gitevals.experiment.lanes import valid_name
+
+    try:
+        name = lane["name"]
+        if not valid_name(name):
+            raise ValueError(f"lane name {name!r}")
+        timing = {k: (int(v[0]), float(v[1])) for k, v in lane["pins"]["timing"].items()}
+        pins = Pins(lane["commit"], lane["tree"], lane["target_env"], lane["pins"]["files"],
+                    doc["settings"], timing, doc["tool_version"], doc["root"])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
+                         "re-checked; run the experiment again") from exc
+    path = _lane_path(work_root, root, doc["id"], name)
+    return _read_lane(work_root, name, lane.get("rev", ""), pins, path)

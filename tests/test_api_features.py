@@ -151,3 +151,50 @@ def test_history_and_report_through_the_api(two_runs: tuple[Repo, str, str],
         api.report(git, "HEAD", api.ReportOptions(limit=20, static=1000))
     with pytest.raises(UsageError, match=r"symmetric range"):
         api.history(git, "HEAD...HEAD~1", api.HistoryOptions(limit=20))
+
+
+EXPERIMENT_HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
+GEO = ("scenarios:\n  - id: capital\n    user: What is the capital of France?\n"
+       "    expect:\n      - final_answer_contains: Paris\n")
+
+
+def test_experiment_and_its_recheck_through_the_api(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two lanes of one commit, MODEL=a (always right) and MODEL=b (wrong on odd
+    trials), 3 trials each: the typed result holds the report that was kept."""
+    head = repo.commit({"harness.py": EXPERIMENT_HARNESS, "pyproject.toml": SETTINGS,
+                        "evals/cases/geo.yaml": GEO})
+    git = require_repo(repo.path)
+    said: list[str] = []
+    options = api.ExperimentOptions(("a=HEAD,env:MODEL=a", "b=HEAD,env:MODEL=b"),
+                                    repeat=3, jobs=2, public=("MODEL",))
+    capsys.readouterr()
+    result = api.experiment(git, options, say=said.append)
+    assert result.report is not None and result.path is not None and not result.interrupted
+    assert capsys.readouterr().out == ""  # the API prints nothing; the command renders
+    assert said == [f"gitevals: lane a ({head[:12]})", f"gitevals: lane b ({head[:12]})"]
+    assert json.loads(result.path.read_text()) == result.report  # what is kept is returned
+    lanes = {d["name"]: d for d in result.report["lanes"]}
+    assert [lanes[n]["pass_rate"]["passes"] for n in ("a", "b")] == [3, 2]  # b: trial 1
+    assert lanes["b"]["target_env"] == {"MODEL": {"value": "b"}}
+    assert (result.report["conversations"], result.report["repeat"]) == (6, 3)
+    assert result.report["controls_held"] and not result.report["passed"]
+
+    again = api.recheck_experiment(git, result.report["id"],
+                                   api.ExperimentOptions(control="none"), said.append)
+    assert again.report is not None and again.report["control"] == "none"
+    assert [d["pass_rate"] for d in again.report["lanes"]] == [
+        lanes["a"]["pass_rate"], lanes["b"]["pass_rate"]]
+    with pytest.raises(UsageError, match=r"^--recheck 'nope': an experiment id looks like"):
+        api.recheck_experiment(git, "nope")
+
+
+def test_an_experiment_whose_case_does_not_lint_runs_nothing(repo: Repo) -> None:
+    repo.commit({"harness.py": EXPERIMENT_HARNESS, "pyproject.toml": SETTINGS,
+                 "evals/cases/geo.yaml": GEO + "    bogus_key: 1\n"})
+    said: list[str] = []
+    result = api.experiment(require_repo(repo.path), api.ExperimentOptions(
+        ("a=HEAD,env:MODEL=a", "b=HEAD,env:MODEL=b")), say=said.append)
+    assert (result.report, result.path) == (None, None)
+    assert "gitevals: lane a: case 'geo' does not lint" in said
+    assert not (repo.path / "evals/results/experiments").exists()
