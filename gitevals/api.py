@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
     from gitevals.run.artifact import GraderCalibration, Run
-    from gitevals.run.build import GoldensPart
     from gitevals.run.draft import DraftFile
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
@@ -482,29 +481,24 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
                                                     goldens.stop.is_set())
     return build_artifact(ArtifactParts(
         prov, the_plan, execution, names, jobs, started, finished,
-        _calibration(tree, the_plan, part, started), rounds, part,
+        _calibration(tree, the_plan, started), rounds, part,
         None if meter is None else meter.limit,
         meter.reason() if meter is not None and meter.reached else None,
         goldens_only, draft))
 
 
-def _calibration(tree: RevisionTree, the_plan: Plan, goldens: GoldensPart | None,
-                 started: float) -> dict[str, GraderCalibration]:
-    """The calibration of every judge grader the run names (in a case, or for a goldens
-    bucket), decided at the run's start as its artifact records it: what ``calibrated``
-    attaches to a finished run, computed before the artifact is built."""
+def _calibration(tree: RevisionTree, the_plan: Plan, started: float
+                 ) -> Callable[[Run], dict[str, GraderCalibration]]:
+    """How the builder learns a run's judge calibration: ``calibration.runs`` asked of the
+    assembled run, at the run's start as its artifact records it (what ``calibrated``
+    attaches to a finished run)."""
     from datetime import datetime
 
-    from gitevals.calibration.runs import calibration_of
-    from gitevals.run.artifact import grader_calls, utc_stamp
-    from gitevals.run.scoring import expect_of
+    from gitevals.calibration.runs import run_calibration
+    from gitevals.run.artifact import utc_stamp
 
-    names = {name for c in the_plan.cases for s in c.scenarios
-             for _, name in grader_calls(expect_of(s))}
-    if goldens is not None:
-        names |= set(goldens.part["graders"].values())
     now = datetime.fromisoformat(utc_stamp(started).replace("Z", "+00:00"))
-    return calibration_of(tree, the_plan.settings, names, now)
+    return lambda run: run_calibration(run, tree, the_plan.settings, now)
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
@@ -559,7 +553,7 @@ class GateOptions:
 
 def goldens_run(what: str, repo: Repo | None = None) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what`` (its note's
-    run that counts, else the working tree's ``results/``); either way checked against
+    run that counts, else the working tree's results directory); either way checked against
     the commit it names (``goldens.verify.pinned``). ``repo``: the current directory's."""
     from gitevals.errors import UsageError
     from gitevals.files import is_path
@@ -574,10 +568,10 @@ def goldens_run(what: str, repo: Repo | None = None) -> Run:
         return run
     repo = repo or require_repo()
     commit = repo.resolve(what)
-    root = load_settings(WorkingTree(repo.work_root))[0].root
-    found = goldens_run_of_commit(repo, root, commit)
+    results = load_settings(WorkingTree(repo.work_root))[0].results
+    found = goldens_run_of_commit(repo, results, commit)
     if found is None:
-        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/results/ or its "
+        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {results}/ or its "
                          f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
     return found
 
@@ -604,8 +598,9 @@ def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResul
     rel = baseline_path(artifact["root"], options.baseline)
     path = repo.work_root / rel
     data = path.read_bytes() if path.is_file() else None
-    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False)
     settings = load_settings(WorkingTree(repo.work_root))[0]
+    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False,
+                                 results=settings.results)
     result = compare(baseline, artifact, rel,  # another measuring stick is said first
                      settings.control if options.control is None else options.control,
                      settings.alpha if options.alpha is None else options.alpha)
@@ -649,7 +644,7 @@ def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Fin
     try:
         baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
                                      notes_only=True)
-        found = goldens_run_of_commit(repo, settings.root, commit, notes_only=True)
+        found = goldens_run_of_commit(repo, settings.results, commit, notes_only=True)
         if found is None:
             raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
                           f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "
@@ -680,11 +675,12 @@ class HistoryOptions:
 
 def history(repo: Repo, spec: str, options: HistoryOptions) -> Gathered:
     """The eval history ``spec`` names (``REV``: its first parents; ``A..B``: from A to B,
-    both included): the run of each commit that has one (``<root>/results/`` of the
+    both included): the run of each commit that has one (the results directory of the
     working tree, else its git note, as ``show`` and ``diff`` read them), each move
     decided as ``diff`` decides it. ``UsageError`` for a range that is not one line."""
     control, alpha = statistics(repo, options.control, options.alpha)
-    return _gather(repo, eval_root(repo), spec, options.limit, options.keep_tip, control, alpha)
+    return _gather(repo, eval_results(repo), spec, options.limit, options.keep_tip, control,
+                   alpha)
 
 
 @dataclass(frozen=True)
@@ -711,7 +707,7 @@ def split_range(spec: str) -> tuple[str | None, str]:
     return a or "HEAD", b or "HEAD"
 
 
-def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
+def _with_runs(repo: Repo, results: str, tip: str, start: str | None,
                limit: int) -> list[tuple[str, str]]:
     """``(sha, subject)`` of the newest ``limit`` commits with a run from ``tip`` back
     along first parents to ``start`` (included), oldest first."""
@@ -719,7 +715,7 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
     from gitevals.run.store import results_dir
 
     try:
-        names = [p.name for p in results_dir(repo.work_root, root).glob("*-*-*.json")]
+        names = [p.name for p in results_dir(repo.work_root, results).glob("*-*-*.json")]
     except OSError:
         names = []
     local = {n.split("-")[1] for n in names if n.count("-") >= 2}
@@ -741,10 +737,11 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
     return found[::-1]
 
 
-def _gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
+def _gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = False,
             control: str = "fdr", alpha: float = 0.05) -> Gathered:
-    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``); each move is
-    decided as ``diff`` decides it, under ``control`` at ``alpha``."""
+    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``), from the
+    notes and the working tree's ``results`` (``Settings.results``); each move is decided
+    as ``diff`` decides it, under ``control`` at ``alpha``."""
     from gitevals.diff.verdicts import Tally, clusters, tallies
     from gitevals.errors import ArtifactError
     from gitevals.report.history import Commit, build
@@ -757,10 +754,10 @@ def _gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False
     points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
     tip_run = None
     declared: dict[str, str] = {}
-    for sha, subject in _with_runs(repo, root, tip, start, limit):
+    for sha, subject in _with_runs(repo, results, tip, start, limit):
         try:
             # counts only: a summary's trials stay packed (but the tip's a report shows)
-            found = run_of_commit(repo, repo.work_root, root, sha,
+            found = run_of_commit(repo, repo.work_root, results, sha,
                                   trials=keep_tip and sha == tip)
         except ArtifactError as exc:
             points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
@@ -788,13 +785,13 @@ def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[st
             settings.alpha if alpha is None else alpha)
 
 
-def eval_root(repo: Repo) -> str:
-    """The eval root of the working tree's settings (where results/ is), as ``show``."""
+def eval_results(repo: Repo) -> str:
+    """Where the working tree's settings keep runs (``Settings.results``), as ``show``."""
     from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(WorkingTree(repo.work_root))
-    return settings.root
+    return settings.results
 
 
 @dataclass(frozen=True)
@@ -826,8 +823,8 @@ def report(repo: Repo, what: str, options: ReportOptions) -> ReportResult:
     got = history(repo, what, HistoryOptions(options.limit, keep_tip=True))
     if got.tip_run is None:
         _, b = split_range(what)
-        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {eval_root(repo)}/results/ or its "
-                         f"git note: make one with `gitevals run --rev {got.tip}`")
+        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {eval_results(repo)}/ or its git "
+                         f"note: make one with `gitevals run --rev {got.tip}`")
     found, note = _report_diff(repo, got)
     tip, warnings = _transcripts(repo, got.tip_run)
     return ReportResult(Report(tip, got.history, what, found, note, __version__,
@@ -874,7 +871,7 @@ def _report_diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
 
 # -- experiment: the same cases against several harness lanes -------------------------------
 
-#: Where experiments keep their samples and reports, under ``<root>/results/``.
+#: Where experiments keep their samples and reports, under ``<results>/``.
 EXPERIMENTS_DIR = "experiments"
 #: Receives the lines a command prints on stderr as it goes (``print`` to stderr, or
 #: ``_quiet``): lint findings, which lane runs, a fallback directory.
@@ -949,7 +946,7 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     from gitevals.experiment.controls import Snapshot, timing, without_target
 
     root = the_plan.settings.root
-    results = f"{root}/results/"
+    results = f"{the_plan.settings.results}/"  # runs (git-ignored, unless committed) pin nothing
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     # A helper a grader imports from outside the eval root (the repository's top) is a
     # control too: an edit there changes every verdict (graderimports.py).
@@ -999,7 +996,7 @@ def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory
     """Run the same cases against every lane of ``options`` (``NAME=REV[,env:K=V...]``),
     each ``repeat`` times, after checking that nothing but the harness and the target
     env differs between the lanes (``UsageError`` naming each difference otherwise);
-    keep each lane's artifact and the report under ``<root>/results/experiments/``.
+    keep each lane's artifact and the report under ``<results>/experiments/``.
     ``say`` gets the lines ``gitevals experiment`` prints on stderr (lint findings, which
     lane runs, a fallback directory). A case that does not lint in some lane runs
     nothing: the result has no report."""
@@ -1025,7 +1022,7 @@ def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory
                          options.max_samples or MAX_SAMPLES)
     if options.check:
         preflight_judge(trees[0], plans[0])
-    root = plans[0].settings.root
+    root, kept = plans[0].settings.root, plans[0].settings.results
     exp_id = _new_id()
     started = time.time()
     results: list[LaneResult] = []
@@ -1033,14 +1030,14 @@ def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory
     for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
         pins = pins_of(lane, the_plan.files, snap, options.repeat, public)
         if stopped:  # listed, never left out: the report says which lanes did not run
-            results.append(_not_run(repo.work_root, root, exp_id, lane, pins))
+            results.append(_not_run(repo.work_root, kept, exp_id, lane, pins))
             continue
-        result = _run_lane(repo, root, exp_id, lane, tree, repeated(the_plan, options.repeat),
+        result = _run_lane(repo, kept, exp_id, lane, tree, repeated(the_plan, options.repeat),
                            pins, names, options, public, progress, say)
         results.append(result)
         stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], options, total, snaps[0], started, time.time())
-    return _finish(repo, root, meta, results, options, say)
+    return _finish(repo, kept, meta, results, options, say)
 
 
 def _new_id() -> str:
@@ -1050,7 +1047,7 @@ def _new_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
 
 
-def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree,
+def _run_lane(repo: Repo, kept: str, exp_id: str, lane: Lane, tree: RevisionTree,
               the_plan: Plan, pins: Pins, names: list[str], options: ExperimentOptions,
               public: frozenset[str], progress: ProgressFactory, say: Say) -> LaneResult:
     """Run one lane's share with the ordinary runner, score it by its judge graders'
@@ -1070,15 +1067,15 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
     run_options = RunOptions(tuple(names), jobs, options.check, lane.env, public_env=public,
                              bwrap=bwrap)
     artifact = run_commit(tree, the_plan, prov, run_options, progress)
-    path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact),
+    path = _keep(repo.work_root, kept, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact),
                  say)
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 
 
-def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
+def _not_run(work_root: Path, kept: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
     from gitevals.experiment.results import LaneResult
 
-    path = os.path.relpath(_lane_path(work_root, root, exp_id, lane.name), work_root)
+    path = os.path.relpath(_lane_path(work_root, kept, exp_id, lane.name), work_root)
     return LaneResult(lane.name, lane.rev, pins, path, None,
                       "not run: the experiment was interrupted before this lane", ran=False)
 
@@ -1108,26 +1105,26 @@ def _meta(exp_id: str, root: str, the_plan: Plan, options: ExperimentOptions, to
             "started_at": utc_stamp(started), "finished_at": utc_stamp(finished)}
 
 
-def experiments_dir(work_root: Path, root: str) -> Path:
-    """``<root>/results/experiments`` of the working tree (refused when a committed
-    symlink would send it outside the repository)."""
+def experiments_dir(work_root: Path, kept: str) -> Path:
+    """``<results>/experiments`` of the working tree (``kept``: ``Settings.results``;
+    refused when a committed symlink would send it outside the repository)."""
     import errno
 
     from gitevals.run.store import results_dir
 
-    directory = results_dir(work_root, root) / EXPERIMENTS_DIR
+    directory = results_dir(work_root, kept) / EXPERIMENTS_DIR
     real, top = directory.resolve(), work_root.resolve()
     if top not in real.parents:
         raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
     return directory
 
 
-def _lane_path(work_root: Path, root: str, exp_id: str, lane: str) -> Path:
-    return experiments_dir(work_root, root) / exp_id / f"{lane}.json"
+def _lane_path(work_root: Path, kept: str, exp_id: str, lane: str) -> Path:
+    return experiments_dir(work_root, kept) / exp_id / f"{lane}.json"
 
 
-def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str, say: Say) -> Path:
-    """Write ``name`` under ``<root>/results/experiments/``, atomically; when that cannot be
+def _keep(work_root: Path, kept: str, exp_id: str, name: str, text: str, say: Say) -> Path:
+    """Write ``name`` under ``<results>/experiments/``, atomically; when that cannot be
     written (read-only, full, a symlink out of the repository), to a temp directory
     instead, and say so: finished samples are never thrown away."""
     import tempfile
@@ -1135,18 +1132,18 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str, say: Sa
     from gitevals.files import write_atomic
 
     try:
-        path = experiments_dir(work_root, root) / name
+        path = experiments_dir(work_root, kept) / name
         write_atomic(path, text)
         return path
     except OSError as exc:
         fallback = Path(tempfile.gettempdir(), f"gitevals-experiment-{exp_id}", name)
         write_atomic(fallback, text)
-        say(f"gitevals: warning: cannot write {root}/results/{EXPERIMENTS_DIR}/ "
+        say(f"gitevals: warning: cannot write {kept}/{EXPERIMENTS_DIR}/ "
             f"({exc.strerror or exc}); {name} is in {fallback} instead")
         return fallback
 
 
-def _finish(repo: Repo, root: str, meta: Meta, results: list[LaneResult],
+def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
             options: ExperimentOptions, say: Say) -> ExperimentResult:
     from gitevals.experiment.results import build, dumps
     from gitevals.git.trees import WorkingTree
@@ -1155,7 +1152,7 @@ def _finish(repo: Repo, root: str, meta: Meta, results: list[LaneResult],
     doc = build(meta, results, options.test,
                 settings.alpha if options.alpha is None else options.alpha,
                 settings.control if options.control is None else options.control)
-    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", dumps(doc), say)
+    path = _keep(repo.work_root, kept, meta["id"], f"{meta['id']}.json", dumps(doc), say)
     return ExperimentResult(doc, path)
 
 
@@ -1173,16 +1170,16 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
         raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
                          "20261130T211500Z-1a2b3c (the name of its report, without .json)")
-    root = load_settings(WorkingTree(repo.work_root))[0].root
-    path = experiments_dir(repo.work_root, root) / f"{exp_id}.json"
+    kept = load_settings(WorkingTree(repo.work_root))[0].results
+    path = experiments_dir(repo.work_root, kept) / f"{exp_id}.json"
     doc = _read_report(path)
-    results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
+    results = [_recheck_lane(repo.work_root, kept, doc, lane) for lane in doc["lanes"]]
     try:
         meta = _meta_of(doc)
     except (KeyError, TypeError) as exc:
         raise UsageError(f"the experiment report is damaged (no {exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
-    return _finish(repo, root, meta, results, options, say)
+    return _finish(repo, kept, meta, results, options, say)
 
 
 def _meta_of(doc: dict[str, Any]) -> Meta:
@@ -1212,7 +1209,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _recheck_lane(work_root: Path, root: str, doc: dict[str, Any],
+def _recheck_lane(work_root: Path, kept: str, doc: dict[str, Any],
                   lane: dict[str, Any]) -> LaneResult:
     from gitevals.errors import UsageError
     from gitevals.experiment.controls import Pins
@@ -1228,5 +1225,5 @@ def _recheck_lane(work_root: Path, root: str, doc: dict[str, Any],
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
-    path = _lane_path(work_root, root, doc["id"], name)
+    path = _lane_path(work_root, kept, doc["id"], name)
     return _read_lane(work_root, name, lane.get("rev", ""), pins, path)

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="raise the bound of 1,000 conversations an experiment may make")
     add_format(parser, ("text", "json", "markdown"),
                "what to print on stdout (default text); the JSON report is "
-               "written to <root>/results/experiments/<id>.json either way")
+               "written to <results>/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
                              "(default boschloo; beyond noise when q < alpha)")

@@ -86,11 +86,12 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
                           "its graders import: run the goldens again with this gitevals")
 
 
-def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool = False
+def goldens_run_of_commit(repo: Repo, results: str, commit: str, notes_only: bool = False
                           ) -> Run | None:
     """The run of ``commit`` to gate: among those that sent every bucket, the one of its
     git note that counts (``store.counting``), else (unless ``notes_only``) from
-    ``<root>/results/`` of the working tree; checked against the commit (``pinned``).
+    ``results`` (``Settings.results``) of the working tree; checked against the commit
+    (``pinned``).
     None when there is none. (The commit's complete run may have sent no goldens, when
     it was run before buckets were mapped or with named cases.)"""
     from gitevals.run.artifact import checked
@@ -105,17 +106,17 @@ def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool =
     if counted is not None:  # the note's run that counts: evidence, by place in the note
         run, label = counted, f"git note on {commit[:12]}"
     else:
-        local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, root, commit)
+        local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, results, commit)
                                        if whole(r)]
         if not local:
             return None
-        label = f"{root}/results/ run {local[-1]['run_id']}"
+        label = f"{results}/ run {local[-1]['run_id']}"
         run = checked(local[-1], label)
     pinned(repo, run, label)
     return run
 
 
-def run_by_id(repo: Repo, root: str, commit: str, run_id: str, notes_only: bool
+def run_by_id(repo: Repo, results: str, commit: str, run_id: str, notes_only: bool
               ) -> Run | None:
     """Run ``run_id`` of ``commit`` (its note, else results/ unless ``notes_only``)."""
     from gitevals.run.artifact import checked
@@ -126,22 +127,24 @@ def run_by_id(repo: Repo, root: str, commit: str, run_id: str, notes_only: bool
             return checked(run, f"git note on {commit[:12]}")
     if notes_only:
         return None
-    for run, path in local_runs(repo.work_root, root, commit):
+    for run, path in local_runs(repo.work_root, results, commit):
         if run["run_id"] == run_id:
             return checked(run, str(path))
     return None
 
 
-def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
-                      ) -> Baseline:
+def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool,
+                      results: str | None = None) -> Baseline:
     """``baseline`` once it is what its run measured: the run it names, read through the
-    commit it is pinned to, with the same slices and pins (``same_run``)."""
+    commit it is pinned to, with the same slices and pins (``same_run``); its run is looked
+    for in the note, then (unless ``notes_only``) in ``results`` of the working tree."""
     from gitevals.goldens.gate import Refused, same_run
+    from gitevals.run.store import default_results
 
-    root = rel.rpartition("/")[0]
-    where = "its git note" if notes_only else "its git note or results/"
+    results = results or default_results(rel.rpartition("/")[0])
+    where = "its git note" if notes_only else f"its git note or {results}/"
     try:
-        run = run_by_id(repo, root, baseline["commit"], baseline["run_id"], notes_only)
+        run = run_by_id(repo, results, baseline["commit"], baseline["run_id"], notes_only)
     except GitevalsError as exc:
         raise Refused(f"{rel}: its run cannot be read: {exc}") from None
     if run is None:

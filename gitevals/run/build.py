@@ -8,7 +8,7 @@ artifact after it is built (``gitevals.api.run_commit`` is the one caller).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,8 +39,11 @@ class ArtifactParts:
     afterwards. Beside the execution: ``rounds`` (``run --against``: the design, its
     looks and each scenario's stop), ``goldens``, ``cost_limit`` and, when the limit
     stopped the run, ``cost_reason``; ``goldens_only`` (``--goldens-only`` in a tree
-    that has cases); ``calibration`` (the judge graders' calibration at the run's start,
-    by which it is scored); ``draft`` (``run --draft``: the file the draft case came from)."""
+    that has cases); ``calibration`` (the judge graders' calibration of the assembled
+    run, ``calibration.runs.run_calibration``: it reads which graders the run named and
+    the models the judge answered as, so it is asked of the run, not given beforehand),
+    by which the run is scored; ``draft`` (``run --draft``: the file the draft case came
+    from)."""
 
     prov: Provenance
     plan: Plan
@@ -49,7 +52,7 @@ class ArtifactParts:
     jobs: int
     started: float
     finished: float
-    calibration: Mapping[str, GraderCalibration]
+    calibration: Callable[[Run], Mapping[str, GraderCalibration]]
     rounds: Rounds | None = None
     goldens: GoldensPart | None = None
     cost_limit: float | None = None
@@ -87,7 +90,6 @@ def build_artifact(parts: ArtifactParts) -> Run:
         "options": options,
         "cases": execution.cases(),
         "executor": execution.executor.record(),
-        "judge_calibration": dict(parts.calibration),
     }
     if execution.target_env:  # only when given: runs without one stay byte-identical
         from gitevals.run.targetenv import record
@@ -101,7 +103,7 @@ def build_artifact(parts: ArtifactParts) -> Run:
         from gitevals.run.sequential import annotate
 
         annotate(run, parts.rounds)
-    run = rescore(run)
+    run = rescore({**run, "judge_calibration": dict(parts.calibration(run))})
     if parts.draft is not None:
         from gitevals.run.draft import mark
 

@@ -444,7 +444,11 @@ class Execution:
                 record["cluster"] = case.cluster
             out.append(record)
         if self.plan.tasks:
-            from gitevals.run.tasks import broken_trials, case_run
+            from gitevals.run.tasks import broken_trials, case_run, sandbox_name
+
+            # not ``self.task_trials.sandbox``: making the trials' machinery touches the
+            # commit directory, gone here when the trials ran on Ray nodes
+            sandbox = sandbox_name(self._bwrap)
 
             for ti, task in enumerate(self.plan.tasks):
                 by_trial = self.task_results.get(ti, {})
@@ -452,9 +456,8 @@ class Execution:
                 results = ([by_trial[t] for t in sorted(by_trial)]
                            if controls is None or controls.valid
                            else broken_trials(task, self.plan.task_trials(),
-                                              controls.reason(), self.task_trials.sandbox))
-                out.append(case_run(task, self.plan.task_trials(), results,
-                                    self.task_trials.sandbox,
+                                              controls.reason(), sandbox))
+                out.append(case_run(task, self.plan.task_trials(), results, sandbox,
                                     None if controls is None else controls.as_dict()))
             out.sort(key=lambda c: c["name"])
         return out
