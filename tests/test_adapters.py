@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from . import fake_openai
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support import fake_openai
+from tests.support.runs import only_artifact
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations"
 
@@ -51,7 +51,7 @@ def _run(repo: Repo, agent_module: str, adapter: str, where: str = "myapp/agent.
     res = run_cli("run", "--jobs", "1", cwd=repo.path, timeout=300)
     assert res.code == code, res.out + res.err
     assert "Traceback" not in res.err
-    return _only_artifact(repo)
+    return only_artifact(repo)
 
 
 def _turns(art: dict[str, Any], case: str = "weather") -> list[dict[str, Any]]:

@@ -9,16 +9,13 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support.runs import only_artifact
 
 HARNESS = """\
 import json, sys
@@ -55,7 +52,7 @@ def ran(repo: Repo) -> tuple[Repo, dict[str, Any]]:
                  f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err  # moon fails, crash is broken
-    return repo, _only_artifact(repo)
+    return repo, only_artifact(repo)
 
 
 def test_a_run_is_an_inspect_log_inspect_reads_back(ran: tuple[Repo, dict[str, Any]]) -> None:
@@ -244,35 +241,6 @@ def test_the_sdk_makes_the_same_spans_and_events(ran: tuple[Repo, dict[str, Any]
     # the file form and the SDK's hold the same spans and events, ids and all
     file = run_cli("export", "--format", "otel", cwd=repo.path).out
     assert _view(encode_spans(got), encode_logs(logs)) == _view(*_parse_lines(file))
-
-
-@pytest.fixture
-def collector() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
-    """An OTLP/HTTP collector on 127.0.0.1 that keeps what it is sent (path, content
-    type, body); a path under /refuse answers 400."""
-    got: list[tuple[str, str, bytes]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            got.append((self.path, self.headers["Content-Type"], body))
-            status = 400 if self.path.startswith("/refuse") else 200
-            self.send_response(status)
-            data = b'{"error": "bad spans"}' if status == 400 else b""
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", got
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_spans_and_events_go_to_an_otlp_collector_through_the_sdk(

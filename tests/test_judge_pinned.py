@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from .calibration_records import record
-from .conftest import Repo, run_cli
-from .test_calibrate import CASE, JUDGED
-from .test_run_cli import HARNESS, SETTINGS
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import CASE, JUDGED
+from tests.support.calibration_records import record
+from tests.support.runs import HARNESS, SETTINGS
 
 MODEL = "judge-2026-01-15"
 
@@ -167,7 +167,7 @@ def _judges_item(repo: Repo) -> tuple[int, dict[str, Any]]:
 
 
 def test_doctor_states_the_judge_pin_and_warns_of_unset_families(repo: Repo) -> None:
-    from .test_doctor import SETTINGS as BUCKETS
+    from tests.support.doctor import SETTINGS as BUCKETS
 
     _family_tree(repo)
     text = (repo.path / "pyproject.toml").read_text()
@@ -193,7 +193,7 @@ def test_doctor_states_the_judge_pin_and_warns_of_unset_families(repo: Repo) -> 
 
 def _mapped(repo: Repo, judge: Judge) -> None:
     """A calibrated q.tone, mapped to a goldens bucket, with both families set."""
-    from .test_doctor import SETTINGS as BUCKETS
+    from tests.support.doctor import SETTINGS as BUCKETS
 
     _calibrated_tree(repo, judge)
     text = (repo.path / "pyproject.toml").read_text().replace(
@@ -240,7 +240,7 @@ def test_doctor_finds_the_judge_pinned_when_it_answered_as_its_snapshot(
 
 def test_calibrate_records_nothing_when_the_judge_answers_as_another_model(
         repo: Repo, judge: Judge) -> None:
-    from .test_calibrate import _setup
+    from tests.support.calibration import setup as _setup
 
     judge.models = ["judge-2026-03-09"]  # the configured name is an alias of this one
     _setup(repo, judge)  # type: ignore[arg-type]  # a Judge: only its url is read

@@ -381,18 +381,14 @@ def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item
 def _one(pool: GraderPool, name: str, item: Item) -> tuple[bool | str, list[str | None]]:
     """The grader's decision on one item, or what went wrong (an error is never a FAIL),
     and the models the judge's API answered as on its calls."""
-    from typing import cast
-
-    from gitevals.run.artifact import ErrorRecord, judge_calls
+    from gitevals.run.artifact import judge_calls
     from gitevals.run.scoring import decide_grader
 
     answer = pool.call(name, item.case, item.run)
     usage = judge_calls(answer.get("usage"))
     models = list(usage.get("models", [])) if usage is not None else []
-    # The worker's frames are JSON it built itself: error is {kind, message} or None.
-    error = cast("ErrorRecord | None", answer.get("error"))
     outcome = decide_grader({"name": name}, {"index": 0, "name": name,
-                                             "raw": answer.get("raw"), "error": error,
+                                             "raw": answer["raw"], "error": answer["error"],
                                              "duration_ms": 0})
     err = outcome["error"]
     if err is not None:
