@@ -12,13 +12,13 @@ import posixpath
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from gitevals.findings import Finding
-from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
+    from gitevals.git.trees import Tree
     from gitevals.prices import Prices
     from gitevals.schema import SchemaError
 
@@ -63,17 +63,39 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Judge:
-    """An OpenAI-compatible endpoint for ``t.llm`` with a pinned model."""
+    """An OpenAI-compatible endpoint for ``t.llm`` with a pinned model: the one home of
+    the judge's settings and their defaults (``gitevals.run.judge`` asks it as it says;
+    the grader worker receives it as ``as_config`` and reads it back with ``from_table``)."""
 
     base_url: str
     model: str
     api_key_env: str | None = None
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds one attempt may wait for an answer
     retries: int = 3  # on HTTP 429, 5xx and timeouts (gitevals.run.judge)
     # The calibration bar (gitevals.calibration.status) and the judge's model family.
     min_tpr: float = 0.9
     min_tnr: float = 0.9
     family: str | None = None
+
+    @classmethod
+    def from_table(cls, table: JSONObject) -> Judge | None:
+        """The judge a ``[judge]`` table (or its ``as_config`` form) describes; None
+        without ``base_url`` and ``model``. A value of the wrong type, or a timeout that
+        is not above 0, or negative retries, takes the default."""
+        if "base_url" not in table or "model" not in table:
+            return None
+        timeout, retries = table.get("timeout"), table.get("retries")
+        return cls(str(table["base_url"]), str(table["model"]), _text(table.get("api_key_env")),
+                   float(timeout) if _number(timeout) and timeout > 0 else cls.timeout,
+                   retries if _count(retries) else cls.retries,
+                   _rate(table.get("min_tpr"), cls.min_tpr),
+                   _rate(table.get("min_tnr"), cls.min_tnr), _text(table.get("family")))
+
+    def as_config(self) -> JSONObject:
+        """What the grader worker receives (as JSON): how to ask the judge."""
+        return {"base_url": self.base_url, "model": self.model,
+                "api_key_env": self.api_key_env, "timeout": self.timeout,
+                "retries": self.retries}
 
 
 @dataclass(frozen=True)
@@ -91,6 +113,14 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
+    #: ``results``: where run artifacts go, as written (None: ``<root>/results``).
+    results_at: str | None = None
+
+    @property
+    def results(self) -> str:
+        """The directory of run artifacts in the working tree, relative to the repository:
+        the ``results`` setting, else ``<root>/results``."""
+        return self.results_at or f"{self.root}/results"
 
     @property
     def pricing(self) -> Prices:
@@ -173,15 +203,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
                         _text(t.get("interpreter")), _text(t.get("conversations")) or "one",
                         _endpoint(t))
     j = raw.get("judge")
-    judge = None
-    if isinstance(j, dict) and "base_url" in j and "model" in j:
-        timeout = j.get("timeout", 60.0)
-        retries = j.get("retries", 3)
-        judge = Judge(str(j["base_url"]), str(j["model"]), _text(j.get("api_key_env")),
-                      float(timeout) if isinstance(timeout, int | float) else 60.0,
-                      retries if isinstance(retries, int) else 3,
-                      _rate(j.get("min_tpr")), _rate(j.get("min_tnr")),
-                      _text(j.get("family")))
+    judge = Judge.from_table(j) if isinstance(j, dict) else None
     refused = dict(REFUSED_KEYS)
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):
@@ -196,7 +218,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     control = stats.get("control") if isinstance(stats, dict) else None
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders,
+                    golden_graders=golden_graders, results_at=_text(raw.get("results")),
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,
@@ -217,10 +239,17 @@ def _text(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _rate(value: JSON) -> float:
-    """A calibration bar (``min_tpr``/``min_tnr``): the schema keeps it in 0..1; 0.9 unset."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else 0.9
+def _number(value: JSON) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _count(value: JSON) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _rate(value: JSON, default: float) -> float:
+    """A calibration bar (``min_tpr``/``min_tnr``): the schema keeps it in 0..1."""
+    return float(value) if _number(value) else default
 
 
 def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
@@ -243,6 +272,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         if big is not None:
             return Settings(source=path), [big]
         findings = _validate(raw, path, text, section or "") or _root_findings(
+            raw, path, text, section) or _results_findings(
             raw, path, text, section) or _family_findings(raw, path, text, section)
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
@@ -406,9 +436,51 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
                     f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
 
 
+def _results_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
+    """GE705 when ``results`` is not a normal relative path inside the repository, or is
+    the eval root or a directory holding it: runs written there would sit among (or
+    above) the cases lint checks and a run pins."""
+    results = raw.get("results") if isinstance(raw, dict) else None
+    if not isinstance(results, str):
+        return []
+    root = raw.get("root", "evals") if isinstance(raw, dict) else "evals"
+    why = root_problem(results)
+    if why is None and isinstance(root, str) and (results == root
+                                                  or root.startswith(results + "/")):
+        why = f"is the eval root {root!r} or holds it"
+    if why is None:
+        return []
+    line, col = key_position(text, "results", section)
+    return [Finding(path, line, col, "GE705",
+                    f"results {results!r} {why}: run artifacts go to a directory of their own, "
+                    "a relative path inside the repository in normal form; write e.g. "
+                    'results = "runs" (or leave it out for <root>/results)')]
+
+
 def _toml_error_position(message: str) -> tuple[int, int]:
     m = re.search(r"line (\d+), column (\d+)", message)
     return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+
+
+def unset_families(settings: Settings, text: str) -> list[Finding]:
+    """GE706 (a warning) for the judge's or the target's ``family`` left unset while a
+    judge is configured: then nothing checks that the judge comes from another model
+    family than the model under test (GE704), and silence would read as a pass."""
+    if settings.judge is None or settings.source is None:
+        return []
+    section = "" if settings.source == "gitevals.toml" else "tool.gitevals"
+    tables = [("judge", settings.judge.family),
+              ("target", settings.target.family if settings.target else None)]
+    out = []
+    for table, family in tables:
+        if family is None:
+            line, col = key_position(text, table, section)
+            where = f"[{section}.{table}]" if section else f"[{table}]"
+            out.append(Finding(settings.source, line, col, "GE706",
+                               f"{table} family is not set: nothing checks that the judge "
+                               "comes from another model family than the model under test "
+                               f"(GE704); set family = \"...\" in {where}", "warning"))
+    return out
 
 
 def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:

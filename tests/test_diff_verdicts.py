@@ -4,47 +4,23 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gitevals.diff.verdicts import Tally, VerdictRow, compare_verdicts
+from tests.conftest import Repo, run_cli
+from tests.support.diffs import HARNESS, SETTINGS, case, commit_and_run
 
-from .conftest import Repo, run_cli
-
-# A deterministic harness: scenario s passes on trials below passes.json[s].
-HARNESS = """\
-import json, sys
-from pathlib import Path
-passes = json.loads((Path(__file__).parent / "passes.json").read_text())
-for line in sys.stdin:
-    msg = json.loads(line)
-    ok = msg["trial"] < passes.get(msg["scenario"], 0)
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
-"""
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+DURATION = "duration A -> B"
 
 
-IDS = ("capital", "steady", "better", "retired")
-
-
-def case(trials: int, ids: tuple[str, ...] = IDS, **expect: str) -> str:
-    """A case file: every scenario expects Paris unless ``expect`` says otherwise."""
-    body = "".join(f"  - id: {i}\n    user: What is the capital of France?\n"
-                   f"    expect: [{{final_answer_contains: {expect.get(i, 'Paris')}}}]\n"
-                   for i in ids)
-    return f"defaults: {{trials: {trials}, timeout: 10s}}\nscenarios:\n{body}"
-
-
-def commit_and_run(repo: Repo, passes: dict[str, int], case_text: str, msg: str) -> str:
-    sha = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
-                       "passes.json": json.dumps(passes), "evals/cases/geo.yaml": case_text}, msg)
-    r = run_cli("run", cwd=repo.path)
-    assert r.code in (0, 1), r.err
-    return sha
+def untimed(table: str) -> str:
+    """``table`` without its last column, the measured durations (``timed`` checks them)."""
+    lines = table.splitlines()
+    at = next(line.index(DURATION) for line in lines if DURATION in line)
+    return "\n".join(line[:at].rstrip() for line in lines)
 
 
 # -- pure ------------------------------------------------------------------------------
@@ -117,7 +93,7 @@ def test_cli_verdict_table_and_exit_code(two_runs: tuple[Repo, str, str]) -> Non
     assert lines[3].startswith(f"A  {a[:10]}  {a}  run ")
     assert lines[4].startswith(f"B  HEAD  {b}  run ")
     table = r.out.split("\n\n")[1]
-    assert table == """\
+    assert untimed(table) == """\
 Verdicts (boschloo test, beyond noise when q < 0.05)
   case  scenario  A           A by B's rules  B           change     p        q       noise
   geo   better    flaky 1/10  flaky 1/10      pass 10/10  improved   4.0e-05  0.0001  beyond noise
@@ -139,6 +115,13 @@ def test_cli_json_verdicts(two_runs: tuple[Repo, str, str]) -> None:
     assert capital["a"] == {"verdict": "pass", "passes": 10, "trials": 10}
     assert capital["b"] == {"verdict": "flaky", "passes": 2, "trials": 10}
     assert capital["p"] == pytest.approx(90 / 125970)
+    # each side's duration: what its artifact's trials of the scenario took, summed
+    for side, sha in (("a", a), ("b", b)):
+        [art] = [json.loads(p.read_text()) for p in (repo.path / "evals/results").glob("*.json")
+                 if json.loads(p.read_text())["commit"] == sha]
+        [sc] = [s for c in art["cases"] for s in c["scenarios"] if s["id"] == "capital"]
+        assert capital[f"ms_{side}"] == sum(t["transcript"]["duration_ms"] for t in sc["results"])
+    assert capital["ms_a"] > 0
     assert doc["a"]["commit"] == a and doc["b"]["commit"] == b
     assert doc["a"]["run_source"] == "results" and doc["test"] == "fisher"
     assert r.out == run_cli("diff", a, b, "--format", "json", "--test", "fisher",
@@ -152,7 +135,7 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
     b = commit_and_run(repo, same, case(10, steady="Lyon"), "b")
     r = run_cli("diff", a, b, cwd=repo.path)
     assert r.code == 0, r.out + r.err
-    rows = r.out.split("\n\n")[1].splitlines()
+    rows = untimed(r.out.split("\n\n")[1]).splitlines()
     assert rows[1].split() == ["case", "scenario", "A", "A", "by", "B's", "rules", "B", "change",
                                "p", "q", "noise"]
     # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
@@ -283,7 +266,7 @@ def test_cli_verdict_rows_name_the_changed_graders_they_use(repo: Repo) -> None:
     assert run_cli("run", cwd=repo.path).code == 1
     r = run_cli("diff", a, b, cwd=repo.path)
     assert r.code == 1, r.err
-    rows = r.out.split("\n\n")[1].splitlines()
+    rows = untimed(r.out.split("\n\n")[1]).splitlines()
     assert rows[1].split()[-2:] == ["changed", "graders"]
     assert rows[2].split() == ["geo", "judged", "pass", "6/6", "fail", "0/6", "regressed",
                                "0.0005", "0.0010", "beyond", "noise", "quality.ok"]

@@ -1,4 +1,4 @@
-"""``run --executor ray`` on a real two-node Ray cluster on 127.0.0.1 (tests/raycluster.py).
+"""``run --executor ray`` on a real two-node Ray cluster on 127.0.0.1 (tests/support/raycluster.py).
 
 One cluster per test session (per xdist worker), shared by these tests; nodes are
 stopped by their recorded pids. The node-death test adds a node of its own and kills
@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from gitevals.run.artifact import load
 from tests.conftest import GIT_ENV, Repo, run_cli
-from tests.raycluster import DRIVER_ENV, LocalCluster, free_port
+from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
 pytestmark = pytest.mark.needs_ray
 
@@ -30,12 +31,18 @@ DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "v1"
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("ray"))
+def cluster() -> Iterator[LocalCluster]:
+    # Not under pytest's temp root, which lets only its owner through: as on a real node,
+    # a task's sandboxed verifier (uid 65534 when run as root) must reach the workspaces
+    # under the nodes' TMPDIR, so the cluster's root is traversable.
+    root = Path(tempfile.mkdtemp(prefix="ge-ray-cluster-"))
+    os.chmod(root, 0o711)
+    c = LocalCluster(root)
     try:
         yield c.start(workers=1)
     finally:
         c.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _ray_env(c: LocalCluster, repo: Path) -> dict[str, str]:
@@ -266,7 +273,7 @@ SIZED = """\
 import json, sys
 from gitevals.run.executors import RunShared
 from gitevals.run.ray_executor import RayExecutor
-from tests.raycluster import SizedProbe
+from tests.support.raycluster import SizedProbe
 
 executor = RayExecutor(sys.argv[1], jobs=2)
 executor.connect()
@@ -344,6 +351,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     from gitevals.git.trees import WorkingTree
     from gitevals.run import runner
     from gitevals.run.artifact import checked
+    from gitevals.run.build import ArtifactParts, build_artifact
     from gitevals.run.ray_executor import RayExecutor
 
     (tmp_path / "evals" / "cases").mkdir(parents=True)
@@ -356,8 +364,8 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
     execution.run()
     prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
-    run = checked(runner.build_artifact(prov, the_plan, execution, [], 2, clock.time(),
-                                        clock.time()), "built")
+    run = checked(build_artifact(ArtifactParts(prov, the_plan, execution, [], 2, clock.time(),
+                                               clock.time(), lambda run: {})), "built")
     scenarios = run["cases"][0]["scenarios"]
     assert [len(s["results"]) for s in scenarios] == [3, 1]  # every trial accounted for
     assert [s["verdict"]["verdict"] for s in scenarios] == ["broken", "broken"]
@@ -369,17 +377,13 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     assert run["executor"] == {"kind": "ray", "address": None, "nodes": []}
 
 
-@pytest.mark.xfail(strict=True, reason="regression found at the end of the session that merged "
-                   "the target's pid namespace and task resources (issues 25, 23): on a Ray "
-                   "node a task trial ends the run with 'No such file or directory: "
-                   "/tmp/gitevals-run-*' (exit 2); see the closing note of that stop")
 def test_a_task_trial_runs_on_the_cluster_in_bubblewrap(cluster: LocalCluster,
                                                         repo: Repo) -> None:
     """A task trial (its conversation and every verifier call) is a job on some node,
     sandboxed there as on this machine; the verdict and rewards are the local run's."""
-    from tests.test_tasks_run import _task
+    from tests.support.tasks import commit_task
 
-    _task(repo, "0.4\n1.0\n")
+    commit_task(repo, "0.4\n1.0\n")
     local = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     on_ray = run_cli("run", "--no-note", "--format", "json", "--ray-address", cluster.address,
                      cwd=repo.path, env=_ray_env(cluster, repo.path))
@@ -397,7 +401,7 @@ def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCl
                                                                 repo: Repo) -> None:
     """``run --against`` on Ray: the driver decides each round and every node runs only
     the scenarios still going, so the looks and trials are the local run's."""
-    from tests.test_sequential import CASE, HARNESS, SETTINGS
+    from tests.support.sequential import CASE, HARNESS, SETTINGS
 
     files = {"harness.py": HARNESS, "pyproject.toml": SETTINGS, "evals/cases/geo.yaml": CASE}
     a = repo.commit({**files, "rates.json": json.dumps(

@@ -136,11 +136,11 @@ def _usd(text: str) -> float:
     return value
 
 
-def _refuse_dirty(repo: Repo, root: str, allow: bool,
+def _refuse_dirty(repo: Repo, results: str, allow: bool,
                   draft: DraftFile | None = None) -> tuple[bool, str | None]:
     from gitevals.errors import UsageError
 
-    dirty = repo.dirty_paths(ignore_prefix=f"{root}/results")
+    dirty = repo.dirty_paths(ignore_prefix=results)
     if draft is not None:  # a draft may be the edited copy of a tracked case
         mine = os.path.relpath(os.path.abspath(draft.given), repo.work_root)
         dirty = [p for p in dirty if p != mine]
@@ -174,14 +174,15 @@ def _write_note(repo: Repo, artifact: Run) -> bool:
 
 
 def _keep(work: Path, artifact: Run, text: str, draft: bool = False) -> Path:
-    """Write the run to ``<root>/results/`` (a draft's to ``results/drafts/``, where no
+    """Write the run to its results directory (``store.run_results``; a draft's to its
+    ``drafts/``, where no
     command looks for a commit's run); when that cannot be written (read-only, full,
     a symlink or FIFO in its place), to a temp file instead, and say so: a finished run
     is never thrown away."""
     import tempfile
 
     from gitevals.files import write_atomic
-    from gitevals.run.store import save
+    from gitevals.run.store import run_results, save
 
     try:
         return _save_draft(work, artifact, text) if draft else save(work, artifact, text)
@@ -191,7 +192,7 @@ def _keep(work: Path, artifact: Run, text: str, draft: bool = False) -> Path:
         os.close(fd)
         fallback = Path(name)
         write_atomic(fallback, text)
-        print(f"gitevals: warning: cannot write {artifact['root']}/results/ ({why}); the run "
+        print(f"gitevals: warning: cannot write {run_results(artifact)}/ ({why}); the run "
               f"is in {fallback} instead", file=sys.stderr)
         return fallback
 
@@ -201,9 +202,9 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
     from gitevals.files import write_atomic
     from gitevals.run.draft import DRAFTS_DIR
-    from gitevals.run.store import results_dir
+    from gitevals.run.store import results_dir, run_results
 
-    directory = results_dir(work, artifact["root"]) / DRAFTS_DIR
+    directory = results_dir(work, run_results(artifact)) / DRAFTS_DIR
     real, top = directory.resolve(), work.resolve()
     if top not in real.parents:  # a committed symlink must not send it outside the repo
         raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
@@ -213,16 +214,18 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
 
 def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
-    from gitevals.report.runs import render
-
     if fmt == "json":
         return text  # the artifact itself, byte for byte as written
+    from gitevals.report.runs import render
+
     return render(artifact, fmt, terminal=sys.stdout.isatty(), refused=refused, tail=tail)
 
 
 def _refused(the_plan: Plan) -> list[Refused]:
     """The cases lint kept from running, each with its error findings: reporters show
     them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    if not the_plan.blocked:
+        return []  # (a --format json run never loads the reporters)
     from gitevals.model import case_name
     from gitevals.report.runs import Refused
 
@@ -303,7 +306,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
                          "command = [...], python = \"module:function\", or an endpoint "
                          "(openai, http: docs/integrations.md)")
-    dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
+    dirty, digest = _refuse_dirty(repo, the_plan.settings.results, args.allow_dirty, draft)
     for f in the_plan.findings:
         if not _calibration_warning(f.code):  # the run states calibration itself
             print(draft.rename(f) if draft else f, file=sys.stderr)
@@ -348,17 +351,16 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
     try:
+        # --goldens-only is recorded where the tree has cases (in a tree of goldens alone,
+        # this is its complete run, as a plain run is)
+        goldens_only = args.goldens_only and _has_cases(tree, the_plan.settings)
         options = api.RunOptions(tuple(args.cases), jobs, not args.no_preflight, target_env,
                                  public, rounds, bwrap, cluster, args.graders_on_workers,
-                                 sendable, args.cost_limit)
+                                 sendable, args.cost_limit, goldens_only, draft)
         artifact = api.run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
             cluster.close()
-    artifact = api.calibrated(tree, the_plan, artifact)
-    if args.goldens_only and _has_cases(tree, the_plan.settings):
-        # (in a tree of goldens alone, this is its complete run, as a plain run is)
-        artifact["options"]["goldens_only"] = True
     blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
     return _record(repo, args, the_plan, artifact, draft, refused, blocked)
 
@@ -393,7 +395,6 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
     from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
     from gitevals.settings import load_settings
 
@@ -417,8 +418,11 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError("--task-controls runs a task's solution and verifier in the "
                              "sandbox: drop --no-sandbox")
         the_plan = dataclasses.replace(the_plan, task_controls=True)
-    wanted = _wants_goldens(args, the_plan.settings)
-    return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
+    if not _wants_goldens(args, the_plan.settings):
+        return the_plan, None
+    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
+
+    return the_plan, plan_suite(tree, the_plan.settings, args.bucket)
 
 
 def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
@@ -437,7 +441,7 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
     from gitevals.stats.sequential import DEFAULT_LOOKS
 
     commit = repo.resolve(args.against)
-    found = run_of_commit(repo, repo.work_root, the_plan.settings.root, commit)
+    found = run_of_commit(repo, repo.work_root, the_plan.settings.results, commit)
     if found is None:
         raise UsageError(f"no run of {args.against} ({commit[:12]}) to run against: make one "
                          f"with `gitevals run --rev {args.against}`")
@@ -460,10 +464,6 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     """Keep the finished run (file, and note unless a draft), print it, say the status."""
     from gitevals.run.artifact import dumps, failed
 
-    if draft is not None:
-        from gitevals.run.draft import mark
-
-        artifact = mark(artifact, draft)
     text = _writable(dumps(artifact), artifact)
     path = _keep(repo.work_root, artifact, text, draft is not None)
     # A draft is not the commit's: its run is never the commit's note.

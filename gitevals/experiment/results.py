@@ -13,18 +13,46 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
-from gitevals.experiment.controls import Pins, after
+from gitevals.experiment.controls import (
+    Pins,
+    Sample,
+    across,
+    after,
+    lane_value,
+    realized_counts,
+    samples,
+    within,
+)
 from gitevals.experiment.metrics import lane_metrics, pass_rate
+from gitevals.jsontypes import JSONObject
 from gitevals.run.artifact import Run, Trial, scenarios
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 FORMAT = "gitevals-experiment/1"
 
 Doc = dict[str, Any]
+
+
+class Meta(TypedDict):
+    """What an experiment is, as its report begins: its id, the gitevals that ran it, the
+    eval root, cases, repeat, jobs, conversations and their bound, the lanes' common
+    settings, and when it started and finished."""
+
+    id: str
+    tool_version: str
+    root: str
+    cases: list[str]
+    repeat: int
+    jobs: int
+    conversations: int
+    max_samples: int | None
+    settings: JSONObject
+    started_at: str
+    finished_at: str
 
 
 @dataclass(frozen=True)
@@ -49,9 +77,12 @@ def _pins_json(p: Pins) -> Doc:
     return {"files": p.files, "timing": {k: list(v) for k, v in p.timing.items()}}
 
 
-def _lane(lane: LaneResult) -> Doc:
+def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -> Doc:
+    """``lane``'s part of the report; ``found``: its samples' realized model and driver;
+    ``more``: control problems found across lanes."""
     run = lane.run
     problems = [lane.problem] if lane.problem else after(lane.pins, run) if run else []
+    problems += within(found) + list(more)
     trials = _trials(run) if run else []
     passes = sum(1 for t in trials if t["passed"])
     return {
@@ -68,6 +99,8 @@ def _lane(lane: LaneResult) -> Doc:
         "metrics": {k: v.as_json() for k, v in lane_metrics(trials).items()},
         # None: the lane did not run, or its run recorded no calibration
         "judge_calibration": run.get("judge_calibration") if run else None,
+        "realized": {"model": lane_value(found, "model"),
+                     "driver": lane_value(found, "driver"), **realized_counts(found)},
         "controls": {"held": not problems, "problems": problems},
     }
 
@@ -101,14 +134,18 @@ def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float,
     return out
 
 
-def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
+def build(meta: Meta, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
           alpha: float = DEFAULT_ALPHA, control: str = DEFAULT_CONTROL) -> Doc:
     """The report of an experiment: ``meta`` (id, root, cases, repeat, jobs, settings,
     times...) with every lane, the pairwise comparisons (``test`` at ``alpha`` under
     ``control`` across every pair and scenario) and the two decisions."""
     from gitevals.stats.multiplicity import describe
 
-    docs = [_lane(lane) for lane in lanes]
+    found = [samples(lane.run) if lane.run else [] for lane in lanes]
+    models = across([(lane.name, lane.pins.target_env, lane_value(f, "model"))
+                     for lane, f in zip(lanes, found, strict=True)])
+    docs = [_lane(lane, f, models.get(lane.name, ()))
+            for lane, f in zip(lanes, found, strict=True)]
     held = all(d["controls"]["held"] for d in docs)
     ran = all(lane.run is not None and not lane.run["interrupted"] for lane in lanes)
     passed = ran and all(t["passed"] for lane in lanes if lane.run for t in _trials(lane.run))

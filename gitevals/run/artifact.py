@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -74,11 +75,19 @@ class JudgeCalls(TypedDict):
     completion_tokens: int
 
 
+class JudgeModels(JudgeCalls, total=False):
+    """``JudgeCalls`` with ``models``: the model each answered call named, as the judge's
+    API answered (null: it named none); the evidence ``calibration.runs`` checks the
+    pinned snapshot against. Runs written before it was recorded have none."""
+
+    models: list[str | None]
+
+
 class GraderAnswer(_GraderAnswerKeys, total=False):
     """A grader's raw answer as run (deciding what it means is scoring's job); ``usage``
     only when the grader asked the judge."""
 
-    usage: JudgeCalls
+    usage: JudgeModels
 
 
 class _AssertionOutcomeKeys(TypedDict):
@@ -415,9 +424,8 @@ TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
 def new_run_id(commit: str, now: float | None = None) -> str:
     """``<UTC yyyymmddThhmmssZ>-<commit[:12]>-<6 hex>``: sortable by time, unique at once."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    import secrets  # here: its import (random, hashlib) would slow every command's start
-
-    return f"{stamp}-{commit[:12]}-{secrets.token_hex(3)}"
+    # os.urandom is what ``secrets.token_hex`` reads, without its import (random, hashlib)
+    return f"{stamp}-{commit[:12]}-{os.urandom(3).hex()}"
 
 
 def utc_stamp(now: float | None = None) -> str:
@@ -441,9 +449,10 @@ def transcript(replies: list[JSONObject], ms: int) -> Transcript:
     }
 
 
-def judge_calls(value: object) -> JudgeCalls | None:
+def judge_calls(value: object) -> JudgeModels | None:
     """The judge usage a grader worker reported for one call, or None when it is not
-    four whole numbers >= 0 with ``reported`` at most ``calls``."""
+    four whole numbers >= 0 with ``reported`` at most ``calls``; with the models its
+    answered calls named (``JudgeModels``) when that list is well formed."""
     if not isinstance(value, dict):
         return None
     keys = ("calls", "reported", "prompt_tokens", "completion_tokens")
@@ -451,8 +460,13 @@ def judge_calls(value: object) -> JudgeCalls | None:
     counts = [v for v in got if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
     if len(counts) != len(keys) or counts[1] > counts[0]:
         return None
-    return {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
-            "completion_tokens": counts[3]}
+    out: JudgeModels = {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
+                        "completion_tokens": counts[3]}
+    models = value.get("models")
+    if isinstance(models, list) and len(models) <= counts[0] and all(
+            m is None or (isinstance(m, str) and 0 < len(m) <= 200) for m in models):
+        out["models"] = list(models)
+    return out
 
 
 def _objects(value: JSON) -> list[JSONObject]:
@@ -464,8 +478,9 @@ def grader_calls(expect: list[JSONObject]) -> list[tuple[int, str]]:
     out = []
     for index, item in enumerate(expect):
         arg = item.get("grader") if len(item) == 1 else None
-        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
-            out.append((index, cast(str, arg["name"])))
+        name = arg.get("name") if isinstance(arg, dict) else None
+        if isinstance(name, str):
+            out.append((index, name))
     return out
 
 
@@ -487,6 +502,27 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
             yield case, s
 
 
+def scenario_ms(scenario: ScenarioRun) -> int:
+    """How long a scenario took: the sum of its trials' ``duration_ms`` (the time its
+    target took to answer, and a task's verifier to decide), whole milliseconds."""
+    total = 0
+    for r in scenario["results"]:
+        ms = r["transcript"]["duration_ms"]
+        ok = isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0
+        total += int(ms) if ok else 0
+    return total
+
+
+def duration_text(ms: int) -> str:
+    """``850 ms``, ``12.3 s``, ``4 min 05 s``: a duration for a table cell."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds:02d} s"
+
+
 def complete(run: Run) -> bool:
     """A run of every case of its commit (no CASE filter) that was not interrupted
     (``run --goldens-only`` runs no case, ``--bucket`` only some goldens: neither is)."""
@@ -504,12 +540,15 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
-    from gitevals.run.goldens import failing
+    part = run.get("goldens")
+    if any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run)):
+        return True
+    if part is None:
+        return False
+    from gitevals.run.goldens import failing  # a run without goldens never loads it
     from gitevals.run.scoring import advisory_graders
 
-    part = run.get("goldens")
-    return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
-            or (part is not None and failing(part, advisory_graders(run))))
+    return failing(part, advisory_graders(run))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
@@ -737,10 +776,19 @@ def _read_regular(path: Path, label: str) -> bytes:
 
 def checked(doc: object, label: str) -> Run:
     """``doc`` as a ``Run`` when it is one; else ``ArtifactError`` naming ``label``."""
+    problems: list[str] = []
+    if not is_run(doc, problems):
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problems[0]}")
+    return doc
+
+
+def is_run(doc: object, problems: list[str] | None = None) -> TypeGuard[Run]:
+    """True when ``doc`` is a run artifact (``validate``); else False, with what is wrong
+    appended to ``problems`` when given."""
     problem = validate(doc)
-    if problem is not None:
-        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
-    return cast(Run, doc)
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is None
 
 
 def candidate(text: str | bytes) -> Run | None:
@@ -811,6 +859,7 @@ _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
+_USAGE_KEYS = frozenset(JudgeCalls.__annotations__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -818,8 +867,13 @@ def _count_ok(x: object) -> bool:
     return type(x) is int and x >= 0
 
 
+def _number_ok(x: object) -> TypeGuard[int | float]:
+    """A JSON number as gitevals writes it (NaN and the infinities are not JSON)."""
+    return type(x) is int or (type(x) is float and math.isfinite(x))
+
+
 def _ms_ok(x: object) -> bool:
-    return (type(x) is int or type(x) is float) and x >= 0
+    return _number_ok(x) and x >= 0
 
 
 def _error_ok(e: object) -> bool:
@@ -827,6 +881,11 @@ def _error_ok(e: object) -> bool:
         return True
     return (type(e) is dict and type(e.get("kind")) is str and _KIND.match(e["kind"]) is not None
             and type(e.get("message")) is str)
+
+
+def is_error_record(e: object) -> TypeGuard[ErrorRecord]:
+    """True when ``e`` is an infrastructure error record (``$defs/error``, not null)."""
+    return e is not None and _error_ok(e)
 
 
 def _named_ok(items: object) -> bool:
@@ -842,16 +901,24 @@ def _transcript_ok(t: object) -> bool:
             and type(t["turns"]) is list and _ms_ok(t["duration_ms"]))
 
 
+def _usage_ok(u: object) -> bool:
+    """A grader's judge usage: four counts (``$defs/grader`` ``usage``)."""
+    return (type(u) is dict and u.keys() >= _USAGE_KEYS
+            and all(_count_ok(u[k]) for k in _USAGE_KEYS))
+
+
 def _grader_ok(g: object) -> bool:
     return (type(g) is dict and g.keys() >= _GRADER_KEYS and _count_ok(g["index"])
-            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"]))
+            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"])
+            and ("usage" not in g or _usage_ok(g["usage"])))
 
 
 def _assertion_ok(a: object) -> bool:
     return (type(a) is dict and a.keys() >= _ASSERTION_KEYS and _count_ok(a["index"])
             and type(a["kind"]) is str and type(a["passed"]) is bool
             and type(a["message"]) is str and _error_ok(a["error"])
-            and (a["score"] is None or type(a["score"]) in (int, float)))
+            and (a["score"] is None or _number_ok(a["score"]))
+            and ("advisory" not in a or type(a["advisory"]) is bool))
 
 
 def _trial_ok(r: object) -> bool:
@@ -894,7 +961,8 @@ def _iteration_ok(i: object) -> bool:
 
 def _task_trial_ok(t: object) -> bool:
     """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
-    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
+    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS
+            and type(t["state"]) is str and t["state"] in _TASK_STATES
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
             and t["sandbox"] in ("bwrap", "none", "harbor")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))

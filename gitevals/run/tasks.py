@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +38,7 @@ from gitevals.run.artifact import (
     Trial,
     transcript,
 )
+from gitevals.tasks import Selected as Selected
 from gitevals.tasks import verifier as rewards
 from gitevals.tasks.calls import copy_within, verifier_call
 from gitevals.tasks.limits import record, resource_problem
@@ -54,9 +54,8 @@ from gitevals.tasks.sandbox import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.findings import Finding
     from gitevals.git.trees import Tree
-    from gitevals.run.targets import Conversation, ProcessRegistry
+    from gitevals.run.targets import Conversation, ProcessRegistry, Turn
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
@@ -71,19 +70,6 @@ ATTEMPTS = 2
 
 
 # -- selection ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Selected:
-    """What a run takes: case names (None: all), the tasks that loaded, the selected
-    tasks that did not, the loader's findings and notes, and the tasks' files."""
-
-    cases: list[str] | None
-    tasks: tuple[Task, ...]
-    blocked: tuple[str, ...]
-    findings: tuple[Finding, ...]
-    notes: tuple[str, ...]
-    files: dict[str, str]
 
 
 def select(tree: Tree, settings: Settings, cases: dict[str, str],
@@ -145,6 +131,11 @@ def gap_lines(tasks: Sequence[Task]) -> list[str]:
 # -- one trial -----------------------------------------------------------------------
 
 
+def sandbox_name(bwrap: str | None) -> str:
+    """What a task trial records it ran in: ``bwrap``, or ``none`` with --no-sandbox."""
+    return "none" if bwrap is None else "bwrap"
+
+
 class TaskTrials:
     """Runs the trials of tasks in a materialized commit (``tree_dir``); thread-safe."""
 
@@ -167,7 +158,7 @@ class TaskTrials:
 
     @property
     def sandbox(self) -> str:
-        return "none" if self.bwrap is None else "bwrap"
+        return sandbox_name(self.bwrap)
 
     def trial(self, task: Task, k: int) -> Trial | None:
         """Trial ``k`` of ``task``; None when the run was interrupted meanwhile."""
@@ -269,7 +260,7 @@ class TaskTrials:
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
-            msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
+            msg: Turn = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
                    "trial": k, "task": task.name, "workspace": places.told,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)

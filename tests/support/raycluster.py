@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent
-LAUNCHER = Path(__file__).resolve().parent / "data" / "ray_node.py"
+from tests.support.paths import DATA, PROJECT
+
+SRC = PROJECT
+LAUNCHER = DATA / "ray_node.py"
 #: A dead node is noticed within about 2 s (Ray's defaults take 15-30 s).
 HEALTH = {"RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "500",
           "RAY_health_check_timeout_ms": "500", "RAY_health_check_failure_threshold": "3"}
@@ -79,11 +81,23 @@ class LocalCluster:
         return node
 
     def start(self, workers: int = 1) -> LocalCluster:
-        self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
-                             f"--dashboard-port={free_port()}"])
+        try:
+            self._head()
+        except RuntimeError:
+            # On a loaded machine the head's raylet can miss Ray's start-up deadline
+            # ("The current node timed out during startup"): clean it up, try once more.
+            failed = self.nodes.pop()
+            self.kill(failed)
+            shutil.rmtree(failed.temp, ignore_errors=True)
+            self.port = free_port()
+            self._head()
         for _ in range(workers):
             self.add_worker()
         return self
+
+    def _head(self) -> Node:
+        return self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
+                                    f"--dashboard-port={free_port()}"])
 
     def add_worker(self) -> Node:
         return self._start(f"w{len(self.nodes)}", [f"--address={self.address}"])
