@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
+    from gitevals.tasks import Selected
 
 
 # -- lint: every rule over a tree ---------------------------------------------------------
@@ -126,9 +127,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     if bad:
         raise UsageError(f"{bad[0]}")
     available = case_paths(tree, settings.root)
-    from gitevals.run import tasks
-
-    picked = tasks.select(tree, settings, available, names)
+    picked = _select_tasks(tree, settings, available, names)
     if not available and not picked.tasks and not picked.blocked:
         if goldens_alone and not names and settings.golden_graders:
             return Plan(settings, (), (), (), {}, trials, (), picked.notes)
@@ -160,6 +159,21 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
                          f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
                          "fewer cases at once")
     return the_plan
+
+
+def _select_tasks(tree: Tree, settings: Settings, available: dict[str, str],
+                  names: Sequence[str]) -> Selected:
+    """``gitevals.run.tasks.select``, without importing the task machinery (its sandbox,
+    its verifier: a tenth of a one-case run's start) when nothing at all is under
+    ``<root>/tasks/``: then every name is a case's (or unknown), and nothing is noted."""
+    from gitevals.tasks import Selected, tasks_dir
+
+    base = tasks_dir(settings.root) + "/"
+    if not tree.blob_shas(base) and not tree.refused(base):
+        return Selected(list(names) if names else None)
+    from gitevals.run import tasks
+
+    return tasks.select(tree, settings, available, names)
 
 
 def _no_case_fix(tree: Tree, settings: Settings) -> str:
@@ -293,6 +307,8 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
 def task_notes(the_plan: Plan) -> list[str]:
     """What a run of the plan's tasks cannot realize (an image) and what the task loader
     skipped, one line each, made safe to print (names come from the tree)."""
+    if not the_plan.tasks and not the_plan.notes:
+        return []  # (a run of cases alone never loads the task machinery)
     from gitevals.run.tasks import gap_lines
     from gitevals.text import visible
 
@@ -415,7 +431,6 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
     import dataclasses
 
     from gitevals.errors import UsageError
-    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
 
     notes: list[str] = []
@@ -438,9 +453,12 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
     asked = selection.goldens or selection.goldens_only or bool(selection.buckets)
     wanted = asked or (not selection.cases and not selection.draft
                        and bool(the_plan.settings.golden_graders))
-    suite = (plan_suite(tree, the_plan.settings, list(selection.buckets) or None)
-             if wanted else None)
-    if suite is None or not suite.blocked:
+    if not wanted:
+        return RunPlans(the_plan, None, None, tuple(notes))
+    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
+
+    suite = plan_suite(tree, the_plan.settings, list(selection.buckets) or None)
+    if not suite.blocked:
         return RunPlans(the_plan, suite, suite, tuple(notes))
     refused = [*map(str, suite.findings), "gitevals: the goldens do not lint and were not "
                "run; fix them (`gitevals lint`)"]

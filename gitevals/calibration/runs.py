@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from gitevals.calibration.status import Status
-from gitevals.calibration.tree import statuses
 from gitevals.git.trees import Tree
 from gitevals.run.artifact import GraderCalibration, Run, grader_calls, scenarios
 from gitevals.settings import Settings
+
+if TYPE_CHECKING:
+    from gitevals.calibration.status import Status
 
 
 def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
@@ -76,6 +78,11 @@ def calibration_of(tree: Tree, settings: Settings, names: Iterable[str], now: da
                    ) -> dict[str, GraderCalibration]:
     """The calibration of each grader of ``names`` that asks the judge, as a run records
     it (``judge_calibration``), decided at ``tree`` and ``now``."""
+    names = list(names)
+    if not names:  # a run without graders: the calibration machinery stays unloaded
+        return {}
+    from gitevals.calibration.tree import statuses
+
     return {name: _recorded(st) for name, st in statuses(tree, settings, names, now).items()
             if st.state != "n/a"}
 

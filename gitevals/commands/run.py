@@ -213,16 +213,18 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
 
 def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
-    from gitevals.report.runs import render
-
     if fmt == "json":
         return text  # the artifact itself, byte for byte as written
+    from gitevals.report.runs import render
+
     return render(artifact, fmt, terminal=sys.stdout.isatty(), refused=refused, tail=tail)
 
 
 def _refused(the_plan: Plan) -> list[Refused]:
     """The cases lint kept from running, each with its error findings: reporters show
     them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    if not the_plan.blocked:
+        return []  # (a --format json run never loads the reporters)
     from gitevals.model import case_name
     from gitevals.report.runs import Refused
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -423,9 +424,8 @@ TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
 def new_run_id(commit: str, now: float | None = None) -> str:
     """``<UTC yyyymmddThhmmssZ>-<commit[:12]>-<6 hex>``: sortable by time, unique at once."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    import secrets  # here: its import (random, hashlib) would slow every command's start
-
-    return f"{stamp}-{commit[:12]}-{secrets.token_hex(3)}"
+    # os.urandom is what ``secrets.token_hex`` reads, without its import (random, hashlib)
+    return f"{stamp}-{commit[:12]}-{os.urandom(3).hex()}"
 
 
 def utc_stamp(now: float | None = None) -> str:
@@ -540,12 +540,15 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
-    from gitevals.run.goldens import failing
+    part = run.get("goldens")
+    if any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run)):
+        return True
+    if part is None:
+        return False
+    from gitevals.run.goldens import failing  # a run without goldens never loads it
     from gitevals.run.scoring import advisory_graders
 
-    part = run.get("goldens")
-    return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
-            or (part is not None and failing(part, advisory_graders(run))))
+    return failing(part, advisory_graders(run))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:

@@ -198,6 +198,10 @@ class Execution:
         self.failures = 0
         self.running = 0  # conversations in flight
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
+        # Counted once: a progress display asks ten times a second, and counting every
+        # trial of a 1,000-case plan each time was a CPU-second of a run.
+        self._total = the_plan.total()
+        self._cases_done = sum(1 for n in self._left if n == 0)
         #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
         self._bwrap = bwrap  # None: the verifier runs without a sandbox (`run --no-sandbox`)
@@ -309,8 +313,8 @@ class Execution:
     def tally(self) -> Tally:
         """A snapshot for progress displays."""
         with self._lock:
-            return Tally(self.done, self.plan.total(), self.failures, self.running,
-                         sum(1 for n in self._left if n == 0))
+            return Tally(self.done, self._total, self.failures, self.running,
+                         self._cases_done)
 
     def _trial(self, ci: int, trial: int) -> None:
         with self._lock:
@@ -320,7 +324,8 @@ class Execution:
         finally:
             with self._lock:
                 self.running -= 1
-                self._left[ci] -= 1
+                left = self._left[ci] = self._left[ci] - 1
+                self._cases_done += (left == 0) - (left == -1)
 
     def _score(self, ci: int, trial: int) -> None:
         from gitevals.run.scoring import expect_of, score_trial

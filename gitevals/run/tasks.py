@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +38,7 @@ from gitevals.run.artifact import (
     Trial,
     transcript,
 )
+from gitevals.tasks import Selected as Selected
 from gitevals.tasks import verifier as rewards
 from gitevals.tasks.calls import copy_within, verifier_call
 from gitevals.tasks.limits import record, resource_problem
@@ -54,7 +54,6 @@ from gitevals.tasks.sandbox import (
 )
 
 if TYPE_CHECKING:
-    from gitevals.findings import Finding
     from gitevals.git.trees import Tree
     from gitevals.run.targets import Conversation, ProcessRegistry, Turn
     from gitevals.settings import Settings
@@ -71,19 +70,6 @@ ATTEMPTS = 2
 
 
 # -- selection ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Selected:
-    """What a run takes: case names (None: all), the tasks that loaded, the selected
-    tasks that did not, the loader's findings and notes, and the tasks' files."""
-
-    cases: list[str] | None
-    tasks: tuple[Task, ...]
-    blocked: tuple[str, ...]
-    findings: tuple[Finding, ...]
-    notes: tuple[str, ...]
-    files: dict[str, str]
 
 
 def select(tree: Tree, settings: Settings, cases: dict[str, str],
