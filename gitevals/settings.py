@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
-from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSON, JSONObject
+from gitevals.judgesettings import Judge as Judge  # the judge's settings: their home
 
 if TYPE_CHECKING:
+    from gitevals.git.trees import Tree
     from gitevals.prices import Prices
     from gitevals.schema import SchemaError
 
@@ -59,21 +60,6 @@ class Endpoint:
     url: str
     model: str | None = None
     api_key_env: str | None = None
-
-
-@dataclass(frozen=True)
-class Judge:
-    """An OpenAI-compatible endpoint for ``t.llm`` with a pinned model."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    retries: int = 3  # on HTTP 429, 5xx and timeouts (gitevals.run.judge)
-    # The calibration bar (gitevals.calibration.status) and the judge's model family.
-    min_tpr: float = 0.9
-    min_tnr: float = 0.9
-    family: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,15 +167,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
                         _text(t.get("interpreter")), _text(t.get("conversations")) or "one",
                         _endpoint(t))
     j = raw.get("judge")
-    judge = None
-    if isinstance(j, dict) and "base_url" in j and "model" in j:
-        timeout = j.get("timeout", 60.0)
-        retries = j.get("retries", 3)
-        judge = Judge(str(j["base_url"]), str(j["model"]), _text(j.get("api_key_env")),
-                      float(timeout) if isinstance(timeout, int | float) else 60.0,
-                      retries if isinstance(retries, int) else 3,
-                      _rate(j.get("min_tpr")), _rate(j.get("min_tnr")),
-                      _text(j.get("family")))
+    judge = Judge.from_table(j) if isinstance(j, dict) else None
     refused = dict(REFUSED_KEYS)
     extra = raw.get("refused_keys")
     if isinstance(extra, dict):
@@ -223,12 +201,6 @@ def _endpoint(target: JSONObject) -> Endpoint | None:
 
 def _text(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _rate(value: JSON) -> float:
-    """A calibration bar (``min_tpr``/``min_tnr``): the schema keeps it in 0..1; 0.9 unset."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else 0.9
 
 
 def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:

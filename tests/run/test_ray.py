@@ -352,6 +352,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     from gitevals.git.trees import WorkingTree
     from gitevals.run import runner
     from gitevals.run.artifact import checked
+    from gitevals.run.build import ArtifactParts, build_artifact
     from gitevals.run.ray_executor import RayExecutor
 
     (tmp_path / "evals" / "cases").mkdir(parents=True)
@@ -364,8 +365,8 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
     execution.run()
     prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
-    run = checked(runner.build_artifact(prov, the_plan, execution, [], 2, clock.time(),
-                                        clock.time()), "built")
+    run = checked(build_artifact(ArtifactParts(prov, the_plan, execution, [], 2, clock.time(),
+                                               clock.time(), lambda run: {})), "built")
     scenarios = run["cases"][0]["scenarios"]
     assert [len(s["results"]) for s in scenarios] == [3, 1]  # every trial accounted for
     assert [s["verdict"]["verdict"] for s in scenarios] == ["broken", "broken"]
