@@ -182,7 +182,7 @@ def test_table_ids_are_unique() -> None:
 
 
 def test_every_documented_case_code_is_exercised() -> None:
-    from tests.support.lint import CORPUS
+    from tests.support.malformed import CORPUS
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "lint-codes.md").read_text()
     documented = set(re.findall(r"^\| (GE[1-4]\d\d|GE501) \|", doc, re.M))
