@@ -6,75 +6,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gitevals.calibration.metrics import split_of, wilson
-
-from . import test_judge
-from .calibration_records import record
-from .conftest import Repo, run_cli
-from .test_judge import FakeJudge
-from .test_run_cli import HARNESS, SETTINGS
-
-#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
-judge = test_judge.judge
-
-JUDGED = """\
-def tone(t, case, run):
-    return t.judge("Is this answer polite? PASS or FAIL.\\n" + (run["final_answer"] or ""))
-"""
-#: Asks the judge (so it needs calibrating) but decides from the data: a perfect grader.
-FAIR = """\
-def fair(t, case, run):
-    t.llm("ping")
-    return run["final_answer"] == "good"
-"""
-CASE = """\
-defaults: {trials: 2, timeout: 20s}
-scenarios:
-  - id: ok-polite
-    user: What is the capital of France?
-    expect:
-      - final_answer_contains: Paris
-      - grader: {name: q.tone}
-"""
-
-
-def _answer(judge: FakeJudge, text: str) -> None:
-    """Make the judge answer ``text`` to every prompt."""
-    judge.body = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                      "content": text}}]}).encode()
-
-
-def _settings(judge: FakeJudge, model: str = "judge-2026-01-15", extra: str = "") -> str:
-    return (SETTINGS + f'\n[tool.gitevals.judge]\nbase_url = "{judge.url}"\n'
-            f'model = "{model}"\nretries = 1\n{extra}')
-
-
-def _labels(n: int, pass_share: float = 0.9) -> str:
-    """``n`` labelled items, the first ``pass_share`` of them labelled pass."""
-    rows = []
-    for i in range(n):
-        ok = i < round(n * pass_share)
-        rows.append({"id": f"item-{i}", "input": f"question {i}",
-                     "output": "good" if ok else "bad", "label": "pass" if ok else "fail"})
-    return "".join(json.dumps(r) + "\n" for r in rows)
-
-
-def _setup(repo: Repo, judge: FakeJudge, graders: dict[str, str] | None = None,
-           **settings: Any) -> None:
-    files: dict[str, str | bytes] = {
-        "harness.py": HARNESS, "pyproject.toml": _settings(judge, **settings),
-        "evals/cases/polite.yaml": CASE, "labels.jsonl": _labels(200)}
-    files.update({f"evals/graders/{n}.py": g for n, g in
-                  (graders or {"q": JUDGED + "\n\n" + FAIR}).items()})
-    repo.commit(files)
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import CASE, FAIR, JUDGED, answer, judge_settings, labels, setup
+from tests.support.calibration_records import record
+from tests.support.judges import FakeJudge
 
 
 def _split_counts(n: int, split: str, pass_share: float = 0.9) -> tuple[int, int]:
-    """(labelled pass, labelled fail) among ``_labels(n)`` items in ``split``."""
+    """(labelled pass, labelled fail) among ``labels(n)`` items in ``split``."""
     pos = neg = 0
     for i in range(n):
         if split_of(f"item-{i}") == split:
@@ -87,8 +30,8 @@ def _split_counts(n: int, split: str, pass_share: float = 0.9) -> tuple[int, int
 
 def test_an_always_pass_judge_shows_tpr_1_and_tnr_0_never_an_accuracy(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, " pass\n")  # case and whitespace are tolerated
+    setup(repo, judge)
+    answer(judge, " pass\n")  # case and whitespace are tolerated
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     pos, neg = _split_counts(200, "dev")
     assert pos > 0 and neg > 0
@@ -114,8 +57,8 @@ def test_an_always_pass_judge_shows_tpr_1_and_tnr_0_never_an_accuracy(
 
 def test_fewer_than_100_labels_are_refused_saying_how_many_more(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    (repo.path / "few.jsonl").write_text(_labels(93) + '{"id": "x", "note": "no label"}\n')
+    setup(repo, judge)
+    (repo.path / "few.jsonl").write_text(labels(93) + '{"id": "x", "note": "no label"}\n')
     res = run_cli("calibrate", "q.tone", "--labels", "few.jsonl", cwd=repo.path)
     assert res.code == 2
     assert res.err.strip() == ("gitevals: error: few.jsonl: 93 labelled items; calibration "
@@ -130,8 +73,8 @@ def test_fewer_than_100_labels_are_refused_saying_how_many_more(
 ], ids=["bad-label", "not-json", "duplicate-id"])
 def test_a_bad_labels_file_is_one_line_with_its_position(
         repo: Repo, judge: FakeJudge, line: str, where: str) -> None:
-    _setup(repo, judge)
-    rows = _labels(120).splitlines()
+    setup(repo, judge)
+    rows = labels(120).splitlines()
     (repo.path / "bad.jsonl").write_text("\n".join([rows[0], line, *rows[1:]]) + "\n")
     res = run_cli("calibrate", "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
     assert res.code == 2 and "Traceback" not in res.err
@@ -140,8 +83,8 @@ def test_a_bad_labels_file_is_one_line_with_its_position(
 
 
 def test_a_second_final_is_refused_and_the_record_kept(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     first = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert first.code == 0, first.out + first.err
     assert "status: calibrated" in first.out
@@ -173,9 +116,9 @@ def _lint_codes(repo: Repo) -> list[str]:
 def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
         repo: Repo, judge: FakeJudge) -> None:
     case = CASE.replace("q.tone", "q.fair")
-    _setup(repo, judge)
+    setup(repo, judge)
     repo.commit({"evals/cases/polite.yaml": case})
-    _answer(judge, "PASS")
+    answer(judge, "PASS")
     assert _lint_codes(repo) == ["GE510"]
     res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert res.code == 0, res.err
@@ -188,7 +131,7 @@ def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
     assert _lint_codes(repo) == ["GE513"]
     # the old blob back, but another judge model
     repo.commit({"evals/graders/q.py": JUDGED + "\n\n" + FAIR,
-                 "pyproject.toml": _settings(judge, model="judge-2026-02-01")})
+                 "pyproject.toml": judge_settings(judge, model="judge-2026-02-01")})
     assert _lint_codes(repo) == ["GE514"]
     ran = run_cli("run", "--no-note", cwd=repo.path)
     assert "calibration: q.fair advisory (it was calibrated with judge model" in ran.out
@@ -196,8 +139,8 @@ def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
 
 def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "FAIL")
+    setup(repo, judge)
+    answer(judge, "FAIL")
     res = run_cli("run", "--no-note", cwd=repo.path)
     assert res.code == 0, res.out + res.err
     assert "advisory, not counted: grader q.tone: judged fail" in res.out
@@ -224,12 +167,12 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
 
 def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     a = repo.commit({"evals/cases/polite.yaml": CASE.replace("trials: 2", "trials: 20")})
-    _answer(judge, "PASS")
+    answer(judge, "PASS")
     assert run_cli("run", "--jobs", "4", cwd=repo.path, timeout=300).code == 0
     repo.commit({"notes.txt": "B\n"})
-    _answer(judge, "FAIL")  # every trial of B fails the judge, which is advisory
+    answer(judge, "FAIL")  # every trial of B fails the judge, which is advisory
     r = run_cli("run", "--against", a, "--format", "json", "--jobs", "4", cwd=repo.path,
                 timeout=300)
     assert r.code == 0, r.err
@@ -243,7 +186,7 @@ def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
 
 def test_show_states_calibration_na_when_no_grader_asks_the_judge(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge, graders={"q": "def tone(t, case, run):\n    return True\n"})
+    setup(repo, judge, graders={"q": "def tone(t, case, run):\n    return True\n"})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
     shown = run_cli("show", cwd=repo.path)
     assert "calibration: N/A (no grader calls t.llm or t.judge)" in shown.out
@@ -260,8 +203,8 @@ def mixed(t, case, run):
 
 
 def test_an_unparseable_answer_is_an_error_never_a_fail(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge, graders={"q": JUDGED + "\n\n" + MIXED})
-    _answer(judge, "Maybe")
+    setup(repo, judge, graders={"q": JUDGED + "\n\n" + MIXED})
+    answer(judge, "Maybe")
     res = run_cli("calibrate", "q.mixed", "--labels", "labels.jsonl", cwd=repo.path)
     pos, neg = _split_counts(200, "dev")
     assert "TPR 1.00" in res.out and f"{pos} of {pos} labelled pass" in res.out, res.err
@@ -286,20 +229,20 @@ def test_an_unparseable_answer_is_an_error_never_a_fail(repo: Repo, judge: FakeJ
 
 def test_when_no_item_is_judged_nothing_is_recorded_and_the_test_split_stays_sealed(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "Maybe")
+    setup(repo, judge)
+    answer(judge, "Maybe")
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert res.code == 1
     assert "no item of the test split was judged" in res.err and "nothing was recorded" in res.err
     assert not (repo.path / "evals/calibration").exists()
-    _answer(judge, "PASS")
+    answer(judge, "PASS")
     again = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert "sealed test, measured once" in again.out, again.err
 
 
 def test_an_unreachable_judge_is_refused_before_anything_is_asked(repo: Repo) -> None:
     fake = FakeJudge("http://127.0.0.1:9/v1")
-    _setup(repo, fake)
+    setup(repo, fake)
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
     assert res.code == 2, res.err
     assert "the judge at http://127.0.0.1:9/v1 does not answer" in res.err
@@ -308,7 +251,7 @@ def test_an_unreachable_judge_is_refused_before_anything_is_asked(repo: Repo) ->
 
 def test_the_same_family_for_judge_and_target_is_a_lint_error(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge, extra='family = "Llama"\n')
+    setup(repo, judge, extra='family = "Llama"\n')
     text = (repo.path / "pyproject.toml").read_text()
     repo.commit({"pyproject.toml": text.replace("[tool.gitevals.target]\n",
                                                 '[tool.gitevals.target]\nfamily = "llama"\n')})
@@ -344,8 +287,8 @@ def test_the_split_is_stable_and_near_its_ratios() -> None:
 
 def test_record_is_written_atomically_and_unreadable_records_are_never_overwritten(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     bad = repo.path / "evals/calibration/q.tone.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("{ not json")
@@ -356,7 +299,7 @@ def test_record_is_written_atomically_and_unreadable_records_are_never_overwritt
 
 
 def test_an_uncommitted_grader_is_refused(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     Path(repo.path / "evals/graders/q.py").write_text(JUDGED + "\n# edited\n")
     res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2 and "has uncommitted changes" in res.err
@@ -368,12 +311,12 @@ def test_an_uncommitted_grader_is_refused(repo: Repo, judge: FakeJudge) -> None:
 
 
 def test_diff_marks_the_advisory_judge_of_each_side(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     a = repo.git("rev-parse", "HEAD")
     assert run_cli("run", cwd=repo.path).code == 0
     repo.commit({"harness2.txt": "b\n"})
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     assert run_cli("run", cwd=repo.path).code == 0  # the judge's failures are not counted
     res = run_cli("diff", a, "HEAD", cwd=repo.path)
     assert res.code == 0, res.out + res.err
@@ -385,7 +328,7 @@ def test_a_stale_or_unreadable_record_leaves_the_judge_advisory(
         repo: Repo, judge: FakeJudge) -> None:
     from datetime import UTC, datetime, timedelta
 
-    _setup(repo, judge)
+    setup(repo, judge)
     fresh = record(repo, "q.tone", "judge-2026-01-15")  # consistent with its items
     old = (datetime.now(UTC) - timedelta(days=91)).strftime("%Y-%m-%dT%H:%M:%SZ")
     repo.commit({"evals/calibration/q.tone.json": json.dumps({**fresh, "date": old})})

@@ -10,19 +10,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import test_judge
-from .calibration_records import record
-from .conftest import Repo, run_cli
-from .test_calibrate import _answer
-from .test_doctor import JUDGE_TONE, complete_tree
-from .test_doctor import SETTINGS as DOCTOR_SETTINGS
-from .test_experiment_cli import GEO
-from .test_experiment_cli import HARNESS as LANE_HARNESS
-from .test_goldens_gate import HARNESS, SUITE, goldens
-from .test_judge import FakeJudge
-
-#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
-judge = test_judge.judge
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import answer
+from tests.support.calibration_records import record
+from tests.support.doctor import JUDGE_TONE, complete_tree
+from tests.support.doctor import SETTINGS as DOCTOR_SETTINGS
+from tests.support.experiments import GEO
+from tests.support.experiments import HARNESS as LANE_HARNESS
+from tests.support.gate import HARNESS, SUITE, goldens
+from tests.support.judges import FakeJudge
 
 MODEL = "judge-2026-01-15"
 CHECKS = 'def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n'
@@ -70,7 +66,7 @@ def _goldens_run(repo: Repo, note: bool = False) -> Path:
 
 def _based(repo: Repo, judge: FakeJudge) -> None:
     _goldens_repo(repo, judge)
-    _answer(judge, "PASS")  # the base model's tone: 20 of 20
+    answer(judge, "PASS")  # the base model's tone: 20 of 20
     # noted: a baseline is checked against its run, read from the run's git note
     res = run_cli("baseline", str(_goldens_run(repo, note=True)), "--model", "base-7b",
                   cwd=repo.path)
@@ -81,7 +77,7 @@ def _based(repo: Repo, judge: FakeJudge) -> None:
 def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
         repo: Repo, judge: FakeJudge) -> None:
     _based(repo, judge)
-    _answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
+    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
     artifact = _goldens_run(repo)
     recorded = json.loads(artifact.read_text())["judge_calibration"]
     assert recorded["judged.tone"]["status"] == "advisory"
@@ -117,7 +113,7 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
         repo: Repo, judge: FakeJudge) -> None:
     _based(repo, judge)
     _calibrated(repo, "judged.tone")
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     artifact = _goldens_run(repo)
     assert json.loads(artifact.read_text())["judge_calibration"]["judged.tone"]["status"] \
         == "calibrated"
@@ -137,7 +133,7 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
 def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
         repo: Repo, judge: FakeJudge) -> None:
     _based(repo, judge)
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1  # a golden failed
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 0, ok.out + ok.err
@@ -244,7 +240,7 @@ def _experiment(repo: Repo, commit: str) -> tuple[int, dict[str, Any]]:
 def test_the_experiment_text_report_says_which_judge_was_advisory_per_lane(
         repo: Repo, judge: FakeJudge) -> None:
     commit = _lanes(repo, judge)
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
                   "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", cwd=repo.path)
     assert res.code == 1, res.out + res.err  # lane b's wrong answers still count
@@ -270,7 +266,7 @@ def _passes(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
 def test_an_advisory_judges_failures_do_not_count_in_experiment_lanes(
         repo: Repo, judge: FakeJudge) -> None:
     commit = _lanes(repo, judge)
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     code, doc = _experiment(repo, commit)
     # lane a always answers Paris; lane b is wrong on odd trials: only that counts
     assert _passes(doc) == {"a": (4, 4), "b": (2, 4)}
@@ -290,7 +286,7 @@ def test_a_calibrated_judges_failures_count_in_experiment_lanes(
     _lanes(repo, judge)
     _calibrated(repo, "q.tone")
     commit = repo.git("rev-parse", "HEAD")
-    _answer(judge, "FAIL")
+    answer(judge, "FAIL")
     code, doc = _experiment(repo, commit)
     assert _passes(doc) == {"a": (0, 4), "b": (0, 4)}
     assert code == 1
@@ -305,7 +301,7 @@ def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
         repo: Repo, judge: FakeJudge) -> None:
     _goldens_repo(repo, judge)
     repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
-    _answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
+    answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
     res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
     assert res.code == 0, res.out + res.err
     shown = [ln for ln in res.out.splitlines() if "not passed:" in ln]

@@ -12,20 +12,16 @@ import pytest
 
 from gitevals.calibration.metrics import split_of
 from gitevals.calibration.record import items_digest
-
-from . import test_judge
-from .calibration_records import LABELS, record
-from .conftest import Repo, run_cli
-from .test_calibrate import _answer, _labels, _setup
-from .test_judge import FakeJudge
-
-judge = test_judge.judge
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import answer, labels, setup
+from tests.support.calibration_records import LABELS, record
+from tests.support.judges import FakeJudge
 
 
 @pytest.mark.parametrize("path", ["/dev/zero", "fifo"], ids=["device", "fifo"])
 def test_labels_that_are_not_a_regular_file_are_one_line(
         repo: Repo, judge: FakeJudge, path: str) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     if path == "fifo":
         os.mkfifo(repo.path / "fifo")
     res = run_cli("calibrate", "q.tone", "--labels", path, cwd=repo.path, timeout=30)
@@ -36,8 +32,8 @@ def test_labels_that_are_not_a_regular_file_are_one_line(
 
 
 def test_a_nan_label_is_called_nan_not_a_number_too_large(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    rows = _labels(120).splitlines()
+    setup(repo, judge)
+    rows = labels(120).splitlines()
     (repo.path / "bad.jsonl").write_text("\n".join([*rows, '{"id": "z", "label": NaN}']) + "\n")
     res = run_cli("calibrate", "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1
@@ -85,20 +81,20 @@ def _relabelled(doc: dict[str, Any]) -> None:
 ], ids=["nan-tpr", "0-of-0", "dated-2999", "edited-tnr", "edited-items"])
 def test_a_forged_record_leaves_the_grader_advisory_in_lint_and_run(
         repo: Repo, judge: FakeJudge, forge: Any, said: str) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     doc = record(repo, "q.tone", MODEL, fail_judged_pass=0.5)  # genuine, below the bar
     forge(doc)
     repo.commit({RECORD: json.dumps(doc, indent=1)}, msg="forged record")
     lint = run_cli("lint", cwd=repo.path)
     assert "GE511" in lint.out and said in lint.out, lint.out + lint.err
-    _answer(judge, "PASS")
+    answer(judge, "PASS")
     res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     status = json.loads(res.out)["judge_calibration"]["q.tone"]
     assert (status["status"], status["code"]) == ("advisory", "GE511"), res.err
 
 
 def test_a_genuine_record_still_calibrates(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     repo.commit({RECORD: json.dumps(record(repo, "q.tone", MODEL))}, msg="record")
     lint = run_cli("lint", cwd=repo.path)
     assert "GE51" not in lint.out, lint.out
@@ -106,7 +102,7 @@ def test_a_genuine_record_still_calibrates(repo: Repo, judge: FakeJudge) -> None
 
 def test_removing_the_record_does_not_unspend_the_sealed_split(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     first = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final",
                     cwd=repo.path)
     assert first.code == 0, first.out + first.err
@@ -124,7 +120,7 @@ def test_an_edited_helper_the_grader_imports_uncalibrates_it(
         repo: Repo, judge: FakeJudge) -> None:
     grader = ("from helper import ask\n\n\ndef tone(t, case, run):\n"
               "    return ask(t, run['final_answer'])\n")
-    _setup(repo, judge, {"q": grader})
+    setup(repo, judge, {"q": grader})
     repo.commit({"helper.py": "def ask(t, text):\n    return t.judge('polite? ' + text)\n"})
     repo.commit({RECORD: json.dumps(record(repo, "q.tone", MODEL))}, msg="record")
     assert "GE51" not in run_cli("lint", cwd=repo.path).out
@@ -177,7 +173,7 @@ def _removed_labels(repo: Repo) -> None:
 ], ids=["claims-more-items", "unknown-item", "other-label", "labels-gone"])
 def test_a_record_that_the_committed_labels_do_not_bear_out_is_refused(
         repo: Repo, judge: FakeJudge, forge: Any, said: str) -> None:
-    _setup(repo, judge)
+    setup(repo, judge)
     doc = record(repo, "q.tone", MODEL)  # genuine: it calibrates (test above)
     repo.commit({RECORD: json.dumps(doc, indent=1)}, msg="record")
     forge(repo, doc)
@@ -188,7 +184,7 @@ def test_a_record_that_the_committed_labels_do_not_bear_out_is_refused(
     check = run_cli("publish-check", cwd=repo.path)
     assert "Traceback" not in check.err
     assert any("GE511" in ln and said in ln for ln in check.out.splitlines()), check.out
-    _answer(judge, "PASS")
+    answer(judge, "PASS")
     res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     status = json.loads(res.out)["judge_calibration"]["q.tone"]
     assert (status["status"], status["code"]) == ("advisory", "GE511"), res.err
@@ -197,8 +193,8 @@ def test_a_record_that_the_committed_labels_do_not_bear_out_is_refused(
 
 def test_calibrate_records_the_labels_path_from_the_repository_root(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     (repo.path / "sub").mkdir()
     res = run_cli("calibrate", "q.fair", "--labels", "../labels.jsonl",
                   cwd=repo.path / "sub")

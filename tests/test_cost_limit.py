@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support.runs import only_artifact
 
 #: A target that reports only tokens (one million in, half a million out) and its model.
 TOKENS_HARNESS = """\
@@ -56,7 +56,7 @@ def test_tokens_are_priced_from_the_table(repo: Repo) -> None:
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
     assert "tokens 3,000,000 in / 1,500,000 out; cost 6\n" in res.out
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert art["settings"]["pricing"]["models"]["agent-2026-01-01"] == {"input": 1.0,
                                                                       "output": 2.0}
     assert "cost_limit" not in art["options"] and "interrupted_reason" not in art
@@ -68,7 +68,7 @@ def test_the_cost_limit_stops_the_run_and_keeps_what_finished(repo: Repo) -> Non
     _setup(repo, _case(10))
     res = run_cli("run", "--jobs", "1", "--cost-limit", "5", cwd=repo.path)
     assert res.code == 130, res.err
-    art = _only_artifact(repo)  # validated against the result schema
+    art = only_artifact(repo)  # validated against the result schema
     assert art["interrupted"] is True and art["options"]["cost_limit"] == 5
     # 2 USD a trial: the third crosses 5 USD, and nothing after it starts
     assert len(_results(art)) == 3
@@ -84,7 +84,7 @@ def test_a_limit_not_reached_changes_nothing_but_the_record(repo: Repo) -> None:
     _setup(repo, _case(2))
     res = run_cli("run", "--cost-limit", "100", cwd=repo.path)
     assert res.code == 0, res.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert art["interrupted"] is False and "interrupted_reason" not in art
     assert art["options"]["cost_limit"] == 100 and len(_results(art)) == 2
 
@@ -152,7 +152,7 @@ def test_judge_usage_is_recorded_and_reported_apart(repo: Repo, judge_url: str) 
            {"q": JUDGED})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.out + res.err
-    answers = [r["graders"][0] for r in _results(_only_artifact(repo))]
+    answers = [r["graders"][0] for r in _results(only_artifact(repo))]
     assert [a["usage"] for a in answers] == [
         {"calls": 1, "reported": 1, "prompt_tokens": 1000, "completion_tokens": 10,
          "models": [None]}] * 2  # the reply named no model (#23 item 5 records it per call)
@@ -173,6 +173,6 @@ def test_the_judge_counts_toward_the_limit(repo: Repo, judge_url: str) -> None:
     _setup(repo, _case(10, "[{grader: {name: q.judged}}]"), only_judge, {"q": JUDGED})
     res = run_cli("run", "--jobs", "1", "--cost-limit", "0.02", cwd=repo.path)
     assert res.code == 130, res.out + res.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert len(_results(art)) == 2  # 0.011 a trial: the second crosses 0.02
     assert art["interrupted_reason"].startswith("cost limit 0.02 USD reached: 0.022 USD")

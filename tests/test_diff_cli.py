@@ -10,8 +10,7 @@ import pytest
 from gitevals.diff import Diff, Side
 from gitevals.diff.goldens import GoldenChange, GoldensDiff
 from gitevals.report.diff import render_markdown, render_rich, render_text, summary
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 CASE_A = """\
 scenarios:

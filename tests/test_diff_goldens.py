@@ -19,8 +19,7 @@ from gitevals.diff.goldens import (
     differing_lines,
     walk,
 )
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 
 def _jsonl(*rows: dict[str, Any] | str) -> bytes:

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from gitevals.diff.graders import GraderChange, diff_grader_module
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 BASE = '''\
 """Quality graders."""

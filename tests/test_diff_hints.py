@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .conftest import Repo, git, run_cli
-from .test_diff_verdicts import case, commit_and_run
+from tests.conftest import Repo, git, run_cli
+from tests.support.diffs import case, commit_and_run
 
 NOTES = "refs/notes/gitevals"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, git, run_cli
-from .test_diff_verdicts import case, commit_and_run
+from tests.conftest import Repo, git, run_cli
+from tests.support.diffs import case, commit_and_run
 
 
 def _tables(out: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = """\
 import json, sys

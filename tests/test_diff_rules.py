@@ -8,8 +8,7 @@ import pytest
 
 from gitevals.diff.rules import Change, diff_assertions, read_case
 from gitevals.model import Assertion
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 
 def _a(kind: str, arg: object) -> Assertion:

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact, _scenario_case, _setup
+from tests.conftest import Repo, run_cli
+from tests.support.runs import only_artifact, scenario_case, setup
 
 GRADER = "def said_paris(t, case, run):\n    return 'Paris' in run['final_answer']\n"
 DRAFT = ("defaults: {trials: 3, timeout: 5s}\nscenarios:\n  - id: ok-draft\n"
@@ -23,7 +22,7 @@ def _drafts(repo: Repo) -> list[Path]:
 
 def test_a_draft_runs_against_the_commit_and_is_recorded_as_a_draft(repo: Repo,
                                                                     tmp_path: Path) -> None:
-    commit = _setup(repo, {"tone": _scenario_case("ok")}, {"q": GRADER})
+    commit = setup(repo, {"tone": scenario_case("ok")}, {"q": GRADER})
     draft = tmp_path / "elsewhere" / "capital.yaml"
     draft.parent.mkdir()
     draft.write_text(DRAFT)
@@ -44,9 +43,9 @@ def test_a_draft_runs_against_the_commit_and_is_recorded_as_a_draft(repo: Repo,
 
 
 def test_a_draft_run_is_never_the_commits_run(repo: Repo, tmp_path: Path) -> None:
-    _setup(repo, {"tone": _scenario_case("ok", trials=1)}, {"q": GRADER})
+    setup(repo, {"tone": scenario_case("ok", trials=1)}, {"q": GRADER})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
-    full = _only_artifact(repo)
+    full = only_artifact(repo)
     draft = tmp_path / "capital.yaml"
     draft.write_text(DRAFT)
     assert run_cli("run", "--draft", str(draft), cwd=repo.path).code == 0
@@ -56,7 +55,7 @@ def test_a_draft_run_is_never_the_commits_run(repo: Repo, tmp_path: Path) -> Non
 
 
 def test_with_only_a_draft_run_show_finds_no_run(repo: Repo, tmp_path: Path) -> None:
-    _setup(repo, {"tone": _scenario_case("ok", trials=1)}, {"q": GRADER})
+    setup(repo, {"tone": scenario_case("ok", trials=1)}, {"q": GRADER})
     draft = tmp_path / "capital.yaml"
     draft.write_text(DRAFT)
     res = run_cli("run", "--draft", str(draft), cwd=repo.path)
@@ -68,7 +67,7 @@ def test_with_only_a_draft_run_show_finds_no_run(repo: Repo, tmp_path: Path) -> 
 
 def test_a_draft_is_linted_first_and_findings_name_its_path(repo: Repo,
                                                             tmp_path: Path) -> None:
-    _setup(repo, {"tone": _scenario_case("ok")}, {"q": GRADER})
+    setup(repo, {"tone": scenario_case("ok")}, {"q": GRADER})
     draft = tmp_path / "bad.yaml"
     draft.write_text(DRAFT.replace("q.said_paris", "q.nothere"))
     res = run_cli("run", "--draft", str(draft), cwd=repo.path)
@@ -84,7 +83,7 @@ def test_a_draft_is_linted_first_and_findings_name_its_path(repo: Repo,
 
 
 def test_a_draft_replaces_a_committed_case_of_its_name(repo: Repo, tmp_path: Path) -> None:
-    _setup(repo, {"capital": _scenario_case("committed")}, {"q": GRADER})
+    setup(repo, {"capital": scenario_case("committed")}, {"q": GRADER})
     draft = tmp_path / "capital.yaml"
     draft.write_text(DRAFT)
     res = run_cli("run", "--draft", str(draft), "--format", "json", cwd=repo.path)
@@ -94,14 +93,14 @@ def test_a_draft_replaces_a_committed_case_of_its_name(repo: Repo, tmp_path: Pat
 
 
 def test_an_edited_tracked_case_may_be_its_own_draft(repo: Repo) -> None:
-    _setup(repo, {"capital": _scenario_case("committed")}, {"q": GRADER})
+    setup(repo, {"capital": scenario_case("committed")}, {"q": GRADER})
     (repo.path / "evals" / "cases" / "capital.yaml").write_text(DRAFT)
     res = run_cli("run", "--draft", "evals/cases/capital.yaml", cwd=repo.path)
     assert res.code == 0, res.err
 
 
 def test_draft_usage_errors(repo: Repo, tmp_path: Path) -> None:
-    _setup(repo, {"tone": _scenario_case("ok")})
+    setup(repo, {"tone": scenario_case("ok")})
     res = run_cli("run", "--draft", str(tmp_path / "missing.yaml"), cwd=repo.path)
     assert res.code == 2 and "cannot read it" in res.err
     res = run_cli("run", "--draft", str(tmp_path / "x.txt"), cwd=repo.path)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, run_cli
-from .test_drift_suite import trivia
-from .test_goldens_gate import commit, goldens_run
+from tests.conftest import Repo, run_cli
+from tests.support.drift import trivia
+from tests.support.gate import commit, goldens_run
 
 SIZED = """\
 frozen_benchmarks:

@@ -8,9 +8,9 @@ import pytest
 
 from gitevals.goldens import drift, filters
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import Repo, run_cli
-from .test_goldens_gate import commit
+from tests.conftest import Repo, run_cli
+from tests.support.drift import SUITE, tagged_goldens, trivia
+from tests.support.gate import commit
 
 SEED_EXAMPLE = b"""\
 # eval/drift-suite.yaml
@@ -104,39 +104,6 @@ def test_samples_are_deterministic_and_stable_under_appends() -> None:
                            for i in range(5))
     kept = {r["id"] for _, r in drift.sample(s, more)} & {r["id"] for _, r in first}
     assert len(kept) >= 15  # appends displace at most one pick each
-
-
-SUITE = """\
-frozen_benchmarks:
-  - name: trivia
-    source: bench/trivia.jsonl
-    split: test
-    n_items: 6
-    seed: 1
-    grader: checks.exact
-domain_adjacent:
-  path: evals/goldens.jsonl
-  filter: "tag == 'drift-suite'"
-  n_items_range: [3, 5]
-drift_budget:
-  noise_tolerance_pts: 2
-  hard_fail_threshold_pts: 10
-"""
-
-
-def trivia() -> str:
-    # f-prefixed ids so the harness answers the first 4 "ok"
-    rows = [{"id": f"f{i:02d}", "split": "test" if i < 10 else "dev", "input": f"b{i}",
-             "expected": "ok"} for i in range(14)]
-    return "".join(json.dumps(r) + "\n" for r in rows)
-
-
-def tagged_goldens() -> str:
-    rows = [{"id": f"t{i:02d}", "bucket": "tone", "input": f"q{i}", "expected": "ok",
-             **({"tag": "drift-suite"} if i % 2 else {})} for i in range(12)]
-    rows += [{"id": f"f{i:02d}", "bucket": "format", "input": f"q{i}", "expected": "ok"}
-             for i in range(4)]
-    return "".join(json.dumps(r) + "\n" for r in rows)
 
 
 def test_a_run_sends_the_drift_slices_and_rates_each(repo: Repo) -> None:

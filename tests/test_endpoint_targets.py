@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from . import fake_openai
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support import fake_openai
+from tests.support.runs import only_artifact
 
 PRICING = """
 [tool.gitevals.pricing.models]
@@ -58,7 +58,7 @@ def test_an_openai_endpoint_is_a_target_with_history_tools_and_cost(
                      expect="[{tool_called: {name: get_weather, args: {city: Paris}}}]")})
     res = run_cli("run", cwd=repo.path, env={"HARNESS_KEY": "sk-test-123"})
     assert res.code == 0, res.out + res.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     chat = _scenario(art, "chat")["results"][0]["transcript"]
     first, second = chat["turns"]
     assert second["final_answer"] == "You said: again (turn 2)"
@@ -102,7 +102,7 @@ def test_a_failing_endpoint_is_each_trials_error_with_its_kind(
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err
     assert "Traceback" not in res.err + res.out
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     errors = {c["name"]: c["scenarios"][0]["results"][0]["error"] for c in art["cases"]}
     url = f"{fake.url}/chat/completions"
     assert errors["fail"] == {"kind": "target_crash", "message": (
@@ -139,7 +139,7 @@ def test_without_preflight_a_missing_key_is_the_trials_start_error(
                  "evals/cases/chat.yaml": _case("hi")})
     res = run_cli("run", "--no-preflight", cwd=repo.path)
     assert res.code == 1 and "Traceback" not in res.err
-    error = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"][0]["error"]
+    error = only_artifact(repo)["cases"][0]["scenarios"][0]["results"][0]["error"]
     assert error == {"kind": "target_start", "message": "openai target: the API key variable "
                      "NO_SUCH_KEY_VAR is not set: export it, or give it with run --target-env"}
 
@@ -163,7 +163,7 @@ def test_an_unreachable_endpoint_is_one_line_or_the_trials_error(repo: Repo) -> 
                             "run anyway\n") and res.err.count("\n") == 1
     res = run_cli("run", "--no-preflight", cwd=repo.path)
     assert res.code == 1 and "Traceback" not in res.err
-    error = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"][0]["error"]
+    error = only_artifact(repo)["cases"][0]["scenarios"][0]["results"][0]["error"]
     assert error["kind"] == "target_crash"
     assert error["message"].startswith(f"openai target: cannot reach {url}/chat/completions: ")
 
@@ -219,7 +219,7 @@ def test_a_plain_http_endpoint_gets_each_turn_and_its_history(
                  "evals/cases/list.yaml": _case("list")})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     second = next(b for b in seen if b["text"] == "two")
     assert second["conversation"] == "chat#0" and second["turn"] == 1
     assert second["case"] == "chat" and second["scenario"] == "s" and second["trial"] == 0

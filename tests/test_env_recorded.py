@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'

@@ -16,13 +16,9 @@ import pytest
 from scipy import stats as scipy_stats
 
 from gitevals.diff.stats import two_sided
+from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.experiments import GEO, HARNESS, SETTINGS
 
-from .conftest import GIT_ENV, Repo, run_cli
-
-HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-GEO = ("scenarios:\n  - id: capital\n    user: What is the capital of France?\n"
-       "    expect:\n      - final_answer_contains: Paris\n")
 MATH = ("scenarios:\n  - id: sum\n    user: What is 2 + 2?\n"
         "    expect:\n      - final_answer_contains: \"4\"\n")
 TWO_TURNS = ("scenarios:\n  - id: sum\n    user: [What is 2 + 2?, And 2 + 2 again?]\n"

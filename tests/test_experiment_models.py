@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 # Answers Paris, naming its model: $MODEL (default m-a), or ODD for the trial of odd.json.
 HARNESS = """\

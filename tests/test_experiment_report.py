@@ -8,8 +8,7 @@ from typing import Any
 from gitevals.experiment.controls import Pins
 from gitevals.experiment.results import LaneResult, build, exit_code
 from gitevals.report.experiment import render
-
-from .test_scoring import COMMIT, PARIS, artifact, result, scenario, transcript
+from tests.support.artifacts import COMMIT, PARIS, artifact, result, scenario, transcript
 
 HOSTILE = "geo\x1b]8;;http://x\x07[red]ok[/red]|*"
 

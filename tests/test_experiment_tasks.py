@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 pytestmark = pytest.mark.needs_bwrap
 

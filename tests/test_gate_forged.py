@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_goldens_gate import SUITE, based, commit, goldens, goldens_run
+from tests.conftest import Repo, run_cli
+from tests.support.gate import SUITE, based, commit, goldens, goldens_run
 
 __all__ = ["based"]  # the fixture, imported for pytest
 
@@ -175,7 +175,7 @@ def test_a_drift_source_inside_dot_git_is_refused(repo: Repo) -> None:
 
 
 def test_an_experiment_sees_an_edited_helper_a_grader_imports(repo: Repo) -> None:
-    from .test_experiment_cli import GEO, HARNESS, SETTINGS
+    from tests.support.experiments import GEO, HARNESS, SETTINGS
 
     grader = ("from helper import same\n\n\ndef exact(t, case, run):\n"
               "    return same(run['final_answer'], 'Paris')\n")

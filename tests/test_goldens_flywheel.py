@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .conftest import Repo, git, run_cli
+from tests.conftest import Repo, git, run_cli
 
 AGENT = """\
 def respond(messages):
@@ -184,8 +184,8 @@ def test_a_bad_bucket_is_refused(ran: Repo) -> None:
 
 
 def test_drift_failures_are_exported_the_same_way(repo: Repo) -> None:
-    from .test_drift_suite import SUITE, tagged_goldens, trivia
-    from .test_goldens_gate import commit as gate_commit
+    from tests.support.drift import SUITE, tagged_goldens, trivia
+    from tests.support.gate import commit as gate_commit
 
     gate_commit(repo, 4, 12, {"evals/drift-suite.yaml": SUITE, "bench/trivia.jsonl": trivia(),
                               "evals/goldens.jsonl": tagged_goldens()})

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Repo, run_cli
-from .test_drift_suite import SUITE, tagged_goldens, trivia
-from .test_goldens_gate import commit as gate_commit
-from .test_goldens_run import GOLDENS, SETTINGS, artifacts, rates, setup
+from tests.conftest import Repo, run_cli
+from tests.support.drift import SUITE, tagged_goldens, trivia
+from tests.support.gate import commit as gate_commit
+from tests.support.goldens_run import GOLDENS, SETTINGS, artifacts, rates, setup
 
 ALONE = "sending the goldens alone, as --goldens-only does"
 

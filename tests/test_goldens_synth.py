@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 GENERATOR = ('def make(t, case, run):\n'
              '    axes = case["axes"]\n'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 GRADERS = ('def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n\n\n'
            'def polite(t, case, run):\n    return "please" in run["final_answer"]\n')

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import pytest
 
-from .conftest import Repo, git, run_cli
-from .test_notes_shared import _clone, _note, _remote_with_commit
+from tests.conftest import Repo, git, run_cli
+from tests.support.notes import clone, note_of, remote_with_commit
 
 TOKEN = "Bearer not-a-real-secret"
 
@@ -94,11 +94,11 @@ def test_a_run_uploads_and_a_fresh_clone_reads_a_trial_from_the_url(
         repo: Repo, tmp_path: Path, store: tuple[str, type[_Store]]) -> None:
     url, served = store
     env = _env(url)
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one = _clone(tmp_path, bare, "one")
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one = clone(tmp_path, bare, "one")
     r = run_cli("run", cwd=one, env=env)
     assert r.code == 1 and "warning" not in r.err, r.err
-    stored = json.loads(_note(one, sha))["stored"]["sha256"]
+    stored = json.loads(note_of(one, sha))["stored"]["sha256"]
     assert list(served.objects) == [f"/bucket/runs/{stored[:2]}/{stored}.gea"]
     assert git(one, "for-each-ref", "refs/gitevals/runs/") == ""  # none in git
     assert served.calls == ["HEAD", "PUT"]
@@ -107,7 +107,7 @@ def test_a_run_uploads_and_a_fresh_clone_reads_a_trial_from_the_url(
     assert served.calls == ["HEAD", "PUT"]  # the uploader kept its copy: no download
     assert run_cli("notes", "push", cwd=one).code == 0
 
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     assert run_cli("notes", "pull", cwd=fresh).code == 0
     got = run_cli("show", "--trial", "geo/steady/1", "--format", "json", cwd=fresh, env=env)
     assert (got.code, got.out) == (1, trial.out), got.err
@@ -117,7 +117,7 @@ def test_a_run_uploads_and_a_fresh_clone_reads_a_trial_from_the_url(
     assert again.out.endswith(f"its transcripts are here, and already in {url}\n"), again.err
     assert served.calls[3:] == ["HEAD"]  # kept here after one download
 
-    other = _clone(tmp_path, bare, "other")
+    other = clone(tmp_path, bare, "other")
     assert run_cli("notes", "pull", cwd=other).code == 0
     no_token = run_cli("fetch-run", cwd=other,
                        env={**env, "GE_TEST_STORE_TOKEN": "Bearer wrong"})
@@ -129,18 +129,18 @@ def test_a_run_uploads_and_a_fresh_clone_reads_a_trial_from_the_url(
 def test_a_lying_store_is_refused_and_a_down_store_is_one_line(
         repo: Repo, tmp_path: Path, store: tuple[str, type[_Store]]) -> None:
     url, served = store
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one = _clone(tmp_path, bare, "one")
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one = clone(tmp_path, bare, "one")
     down = _env(f"http://127.0.0.1:{_closed_port()}/runs")
     r = run_cli("run", cwd=one, env=down)  # the upload fails: the run and its note stay
     assert r.code == 1 and r.err.count("warning: the run store http://127.0.0.1:") == 1
     assert "is unreachable" in r.err and "fetch-run REV" in r.err
-    assert "stored" in json.loads(_note(one, sha))
+    assert "stored" in json.loads(note_of(one, sha))
     up = run_cli("fetch-run", cwd=one, env=_env(url))  # the store is back: upload it
     assert up.code == 0 and up.out.endswith(f"and now uploaded to {url}\n"), up.err
     assert run_cli("notes", "push", cwd=one).code == 0
 
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     assert run_cli("notes", "pull", cwd=fresh).code == 0
     unreachable = run_cli("show", "--trial", "geo/steady", cwd=fresh, env=down)
     assert unreachable.code == 2 and unreachable.err.splitlines()[-1].startswith(

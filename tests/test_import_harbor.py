@@ -10,46 +10,11 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, run_cli
+from tests.support.harbor import harbor_job, harbor_trial
+from tests.support.runs import only_artifact
 
 SETTINGS = '[tool.gitevals]\nroot = "evals"\n'
-
-
-def _trial(job: Path, task: str, n: int, rewards: dict[str, Any] | None = None,
-           reward_txt: str | None = None, exception: bool = False) -> Path:
-    """One trial directory as Harbor writes it: result.json, verifier/ reward files."""
-    d = job / f"{task}__{n:04d}abc"
-    (d / "verifier").mkdir(parents=True)
-    (d / "agent").mkdir()
-    result: dict[str, Any] = {
-        "id": f"00000000-0000-0000-0000-{n:012d}", "task_name": task,
-        "trial_name": d.name, "trial_uri": d.as_uri(), "task_checksum": "abc",
-        "task_id": {"path": f"tasks/{task}"}, "config": {}, "source": None,
-        "agent_info": {"name": "oracle", "version": "1.0", "model_info": None},
-        "agent_result": None, "exception_info": None,
-        "verifier_result": {"rewards": rewards} if rewards is not None else None,
-        "started_at": f"2026-11-30T10:00:{n:02d}.000000",
-        "finished_at": f"2026-11-30T10:01:{n:02d}.500000"}
-    if exception:
-        result["exception_info"] = {"exception_type": "AgentTimeoutError",
-                                    "exception_message": "agent ran past 600 s",
-                                    "exception_traceback": "...",
-                                    "occurred_at": "2026-11-30T10:01:00"}
-    (d / "result.json").write_text(json.dumps(result))
-    if reward_txt is not None:
-        (d / "verifier" / "reward.txt").write_text(reward_txt)
-    elif rewards is not None:
-        (d / "verifier" / "reward.json").write_text(json.dumps(rewards))
-    return d
-
-
-def _job(tmp_path: Path, name: str = "2026-11-30__10-00-00") -> Path:
-    job = tmp_path / "jobs" / name
-    job.mkdir(parents=True)
-    (job / "config.json").write_text("{}")
-    (job / "result.json").write_text('{"id": "job", "stats": {}}')  # the job's own
-    return job
 
 
 def _scenarios(art: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -58,20 +23,20 @@ def _scenarios(art: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_a_harbor_job_becomes_a_run_of_its_tasks(repo: Repo, tmp_path: Path) -> None:
     commit = repo.commit({"pyproject.toml": SETTINGS})
-    job = _job(tmp_path)
+    job = harbor_job(tmp_path)
     for n in range(3):
-        _trial(job, "hello-world", n, {"reward": 1.0})
-    _trial(job, "multi", 0, {"correct": 1.0, "style": 0.5})  # no "reward": smallest decides
-    _trial(job, "multi", 1, {"correct": 1.0, "style": 1.0})
-    _trial(job, "text-reward", 0, reward_txt="0.25\n")
-    _trial(job, "broken", 0, exception=True)
+        harbor_trial(job, "hello-world", n, {"reward": 1.0})
+    harbor_trial(job, "multi", 0, {"correct": 1.0, "style": 0.5})  # no "reward": smallest decides
+    harbor_trial(job, "multi", 1, {"correct": 1.0, "style": 1.0})
+    harbor_trial(job, "text-reward", 0, reward_txt="0.25\n")
+    harbor_trial(job, "broken", 0, exception=True)
     (job / "unfinished__0001").mkdir()  # no result.json yet
     res = run_cli("import", "harbor", str(job), cwd=repo.path)
     assert res.code == 0, res.err
     assert "imported 7 Harbor trials of 4 tasks" in res.out
     assert res.err.strip() == ("gitevals: 1 trial directory without result.json "
                                "(unfinished) left out")
-    art = _only_artifact(repo)  # validated against the result schema
+    art = only_artifact(repo)  # validated against the result schema
     assert art["commit"] == commit and art["imported"] == {
         "from": "harbor", "job": job.name, "trials": 7}
     by = _scenarios(art)
@@ -91,14 +56,14 @@ def test_a_harbor_job_becomes_a_run_of_its_tasks(repo: Repo, tmp_path: Path) -> 
 def test_the_threshold_decides_and_diff_compares_two_imports(repo: Repo,
                                                              tmp_path: Path) -> None:
     base = repo.commit({"pyproject.toml": SETTINGS})
-    old = _job(tmp_path, "old")
+    old = harbor_job(tmp_path, "old")
     for n in range(10):
-        _trial(old, "solve", n, {"reward": 1.0})
+        harbor_trial(old, "solve", n, {"reward": 1.0})
     assert run_cli("import", "harbor", str(old), cwd=repo.path).code == 0
     head = repo.commit({"README": "change"})
-    new = _job(tmp_path, "new")
+    new = harbor_job(tmp_path, "new")
     for n in range(10):
-        _trial(new, "solve", n, {"reward": 0.0 if n else 0.6})
+        harbor_trial(new, "solve", n, {"reward": 0.0 if n else 0.6})
     res = run_cli("import", "harbor", str(new), "--pass-threshold", "0.5", cwd=repo.path)
     assert res.code == 0, res.err
     diff = run_cli("diff", base, head, cwd=repo.path)
@@ -123,7 +88,7 @@ def test_the_threshold_decides_and_diff_compares_two_imports(repo: Repo,
 def test_what_does_not_parse_is_refused_in_one_line(repo: Repo, tmp_path: Path,
                                                     write: Any, says: str) -> None:
     repo.commit({"pyproject.toml": SETTINGS})
-    job = _job(tmp_path)
+    job = harbor_job(tmp_path)
     d = job / "t__1"
     d.mkdir()
     write(d)
@@ -137,7 +102,7 @@ def test_what_does_not_parse_is_refused_in_one_line(repo: Repo, tmp_path: Path,
 
 def test_an_empty_or_missing_job_is_refused(repo: Repo, tmp_path: Path) -> None:
     repo.commit({"pyproject.toml": SETTINGS})
-    for job in (_job(tmp_path), tmp_path / "nowhere"):
+    for job in (harbor_job(tmp_path), tmp_path / "nowhere"):
         res = run_cli("import", "harbor", str(job), cwd=repo.path)
         assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res.err
     bad = run_cli("import", "harbor", str(tmp_path), "--pass-threshold", "2", cwd=repo.path)

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -14,46 +9,8 @@ import pytest
 
 from gitevals.run.grading import GraderWorker
 from gitevals.run.judge import NO_JUDGE, JudgeError, T, llm
-
-from .conftest import Repo, run_cli
-
-
-@dataclass
-class FakeJudge:
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    status: int = 200
-    body: bytes | None = None
-
-
-@pytest.fixture
-def judge() -> Iterator[FakeJudge]:
-    state = FakeJudge("")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "json": data,
-                                   "auth": self.headers.get("Authorization")})
-            prompt = data["messages"][-1]["content"]
-            body = state.body if state.body is not None else json.dumps(
-                {"choices": [{"message": {"role": "assistant",
-                                          "content": f"judged: {prompt}"}}]}).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+from tests.conftest import Repo, run_cli
+from tests.support.judges import FakeJudge
 
 
 def _config(url: str, **extra: Any) -> dict[str, Any]:
@@ -138,7 +95,7 @@ def test_a_grader_in_the_worker_reaches_the_judge(judge: FakeJudge, tmp_path: Pa
 
 
 def test_a_run_passes_the_configured_judge_to_its_graders(judge: FakeJudge, repo: Repo) -> None:
-    from .test_run_cli import HARNESS, SETTINGS, _only_artifact
+    from tests.support.runs import HARNESS, SETTINGS, only_artifact
 
     settings = SETTINGS + (f'\n[tool.gitevals.judge]\nbase_url = "{judge.url}"\n'
                            'model = "judge-2026-01-15"\napi_key_env = "RUN_JUDGE_KEY"\n')
@@ -150,7 +107,7 @@ def test_a_run_passes_the_configured_judge_to_its_graders(judge: FakeJudge, repo
                                     "    expect: [{grader: {name: q.judged}}]\n"})
     res = run_cli("run", cwd=repo.path, env={"RUN_JUDGE_KEY": "sk-run"})
     assert res.code == 0, res.err
-    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    (result,) = only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
     assert result["graders"][0]["raw"] == {"pass": True, "why": "judged: Paris"}
     assert judge.requests[0]["auth"] == "Bearer sk-run"
     assert judge.requests[0]["json"]["model"] == "judge-2026-01-15"

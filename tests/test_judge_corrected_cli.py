@@ -18,13 +18,8 @@ import pytest
 
 from gitevals.calibration.metrics import split_of
 from gitevals.stats.judge_correction import Calibration, corrected
-
-from . import test_judge
-from .conftest import Repo, run_cli
-from .test_judge import FakeJudge
-
-#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
-judge = test_judge.judge
+from tests.conftest import Repo, run_cli
+from tests.support.judges import FakeJudge
 
 MODEL = "judge-2026-01-15"
 #: Answers ``good`` to the first N trials of a scenario (N from passes.json by scenario

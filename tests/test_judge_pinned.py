@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from .calibration_records import record
-from .conftest import Repo, run_cli
-from .test_calibrate import CASE, JUDGED
-from .test_run_cli import HARNESS, SETTINGS
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import CASE, JUDGED
+from tests.support.calibration_records import record
+from tests.support.runs import HARNESS, SETTINGS
 
 MODEL = "judge-2026-01-15"
 
@@ -160,15 +160,76 @@ def test_an_unset_family_is_a_lint_warning_at_its_table(repo: Repo) -> None:
     assert "GE706" not in run_cli("lint", cwd=repo.path).out
 
 
-def test_doctor_states_the_judge_pin_and_families(repo: Repo) -> None:
-    from .test_doctor import SETTINGS as BUCKETS
+def _judges_item(repo: Repo) -> tuple[int, dict[str, Any]]:
+    res = run_cli("doctor", "--format", "json", cwd=repo.path)
+    [item] = [i for i in json.loads(res.out)["items"] if i["name"] == "judges"]
+    return res.code, item
+
+
+def test_doctor_states_the_judge_pin_and_warns_of_unset_families(repo: Repo) -> None:
+    from tests.support.doctor import SETTINGS as BUCKETS
 
     _family_tree(repo)
     text = (repo.path / "pyproject.toml").read_text()
     repo.commit({"pyproject.toml": text + BUCKETS.replace("tone.polite", "q.tone")})
-    res = run_cli("doctor", "--format", "json", cwd=repo.path)
-    [item] = [i for i in json.loads(res.out)["items"] if i["name"] == "judges"]
+    _, item = _judges_item(repo)
     assert item["detail"].endswith(
-        f"; judge model {MODEL!r} (a run checks the model its API answers as, GE517); "
-        "warning: judge and target family not set, so nothing checks the judge comes "
-        "from another family (GE706)"), item
+        f"; judge model {MODEL!r}, families: judge unset, target unset"), item
+    assert item["warnings"] == [
+        "judge and target family not set, so nothing checks the judge comes from another "
+        'family than the model under test (GE706): set family = "..." in the judge and '
+        "target tables of the settings",
+        "the judge's snapshot is not checked yet: no run of this commit recorded the model "
+        f"its API answered as (a run checks it against {MODEL!r}, GE517): `gitevals run`"]
+    out = run_cli("doctor", cwd=repo.path).out
+    assert "  warning: judge and target family not set" in out
+    _family_tree(repo, judge_family="claude", target_family="llama")
+    text = (repo.path / "pyproject.toml").read_text()
+    repo.commit({"pyproject.toml": text + BUCKETS.replace("tone.polite", "q.tone")})
+    _, item = _judges_item(repo)
+    assert item["detail"].endswith("families: judge claude, target llama")
+    assert not any("family" in w for w in item["warnings"])
+
+
+def _mapped(repo: Repo, judge: Judge) -> None:
+    """A calibrated q.tone, mapped to a goldens bucket, with both families set."""
+    from tests.support.doctor import SETTINGS as BUCKETS
+
+    _calibrated_tree(repo, judge)
+    text = (repo.path / "pyproject.toml").read_text().replace(
+        "[tool.gitevals.judge]\n", '[tool.gitevals.judge]\nfamily = "claude"\n')
+    text = text.replace("[tool.gitevals.target]\n", '[tool.gitevals.target]\nfamily = "llama"\n')
+    repo.commit({"pyproject.toml": text + BUCKETS.replace("tone.polite", "q.tone")})
+
+
+def test_doctor_checks_the_snapshot_by_what_the_commits_run_recorded(
+        repo: Repo, judge: Judge) -> None:
+    judge.models = ["judge-2026-03-09"]  # the configured name is served by another model
+    _mapped(repo, judge)
+    _, item = _judges_item(repo)  # no run yet: calibrated, the snapshot unchecked
+    assert item["status"] == "ok", item
+    assert item["detail"].startswith("judges calibrated: q.tone calibrated"), item
+    assert [w for w in item["warnings"] if "snapshot is not checked yet" in w], item
+    res = run_cli("run", "--no-note", cwd=repo.path)
+    assert res.code in (0, 1), res.err
+    [path] = (repo.path / "evals/results").glob("*.json")
+    run_id = json.loads(path.read_text())["run_id"]
+    _, item = _judges_item(repo)
+    assert item["status"] == "missing" and item["warnings"] == []
+    assert item["detail"].endswith(
+        f"; run {run_id}: the judge answered as 'judge-2026-03-09', not the configured "
+        f"{MODEL!r}: the configured name is an alias of another model, so the calibration "
+        "does not measure it; set judge.model = 'judge-2026-03-09' (the snapshot it "
+        "answered as), calibrate it, and run again"), item
+    assert item["fix"].startswith("set judge.model to the dated snapshot the endpoint answers")
+
+
+def test_doctor_finds_the_judge_pinned_when_it_answered_as_its_snapshot(
+        repo: Repo, judge: Judge) -> None:
+    _mapped(repo, judge)
+    res = run_cli("run", "--no-note", cwd=repo.path)
+    assert res.code in (0, 1), res.err
+    _, item = _judges_item(repo)
+    assert (item["status"], item["warnings"]) == ("ok", []), item
+    assert item["detail"].endswith(f"judge model {MODEL!r}, families: judge claude, "
+                                   "target llama")

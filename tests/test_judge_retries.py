@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from gitevals.run.judge import JudgeError, budget, llm
-
-from .conftest import Repo, run_cli
-from .test_run_cli import SETTINGS, _only_artifact, _setup
+from tests.conftest import Repo, run_cli
+from tests.support.runs import SETTINGS, only_artifact, setup
 
 OK = json.dumps({"choices": [{"message": {"content": "judged"}}]}).encode()
 
@@ -155,27 +154,27 @@ def test_a_judge_slower_than_the_grader_limit_is_not_a_grader_timeout(server: Sc
     # The grader limit is 1 s here; the judge takes 1.5 s: the grader's limit grows by
     # the judge's budget, so the answer arrives and is recorded.
     server.answers = [(200, {}, 1.5)]
-    _setup(repo, {"c": CASE}, {"q": JUDGED}, SETTINGS + _judge(server.url))
+    setup(repo, {"c": CASE}, {"q": JUDGED}, SETTINGS + _judge(server.url))
     res = run_cli("run", "--trials", "1", cwd=repo.path, env={"GITEVALS_GRADER_TIMEOUT": "1"})
     assert res.code == 0, res.out + res.err
-    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    (result,) = only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
     assert result["graders"][0]["raw"] == {"pass": True, "why": "judged"}
 
 
 def test_a_run_records_giving_up_as_a_judge_error(server: Script, repo: Repo) -> None:
     server.answers = [(500, {}, 0)]
-    _setup(repo, {"c": CASE}, {"q": JUDGED}, SETTINGS + _judge(server.url, "retries = 1\n"))
+    setup(repo, {"c": CASE}, {"q": JUDGED}, SETTINGS + _judge(server.url, "retries = 1\n"))
     res = run_cli("run", "--trials", "1", cwd=repo.path, env={"GITEVALS_JUDGE_BACKOFF": "0.05"})
     # the grader is not calibrated, so advisory: its error is shown, not counted
     assert res.code == 0 and "advisory, not counted: grader q.judged: judge_error" in res.out
-    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    (result,) = only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
     error = result["graders"][0]["error"]
     assert error["kind"] == "judge_error"
     assert "HTTP 500" in error["message"] and "gave up after 2 attempts" in error["message"]
 
 
 def test_retries_beyond_the_schema_are_refused(repo: Repo) -> None:
-    _setup(repo, {"c": CASE}, {"q": JUDGED},
+    setup(repo, {"c": CASE}, {"q": JUDGED},
            SETTINGS + _judge("http://127.0.0.1:9/v1", "retries = 99\n"))
     res = run_cli("run", cwd=repo.path)
     assert res.code == 2
@@ -210,11 +209,11 @@ def _grader_case(name: str) -> str:
 
 
 def _answer_of(repo: Repo, server: Script, name: str, judge: str) -> dict[str, Any]:
-    _setup(repo, {"c": _grader_case(name)}, {"q": OWN_THEN_JUDGE}, SETTINGS + judge)
+    setup(repo, {"c": _grader_case(name)}, {"q": OWN_THEN_JUDGE}, SETTINGS + judge)
     res = run_cli("run", "--no-preflight", cwd=repo.path,
                   env={"GITEVALS_GRADER_TIMEOUT": "1"})
     assert res.code in (0, 1), res.err
-    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    (result,) = only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
     answer: dict[str, Any] = result["graders"][0]
     return answer
 

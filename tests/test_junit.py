@@ -12,10 +12,9 @@ import xmlschema
 from junitparser import Failure, JUnitXml
 
 from gitevals.report.runs import Refused, junit, render, render_refused
-
-from . import refdata
-from .conftest import Repo, run_cli
-from .test_scoring import PARIS, artifact, result, sample, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support import refdata
+from tests.support.artifacts import PARIS, artifact, result, sample, scenario, transcript
 
 #: Published by the Jenkins xunit plugin; see ../shared/data/README.md (never copied here).
 #: Every test here validates against it: without it (a plain clone) the module skips.

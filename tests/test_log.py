@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HEAD = ("commit  subject        suite      basics/answers-in-one-line  "
         "basics/uses-the-shell-rather-than-guessing  tools/explains-recursion-briefly  "

@@ -12,9 +12,8 @@ from markdown_it.token import Token
 
 from gitevals.report.runs import Refused, markdown, render
 from gitevals.text import md_inert, one_line
-
-from .conftest import Repo, run_cli
-from .test_scoring import artifact, result, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support.artifacts import artifact, result, scenario, transcript
 
 HOSTILE = [
     "<script>alert(1)</script>",

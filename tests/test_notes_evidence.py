@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conftest import Repo, git, run_cli
-from .test_notes_shared import FILES, _clone, _kept, _note, _remote_with_commit, _run
+from tests.conftest import Repo, git, run_cli
+from tests.support.notes import FILES, clone, kept, note_of, note_run, remote_with_commit
 
 
 def _lines(cwd: Path, sha: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in _note(cwd, sha).splitlines()]
+    return [json.loads(line) for line in note_of(cwd, sha).splitlines()]
 
 
 def _set_note(cwd: Path, sha: str, runs: list[dict[str, Any]]) -> None:
@@ -43,7 +43,7 @@ def _all_pass(run: dict[str, Any]) -> None:
 
 def test_a_forged_run_never_becomes_the_run_that_counts(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    genuine_id = _run(repo.path)
+    genuine_id = note_run(repo.path)
     genuine = _lines(repo.path, sha)[0]
     assert genuine["cases"][0]["scenarios"][1]["verdict"]["verdict"] == "flaky"  # geo/steady
 
@@ -57,7 +57,7 @@ def test_a_forged_run_never_becomes_the_run_that_counts(repo: Repo) -> None:
     _set_note(repo.path, sha, [genuine, future, edited, elsewhere, wrong_pin])
 
     assert _shown(repo.path) == genuine_id
-    why = {r["run_id"][-6:]: r["problem"] for r in _kept(repo.path)}
+    why = {r["run_id"][-6:]: r["problem"] for r in kept(repo.path)}
     refused = "refused as evidence of this commit: "
     assert why["f00001"] == refused + "finished at 2999-01-01T00:00:00Z, in the future"
     assert why["f00002"].startswith(refused + "geo/steady: its verdict pass 2/2 is not what "
@@ -70,13 +70,13 @@ def test_a_forged_run_never_becomes_the_run_that_counts(repo: Repo) -> None:
     d = run_cli("diff", "HEAD", "HEAD", "--format", "json", cwd=repo.path)
     assert json.loads(d.out)["b"]["run_id"] == genuine_id, d.err
 
-    later = _run(repo.path)  # a genuine later run displaces whatever was there
+    later = note_run(repo.path)  # a genuine later run displaces whatever was there
     assert _shown(repo.path) == later
 
 
 def test_a_note_of_forgeries_only_is_one_line_naming_why(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    _run(repo.path)
+    note_run(repo.path)
     forged = _forged(_lines(repo.path, sha)[0], "f00001", finished_at="2999-01-01T00:00:00Z")
     _set_note(repo.path, sha, [forged])
     r = run_cli("show", cwd=repo.path)
@@ -88,7 +88,7 @@ def test_a_note_of_forgeries_only_is_one_line_naming_why(repo: Repo) -> None:
 
 def test_the_run_added_last_counts_not_the_one_claiming_to_finish_last(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    first, second = _run(repo.path), _run(repo.path)
+    first, second = note_run(repo.path), note_run(repo.path)
     a, b = _lines(repo.path, sha)
     assert [a["run_id"], b["run_id"]] == [first, second]  # note order: order added
     assert _shown(repo.path) == second
@@ -99,10 +99,10 @@ def test_the_run_added_last_counts_not_the_one_claiming_to_finish_last(repo: Rep
 
 def test_notes_are_written_with_fan_out_and_git_reads_them(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    _run(repo.path)
+    note_run(repo.path)
     listed = repo.git("ls-tree", "-r", "--name-only", "refs/notes/gitevals").splitlines()
     assert listed == [f"{sha[:2]}/{sha[2:]}"]
-    assert json.loads(_note(repo.path, sha))["commit"] == sha
+    assert json.loads(note_of(repo.path, sha))["commit"] == sha
     assert repo.git("notes", "--ref", "gitevals", "list") .split() == [
         repo.git("rev-parse", "refs/notes/gitevals:" + listed[0]), sha]
 
@@ -117,7 +117,7 @@ def test_an_old_flat_notes_tree_is_fanned_out_on_the_next_write(repo: Repo) -> N
     _set_note(repo.path, first, [old])  # as older gitevals (and git) wrote it: flat
     assert repo.git("ls-tree", "--name-only", "refs/notes/gitevals").splitlines() == [first]
     second = repo.commit({"README": "more"}, "docs")
-    new = _run(repo.path)
+    new = note_run(repo.path)
     names = repo.git("ls-tree", "-r", "--name-only", "refs/notes/gitevals").splitlines()
     assert sorted(names) == sorted([f"{first[:2]}/{first[2:]}", f"{second[:2]}/{second[2:]}"])
     assert _shown(repo.path) == new
@@ -127,20 +127,20 @@ def test_an_old_flat_notes_tree_is_fanned_out_on_the_next_write(repo: Repo) -> N
 
 def test_a_merge_takes_their_notes_as_they_are_and_rewrites_only_what_differs(
         repo: Repo, tmp_path: Path) -> None:
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one, two = _clone(tmp_path, bare, "one"), _clone(tmp_path, bare, "two")
-    theirs = _run(one)
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one, two = clone(tmp_path, bare, "one"), clone(tmp_path, bare, "two")
+    theirs = note_run(one)
     assert run_cli("notes", "push", cwd=one).code == 0
     # two: a run of the shared commit and of one only it has; one: more on both
-    mine = _run(two, "tone")
+    mine = note_run(two, "tone")
     git(two, "commit", "-q", "--allow-empty", "-m", "two's own")
     own = git(two, "rev-parse", "HEAD")
-    _run(two)
+    note_run(two)
     git(one, "commit", "-q", "--allow-empty", "-m", "one's own")
     git(one, "push", "-q", "origin", "main")
     theirs_only = git(one, "rev-parse", "HEAD")
-    _run(one)
-    _run(one, "tone")
+    note_run(one)
+    note_run(one, "tone")
     assert run_cli("notes", "push", cwd=one).code == 0
 
     r = run_cli("notes", "pull", cwd=two)
@@ -154,9 +154,9 @@ def test_a_merge_takes_their_notes_as_they_are_and_rewrites_only_what_differs(
     merged = [r["run_id"] for r in _lines(two, sha)]
     assert merged == [mine, theirs]  # ours first, then theirs' in their order
     assert git(two, "rev-parse", "refs/notes/gitevals^2") == git(two, "rev-parse", remote)
-    assert json.loads(_note(two, own))["commit"] == own
+    assert json.loads(note_of(two, own))["commit"] == own
     # a fast-forward reads nothing and moves the ref to theirs
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     ff = run_cli("notes", "pull", cwd=fresh)
     assert ff.out.endswith("2 commit(s) gained runs\n"), ff.err
     assert git(fresh, "rev-parse", "refs/notes/gitevals") == git(fresh, "rev-parse", remote)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, git, run_cli
+from tests.conftest import Repo, git, run_cli
 
 
 def _gitlink(bare: Path, sha: str) -> None:

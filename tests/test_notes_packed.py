@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from gitevals.run.summary import MAX_CELLS, columns, rows
-
-from .conftest import Repo, run_cli
-from .test_notes_shared import FILES, _kept, _note, _run
+from tests.conftest import Repo, run_cli
+from tests.support.notes import FILES, kept, note_of, note_run
 
 
 def _line(cwd: Path, sha: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(_note(cwd, sha).split("\n")[0])
+    doc: dict[str, Any] = json.loads(note_of(cwd, sha).split("\n")[0])
     return doc
 
 
@@ -48,7 +47,7 @@ def _log_run_ids(cwd: Path) -> list[str | None]:
 def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
         repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    genuine_id = _run(repo.path)
+    genuine_id = note_run(repo.path)
     genuine = _line(repo.path, sha)
     steady = _steady(genuine)
     assert steady["results"] == [] and steady["packed"]["outcomes"] == "10"
@@ -64,7 +63,7 @@ def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
     both = _forged(genuine, "f00002")
     _steady(both)["packed"]["outcomes"] = "11"
     _set_note(repo, sha, [genuine, both])
-    why = {r["run_id"][-6:]: r["problem"] for r in _kept(repo.path)}
+    why = {r["run_id"][-6:]: r["problem"] for r in kept(repo.path)}
     assert why["f00002"] == ("refused as evidence of this commit: geo/steady: its packed "
                              "trials are damaged or not what its outcomes say")
     d = run_cli("diff", "HEAD", "HEAD", "--format", "json", cwd=repo.path)
@@ -75,8 +74,8 @@ def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
 
 def test_a_summary_written_before_packing_reads_and_compact_packs_it(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    run_id = _run(repo.path)
-    packed = _note(repo.path, sha)
+    run_id = note_run(repo.path)
+    packed = note_of(repo.path, sha)
     old = _line(repo.path, sha)
     for case in old["cases"]:
         for s in case["scenarios"]:
@@ -93,7 +92,7 @@ def test_a_summary_written_before_packing_reads_and_compact_packs_it(repo: Repo)
 
     r = run_cli("notes", "compact", cwd=repo.path)
     assert r.code == 0 and r.out.startswith("compacted 1 run(s) in the notes of 1 commit(s)")
-    assert _note(repo.path, sha) == packed  # the line the run wrote, byte for byte
+    assert note_of(repo.path, sha) == packed  # the line the run wrote, byte for byte
     again = run_cli("notes", "compact", cwd=repo.path)
     assert again.out == "refs/notes/gitevals holds summaries only: nothing to compact\n"
 
@@ -125,7 +124,7 @@ def test_columns_give_back_every_json_value_exactly_and_refuse_a_bomb() -> None:
 
 def test_a_note_line_saved_to_a_file_reads_with_its_trials(repo: Repo, tmp_path: Path) -> None:
     sha = repo.commit(FILES, "evals")
-    _run(repo.path)
+    note_run(repo.path)
     line = _line(repo.path, sha)
     saved = tmp_path / "summary.json"
     saved.write_text(json.dumps(line))
@@ -145,7 +144,7 @@ def test_a_note_line_saved_to_a_file_reads_with_its_trials(repo: Repo, tmp_path:
 
 def test_a_hostile_line_in_a_note_is_refused_in_one_line_never_a_crash(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    genuine_id = _run(repo.path)
+    genuine_id = note_run(repo.path)
     genuine = _line(repo.path, sha)
     shapes: list[dict[str, Any]] = []
     for n, broken in enumerate(({"cases": 5}, {"cases": [{"scenarios": [7]}]},

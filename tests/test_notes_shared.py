@@ -6,55 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conftest import Repo, git, run_cli
-from .test_diff_verdicts import HARNESS, SETTINGS, case
-
-FILES = {"harness.py": HARNESS, "pyproject.toml": SETTINGS,
-         "passes.json": json.dumps({"capital": 2, "steady": 1}),
-         "evals/cases/geo.yaml": case(2, ("capital", "steady")),
-         "evals/cases/tone.yaml": case(2, ("polite",))}
-
-
-def _kept(cwd: Path, rev: str = "HEAD") -> list[dict[str, Any]]:
-    r = run_cli("show", rev, "--all", "--format", "json", cwd=cwd)
-    assert r.code == 0, r.err
-    runs: list[dict[str, Any]] = json.loads(r.out)["runs"]
-    return runs
-
-
-def _run(cwd: Path, *cases: str) -> str:
-    r = run_cli("run", *cases, cwd=cwd)
-    assert r.code in (0, 1), r.err
-    (path,) = (cwd / "evals" / "results").glob("*.json")
-    run_id: str = json.loads(path.read_text())["run_id"]
-    path.unlink()  # what remains is the note: a CI job's results/ is thrown away
-    return run_id
-
-
-def _remote_with_commit(repo: Repo, tmp_path: Path) -> tuple[Path, str]:
-    sha = repo.commit(FILES, "evals")
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    repo.git("remote", "add", "origin", str(bare))
-    repo.git("push", "-q", "origin", "main")
-    return bare, sha
-
-
-def _clone(tmp_path: Path, bare: Path, name: str) -> Path:
-    git(tmp_path, "clone", "-q", str(bare), name)
-    return tmp_path / name
-
-
-def _note(cwd: Path, sha: str) -> str:
-    return git(cwd, "notes", "--ref", "gitevals", "show", sha)
+from tests.conftest import Repo, git, run_cli
+from tests.support.notes import FILES, clone, kept, note_of, note_run, remote_with_commit
 
 
 def test_two_machines_push_notes_of_one_commit_and_a_fresh_clone_sees_both(
         repo: Repo, tmp_path: Path) -> None:
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one, two = _clone(tmp_path, bare, "one"), _clone(tmp_path, bare, "two")
-    complete = _run(one)
-    partial = _run(two, "tone")  # finishes last, but a complete run is preferred
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one, two = clone(tmp_path, bare, "one"), clone(tmp_path, bare, "two")
+    complete = note_run(one)
+    partial = note_run(two, "tone")  # finishes last, but a complete run is preferred
 
     first = run_cli("notes", "push", cwd=one)
     assert (first.code, first.out) == (0, "pushed refs/notes/gitevals to origin\n"), first.err
@@ -67,37 +28,37 @@ def test_two_machines_push_notes_of_one_commit_and_a_fresh_clone_sees_both(
     assert second.out == ("pushed refs/notes/gitevals to origin (after merging theirs: "
                           "1 commit(s) gained runs)\n")
 
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     pulled = run_cli("notes", "pull", cwd=fresh)
     assert (pulled.code, pulled.out) == (
         0, "merged the notes of origin into refs/notes/gitevals: 1 commit(s) gained runs\n")
-    runs = _kept(fresh)
+    runs = kept(fresh)
     assert {r["run_id"]: r["picked"] for r in runs} == {complete: True, partial: False}
     assert all(r["sources"] == ["note refs/notes/gitevals"] for r in runs)
     shown = run_cli("show", "--format", "json", cwd=fresh)
     assert json.loads(shown.out)["run_id"] == complete
     # The note is JSONL in the order runs were added (two's own, then the one merged in):
     # git's own cat_sort_uniq merge keeps it valid, and the complete run still counts.
-    lines = _note(fresh, sha).splitlines()
+    lines = note_of(fresh, sha).splitlines()
     assert [json.loads(line)["run_id"] for line in lines] == [partial, complete]
 
     again = run_cli("notes", "pull", cwd=one)
     assert again.out.endswith("1 commit(s) gained runs\n")
     assert run_cli("notes", "pull", cwd=one).out == \
         "refs/notes/gitevals is up to date with origin\n"
-    assert {r["run_id"] for r in _kept(one)} == {complete, partial}
+    assert {r["run_id"] for r in kept(one)} == {complete, partial}
 
 
 def test_git_notes_merge_cat_sort_uniq_keeps_every_run(repo: Repo, tmp_path: Path) -> None:
     """The README's plain-git recipe: fetch into a side ref, merge with cat_sort_uniq."""
-    bare, _ = _remote_with_commit(repo, tmp_path)
-    one, two = _clone(tmp_path, bare, "one"), _clone(tmp_path, bare, "two")
-    ids = {_run(one), _run(two)}
+    bare, _ = remote_with_commit(repo, tmp_path)
+    one, two = clone(tmp_path, bare, "one"), clone(tmp_path, bare, "two")
+    ids = {note_run(one), note_run(two)}
     git(one, "push", "-q", "origin", "refs/notes/gitevals")
     git(two, "fetch", "-q", "origin", "refs/notes/gitevals:refs/notes/gitevals-remote/origin")
     git(two, "notes", "--ref", "gitevals", "merge", "-q", "-s", "cat_sort_uniq",
         "refs/notes/gitevals-remote/origin")
-    assert {r["run_id"] for r in _kept(two)} == ids
+    assert {r["run_id"] for r in kept(two)} == ids
     git(two, "push", "-q", "origin", "refs/notes/gitevals")  # a fast-forward now
 
 
@@ -111,27 +72,27 @@ def test_an_old_single_document_note_is_read_and_kept(repo: Repo, tmp_path: Path
     path.unlink()
     assert json.loads(run_cli("show", "--format", "json", cwd=repo.path).out)["run_id"] == old
 
-    new = _run(repo.path, "tone")
-    assert {r["run_id"]: r["picked"] for r in _kept(repo.path)} == {old: True, new: False}
-    assert len(_note(repo.path, sha).splitlines()) == 2  # rewritten as JSONL, both kept
+    new = note_run(repo.path, "tone")
+    assert {r["run_id"]: r["picked"] for r in kept(repo.path)} == {old: True, new: False}
+    assert len(note_of(repo.path, sha).splitlines()) == 2  # rewritten as JSONL, both kept
 
 
 def test_a_line_that_is_no_run_is_skipped(repo: Repo) -> None:
     sha = repo.commit(FILES, "evals")
-    run_id = _run(repo.path)
-    text = _note(repo.path, sha) + "\nnot json\n{\"format\": \"gitevals-run/9\"}\n[1, 2\n"
+    run_id = note_run(repo.path)
+    text = note_of(repo.path, sha) + "\nnot json\n{\"format\": \"gitevals-run/9\"}\n[1, 2\n"
     repo.git("notes", "--ref", "gitevals", "add", "-f", "-m", text, sha)
     shown = run_cli("show", "--format", "json", cwd=repo.path)
     assert shown.code in (0, 1), shown.err
     assert json.loads(shown.out)["run_id"] == run_id
-    assert [r["run_id"] for r in _kept(repo.path)] == [run_id]
-    other = _run(repo.path)  # the writer drops what is no run
-    assert len(_note(repo.path, sha).splitlines()) == 2
-    assert {r["run_id"] for r in _kept(repo.path)} == {run_id, other}
+    assert [r["run_id"] for r in kept(repo.path)] == [run_id]
+    other = note_run(repo.path)  # the writer drops what is no run
+    assert len(note_of(repo.path, sha).splitlines()) == 2
+    assert {r["run_id"] for r in kept(repo.path)} == {run_id, other}
 
 
 def test_pull_when_the_remote_has_no_notes(repo: Repo, tmp_path: Path) -> None:
-    _remote_with_commit(repo, tmp_path)
+    remote_with_commit(repo, tmp_path)
     r = run_cli("notes", "pull", cwd=repo.path)
     assert (r.code, r.out, r.err) == (
         0, "origin has no refs/notes/gitevals yet: nothing to pull (`gitevals notes push` "
@@ -172,18 +133,18 @@ exit 0
 
 def test_a_push_that_lost_a_race_pulls_again_and_keeps_every_run(
         repo: Repo, tmp_path: Path) -> None:
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one, two, three = (_clone(tmp_path, bare, n) for n in ("one", "two", "three"))
-    first = _run(one)
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one, two, three = (clone(tmp_path, bare, n) for n in ("one", "two", "three"))
+    first = note_run(one)
     assert run_cli("notes", "push", cwd=one).code == 0
     assert run_cli("notes", "pull", cwd=three).code == 0
-    third = _run(three)
+    third = note_run(three)
     git(three, "push", "-q", "origin", "refs/notes/gitevals:refs/notes/pending")
     hook = bare / "hooks" / "update"
     hook.write_text(RACE_HOOK)
     hook.chmod(0o755)
 
-    second = _run(two)
+    second = note_run(two)
     r = run_cli("notes", "push", cwd=two)
     assert r.code == 0, r.err
     assert r.err == "gitevals: origin moved its notes meanwhile: pulling again (1/4)\n"

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gitevals.run.archive import digest, item_of, pack, trial_of, unpack
-
-from .conftest import Repo, git, run_cli
-from .test_notes_shared import FILES, _clone, _note, _remote_with_commit, _run
+from tests.conftest import Repo, git, run_cli
+from tests.support.notes import FILES, clone, note_of, note_run, remote_with_commit
 
 RUNS = "refs/gitevals/runs/"
 
@@ -26,12 +25,12 @@ def _trial_text(cwd: Path, spec: str = "geo/steady") -> tuple[int, str, str]:
 
 def test_a_fresh_clone_decides_on_summaries_and_fetches_a_trial_on_demand(
         repo: Repo, tmp_path: Path) -> None:
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one = _clone(tmp_path, bare, "one")
-    run_id = _run(one)
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one = clone(tmp_path, bare, "one")
+    run_id = note_run(one)
     code, full, _ = _trial_text(one)
     assert code == 1 and json.loads(full)["final_answer"] == "Lyon"
-    note = _note(one, sha)
+    note = note_of(one, sha)
     doc = json.loads(note)
     for case in doc["cases"]:
         for s in case["scenarios"]:
@@ -45,7 +44,7 @@ def test_a_fresh_clone_decides_on_summaries_and_fetches_a_trial_on_demand(
     assert run_cli("notes", "push", cwd=one).code == 0
     assert git(bare, "for-each-ref", "--format=%(refname)", RUNS) == _refs(one)[0]
 
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     assert run_cli("notes", "pull", cwd=fresh).code == 0
     assert _refs(fresh) == []  # only summaries came
     shown = run_cli("show", "--format", "json", cwd=fresh)
@@ -68,11 +67,11 @@ def test_a_fresh_clone_decides_on_summaries_and_fetches_a_trial_on_demand(
 
 
 def test_transcripts_that_cannot_be_had_are_one_line(repo: Repo, tmp_path: Path) -> None:
-    bare, sha = _remote_with_commit(repo, tmp_path)
-    one = _clone(tmp_path, bare, "one")
-    run_id = _run(one)
+    bare, sha = remote_with_commit(repo, tmp_path)
+    one = clone(tmp_path, bare, "one")
+    run_id = note_run(one)
     git(one, "push", "-q", "origin", "refs/notes/gitevals")  # plain git: notes only
-    fresh = _clone(tmp_path, bare, "fresh")
+    fresh = clone(tmp_path, bare, "fresh")
     assert run_cli("notes", "pull", cwd=fresh).code == 0
     code, out, err = _trial_text(fresh)
     assert (code, out) == (2, "")
@@ -83,7 +82,7 @@ def test_transcripts_that_cannot_be_had_are_one_line(repo: Repo, tmp_path: Path)
     fetch = run_cli("fetch-run", cwd=fresh)
     assert fetch.code == 2 and fetch.err.count("\n") == 1 and "cannot be fetched" in fetch.err
     summary = fresh / "summary.json"
-    summary.write_text(_note(fresh, sha))
+    summary.write_text(note_of(fresh, sha))
     score = run_cli("score", str(summary), "--regrade", cwd=fresh)
     assert score.code == 2 and score.err == (
         f"gitevals: error: {summary}: score --regrade needs the transcripts, and the "
@@ -111,7 +110,7 @@ def test_a_directory_store_keeps_the_artifacts(repo: Repo, tmp_path: Path) -> No
 
 def _tool_run(n: int) -> dict[str, Any]:
     """A run of ``n`` trials, each calling a tool whose 1 KB result every trial gets."""
-    from .test_scoring import artifact, result
+    from tests.support.artifacts import artifact, result
 
     page = "weather report: " + "sunny and mild " * 64
     results = []
@@ -122,7 +121,7 @@ def _tool_run(n: int) -> dict[str, Any]:
         t = {"final_answer": f"answer {i}", "tool_calls": reply["tool_calls"], "hooks": [],
              "error": None, "turns": [reply], "duration_ms": 5 + i}
         results.append(result(i, [{"final_answer_contains": "answer"}], t))
-    from .test_scoring import scenario
+    from tests.support.artifacts import scenario
 
     doc = artifact({"tools": [scenario("s", [{"final_answer_contains": "answer"}], results)]})
     doc["goldens"] = {"graders": {}, "buckets": None, "budget": None, "files": {},
@@ -172,13 +171,13 @@ def test_compact_rewrites_whole_runs_as_summaries_losing_nothing(repo: Repo) -> 
     line = note_line(json.loads(_full_run_text(repo)))  # a JSONL line with every transcript
     repo.git("notes", "--ref", "gitevals", "add", "-F", "-", second,
              input=line + "not a run: kept as it is\n")
-    before = {c: _note(repo.path, c) for c in (first, second)}
+    before = {c: note_of(repo.path, c) for c in (first, second)}
 
     r = run_cli("notes", "compact", cwd=repo.path)
     assert r.out == ("compacted 2 run(s) in the notes of 2 commit(s): the notes hold their "
                      f"summaries, the runs are kept in git refs {RUNS}*\n"), r.err
     for commit, original in ((first, old_doc), (second, line)):
-        summary = _note(repo.path, commit).split("\n")[0]
+        summary = note_of(repo.path, commit).split("\n")[0]
         doc = json.loads(summary)
         sha = doc["stored"]["sha256"]
         packed = subprocess.run(["git", "cat-file", "blob", RUNS + sha], cwd=repo.path,
@@ -186,8 +185,8 @@ def test_compact_rewrites_whole_runs_as_summaries_losing_nothing(repo: Repo) -> 
         back = unpack(packed, "t")
         # byte for byte: the document, or the line, exactly as the note held it
         assert (digest(back)[2] if commit == first else note_line(back)) == original
-    assert _note(repo.path, second).split("\n")[1] == "not a run: kept as it is"
-    assert before[first] != _note(repo.path, first)
+    assert note_of(repo.path, second).split("\n")[1] == "not a run: kept as it is"
+    assert before[first] != note_of(repo.path, first)
 
     tip = repo.git("rev-parse", "refs/notes/gitevals")
     again = run_cli("notes", "compact", cwd=repo.path)

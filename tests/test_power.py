@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 from scipy import stats as sps
 
 from gitevals.diff.power import _called, cutoffs, power, trials_needed, underpowered
+from tests.conftest import Repo, run_cli
 
-from .conftest import Repo, run_cli
+
+@functools.cache
+def _scipy_p(test: str, n: int, xa: int, xb: int) -> float:
+    """scipy's own p-value of one table: kept, as the sizes the tests below try overlap."""
+    table = [[xa, n - xa], [xb, n - xb]]
+    return float(sps.fisher_exact(table).pvalue if test == "fisher"
+                 else sps.boschloo_exact(table, alternative="two-sided").pvalue)
 
 
 def _scipy_power(n: int, rate: float, drop: float, test: str, alpha: float = 0.05) -> float:
@@ -18,10 +26,7 @@ def _scipy_power(n: int, rate: float, drop: float, test: str, alpha: float = 0.0
     total = 0.0
     for xa in range(n + 1):
         for xb in range(xa):
-            table = [[xa, n - xa], [xb, n - xb]]
-            p = (sps.fisher_exact(table).pvalue if test == "fisher"
-                 else sps.boschloo_exact(table, alternative="two-sided").pvalue)
-            if p < alpha:
+            if _scipy_p(test, n, xa, xb) < alpha:
                 total += pa[xa] * pb[xb]
     return float(total)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
-from .test_run_cli import SETTINGS, _scenario_case, _setup
+from tests.conftest import Repo, run_cli
+from tests.support.runs import SETTINGS, scenario_case, setup
 
 JUDGED = "def judged(t, case, run):\n    return {'pass': True, 'why': t.llm('x')}\n"
 PLAIN = "def plain(t, case, run):\n    return True\n"
@@ -60,7 +60,7 @@ def _refused(res: Any, says: str) -> None:
 ], ids=["missing", "not-executable", "not-on-path", "absolute"])
 def test_a_target_command_that_cannot_start_stops_the_run(repo: Repo, command: str,
                                                           says: str) -> None:
-    _setup(repo, {"tone": _scenario_case("ok")},
+    setup(repo, {"tone": scenario_case("ok")},
            settings=f"[tool.gitevals.target]\ncommand = {command}\n")
     res = run_cli("run", cwd=repo.path)
     _refused(res, says)
@@ -69,7 +69,7 @@ def test_a_target_command_that_cannot_start_stops_the_run(repo: Repo, command: s
 
 
 def test_no_preflight_runs_and_records_the_broken_trials(repo: Repo) -> None:
-    _setup(repo, {"tone": _scenario_case("ok", trials=1)},
+    setup(repo, {"tone": scenario_case("ok", trials=1)},
            settings='[tool.gitevals.target]\ncommand = ["./nothere.sh"]\n')
     res = run_cli("run", "--no-preflight", cwd=repo.path)
     assert res.code == 1
@@ -85,7 +85,7 @@ def test_a_python_target_that_does_not_import_stops_the_run(repo: Repo, module: 
                                                             spec: str, says: str) -> None:
     repo.commit({"agent.py": module, "pyproject.toml":
                  f'[tool.gitevals.target]\npython = "{spec}"\n',
-                 "evals/cases/tone.yaml": _scenario_case("ok")})
+                 "evals/cases/tone.yaml": scenario_case("ok")})
     res = run_cli("run", cwd=repo.path)
     _refused(res, f"python target {spec} does not load in the commit: ")
     assert says in res.err
@@ -94,13 +94,13 @@ def test_a_python_target_that_does_not_import_stops_the_run(repo: Repo, module: 
 def test_a_python_target_that_imports_runs(repo: Repo) -> None:
     repo.commit({"agent.py": "def respond(m):\n    return {'final_answer': 'Paris'}\n",
                  "pyproject.toml": '[tool.gitevals.target]\npython = "agent:respond"\n',
-                 "evals/cases/tone.yaml": _scenario_case("ok", trials=1)})
+                 "evals/cases/tone.yaml": scenario_case("ok", trials=1)})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
 
 
 def test_a_grader_calling_the_judge_needs_a_judge(repo: Repo) -> None:
-    _setup(repo, {"capital": GRADED}, {"q": JUDGED})
+    setup(repo, {"capital": GRADED}, {"q": JUDGED})
     _refused(run_cli("run", cwd=repo.path),
              "grader q.judged calls t.llm but no judge is configured: set "
              "[tool.gitevals.judge]")
@@ -109,13 +109,13 @@ def test_a_grader_calling_the_judge_needs_a_judge(repo: Repo) -> None:
 def test_the_judge_key_variable_must_be_set(repo: Repo, endpoint: str,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PF_JUDGE_KEY", raising=False)
-    _setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge(endpoint))
+    setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge(endpoint))
     _refused(run_cli("run", cwd=repo.path),
              "the judge key variable PF_JUDGE_KEY is not set: export it")
 
 
 def test_a_judge_that_does_not_answer_stops_the_run(repo: Repo) -> None:
-    _setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge("http://127.0.0.1:9/v1"))
+    setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge("http://127.0.0.1:9/v1"))
     _refused(run_cli("run", cwd=repo.path, env={"PF_JUDGE_KEY": "k"}),
              "the judge at http://127.0.0.1:9/v1 does not answer")
 
@@ -123,7 +123,7 @@ def test_a_judge_that_does_not_answer_stops_the_run(repo: Repo) -> None:
 def test_any_http_answer_counts_and_the_run_goes_on(repo: Repo, endpoint: str) -> None:
     # The 404 server answers GET; its chat endpoint does not exist, so the grader's
     # t.llm fails at run time: the preflight only asks whether the endpoint is there.
-    _setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge(endpoint))
+    setup(repo, {"capital": GRADED}, {"q": JUDGED}, SETTINGS + _judge(endpoint))
     res = run_cli("run", cwd=repo.path, env={"PF_JUDGE_KEY": "k",
                                              "GITEVALS_JUDGE_BACKOFF": "0.01"})
     # q.judged is not calibrated, so advisory: its error is shown but not counted
@@ -133,11 +133,11 @@ def test_any_http_answer_counts_and_the_run_goes_on(repo: Repo, endpoint: str) -
 
 def test_graders_that_never_call_the_judge_need_none(repo: Repo) -> None:
     case = GRADED.replace("q.judged", "q.plain")
-    _setup(repo, {"capital": case}, {"q": PLAIN})
+    setup(repo, {"capital": case}, {"q": PLAIN})
     assert run_cli("run", cwd=repo.path).code == 0
 
 
 def test_only_selected_cases_count(repo: Repo) -> None:
-    _setup(repo, {"capital": GRADED, "tone": _scenario_case("ok", trials=1)}, {"q": JUDGED})
+    setup(repo, {"capital": GRADED, "tone": scenario_case("ok", trials=1)}, {"q": JUDGED})
     assert run_cli("run", "tone", cwd=repo.path).code == 0
 

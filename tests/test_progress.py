@@ -11,9 +11,8 @@ import sys
 import pytest
 
 from gitevals.report.progress import plain_line
-
-from .conftest import GIT_ENV, Repo, run_cli
-from .test_run_cli import _scenario_case, _setup
+from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.runs import scenario_case, setup
 
 LINE = re.compile(r"^gitevals: (\d+)/2 cases, (\d+)/(\d+) trials done, (\d+) failed, "
                   r"(\d+) in flight$")
@@ -29,7 +28,7 @@ def test_plain_line(args: tuple, want: str) -> None:  # type: ignore[type-arg]
 
 
 def test_a_piped_run_prints_plain_progress_lines_on_stderr(repo: Repo) -> None:
-    _setup(repo, {"a": _scenario_case("slow-a", trials=6), "b": _scenario_case("slow-b", 6)})
+    setup(repo, {"a": scenario_case("slow-a", trials=6), "b": scenario_case("slow-b", 6)})
     res = run_cli("run", "--jobs", "2", "--format", "json", cwd=repo.path,
                   env={"GITEVALS_PROGRESS_INTERVAL": "0.3"})
     assert res.code == 0, res.err
@@ -43,7 +42,7 @@ def test_a_piped_run_prints_plain_progress_lines_on_stderr(repo: Repo) -> None:
 
 
 def test_a_short_piped_run_prints_no_progress(repo: Repo) -> None:
-    _setup(repo, {"a": _scenario_case("ok", trials=2)})
+    setup(repo, {"a": scenario_case("ok", trials=2)})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
     assert "trials done" not in res.err
@@ -51,7 +50,7 @@ def test_a_short_piped_run_prints_no_progress(repo: Repo) -> None:
 
 
 def test_the_terminal_bar_shows_conversations_in_flight(repo: Repo) -> None:
-    _setup(repo, {"a": _scenario_case("slow-a", trials=6)})
+    setup(repo, {"a": scenario_case("slow-a", trials=6)})
     master, slave = os.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run", "--jobs", "2"],
                             cwd=repo.path, stdout=subprocess.DEVNULL, stderr=slave,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 # A module-level counter every call bumps; a line appended to IMPORTS each time the module
 # is imported (a path outside the tree, filled in per test).

@@ -1,4 +1,4 @@
-"""``run --executor ray`` on a real two-node Ray cluster on 127.0.0.1 (tests/raycluster.py).
+"""``run --executor ray`` on a real two-node Ray cluster on 127.0.0.1 (tests/support/raycluster.py).
 
 One cluster per test session (per xdist worker), shared by these tests; nodes are
 stopped by their recorded pids. The node-death test adds a node of its own and kills
@@ -23,7 +23,7 @@ import pytest
 
 from gitevals.run.artifact import load
 from tests.conftest import GIT_ENV, Repo, run_cli
-from tests.raycluster import DRIVER_ENV, LocalCluster, free_port
+from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
 pytestmark = pytest.mark.needs_ray
 
@@ -273,7 +273,7 @@ SIZED = """\
 import json, sys
 from gitevals.run.executors import RunShared
 from gitevals.run.ray_executor import RayExecutor
-from tests.raycluster import SizedProbe
+from tests.support.raycluster import SizedProbe
 
 executor = RayExecutor(sys.argv[1], jobs=2)
 executor.connect()
@@ -351,6 +351,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     from gitevals.git.trees import WorkingTree
     from gitevals.run import runner
     from gitevals.run.artifact import checked
+    from gitevals.run.build import ArtifactParts, build_artifact
     from gitevals.run.ray_executor import RayExecutor
 
     (tmp_path / "evals" / "cases").mkdir(parents=True)
@@ -363,8 +364,8 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
     execution.run()
     prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
-    run = checked(runner.build_artifact(prov, the_plan, execution, [], 2, clock.time(),
-                                        clock.time()), "built")
+    run = checked(build_artifact(ArtifactParts(prov, the_plan, execution, [], 2, clock.time(),
+                                               clock.time(), lambda run: {})), "built")
     scenarios = run["cases"][0]["scenarios"]
     assert [len(s["results"]) for s in scenarios] == [3, 1]  # every trial accounted for
     assert [s["verdict"]["verdict"] for s in scenarios] == ["broken", "broken"]
@@ -380,9 +381,9 @@ def test_a_task_trial_runs_on_the_cluster_in_bubblewrap(cluster: LocalCluster,
                                                         repo: Repo) -> None:
     """A task trial (its conversation and every verifier call) is a job on some node,
     sandboxed there as on this machine; the verdict and rewards are the local run's."""
-    from tests.test_tasks_run import _task
+    from tests.support.tasks import commit_task
 
-    _task(repo, "0.4\n1.0\n")
+    commit_task(repo, "0.4\n1.0\n")
     local = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     on_ray = run_cli("run", "--no-note", "--format", "json", "--ray-address", cluster.address,
                      cwd=repo.path, env=_ray_env(cluster, repo.path))
@@ -400,7 +401,7 @@ def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCl
                                                                 repo: Repo) -> None:
     """``run --against`` on Ray: the driver decides each round and every node runs only
     the scenarios still going, so the looks and trials are the local run's."""
-    from tests.test_sequential import CASE, HARNESS, SETTINGS
+    from tests.support.sequential import CASE, HARNESS, SETTINGS
 
     files = {"harness.py": HARNESS, "pyproject.toml": SETTINGS, "evals/cases/geo.yaml": CASE}
     a = repo.commit({**files, "rates.json": json.dumps(

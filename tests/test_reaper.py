@@ -23,8 +23,7 @@ import pytest
 
 from gitevals.run import reaper
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, run_cli
 
 # Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
 # in a.pid, then answers or hangs. Case b (run after a, with --jobs 1) reports whether

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from .browser import chromium, png_colours, requests
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
+from tests.support.browser import chromium, png_colours, requests
 
 pytestmark = pytest.mark.needs_chromium
 

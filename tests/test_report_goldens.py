@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = """\
 import json, sys

@@ -15,8 +15,7 @@ import pytest
 from gitevals.diff.verdicts import Tally
 from gitevals.report.history import Commit, build
 from gitevals.report.html import Report, esc, plot, render, value
-
-from .test_scoring import PARIS, artifact, result, sample, scenario, transcript
+from tests.support.artifacts import PARIS, artifact, result, sample, scenario, transcript
 
 EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&</style>"
 

@@ -8,8 +8,8 @@ import re
 import sys
 from typing import Any
 
-from .conftest import Repo, run_cli
-from .test_scoring import PARIS, artifact, result, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support.artifacts import PARIS, artifact, result, scenario, transcript
 
 
 def _timed(ms: int) -> dict[str, Any]:

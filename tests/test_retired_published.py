@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 G, R = "evals/goldens.jsonl", "evals/goldens.retired"
 

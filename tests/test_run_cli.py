@@ -9,35 +9,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gitevals.run.archive import digest
-from gitevals.run.artifact import load as load_artifact
 from gitevals.run.store import local_runs, parse_note, ranked, run_of_commit
 from gitevals.run.summary import pack, summarize
-
-from .conftest import GIT_ENV, Repo, run_cli
-
-HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-
-TONE = """\
-defaults: {trials: 3, timeout: 5s}
-scenarios:
-  - id: ok-capital
-    user: What is the capital of France?
-    expect:
-      - final_answer_contains: Paris
-      - no_error: true
-  - id: ok-files
-    user: [List the files., Now count them.]
-    trials: 2
-    expect:
-      - tool_called: {name: shell__run}
-      - hook_called: {name: guard, decision: allow}
-"""
+from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.runs import (
+    HARNESS,
+    SETTINGS,
+    TONE,
+    artifacts,
+    only_artifact,
+    scenario_case,
+    scenarios,
+    setup,
+)
 
 BAD = """\
 defaults: {trials: 2, timeout: 20s}
@@ -51,43 +39,16 @@ scenarios:
 """
 
 
-def _scenario_case(sid: str, trials: int = 2, timeout: str = "20s") -> str:
-    return (f"defaults: {{trials: {trials}, timeout: {timeout}}}\nscenarios:\n"
-            f"  - id: {sid}\n    user: What is the capital of France?\n"
-            "    expect: [{final_answer_contains: Paris}]\n")
-
-
-def _setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
-           settings: str = SETTINGS) -> str:
-    files: dict[str, str | bytes] = {"harness.py": HARNESS, "pyproject.toml": settings}
-    files.update({f"evals/cases/{n}.yaml": c for n, c in cases.items()})
-    files.update({f"evals/graders/{n}.py": g for n, g in (graders or {}).items()})
-    return repo.commit(files)
-
-
-def _artifacts(repo: Repo) -> list[dict[str, Any]]:
-    return [load_artifact(p) for p in sorted((repo.path / "evals" / "results").glob("*.json"))]
-
-
-def _only_artifact(repo: Repo) -> dict[str, Any]:
-    (artifact,) = _artifacts(repo)
-    return artifact
-
-
-def _scenarios(artifact: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {f"{c['name']}/{s['id']}": s for c in artifact["cases"] for s in c["scenarios"]}
-
-
 def test_a_passing_run_records_everything_and_exits_0(repo: Repo) -> None:
-    commit = _setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
     assert [line.split()[:4] for line in res.out.splitlines()[2:4]] == [
         ["tone", "ok-capital", "pass", "3/3"], ["tone", "ok-files", "pass", "2/2"]]
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert art["commit"] == commit and art["rev"] == "HEAD" and not art["interrupted"]
     assert art["options"] == {"cases": [], "trials": None, "jobs": art["options"]["jobs"]}
-    files = _scenarios(art)["tone/ok-files"]
+    files = scenarios(art)["tone/ok-files"]
     assert files["verdict"]["verdict"] == "pass" and len(files["results"]) == 2
     transcript = files["results"][0]["transcript"]
     assert [c["name"] for c in transcript["tool_calls"]] == ["shell__run"]  # turn 1 only
@@ -99,15 +60,15 @@ def test_a_passing_run_records_everything_and_exits_0(repo: Repo) -> None:
 
 def test_misbehaving_targets_break_only_their_own_trials(repo: Repo) -> None:
     # Only the hang waits for its timeout; the others get room for a slow python start.
-    cases = {sid: _scenario_case(sid, timeout="1s" if sid == "hang" else "20s")
+    cases = {sid: scenario_case(sid, timeout="1s" if sid == "hang" else "20s")
              for sid in ("crash", "hang", "garbage", "half", "silent")}
     cases["tone"] = TONE
-    _setup(repo, cases)
+    setup(repo, cases)
     started = time.monotonic()
     res = run_cli("run", "--jobs", "4", cwd=repo.path)
     assert time.monotonic() - started < 20
     assert res.code == 1
-    by = _scenarios(_only_artifact(repo))
+    by = scenarios(only_artifact(repo))
     expected = {"crash": "target_crash", "hang": "target_timeout", "garbage": "target_protocol",
                 "half": "target_protocol", "silent": "target_crash"}
     for sid, kind in expected.items():
@@ -120,26 +81,26 @@ def test_misbehaving_targets_break_only_their_own_trials(repo: Repo) -> None:
 
 
 def test_a_crash_ends_the_conversation_for_the_scenarios_after_it(repo: Repo) -> None:
-    _setup(repo, {"bad": BAD})
+    setup(repo, {"bad": BAD})
     assert run_cli("run", cwd=repo.path).code == 1
-    after = _scenarios(_only_artifact(repo))["bad/after-crash"]
+    after = scenarios(only_artifact(repo))["bad/after-crash"]
     assert after["results"][0]["error"]["kind"] == "target_crash"
     assert "conversation ended in scenario 'crash'" in after["results"][0]["error"]["message"]
 
 
 def test_flaky_fail_and_pass_are_told_apart(repo: Repo) -> None:
-    flaky = _scenario_case("flaky", trials=4).replace("capital of France", "weather")
+    flaky = scenario_case("flaky", trials=4).replace("capital of France", "weather")
     flaky = flaky.replace("final_answer_contains: Paris", "final_answer_contains: answer")
-    fail = _scenario_case("ok-wrong").replace("Paris", "Berlin")
-    _setup(repo, {"flaky": flaky, "fail": fail, "tone": TONE})
+    fail = scenario_case("ok-wrong").replace("Paris", "Berlin")
+    setup(repo, {"flaky": flaky, "fail": fail, "tone": TONE})
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.code == 1
-    by = _scenarios(json.loads(res.out))
+    by = scenarios(json.loads(res.out))
     assert by["flaky/flaky"]["verdict"]["verdict"] == "flaky"
     assert by["flaky/flaky"]["verdict"]["passes"] == 2
     assert by["fail/ok-wrong"]["verdict"]["verdict"] == "fail"
     assert by["tone/ok-capital"]["verdict"]["verdict"] == "pass"
-    assert json.loads(res.out) == _only_artifact(repo)
+    assert json.loads(res.out) == only_artifact(repo)
 
 
 GRADERS = '''
@@ -179,11 +140,11 @@ scenarios:
 
 
 def test_each_grader_failure_is_recorded_as_its_own_error(repo: Repo) -> None:
-    _setup(repo, {"graded": GRADED}, {"q": GRADERS})
+    setup(repo, {"graded": GRADED}, {"q": GRADERS})
     # --no-preflight: the preflight would refuse q.judged without a judge (exit 2)
     res = run_cli("run", "--no-preflight", cwd=repo.path, env={"GITEVALS_GRADER_TIMEOUT": "1"})
     assert res.code == 1, res.err
-    (result,) = _scenarios(_only_artifact(repo))["graded/ok-graded"]["results"]
+    (result,) = scenarios(only_artifact(repo))["graded/ok-graded"]["results"]
     graders = {g["index"]: g for g in result["graders"]}
     assert graders[0]["raw"] == {"pass": True, "score": 0.9, "why": "ok-graded"}
     assert graders[1]["error"]["kind"] == "grader_error"
@@ -200,7 +161,7 @@ def test_each_grader_failure_is_recorded_as_its_own_error(repo: Repo) -> None:
 
 
 def test_unknown_case_is_a_usage_error_listing_the_cases(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE, "bad": BAD})
+    setup(repo, {"tone": TONE, "bad": BAD})
     res = run_cli("run", "nope", cwd=repo.path)
     assert res.code == 2
     assert res.err.strip().splitlines() == [
@@ -209,9 +170,9 @@ def test_unknown_case_is_a_usage_error_listing_the_cases(repo: Repo) -> None:
 
 
 def test_named_cases_only_and_trials_override(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE, "bad": BAD})
+    setup(repo, {"tone": TONE, "bad": BAD})
     assert run_cli("run", "tone", "--trials", "1", "--no-note", cwd=repo.path).code == 0
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert [c["name"] for c in art["cases"]] == ["tone"]
     assert art["options"]["cases"] == ["tone"] and art["options"]["trials"] == 1
     assert all(len(s["results"]) == 1 for s in art["cases"][0]["scenarios"])
@@ -219,17 +180,17 @@ def test_named_cases_only_and_trials_override(repo: Repo) -> None:
 
 def test_a_case_that_does_not_lint_is_not_run_but_the_others_are(repo: Repo) -> None:
     broken = "scenarios:\n  - id: x\n    user: hi\n    agent: claude\n"
-    _setup(repo, {"tone": TONE, "broken": broken})
+    setup(repo, {"tone": TONE, "broken": broken})
     res = run_cli("run", "--no-note", cwd=repo.path)
     assert res.code == 1
     assert "evals/cases/broken.yaml:4:5:" in res.err
     assert "case 'broken' does not lint and was not run" in res.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert [c["name"] for c in art["cases"]] == ["tone"]
 
 
 def test_no_target_configured_is_a_usage_error(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE}, settings="[tool.gitevals]\nroot = 'evals'\n")
+    setup(repo, {"tone": TONE}, settings="[tool.gitevals]\nroot = 'evals'\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 2 and "no target configured" in res.err
 
@@ -238,17 +199,17 @@ def test_a_python_target_runs_from_the_tree(repo: Repo) -> None:
     agent = ("def respond(messages):\n    text = messages[-1]['content']\n"
              "    return {'final_answer': 'Paris' if 'France' in text else text}\n")
     repo.write({"agent.py": agent})
-    _setup(repo, {"capital": _scenario_case("ok")},
+    setup(repo, {"capital": scenario_case("ok")},
            settings='[tool.gitevals.target]\npython = "agent:respond"\n')
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.code == 0, res.err
-    assert _scenarios(json.loads(res.out))["capital/ok"]["verdict"]["passes"] == 2
+    assert scenarios(json.loads(res.out))["capital/ok"]["verdict"]["passes"] == 2
 
 
 def test_junit_output_loads_in_a_junit_parser(repo: Repo, tmp_path: Path) -> None:
     from junitparser import JUnitXml
 
-    _setup(repo, {"tone": TONE, "bad": BAD})
+    setup(repo, {"tone": TONE, "bad": BAD})
     res = run_cli("run", "--format", "junit", cwd=repo.path)
     assert res.code == 1
     (tmp_path / "junit.xml").write_text(res.out)
@@ -258,19 +219,19 @@ def test_junit_output_loads_in_a_junit_parser(repo: Repo, tmp_path: Path) -> Non
 
 
 def test_piped_output_has_no_progress_noise(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.err == ""
     json.loads(res.out)
 
 
 def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) -> None:
-    commit = _setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE})
     repo.git("notes", "add", "-m", "a human note", commit)
     before = repo.git("rev-parse", "refs/notes/commits")
     assert run_cli("run", cwd=repo.path).code == 0
     note = json.loads(repo.git("notes", "--ref", "gitevals", "show", commit))
-    artifact = _only_artifact(repo)
+    artifact = only_artifact(repo)
     sha, size, _ = digest(artifact)  # the note holds the summary; the artifact its address
     assert note == pack(summarize(artifact, sha, size))  # trials packed in columns
     assert repo.git("for-each-ref", "--format=%(refname)", "refs/gitevals/runs/") == \
@@ -280,17 +241,17 @@ def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) 
 
 
 def test_no_note_writes_no_note(repo: Repo) -> None:
-    commit = _setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE})
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
     assert repo.git("notes", "--ref", "gitevals", "list", check=False) == ""
     found = run_of_commit(None, repo.path, "evals/results", commit)
-    assert found is not None and found.run == _only_artifact(repo)
+    assert found is not None and found.run == only_artifact(repo)
 
 
 def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
     from gitevals.git.repo import require_repo
 
-    commit = _setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE})
     for _ in range(2):
         assert run_cli("run", "--trials", "1", cwd=repo.path).code == 0
     runs = [run for run, _ in local_runs(repo.path, "evals/results", commit)]
@@ -318,7 +279,7 @@ def _spawn(repo: Repo, *args: str, env: dict[str, str] | None = None) -> subproc
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_writes_a_complete_artifact_and_exits_130(
         repo: Repo, signum: int, tmp_path: Path) -> None:
-    _setup(repo, {"tone": TONE, "hang": _scenario_case("hang", trials=4, timeout="60s")})
+    setup(repo, {"tone": TONE, "hang": scenario_case("hang", trials=4, timeout="60s")})
     marks = tmp_path / "marks"
     marks.mkdir()
     proc = _spawn(repo, "run", "--jobs", "2", env={"RUN_HARNESS_MARKS": str(marks)})
@@ -331,22 +292,22 @@ def test_an_interrupted_run_writes_a_complete_artifact_and_exits_130(
     _out, err = proc.communicate(timeout=30)
     assert time.monotonic() - started < 10
     assert proc.returncode == 130, err
-    art = _only_artifact(repo)  # validated against the result schema
+    art = only_artifact(repo)  # validated against the result schema
     assert art["interrupted"] is True
-    by = _scenarios(art)
+    by = scenarios(art)
     assert by["tone/ok-capital"]["verdict"]["verdict"] == "pass"
     assert by["hang/hang"]["results"] == [] and by["hang/hang"]["verdict"]["verdict"] == "not_run"
     assert "interrupted" in err
 
 
 def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     procs = [_spawn(repo, "run", "--jobs", "2") for _ in range(2)]
     codes = [p.wait(timeout=60) for p in procs]
     for p in procs:
         p.communicate()
     assert codes == [0, 0]
-    arts = _artifacts(repo)
+    arts = artifacts(repo)
     assert len(arts) == 2 and arts[0]["run_id"] != arts[1]["run_id"]
     assert not list((repo.path / "evals" / "results").glob(".*"))  # no temp files left
 
@@ -354,7 +315,7 @@ def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
 @pytest.mark.parametrize("args", [["--trials", "0"], ["--jobs", "x"], ["--format", "xml"]],
                          ids=["zero-trials", "jobs-not-a-number", "unknown-format"])
 def test_bad_flags_are_usage_errors(repo: Repo, args: list[str]) -> None:
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     res = run_cli("run", *args, cwd=repo.path)
     assert res.code == 2
     assert res.err.count("\n") == 1 and res.err.startswith("gitevals run: error: argument ")
@@ -365,7 +326,7 @@ def test_a_terminal_gets_a_progress_bar_on_stderr_and_stdout_stays_clean(repo: R
     import os
     import pty
 
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run", "--format", "json"],
                             cwd=repo.path, stdout=subprocess.PIPE, stderr=follower,
@@ -440,15 +401,15 @@ def test_a_commit_without_cases_is_a_usage_error(repo: Repo) -> None:
 
 
 def test_piped_text_output_is_only_the_table(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0 and res.err == ""
-    run_id = _only_artifact(repo)["run_id"]
+    run_id = only_artifact(repo)["run_id"]
     assert res.out.splitlines()[0].startswith(f"run {run_id} of HEAD")
 
 
 def test_markdown_output_for_a_pr_comment(repo: Repo) -> None:
-    _setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE})
     res = run_cli("run", "--format", "markdown", cwd=repo.path)
     assert res.code == 0
     # the duration cell is measured: any "N ms" / "N.N s"
@@ -477,11 +438,11 @@ def test_trial_i_is_one_conversation_through_the_scenarios_in_order(repo: Repo) 
              "    said = [m['content'] for m in messages if m['role'] == 'user']\n"
              "    return {'final_answer': ' '.join(said)}\n")
     repo.write({"agent.py": agent})
-    _setup(repo, {"conv": CONVERSATION},
+    setup(repo, {"conv": CONVERSATION},
            settings='[tool.gitevals.target]\npython = "agent:respond"\n')
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.code == 0, res.err
-    by = _scenarios(json.loads(res.out))
+    by = scenarios(json.loads(res.out))
     answers = {sid: [r["transcript"]["final_answer"] for r in by[f"conv/{sid}"]["results"]]
                for sid in ("first", "only-once", "last")}
     assert answers == {"first": ["one", "one"], "only-once": ["one two three"],
@@ -493,7 +454,7 @@ def test_trial_i_is_one_conversation_through_the_scenarios_in_order(repo: Repo) 
 def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
     slow = "defaults: {trials: 4, timeout: 5s}\nscenarios:\n  - id: slow\n    user: hi\n" \
            "    expect: [{no_error: true}]\n"
-    _setup(repo, {"a": slow, "b": slow})
+    setup(repo, {"a": slow, "b": slow})
     res = run_cli("run", "--jobs", "4", "--format", "json", cwd=repo.path)
     assert res.code == 0
     art = json.loads(res.out)
@@ -504,13 +465,13 @@ def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
 
 
 def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
-    commit = _setup(repo, {"one": _scenario_case("first"), "two": _scenario_case("second")})
+    commit = setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")})
     full = run_cli("run", "--jobs", "2", cwd=repo.path)
     assert full.code == 0, full.err
     partial = run_cli("run", "one", "--jobs", "2", cwd=repo.path)
     assert partial.code == 0, partial.err
     assert "`show` and `diff` still read the complete run of this commit" in partial.err
-    assert len(_artifacts(repo)) == 2
+    assert len(artifacts(repo)) == 2
     # show, diff and the note all still answer with the run of every case
     chosen = run_of_commit(None, repo.path, "evals/results", commit)
     assert chosen is not None and chosen.run["options"]["cases"] == []
@@ -522,8 +483,8 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
 
 
 def test_a_case_can_be_named_by_its_path(repo: Repo) -> None:
-    _setup(repo, {"one": _scenario_case("first"), "two": _scenario_case("second")})
+    setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")})
     res = run_cli("run", "evals/cases/one.yaml", "--no-note", cwd=repo.path)
     assert res.code == 0, res.err
-    assert [c["name"] for c in _only_artifact(repo)["cases"]] == ["one"]
-    assert _only_artifact(repo)["options"]["cases"] == ["one"]
+    assert [c["name"] for c in only_artifact(repo)["cases"]] == ["one"]
+    assert only_artifact(repo)["options"]["cases"] == ["one"]

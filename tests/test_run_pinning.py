@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 from gitevals.git.repo import require_repo
-
-from .conftest import Repo, run_cli
-from .test_run_cli import HARNESS, SETTINGS, TONE, _only_artifact, _scenarios
+from tests.conftest import Repo, run_cli
+from tests.support.runs import HARNESS, SETTINGS, TONE, only_artifact, scenarios
 
 GRADER = "def strict(t, case, run):\n    return run['final_answer'] == 'Paris'\n"
 CASE = """\
@@ -36,7 +35,7 @@ def test_an_edited_case_in_the_working_tree_does_not_change_what_runs(repo: Repo
                   cwd=repo.path)
     assert res.code == 0, res.err
     art = json.loads(res.out)
-    s = _scenarios(art)["capital/ok-capital"]
+    s = scenarios(art)["capital/ok-capital"]
     assert s["expect"][0] == {"final_answer_contains": "Paris"}
     assert s["verdict"]["verdict"] == "pass"
     assert art["commit"] == commit and art["dirty"] is True
@@ -71,7 +70,7 @@ def test_untracked_files_and_results_do_not_make_a_tree_dirty(repo: Repo) -> Non
 def test_blob_shas_are_those_of_the_commit(repo: Repo) -> None:
     _setup(repo)
     assert run_cli("run", cwd=repo.path).code == 0
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert set(art["files"]) == {"evals/cases/capital.yaml", "evals/cases/tone.yaml",
                                  "evals/graders/quality.py", "pyproject.toml"}
     for path, sha in art["files"].items():
@@ -87,13 +86,13 @@ def test_an_older_revision_runs_its_own_harness_and_graders(repo: Repo) -> None:
                  "evals/graders/quality.py": GRADER.replace("'Paris'", "'Lyon'")})
     new = run_cli("run", "capital", "--format", "json", cwd=repo.path)
     assert new.code == 1  # the new harness says Lyon: the contains rule fails, the grader passes
-    new_s = _scenarios(json.loads(new.out))["capital/ok-capital"]["results"][0]
+    new_s = scenarios(json.loads(new.out))["capital/ok-capital"]["results"][0]
     assert [a["passed"] for a in new_s["assertions"]] == [False, True]
     res = run_cli("run", "capital", "--rev", "HEAD~1", "--format", "json", cwd=repo.path)
     assert res.code == 0, res.err
     art = json.loads(res.out)
     assert art["commit"] == old and art["rev"] == "HEAD~1"
-    result = _scenarios(art)["capital/ok-capital"]["results"][0]
+    result = scenarios(art)["capital/ok-capital"]["results"][0]
     assert result["transcript"]["final_answer"] == "Paris"
     assert result["graders"][0]["raw"] is True
 

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import Repo, run_cli
-from .test_scoring import artifact, grader_answer, result, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support.artifacts import artifact, grader_answer, result, scenario, transcript
 
 CASE_V1 = """\
 defaults: {trials: 2, timeout: 30s}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from fractions import Fraction
 from itertools import product
 
@@ -11,8 +10,8 @@ import pytest
 
 from gitevals.run.artifact import load
 from gitevals.stats import sequential as sq
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
+from tests.support.sequential import CASE, HARNESS, SETTINGS
 
 
 def _brute_crossing(design: sq.Design, p: Fraction) -> Fraction:
@@ -56,24 +55,6 @@ def test_calls_at_a_look() -> None:
     assert sq.decide(design, 40, 1, 16) == "ruled_out"     # 16/16 can
     assert sq.decide(design, 28, 4, 24) == "no_regression"  # the last look calls nothing else
     assert sq.Design.from_dict(design.as_dict()) == design
-
-
-# A harness whose pass pattern per scenario is set by rates.json: trial t passes when
-# t % 10 < rate * 10, so every block of ten trials holds the rate exactly.
-HARNESS = """\
-import json, sys
-from pathlib import Path
-rates = json.loads((Path(__file__).parent / "rates.json").read_text())
-for line in sys.stdin:
-    msg = json.loads(line)
-    ok = msg["trial"] % 10 < round(rates[msg["scenario"]] * 10)
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
-"""
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-CASE = "defaults: {trials: 40, timeout: 10s}\nscenarios:\n" + "".join(
-    f"  - id: {i}\n    user: What is the capital of France?\n"
-    "    expect: [{final_answer_contains: Paris}]\n" for i in ("stable", "dropped", "uncertain"))
 
 
 def test_run_against_stops_settled_scenarios_and_diff_calls_the_drop(repo: Repo) -> None:

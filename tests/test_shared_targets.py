@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

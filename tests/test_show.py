@@ -13,9 +13,8 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from gitevals.report.runs import render, rich_text, summary
 from gitevals.report.runs import rows as table_rows
-
-from .conftest import Repo, run_cli
-from .test_scoring import PARIS, artifact, result, sample, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support.artifacts import PARIS, artifact, result, sample, scenario, transcript
 
 SHA = "1" * 40
 TITLE = f"run 20261129T220000Z-{SHA[:12]}-a1b2c3 of HEAD ({SHA[:12]})"

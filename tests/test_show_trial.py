@@ -12,10 +12,9 @@ import pytest
 from gitevals.errors import UsageError
 from gitevals.report import trial
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import Repo, run_cli
-from .test_scoring import artifact as make_artifact
-from .test_scoring import grader_answer, result, scenario, transcript
+from tests.conftest import Repo, run_cli
+from tests.support.artifacts import artifact as make_artifact
+from tests.support.artifacts import grader_answer, result, scenario, transcript
 
 EXPECT = [{"tool_called": {"name": "shell__run"}}, {"grader": {"name": "quality.answers"}},
           {"final_answer_contains": "Paris"}]

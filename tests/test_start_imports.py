@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import GIT_ENV, Repo
+from tests.conftest import GIT_ENV, Repo
 
 CASE = ("scenarios:\n  - id: s\n    user: hello\n"
         "    expect: [{final_answer_contains: ok}]\n")

@@ -11,7 +11,7 @@ import json
 import sys
 import xml.etree.ElementTree as ET
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = """\
 import json, random, sys

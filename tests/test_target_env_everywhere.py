@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = """\
 import json, os, sys

@@ -21,30 +21,12 @@ import jsonschema
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-
-from .conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.tasks import SETTINGS, commit_task
 
 pytestmark = pytest.mark.needs_bwrap
 
-HARNESS = (Path(__file__).parent / "data" / "task_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-COPY_TEXT = ("echo checking /app\n"
-             "test -f /app/answer.txt && cat /app/answer.txt > /logs/verifier/reward.txt\n")
 COPY_JSON = "cat /app/answer.txt > /logs/verifier/reward.json\n"
-
-
-def _task(repo: Repo, plan: str, toml: str = "max_iterations = 3\n",
-          test_sh: str = COPY_TEXT, name: str = "fix", extra: dict[str, str] | None = None
-          ) -> str:
-    base = f"evals/tasks/{name}"
-    files: dict[str, str | bytes] = {
-        "harness.py": HARNESS, "pyproject.toml": SETTINGS, "evals/.gitignore": "results/\n",
-        f"{base}/task.toml": toml, f"{base}/instruction.md": "Write the answer.\n",
-        f"{base}/tests/test.sh": test_sh, f"{base}/environment/plan.txt": plan,
-        f"{base}/environment/Dockerfile": "FROM python:3.12-slim\n",
-    }
-    files.update(extra or {})
-    return repo.commit(files)
 
 
 def _artifact(repo: Repo) -> dict[str, Any]:
@@ -62,7 +44,7 @@ def _trial(artifact: dict[str, Any], k: int = 0) -> dict[str, Any]:
 
 
 def test_reward_one_is_satisfied_and_everything_is_recorded(repo: Repo) -> None:
-    commit = _task(repo, "1.0\n")
+    commit = commit_task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
     artifact = _artifact(repo)
@@ -101,7 +83,7 @@ def test_reward_one_is_satisfied_and_everything_is_recorded(repo: Repo) -> None:
 
 
 def test_a_low_reward_gets_a_revision_turn_then_is_satisfied(repo: Repo) -> None:
-    _task(repo, "0.4\n1.0\n")
+    commit_task(repo, "0.4\n1.0\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err
     trial = _trial(_artifact(repo))
@@ -121,7 +103,7 @@ def test_a_low_reward_gets_a_revision_turn_then_is_satisfied(repo: Repo) -> None
 
 
 def test_never_enough_reaches_max_iterations_and_fails(repo: Repo) -> None:
-    _task(repo, "0.2\n0.5\n", toml="max_iterations = 2\npass_threshold = 0.9\n")
+    commit_task(repo, "0.2\n0.5\n", toml="max_iterations = 2\npass_threshold = 0.9\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1
     artifact = _artifact(repo)
@@ -141,7 +123,7 @@ def test_never_enough_reaches_max_iterations_and_fails(repo: Repo) -> None:
 ], ids=["abc", "nan", "seven", "missing"])
 def test_an_unreadable_reward_is_retried_once_then_an_error(repo: Repo, plan: str,
                                                             why: str) -> None:
-    _task(repo, plan + "\n")
+    commit_task(repo, plan + "\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1
     artifact = _artifact(repo)
@@ -160,7 +142,7 @@ def test_an_unreadable_reward_is_retried_once_then_an_error(repo: Repo, plan: st
 ], ids=["first", "second"])
 def test_a_target_crash_is_what_ended_the_trial_not_the_verifier(repo: Repo, plan: str,
                                                                  said: str) -> None:
-    _task(repo, plan, toml="max_iterations = 3\npass_threshold = 0.9\n")
+    commit_task(repo, plan, toml="max_iterations = 3\npass_threshold = 0.9\n")
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err
     trial = _trial(_artifact(repo))
@@ -182,7 +164,7 @@ def test_a_target_crash_is_what_ended_the_trial_not_the_verifier(repo: Repo, pla
 ], ids=["reward-key-decides", "every-named-reward-must-pass", "all-named-pass"])
 def test_reward_json_records_every_named_reward(repo: Repo, answer: str, passed: bool,
                                                 reward: float) -> None:
-    _task(repo, answer + "\n", toml='max_iterations = 1\n[verifier]\n'
+    commit_task(repo, answer + "\n", toml='max_iterations = 1\n[verifier]\n'
           'command = ["bash", "/tests/test.sh"]\nreward_format = "reward_json"\n',
           test_sh=COPY_JSON)
     res = run_cli("run", cwd=repo.path)
@@ -222,7 +204,7 @@ def test_a_hostile_verifier_cannot_reach_the_network_the_host_or_outlive_its_cal
         f"setsid bash -c 'exec -a {token} sleep 300' </dev/null >/dev/null 2>&1 &\n"
         f"(exec -a {token} sleep 300) </dev/null >/dev/null 2>&1 &\n"
         "touch /app/mine && echo 1 > /logs/verifier/reward.txt\n")
-    _task(repo, "-\n", test_sh=hostile)
+    commit_task(repo, "-\n", test_sh=hostile)
     try:
         res = run_cli("run", cwd=repo.path)
         assert res.code == 0, res.err
@@ -241,7 +223,7 @@ def test_a_hostile_verifier_cannot_reach_the_network_the_host_or_outlive_its_cal
 
 def test_no_sandbox_runs_the_verifier_directly_and_says_so(repo: Repo) -> None:
     env_form = 'cat answer.txt > "$GITEVALS_LOGS/reward.txt"\n'
-    _task(repo, "1.0\n", test_sh=env_form)
+    commit_task(repo, "1.0\n", test_sh=env_form)
     res = run_cli("run", "--no-sandbox", cwd=repo.path)
     assert res.code == 0, res.err
     artifact = _artifact(repo)
@@ -255,7 +237,7 @@ def test_no_sandbox_runs_the_verifier_directly_and_says_so(repo: Repo) -> None:
 ], ids=["empty", "elsewhere"])
 def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap: str,
                                                               where: str) -> None:
-    _task(repo, "1.0\n")
+    commit_task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path, env={"GITEVALS_BWRAP": bwrap})
     assert res.code == 2
     (line,) = [x for x in res.err.splitlines() if "bwrap" in x]
@@ -266,7 +248,7 @@ def test_without_bubblewrap_a_task_run_is_refused_in_one_line(repo: Repo, bwrap:
 
 
 def test_run_name_selects_a_task_or_a_case(repo: Repo) -> None:
-    _task(repo, "1.0\n", extra={"evals/cases/tone.yaml": (
+    commit_task(repo, "1.0\n", extra={"evals/cases/tone.yaml": (
         "defaults: {trials: 1, timeout: 5s}\nscenarios:\n  - id: s\n    user: hi\n"
         "    expect: [{no_error: true}]\n")})
     res = run_cli("run", "fix", cwd=repo.path)
@@ -278,7 +260,7 @@ def test_run_name_selects_a_task_or_a_case(repo: Repo) -> None:
 
 
 def test_plan_lists_tasks_with_their_rates_from_the_run(repo: Repo) -> None:
-    _task(repo, "1.0\n", toml="max_iterations = 1\n", extra={"evals/cases/tone.yaml": (
+    commit_task(repo, "1.0\n", toml="max_iterations = 1\n", extra={"evals/cases/tone.yaml": (
         "defaults: {trials: 1, timeout: 5s}\nscenarios:\n  - id: s\n    user: hi\n"
         "    expect: [{no_error: true}]\n")})
     before = json.loads(run_cli("plan", "--format", "json", cwd=repo.path).out)
@@ -311,7 +293,7 @@ def test_run_names_a_terminal_bench_1_directory_as_skipped(repo: Repo) -> None:
 
 
 def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
-    _task(repo, "0.6\n", toml="max_iterations = 1\n")
+    commit_task(repo, "0.6\n", toml="max_iterations = 1\n")
     assert run_cli("run", cwd=repo.path).code == 1
     stored = sorted((repo.path / "evals" / "results").glob("*.json"))[-1]
     looser = repo.commit({"evals/tasks/fix/task.toml": "max_iterations = 1\n"
@@ -327,7 +309,7 @@ def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
     assert again.code == 1
     assert load_artifact(out)["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "fail"
     # a stricter threshold after a run that stopped early: needs revision, not a pass
-    _task(repo, "0.6\n", toml="max_iterations = 2\npass_threshold = 0.5\n")
+    commit_task(repo, "0.6\n", toml="max_iterations = 2\npass_threshold = 0.5\n")
     assert run_cli("run", cwd=repo.path).code == 0
     early = sorted((repo.path / "evals" / "results").glob("*.json"), key=os.path.getmtime)[-1]
     stricter = repo.commit({"evals/tasks/fix/task.toml": "max_iterations = 2\n"})
@@ -338,10 +320,10 @@ def test_score_rules_rejudges_a_task_from_stored_rewards(repo: Repo) -> None:
 
 
 def test_score_rules_adds_a_task_only_the_rules_have_as_not_run(repo: Repo) -> None:
-    _task(repo, "1.0\n", toml="max_iterations = 1\n")
+    commit_task(repo, "1.0\n", toml="max_iterations = 1\n")
     assert run_cli("run", cwd=repo.path).code == 0
     stored = sorted((repo.path / "evals" / "results").glob("*.json"))[-1]
-    later = _task(repo, "1.0\n", name="more")
+    later = commit_task(repo, "1.0\n", name="more")
     out = stored.parent.parent / "rescored.json"
     res = run_cli("score", str(stored), "--rules", later, "--out", str(out), cwd=repo.path)
     assert res.code == 0, res.err
@@ -361,7 +343,7 @@ def test_score_rules_adds_a_task_only_the_rules_have_as_not_run(repo: Repo) -> N
 
 
 def test_diff_sees_a_task_regress(repo: Repo) -> None:
-    _task(repo, "1.0\n", toml="max_iterations = 1\n")
+    commit_task(repo, "1.0\n", toml="max_iterations = 1\n")
     assert run_cli("run", "--trials", "6", "-j", "6", cwd=repo.path).code == 0
     repo.commit({"evals/tasks/fix/environment/plan.txt": "0.3\n"})
     assert run_cli("run", "--trials", "6", "-j", "6", cwd=repo.path).code == 1
@@ -372,7 +354,7 @@ def test_diff_sees_a_task_regress(repo: Repo) -> None:
 
 
 def test_a_broken_task_is_not_run_and_a_tb1_directory_is_skipped_with_a_note(repo: Repo) -> None:
-    _task(repo, "1.0\n", extra={
+    commit_task(repo, "1.0\n", extra={
         "evals/tasks/broken/task.toml": "max_iterations = 0\n",
         "evals/tasks/broken/instruction.md": "x\n",
         "evals/tasks/broken/tests/test.sh": "true\n",
@@ -389,7 +371,7 @@ def test_a_broken_task_is_not_run_and_a_tb1_directory_is_skipped_with_a_note(rep
 
 def test_an_interrupt_stops_a_running_verifier(repo: Repo, tmp_path: Path) -> None:
     token = f"gitevals-slow-verifier-{os.getpid()}-{time.monotonic_ns()}"
-    _task(repo, "1.0\n", test_sh=f"(exec -a {token} sleep 300)\n")
+    commit_task(repo, "1.0\n", test_sh=f"(exec -a {token} sleep 300)\n")
     marks = tmp_path / "marks"
     marks.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run"], cwd=repo.path,
@@ -421,7 +403,7 @@ def respond(messages):
 
 
 def test_a_python_target_gets_the_task_fields_too(repo: Repo) -> None:
-    _task(repo, "-\n", extra={"task_target.py": PY_TARGET, "pyproject.toml":
+    commit_task(repo, "-\n", extra={"task_target.py": PY_TARGET, "pyproject.toml":
                               '[tool.gitevals.target]\npython = "task_target:respond"\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0, res.err

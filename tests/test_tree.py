@@ -10,8 +10,7 @@ from gitevals.errors import GitError, RevisionError
 from gitevals.git.blobs import git_blob_sha
 from gitevals.git.repo import require_repo
 from gitevals.git.trees import Entry, IndexTree, RevisionTree, Tree, WorkingTree, open_tree
-
-from .conftest import Repo
+from tests.conftest import Repo
 
 
 def test_blob_sha_matches_git(repo: Repo) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo
+from tests.conftest import Repo
 
 
 def _history(repo: Repo, versions: int = 12) -> None:

@@ -8,8 +8,7 @@ import pytest
 
 from gitevals.report.runs import render, usage_from_json, usage_json, usage_line
 from gitevals.run.artifact import Measure, Usage, run_usage, trial_usage, usage
-
-from .test_scoring import PARIS, artifact, result, scenario, transcript
+from tests.support.artifacts import PARIS, artifact, result, scenario, transcript
 
 
 def trial_with(*replies: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,15 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     from ``tree``, the revision it ran, at ``now``), re-scored by it."""
     from gitevals.run.scoring import rescore
 
+    return rescore({**run, "judge_calibration": run_calibration(run, tree, settings, now)})
+
+
+def run_calibration(run: Run, tree: Tree, settings: Settings, now: datetime
+                    ) -> dict[str, GraderCalibration]:
+    """The ``judge_calibration`` of ``run``: each grader it named that asks the judge,
+    decided at ``tree`` and ``now``; all advisory (GE517) when the judge's own answers
+    show it was not the pinned model (``unpinned``). What ``attach`` records, and what
+    ``run.build`` records as it builds a run's artifact."""
     names = {name for _, s in scenarios(run) for _, name in grader_calls(s["expect"])}
     part = run.get("goldens")
     if part is not None:  # the goldens gate counts a bucket by its grader's calibration
@@ -32,7 +41,7 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     if why is not None:  # the evidence outranks every record: none measured this judge
         found = {name: {"status": "advisory", "reason": why, "code": "GE517"}
                  for name in found}
-    return rescore({**run, "judge_calibration": found})
+    return found
 
 
 def answered(run: Run) -> list[str | None]:

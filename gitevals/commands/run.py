@@ -351,17 +351,16 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
     try:
+        # --goldens-only is recorded where the tree has cases (in a tree of goldens alone,
+        # this is its complete run, as a plain run is)
+        goldens_only = args.goldens_only and _has_cases(tree, the_plan.settings)
         options = api.RunOptions(tuple(args.cases), jobs, not args.no_preflight, target_env,
                                  public, rounds, bwrap, cluster, args.graders_on_workers,
-                                 sendable, args.cost_limit)
+                                 sendable, args.cost_limit, goldens_only, draft)
         artifact = api.run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
             cluster.close()
-    artifact = api.calibrated(tree, the_plan, artifact)
-    if args.goldens_only and _has_cases(tree, the_plan.settings):
-        # (in a tree of goldens alone, this is its complete run, as a plain run is)
-        artifact["options"]["goldens_only"] = True
     blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
     return _record(repo, args, the_plan, artifact, draft, refused, blocked)
 
@@ -465,10 +464,6 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     """Keep the finished run (file, and note unless a draft), print it, say the status."""
     from gitevals.run.artifact import dumps, failed
 
-    if draft is not None:
-        from gitevals.run.draft import mark
-
-        artifact = mark(artifact, draft)
     text = _writable(dumps(artifact), artifact)
     path = _keep(repo.work_root, artifact, text, draft is not None)
     # A draft is not the commit's: its run is never the commit's note.

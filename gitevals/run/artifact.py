@@ -478,8 +478,9 @@ def grader_calls(expect: list[JSONObject]) -> list[tuple[int, str]]:
     out = []
     for index, item in enumerate(expect):
         arg = item.get("grader") if len(item) == 1 else None
-        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
-            out.append((index, cast(str, arg["name"])))
+        name = arg.get("name") if isinstance(arg, dict) else None
+        if isinstance(name, str):
+            out.append((index, name))
     return out
 
 
@@ -727,10 +728,19 @@ def _read_regular(path: Path, label: str) -> bytes:
 
 def checked(doc: object, label: str) -> Run:
     """``doc`` as a ``Run`` when it is one; else ``ArtifactError`` naming ``label``."""
+    problems: list[str] = []
+    if not is_run(doc, problems):
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problems[0]}")
+    return doc
+
+
+def is_run(doc: object, problems: list[str] | None = None) -> TypeGuard[Run]:
+    """True when ``doc`` is a run artifact (``validate``); else False, with what is wrong
+    appended to ``problems`` when given."""
     problem = validate(doc)
-    if problem is not None:
-        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
-    return cast(Run, doc)
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is None
 
 
 def candidate(text: str | bytes) -> Run | None:
@@ -801,6 +811,7 @@ _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
+_USAGE_KEYS = frozenset(JudgeCalls.__annotations__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -808,8 +819,13 @@ def _count_ok(x: object) -> bool:
     return type(x) is int and x >= 0
 
 
+def _number_ok(x: object) -> TypeGuard[int | float]:
+    """A JSON number as gitevals writes it (NaN and the infinities are not JSON)."""
+    return type(x) is int or (type(x) is float and math.isfinite(x))
+
+
 def _ms_ok(x: object) -> bool:
-    return (type(x) is int or type(x) is float) and x >= 0
+    return _number_ok(x) and x >= 0
 
 
 def _error_ok(e: object) -> bool:
@@ -817,6 +833,11 @@ def _error_ok(e: object) -> bool:
         return True
     return (type(e) is dict and type(e.get("kind")) is str and _KIND.match(e["kind"]) is not None
             and type(e.get("message")) is str)
+
+
+def is_error_record(e: object) -> TypeGuard[ErrorRecord]:
+    """True when ``e`` is an infrastructure error record (``$defs/error``, not null)."""
+    return e is not None and _error_ok(e)
 
 
 def _named_ok(items: object) -> bool:
@@ -832,16 +853,24 @@ def _transcript_ok(t: object) -> bool:
             and type(t["turns"]) is list and _ms_ok(t["duration_ms"]))
 
 
+def _usage_ok(u: object) -> bool:
+    """A grader's judge usage: four counts (``$defs/grader`` ``usage``)."""
+    return (type(u) is dict and u.keys() >= _USAGE_KEYS
+            and all(_count_ok(u[k]) for k in _USAGE_KEYS))
+
+
 def _grader_ok(g: object) -> bool:
     return (type(g) is dict and g.keys() >= _GRADER_KEYS and _count_ok(g["index"])
-            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"]))
+            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"])
+            and ("usage" not in g or _usage_ok(g["usage"])))
 
 
 def _assertion_ok(a: object) -> bool:
     return (type(a) is dict and a.keys() >= _ASSERTION_KEYS and _count_ok(a["index"])
             and type(a["kind"]) is str and type(a["passed"]) is bool
             and type(a["message"]) is str and _error_ok(a["error"])
-            and (a["score"] is None or type(a["score"]) in (int, float)))
+            and (a["score"] is None or _number_ok(a["score"]))
+            and ("advisory" not in a or type(a["advisory"]) is bool))
 
 
 def _trial_ok(r: object) -> bool:
@@ -884,7 +913,8 @@ def _iteration_ok(i: object) -> bool:
 
 def _task_trial_ok(t: object) -> bool:
     """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
-    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
+    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS
+            and type(t["state"]) is str and t["state"] in _TASK_STATES
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
             and t["sandbox"] in ("bwrap", "none", "harbor")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))

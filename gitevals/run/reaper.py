@@ -67,7 +67,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     import socket
@@ -106,6 +106,34 @@ def set_subreaper(on: bool = True) -> bool:
 
 
 _PRCTL: Callable[..., int] | None = None
+
+
+class Request(TypedDict, total=False):
+    """One request to the supervisor (a JSON message on its socket, with ``fds`` beside it):
+    ``op`` is ``spawn``, ``warm`` or ``end``; each uses only its own keys."""
+
+    op: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] | None
+    wait: float
+    zygote: list[str]
+    holder: int
+
+
+class Answer(TypedDict, total=False):
+    """The supervisor's answer to a ``Request``: a started target (``pid``, ``holder``),
+    a failure as ``OSError`` would say it (``errno``, ``error``), a warm worker's state
+    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``)."""
+
+    pid: int
+    holder: int
+    errno: int | None
+    error: str
+    start_failed: str
+    ready: bool
+    slow: bool
+    ended: bool
 
 
 @contextmanager
@@ -506,7 +534,7 @@ class _Holders:
         self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
 
-    def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+    def serve(self, request: Request, fds: list[int]) -> dict[str, object]:
         op = request.get("op")
         try:
             if op == "spawn":
@@ -550,7 +578,7 @@ class _Holders:
             self.zygotes[key] = zygote
         return zygote
 
-    def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+    def _spawn(self, request: Request, fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
         try:
             if request.get("zygote"):
@@ -729,7 +757,7 @@ class Channel:
         self.sock.close()
         return SupervisorGone(why)
 
-    def _receive(self, limit: float) -> dict[str, Any]:
+    def _receive(self, limit: float) -> Answer:
         try:
             self.sock.settimeout(limit)
             data = self.sock.recv(_MAX_MESSAGE)
@@ -737,11 +765,10 @@ class Channel:
             raise self._lost(f"no answer: {exc}") from None
         if not data:
             raise self._lost("it exited")
-        answer: dict[str, Any] = json.loads(data)
+        answer: Answer = json.loads(data)  # the supervisor's own message (``serve``)
         return answer
 
-    def ask(self, request: dict[str, Any], limit: float, fds: Sequence[int] = ()
-            ) -> dict[str, Any]:
+    def ask(self, request: Request, limit: float, fds: Sequence[int] = ()) -> Answer:
         """Send ``request`` (with ``fds``) and wait at most ``limit`` s more than usual for
         the answer; ``SupervisorGone`` when none comes."""
         import socket
@@ -803,7 +830,7 @@ class Supervisor:
         of that worker, which the supervisor starts on first use and keeps; ``wait`` is
         how long its import may take. A module that does not import raises
         ``StartFailed`` with the worker's one line."""
-        request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
+        request: Request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
                    "env": None if env is None else dict(env), "wait": wait}
         if zygote:
             request["zygote"] = list(zygote)

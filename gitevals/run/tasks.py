@@ -55,7 +55,7 @@ from gitevals.tasks.selection import Selected as Selected
 
 if TYPE_CHECKING:
     from gitevals.git.trees import Tree
-    from gitevals.run.targets import Conversation, ProcessRegistry
+    from gitevals.run.targets import Conversation, ProcessRegistry, Turn
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
@@ -260,7 +260,7 @@ class TaskTrials:
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
-            msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
+            msg: Turn = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
                    "trial": k, "task": task.name, "workspace": places.told,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)

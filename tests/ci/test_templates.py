@@ -4,11 +4,8 @@ with no network), their shell parses, and every ``gitevals.ci`` step they call e
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,27 +13,12 @@ import pytest
 import yaml
 
 from gitevals.ci.__main__ import parser
+from tests.support.jsonschema_check import check
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"vendor.github-actions": ROOT / "action.yml",
          "vendor.github-workflows": ROOT / "docs" / "examples" / "gitevals.yml",
          "vendor.gitlab-ci": ROOT / "ci" / "gitlab" / "gitevals.gitlab-ci.yml"}
-#: No network: a proxy nothing listens on, and no user namespace tricks needed.
-OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-           "NO_PROXY": "", "no_proxy": ""}
-
-
-def check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "check-jsonschema"
-    if not exe.is_file():
-        pytest.skip("check-jsonschema is not installed: pip install -e '.[test]'")
-    argv = [str(exe), "--builtin-schema", schema, str(path)]
-    if shutil.which("unshare") and subprocess.run(["unshare", "-rn", "true"],
-                                                 capture_output=True).returncode == 0:
-        argv = ["unshare", "-rn", *argv]  # no network namespace at all where allowed
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **OFFLINE})
 
 
 @pytest.mark.parametrize("schema", list(FILES))
@@ -70,9 +52,10 @@ def scripts() -> list[tuple[str, str]]:
 
 def test_every_script_parses_and_calls_steps_that_exist() -> None:
     known = set()
-    for name in ("setup-sandbox", "base-run", "summary", "comment", "nope"):
+    for name in ("setup-sandbox", "base-run", "summary", "comment", "check-run", "nope"):
         argv = [name, "REV"] if name == "base-run" else [name]
-        argv += ["F", "--exit-code", "0"] if name in ("summary", "comment") else []
+        argv += ["F", "--exit-code", "0"] if name in ("summary", "comment", "check-run") else []
+        argv += ["--markdown", "M"] if name == "check-run" else []
         try:
             parser().parse_args(argv)
             known.add(name)
@@ -83,11 +66,11 @@ def test_every_script_parses_and_calls_steps_that_exist() -> None:
         r = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
         assert r.returncode == 0, (name, r.stderr)
         called |= set(re.findall(r"python -m gitevals\.ci ([\w-]+)", script))
-    assert called == known == {"setup-sandbox", "base-run", "summary", "comment"}
+    assert called == known == {"setup-sandbox", "base-run", "summary", "comment", "check-run"}
 
 
 def test_the_docs_give_the_example_workflow_as_it_is() -> None:
-    """docs/ci.md's copy-paste workflow is the validated file, byte for byte."""
-    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    """The GitHub page's copy-paste workflow is the validated file, byte for byte."""
+    doc = (ROOT / "docs" / "integrations" / "github-actions.md").read_text(encoding="utf-8")
     example = FILES["vendor.github-workflows"].read_text(encoding="utf-8")
     assert f"```yaml\n{example}```" in doc

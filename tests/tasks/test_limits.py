@@ -15,8 +15,7 @@ import pytest
 
 from gitevals.run.artifact import load as load_artifact
 from gitevals.tasks.limits import limited
-
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap is not installed (Debian: bubblewrap)")

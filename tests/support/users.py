@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import GIT_ENV, Repo, Result, git
+from tests.conftest import GIT_ENV, Repo, Result, git
 
 UID = GID = 65534
 ROOT = Path(__file__).resolve().parents[2]

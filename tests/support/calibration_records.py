@@ -15,8 +15,7 @@ from gitevals.calibration.record import Context, build, dumps, item_rows
 from gitevals.git.repo import require_repo
 from gitevals.git.trees import RevisionTree
 from gitevals.graderimports import closure
-
-from .conftest import Repo
+from tests.conftest import Repo
 
 #: Where the records' labels are committed (the record names them; lint checks against them).
 LABELS = "calibration-labels.jsonl"

@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent
-LAUNCHER = Path(__file__).resolve().parent / "data" / "ray_node.py"
+from tests.support.paths import DATA, PROJECT
+
+SRC = PROJECT
+LAUNCHER = DATA / "ray_node.py"
 #: A dead node is noticed within about 2 s (Ray's defaults take 15-30 s).
 HEALTH = {"RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "500",
           "RAY_health_check_timeout_ms": "500", "RAY_health_check_failure_threshold": "3"}
