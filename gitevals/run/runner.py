@@ -401,8 +401,10 @@ class Execution:
 
         for ti, task in enumerate(self.plan.tasks):
             if ti not in self.controls and not self.stop.is_set():
+                realized = self.task_trials.image(task)[0]  # its system, when realized
                 self.controls[ti] = run_controls(task, Path(self.tree_dir) / task.path,
-                                                 self.task_trials.bwrap)
+                                                 self.task_trials.bwrap,
+                                                 realized.root if realized else None)
 
     def _feed(self, pool: ThreadPoolExecutor,
               items: Iterator[tuple[Callable[[int, int], None], int, int]],
@@ -459,7 +461,9 @@ class Execution:
                                               controls.reason(), self.task_trials.sandbox))
                 out.append(case_run(task, self.plan.task_trials(), results,
                                     self.task_trials.sandbox,
-                                    None if controls is None else controls.as_dict()))
+                                    None if controls is None else controls.as_dict(),
+                                    self.task_trials.image_record(task),
+                                    self.task_trials.mechanism))
             out.sort(key=lambda c: c["name"])
         return out
 

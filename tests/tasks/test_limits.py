@@ -14,12 +14,16 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
+from gitevals.tasks.cgroup2 import parent
 from gitevals.tasks.limits import limited
 
 from ..conftest import Repo, run_cli
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                reason="bubblewrap is not installed (Debian: bubblewrap)")
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="bubblewrap is not installed (Debian: bubblewrap)"),
+              # where a delegated cgroup v2 holds the limits, test_cgroup2_real.py does
+              pytest.mark.skipif(parent() is not None, reason="the limits are a cgroup v2 "
+                                 "here (tests/tasks/test_cgroup2_real.py)")]
 
 HARNESS = (Path(__file__).parents[1] / "data" / "task_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
@@ -59,6 +63,7 @@ def test_a_verifier_past_memory_mb_is_a_resource_error_not_a_pass(repo: Repo) ->
     assert scenario["verdict"]["verdict"] == "broken"
     (trial,) = scenario["results"]
     assert trial["passed"] is False and trial["error"]["kind"] == "resource_limit"
+    assert trial["task"]["limits"] == "rlimit"  # each trial says which mechanism held it
     assert "memory_mb = 64" in trial["error"]["message"]
     assert "MemoryError" in trial["task"]["iterations"][0]["verifier_tail"]
 
