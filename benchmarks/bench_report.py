@@ -113,7 +113,7 @@ from gitevals.report.runs import as_json
 from gitevals.run.store import run_of_commit
 repo = require_repo()
 for sha in sys.argv[1:]:
-    as_json(run_of_commit(repo, repo.work_root, "evals", sha).run)
+    as_json(run_of_commit(repo, repo.work_root, "evals/results", sha).run)
 """
 
 

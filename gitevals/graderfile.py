@@ -407,8 +407,7 @@ JUDGE_METHODS = frozenset(("llm", "judge"))
 
 def judge_methods(source: bytes) -> frozenset[str]:
     """Which of ``JUDGE_METHODS`` a module names as an attribute, called or handed on
-    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``. The
-    grader budget multiplies by the asks ``t.judge`` may make when it is named."""
+    (read, not run): ``f(t.llm)`` calls the judge as surely as ``t.llm(...)``."""
     module = parse(source)
     if not isinstance(module, ast.Module):
         return frozenset()

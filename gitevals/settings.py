@@ -91,6 +91,14 @@ class Settings:
     #: ``[tool.gitevals.statistics]``: the multiple-comparison control and the level.
     control: str = "fdr"
     alpha: float = 0.05
+    #: ``results``: where run artifacts go, as written (None: ``<root>/results``).
+    results_at: str | None = None
+
+    @property
+    def results(self) -> str:
+        """The directory of run artifacts in the working tree, relative to the repository:
+        the ``results`` setting, else ``<root>/results``."""
+        return self.results_at or f"{self.root}/results"
 
     @property
     def pricing(self) -> Prices:
@@ -196,7 +204,7 @@ def _from_raw(raw: JSONObject, source: str) -> Settings:
     control = stats.get("control") if isinstance(stats, dict) else None
     alpha = stats.get("alpha") if isinstance(stats, dict) else None
     return Settings(str(raw.get("root", "evals")).strip("/"), refused, target, judge, source, raw,
-                    golden_graders=golden_graders,
+                    golden_graders=golden_graders, results_at=_text(raw.get("results")),
                     control=control if isinstance(control, str) else "fdr",
                     alpha=float(alpha) if isinstance(alpha, int | float)
                     and not isinstance(alpha, bool) else 0.05,
@@ -243,6 +251,7 @@ def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:
         if big is not None:
             return Settings(source=path), [big]
         findings = _validate(raw, path, text, section or "") or _root_findings(
+            raw, path, text, section) or _results_findings(
             raw, path, text, section) or _family_findings(raw, path, text, section)
         if findings or not isinstance(raw, dict):  # the schema's top level is a table
             return Settings(source=path), findings
@@ -406,9 +415,51 @@ def _root_findings(raw: JSON, path: str, text: str, section: str) -> list[Findin
                     f"repository, in normal form (no '.', '..', trailing '/' or '\\'); {hint}")]
 
 
+def _results_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:
+    """GE705 when ``results`` is not a normal relative path inside the repository, or is
+    the eval root or a directory holding it: runs written there would sit among (or
+    above) the cases lint checks and a run pins."""
+    results = raw.get("results") if isinstance(raw, dict) else None
+    if not isinstance(results, str):
+        return []
+    root = raw.get("root", "evals") if isinstance(raw, dict) else "evals"
+    why = root_problem(results)
+    if why is None and isinstance(root, str) and (results == root
+                                                  or root.startswith(results + "/")):
+        why = f"is the eval root {root!r} or holds it"
+    if why is None:
+        return []
+    line, col = key_position(text, "results", section)
+    return [Finding(path, line, col, "GE705",
+                    f"results {results!r} {why}: run artifacts go to a directory of their own, "
+                    "a relative path inside the repository in normal form; write e.g. "
+                    'results = "runs" (or leave it out for <root>/results)')]
+
+
 def _toml_error_position(message: str) -> tuple[int, int]:
     m = re.search(r"line (\d+), column (\d+)", message)
     return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+
+
+def unset_families(settings: Settings, text: str) -> list[Finding]:
+    """GE706 (a warning) for the judge's or the target's ``family`` left unset while a
+    judge is configured: then nothing checks that the judge comes from another model
+    family than the model under test (GE704), and silence would read as a pass."""
+    if settings.judge is None or settings.source is None:
+        return []
+    section = "" if settings.source == "gitevals.toml" else "tool.gitevals"
+    tables = [("judge", settings.judge.family),
+              ("target", settings.target.family if settings.target else None)]
+    out = []
+    for table, family in tables:
+        if family is None:
+            line, col = key_position(text, table, section)
+            where = f"[{section}.{table}]" if section else f"[{table}]"
+            out.append(Finding(settings.source, line, col, "GE706",
+                               f"{table} family is not set: nothing checks that the judge "
+                               "comes from another model family than the model under test "
+                               f"(GE704); set family = \"...\" in {where}", "warning"))
+    return out
 
 
 def _family_findings(raw: JSON, path: str, text: str, section: str) -> list[Finding]:

@@ -79,11 +79,23 @@ class LocalCluster:
         return node
 
     def start(self, workers: int = 1) -> LocalCluster:
-        self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
-                             f"--dashboard-port={free_port()}"])
+        try:
+            self._head()
+        except RuntimeError:
+            # On a loaded machine the head's raylet can miss Ray's start-up deadline
+            # ("The current node timed out during startup"): clean it up, try once more.
+            failed = self.nodes.pop()
+            self.kill(failed)
+            shutil.rmtree(failed.temp, ignore_errors=True)
+            self.port = free_port()
+            self._head()
         for _ in range(workers):
             self.add_worker()
         return self
+
+    def _head(self) -> Node:
+        return self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
+                                    f"--dashboard-port={free_port()}"])
 
     def add_worker(self) -> Node:
         return self._start(f"w{len(self.nodes)}", [f"--address={self.address}"])

@@ -1,6 +1,6 @@
 """The framework adapters (gitevals.adapters): a pydantic-ai agent, an OpenAI Agents SDK
 agent and a LangGraph graph, each built with the real library on a deterministic model,
-evaluated by the real CLI through the target file docs/integrations.md shows (at most
+evaluated by the real CLI through the target file docs/integrations/ shows (at most
 five lines of the user's own). Each conversation asks for the weather (a tool call and
 its result), then asks again: the second answer proves the first turn's tool call and
 result were in the history the framework was given."""
@@ -16,7 +16,7 @@ from . import fake_openai
 from .conftest import Repo, run_cli
 from .test_run_cli import _only_artifact
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations"
 
 CASE = """\
 defaults: {timeout: 60s}
@@ -32,10 +32,11 @@ SETTINGS = '[tool.gitevals.target]\npython = "agent_target:respond"\n'
 
 
 def docs_target(module: str) -> str:
-    """The ``agent_target.py`` block of docs/integrations.md that imports ``module``."""
-    blocks = re.findall(r"```python\n(# agent_target\.py\n.*?)```", DOCS.read_text(), re.S)
+    """The ``agent_target.py`` block of docs/integrations/ that imports ``module``."""
+    pages = "".join(p.read_text() for p in sorted(DOCS.glob("*.md")))
+    blocks = re.findall(r"```python\n(# agent_target\.py\n.*?)```", pages, re.S)
     found = [b for b in blocks if f"from gitevals.adapters.{module} import" in b]
-    assert len(found) == 1, f"docs/integrations.md shows no target file for {module}"
+    assert len(found) == 1, f"docs/integrations/ shows no target file for {module}"
     code = [line for line in found[0].splitlines()
             if line.strip() and not line.startswith("#")]
     assert len(code) <= 5, code  # the issue's bar: at most five lines of user code

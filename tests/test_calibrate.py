@@ -167,7 +167,7 @@ def test_a_second_final_is_refused_and_the_record_kept(repo: Repo, judge: FakeJu
 
 def _lint_codes(repo: Repo) -> list[str]:
     res = run_cli("lint", cwd=repo.path)
-    return re.findall(r"(GE\d+) \(warning\)", res.out + res.err)
+    return re.findall(r"(GE5\d+) \(warning\)", res.out + res.err)  # the judge graders'
 
 
 def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(

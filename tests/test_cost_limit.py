@@ -154,7 +154,8 @@ def test_judge_usage_is_recorded_and_reported_apart(repo: Repo, judge_url: str) 
     assert res.code == 0, res.out + res.err
     answers = [r["graders"][0] for r in _results(_only_artifact(repo))]
     assert [a["usage"] for a in answers] == [
-        {"calls": 1, "reported": 1, "prompt_tokens": 1000, "completion_tokens": 10}] * 2
+        {"calls": 1, "reported": 1, "prompt_tokens": 1000, "completion_tokens": 10,
+         "models": [None]}] * 2  # the reply named no model (#23 item 5 records it per call)
     # target: 2 USD a trial; judge: 1000 * 10 + 10 * 100 per million = 0.011 a call
     assert "tokens 2,000,000 in / 1,000,000 out; cost 4\n" in res.out
     assert "judge: 2 calls; tokens 2,000 in / 20 out; cost 0.022\n" in res.out

@@ -39,6 +39,16 @@ def case(trials: int, ids: tuple[str, ...] = IDS, **expect: str) -> str:
     return f"defaults: {{trials: {trials}, timeout: 10s}}\nscenarios:\n{body}"
 
 
+DURATION = "duration A -> B"
+
+
+def untimed(table: str) -> str:
+    """``table`` without its last column, the measured durations (``timed`` checks them)."""
+    lines = table.splitlines()
+    at = next(line.index(DURATION) for line in lines if DURATION in line)
+    return "\n".join(line[:at].rstrip() for line in lines)
+
+
 def commit_and_run(repo: Repo, passes: dict[str, int], case_text: str, msg: str) -> str:
     sha = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
                        "passes.json": json.dumps(passes), "evals/cases/geo.yaml": case_text}, msg)
@@ -117,7 +127,7 @@ def test_cli_verdict_table_and_exit_code(two_runs: tuple[Repo, str, str]) -> Non
     assert lines[3].startswith(f"A  {a[:10]}  {a}  run ")
     assert lines[4].startswith(f"B  HEAD  {b}  run ")
     table = r.out.split("\n\n")[1]
-    assert table == """\
+    assert untimed(table) == """\
 Verdicts (boschloo test, beyond noise when q < 0.05)
   case  scenario  A           A by B's rules  B           change     p        q       noise
   geo   better    flaky 1/10  flaky 1/10      pass 10/10  improved   4.0e-05  0.0001  beyond noise
@@ -139,6 +149,13 @@ def test_cli_json_verdicts(two_runs: tuple[Repo, str, str]) -> None:
     assert capital["a"] == {"verdict": "pass", "passes": 10, "trials": 10}
     assert capital["b"] == {"verdict": "flaky", "passes": 2, "trials": 10}
     assert capital["p"] == pytest.approx(90 / 125970)
+    # each side's duration: what its artifact's trials of the scenario took, summed
+    for side, sha in (("a", a), ("b", b)):
+        [art] = [json.loads(p.read_text()) for p in (repo.path / "evals/results").glob("*.json")
+                 if json.loads(p.read_text())["commit"] == sha]
+        [sc] = [s for c in art["cases"] for s in c["scenarios"] if s["id"] == "capital"]
+        assert capital[f"ms_{side}"] == sum(t["transcript"]["duration_ms"] for t in sc["results"])
+    assert capital["ms_a"] > 0
     assert doc["a"]["commit"] == a and doc["b"]["commit"] == b
     assert doc["a"]["run_source"] == "results" and doc["test"] == "fisher"
     assert r.out == run_cli("diff", a, b, "--format", "json", "--test", "fisher",
@@ -152,7 +169,7 @@ def test_cli_rescored_by_b_rules_separates_rules_from_harness(repo: Repo) -> Non
     b = commit_and_run(repo, same, case(10, steady="Lyon"), "b")
     r = run_cli("diff", a, b, cwd=repo.path)
     assert r.code == 0, r.out + r.err
-    rows = r.out.split("\n\n")[1].splitlines()
+    rows = untimed(r.out.split("\n\n")[1]).splitlines()
     assert rows[1].split() == ["case", "scenario", "A", "A", "by", "B's", "rules", "B", "change",
                                "p", "q", "noise"]
     # As run: 3/10 -> 7/10 looks like an improvement; by B's rules A was already 7/10.
@@ -283,7 +300,7 @@ def test_cli_verdict_rows_name_the_changed_graders_they_use(repo: Repo) -> None:
     assert run_cli("run", cwd=repo.path).code == 1
     r = run_cli("diff", a, b, cwd=repo.path)
     assert r.code == 1, r.err
-    rows = r.out.split("\n\n")[1].splitlines()
+    rows = untimed(r.out.split("\n\n")[1]).splitlines()
     assert rows[1].split()[-2:] == ["changed", "graders"]
     assert rows[2].split() == ["geo", "judged", "pass", "6/6", "fail", "0/6", "regressed",
                                "0.0005", "0.0010", "beyond", "noise", "quality.ok"]

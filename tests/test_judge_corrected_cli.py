@@ -137,10 +137,11 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
     assert abs(want.rate - 0.3) > 0.05  # the correction moves the rate visibly
     res = run_cli("show", str(artifact), cwd=repo.path)
     lines = res.out.splitlines()
-    assert lines[1].split()[:5] == ["case", "scenario", "verdict", "passes", "judge-corrected"]
+    assert lines[1].split()[:6] == ["case", "scenario", "verdict", "passes", "duration",
+                                    "judge-corrected"]
     tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
-    assert tone.split()[3:7] == ["6/20", f"{want.rate:.2f}", f"[{want.low:.2f},",
-                                 f"{want.high:.2f}]"]
+    assert tone.split()[3] == "6/20"
+    assert f"s    {want.rate:.2f} [{want.low:.2f}, {want.high:.2f}]  " in tone  # after the duration
     mixed = next(ln for ln in lines if ln.split()[1:2] == ["mixed"])
     assert "[" not in mixed  # failed by a deterministic check too: nothing shown
     assert ("judge-corrected: 1 scenario decided by a calibrated judge alone, pass rate "
@@ -204,10 +205,10 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
     res = run_cli("diff", a, b, cwd=repo.path)
     lines = res.out.splitlines()
     head = next(ln for ln in lines if ln.lstrip().startswith("case "))
-    assert head.rstrip().endswith("judge-corrected A -> B")
+    assert head.split()[-8:] == ["judge-corrected", "A", "->", "B", "duration", "A", "->", "B"]
     tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
     from gitevals.calibration.corrected import cell
-    assert tone.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
+    assert f"{cell(ca)} -> {cell(cb)}  " in tone  # the durations follow
     bucket = next(ln for ln in lines if ln.lstrip().startswith("bucket tone"))
     assert bucket.rstrip().endswith(f"{cell(ca)} -> {cell(cb)}")
     # under the header and the suite's lines (issue 21), the column is said in one line

@@ -180,3 +180,87 @@ def test_retries_beyond_the_schema_are_refused(repo: Repo) -> None:
     res = run_cli("run", cwd=repo.path)
     assert res.code == 2
     assert "bad setting judge.retries" in res.err
+
+
+# -- #23 item 6: the grader's own time, the judge's time, and the ceiling -----------------
+
+OWN_THEN_JUDGE = """\
+import time
+
+def little(t, case, run):
+    time.sleep(0.3)
+    why = t.llm("x")
+    time.sleep(0.3)
+    return {"pass": True, "why": why}
+
+def much(t, case, run):
+    time.sleep(0.7)
+    why = t.llm("x")
+    time.sleep(0.7)
+    return {"pass": True, "why": why}
+
+def chatty(t, case, run):
+    return {"pass": all(t.llm(str(i)) for i in range(100)), "why": "asked 100 times"}
+"""
+
+
+def _grader_case(name: str) -> str:
+    return ("defaults: {trials: 1, timeout: 5s}\nscenarios:\n  - id: g\n    user: France?\n"
+            f"    expect: [{{grader: {{name: q.{name}}}}}]\n")
+
+
+def _answer_of(repo: Repo, server: Script, name: str, judge: str) -> dict[str, Any]:
+    _setup(repo, {"c": _grader_case(name)}, {"q": OWN_THEN_JUDGE}, SETTINGS + judge)
+    res = run_cli("run", "--no-preflight", cwd=repo.path,
+                  env={"GITEVALS_GRADER_TIMEOUT": "1"})
+    assert res.code in (0, 1), res.err
+    (result,) = _only_artifact(repo)["cases"][0]["scenarios"][0]["results"]
+    answer: dict[str, Any] = result["graders"][0]
+    return answer
+
+
+def test_the_grader_limit_counts_its_own_code_not_the_judge(server: Script,
+                                                            repo: Repo) -> None:
+    # 0.6 s of its own and a 1.5 s judge: 2.1 s in all, within a 1 s own limit
+    server.answers = [(200, {}, 1.5)]
+    got = _answer_of(repo, server, "little", _judge(server.url))
+    assert got["error"] is None and got["raw"] == {"pass": True, "why": "judged"}
+    assert got["duration_ms"] >= 2000
+
+
+def test_a_grader_past_its_own_limit_around_a_quick_judge_times_out(server: Script,
+                                                                    repo: Repo) -> None:
+    # 1.4 s of its own: past the 1 s limit although the judge added only 0.1 s (before,
+    # the limit grew by the judge's whole budget and the grader ran on)
+    server.answers = [(200, {}, 0.1)]
+    got = _answer_of(repo, server, "much", _judge(server.url))
+    assert got["error"]["kind"] == "grader_timeout"
+    assert got["error"]["message"] == ("grader q.much ran past 1 s of its own time (waiting "
+                                       "for the judge not counted); its worker was restarted")
+    assert got["duration_ms"] < 5000  # stopped (a loaded machine adds its own delay)
+
+
+def test_the_judge_calls_of_one_grader_call_share_one_budget(server: Script,
+                                                             repo: Repo) -> None:
+    # timeout 0.5 s, no retries: the judge has 0.5 s in all for this grader call; each
+    # answer takes 0.2 s, so the third of 100 asks finds it spent (100 x 0.2 s before)
+    server.answers = [(200, {}, 0.2)]
+    got = _answer_of(repo, server, "chatty", _judge(server.url).replace(
+        "timeout = 2\n", "timeout = 0.5\nretries = 0\n"))
+    assert got["error"]["kind"] == "judge_error"
+    assert ("the judge's 0.5 s for this grader call are spent" in got["error"]["message"])
+    assert got["duration_ms"] < 1500 and len(server.times) <= 4
+
+
+def test_the_ceiling_is_the_own_limit_plus_one_judge_budget(tmp_path: Any) -> None:
+    from gitevals.run.grading import GraderWorker
+
+    graders = tmp_path / "evals" / "graders"
+    graders.mkdir(parents=True)
+    (graders / "asks.py").write_text("def f(t, case, run):\n    return t.judge('x')\n")
+    (graders / "plain.py").write_text("def f(t, case, run):\n    return True\n")
+    config = _config("http://127.0.0.1:9/v1", timeout=60, retries=3)
+    worker = GraderWorker(str(tmp_path), "evals", config)
+    # t.judge may ask 4 times: they share the 330 s (it was 30 + 4 x 330 s, 22.5 minutes)
+    assert worker.limit("asks") == 30 + 60 * 4 + 30 * 3 == 360
+    assert worker.limit("plain") == 30

@@ -124,10 +124,10 @@ def hostile_run() -> dict[str, Any]:
 
 def test_run_markdown_keeps_answers_as_text() -> None:
     rows = inert(render(hostile_run(), "markdown"))
-    assert rows[0] == ["case", "scenario", "verdict", "passes", "first failure"]
-    failures = {r[0]: r[4] for r in rows[1:]}
+    assert rows[0] == ["case", "scenario", "verdict", "passes", "duration", "first failure"]
+    failures = {r[0]: r[5] for r in rows[1:]}
     for i, data in enumerate(HOSTILE):
-        assert all(len(r) == 5 for r in rows), "a CR, LF or | split a row"
+        assert all(len(r) == 6 for r in rows), "a CR, LF or | split a row"
         message = f"final_answer_contains 'Paris': not in the answer {data!r}"
         assert failures[f"case{i}"] == one_line(message), data
 
@@ -135,7 +135,7 @@ def test_run_markdown_keeps_answers_as_text() -> None:
 def test_refused_cases_in_markdown_are_inert() -> None:
     refused = [Refused("<b>x</b>", ("evals/cases/x.yaml:1:1: GE100 ![a](http://t/p.png)",))]
     rows = inert(markdown(None, refused))
-    assert rows[1] == ["<b>x</b>", "(lint)", "🚫 refused by lint", "-",
+    assert rows[1] == ["<b>x</b>", "(lint)", "🚫 refused by lint", "-", "",
                        "evals/cases/x.yaml:1:1: GE100 ![a](http://t/p.png)"]
 
 

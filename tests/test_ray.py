@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,12 +31,18 @@ DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "v1"
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("ray"))
+def cluster() -> Iterator[LocalCluster]:
+    # Not under pytest's temp root, which lets only its owner through: as on a real node,
+    # a task's sandboxed verifier (uid 65534 when run as root) must reach the workspaces
+    # under the nodes' TMPDIR, so the cluster's root is traversable.
+    root = Path(tempfile.mkdtemp(prefix="ge-ray-cluster-"))
+    os.chmod(root, 0o711)
+    c = LocalCluster(root)
     try:
         yield c.start(workers=1)
     finally:
         c.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _ray_env(c: LocalCluster, repo: Path) -> dict[str, str]:
@@ -369,10 +376,6 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
     assert run["executor"] == {"kind": "ray", "address": None, "nodes": []}
 
 
-@pytest.mark.xfail(strict=True, reason="regression found at the end of the session that merged "
-                   "the target's pid namespace and task resources (issues 25, 23): on a Ray "
-                   "node a task trial ends the run with 'No such file or directory: "
-                   "/tmp/gitevals-run-*' (exit 2); see the closing note of that stop")
 def test_a_task_trial_runs_on_the_cluster_in_bubblewrap(cluster: LocalCluster,
                                                         repo: Repo) -> None:
     """A task trial (its conversation and every verifier call) is a job on some node,

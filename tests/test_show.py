@@ -21,11 +21,11 @@ SHA = "1" * 40
 TITLE = f"run 20261129T220000Z-{SHA[:12]}-a1b2c3 of HEAD ({SHA[:12]})"
 TEXT = f"""\
 {TITLE}
-case   scenario  verdict  passes  first failure
-tone   capital   pass     2/2
-tone   flaky     flaky    1/2     final_answer_contains 'Paris': not in the answer 'Lyon'
-tone   wrong     fail     0/2     final_answer_contains 'Paris': not in the answer 'Lyon'
-tools  crashes   broken   0/1     target_crash: exited with status 1
+case   scenario  verdict  passes  duration  first failure
+tone   capital   pass     2/2     6 ms
+tone   flaky     flaky    1/2     6 ms      final_answer_contains 'Paris': not in the answer 'Lyon'
+tone   wrong     fail     0/2     6 ms      final_answer_contains 'Paris': not in the answer 'Lyon'
+tools  crashes   broken   0/1     3 ms      target_crash: exited with status 1
 underpowered: 2 of 4 scenarios cannot show a 20-point drop beyond noise with their trials \
 (`gitevals plan` says how many they need)
 1 pass, 1 flaky, 1 fail, 1 broken
@@ -35,12 +35,12 @@ MARKDOWN = f"""\
 
 **1 pass, 1 flaky, 1 fail, 1 broken**
 
-| case | scenario | verdict | passes | first failure |
-|---|---|---|---|---|
-| tone | capital | ✅ pass | 2/2 |  |
-| tone | flaky | ⚠️ flaky | 1/2 | final_answer_contains 'Paris': not in the answer 'Lyon' |
-| tone | wrong | ❌ fail | 0/2 | final_answer_contains 'Paris': not in the answer 'Lyon' |
-| tools | crashes | 💥 broken | 0/1 | target_crash: exited with status 1 |
+| case | scenario | verdict | passes | duration | first failure |
+|---|---|---|---|---|---|
+| tone | capital | ✅ pass | 2/2 | 6 ms |  |
+| tone | flaky | ⚠️ flaky | 1/2 | 6 ms | final_answer_contains 'Paris': not in the answer 'Lyon' |
+| tone | wrong | ❌ fail | 0/2 | 6 ms | final_answer_contains 'Paris': not in the answer 'Lyon' |
+| tools | crashes | 💥 broken | 0/1 | 3 ms | target_crash: exited with status 1 |
 """
 LYON = "final_answer_contains 'Paris': not in the answer 'Lyon'"
 
@@ -69,6 +69,7 @@ def test_json_is_the_sorted_verdict_table() -> None:
     assert doc["summary"] == {"pass": 1, "flaky": 1, "fail": 1, "broken": 1, "not_run": 0}
     assert doc["scenarios"][3] == {"case": "tools", "scenario": "crashes", "verdict": "broken",
                                    "passes": 0, "trials": 1, "errors": {"target_crash": 1},
+                                   "duration_ms": 3,
                                    "first_failure": "target_crash: exited with status 1",
                                    "usage": nothing_reported(1), "underpowered": False}
     assert doc["scenarios"][0]["first_failure"] is None
@@ -134,7 +135,7 @@ def hostile() -> dict[str, Any]:
 
 def test_markdown_escapes_pipes_and_html() -> None:
     out = render(hostile(), "markdown")
-    assert ("| x\\|y | s | 💥 broken | 0/1 | target_protocol: a\\|b \\<script> \\[31mred "
+    assert ("| x\\|y | s | 💥 broken | 0/1 | 3 ms | target_protocol: a\\|b \\<script> \\[31mred "
             "\\[0m |") in out
 
 

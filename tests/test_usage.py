@@ -73,15 +73,15 @@ def test_run_tables_show_usage_only_when_reported() -> None:
     assert run_usage(art).trials == 3
     lines = render(art, "text").splitlines()
     assert lines[1:4] == [
-        "case  scenario  verdict  passes  tokens in/out         cost    first failure",
-        "geo   a         pass     1/1     1,200/34              0.0123",
-        "geo   b         pass     2/2     34/1 (1 of 2 trials)",
+        "case  scenario  verdict  passes  duration  tokens in/out         cost    first failure",
+        "geo   a         pass     1/1     3 ms      1,200/34              0.0123",
+        "geo   b         pass     2/2     6 ms      34/1 (1 of 2 trials)",
     ]
     assert lines[4].startswith("underpowered: 2 of 2 scenarios")
     assert lines[5] == ("tokens 1,234 in / 35 out (1 of 3 trials reported none); "
                         "cost 0.0123 (2 of 3 trials reported none)")
     md = render(art, "markdown")
-    assert "| geo | b | ✅ pass | 2/2 | 34/1 (1 of 2 trials) |  |  |" in md
+    assert "| geo | b | ✅ pass | 2/2 | 6 ms | 34/1 (1 of 2 trials) |  |  |" in md
 
 
 def test_input_and_output_tokens_count_as_prompt_and_completion() -> None:

@@ -25,7 +25,42 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     part = run.get("goldens")
     if part is not None:  # the goldens gate counts a bucket by its grader's calibration
         names |= set(part["graders"].values())
-    return rescore({**run, "judge_calibration": calibration_of(tree, settings, names, now)})
+    found = calibration_of(tree, settings, names, now)
+    why = unpinned(answered(run), settings.judge.model if settings.judge else None)
+    if why is not None:  # the evidence outranks every record: none measured this judge
+        found = {name: {"status": "advisory", "reason": why, "code": "GE517"}
+                 for name in found}
+    return rescore({**run, "judge_calibration": found})
+
+
+def answered(run: Run) -> list[str | None]:
+    """The model every judge call of ``run`` was answered by, in run order (None: the
+    reply named none), from its grader answers (cases, goldens and drift rows)."""
+    answers = [g for _, s in scenarios(run) for t in s["results"] for g in t["graders"]]
+    part = run.get("goldens")
+    answers += [it["answer"] for it in part["items"] if it["answer"] is not None] \
+        if part is not None else []
+    return [m for g in answers if "usage" in g for m in g["usage"].get("models", [])]
+
+
+def unpinned(models: list[str | None], configured: str | None) -> str | None:
+    """Why the judge the run used is not the pinned snapshot it was configured with, by
+    what its API answered (never by the name's spelling: "latest" or not, a name the API
+    resolves to another model is an alias): another model than ``configured``, or a
+    model that changed during the run. None when every answer named ``configured`` (a
+    reply naming no model proves nothing either way)."""
+    named = [m for m in models if m is not None]
+    seen = list(dict.fromkeys(named))
+    if len(seen) > 1:
+        return (f"the judge answered as {seen[0]!r}, then as {seen[1]!r} during the run: "
+                "its model changed mid-run, so no calibration measured all of it; pin a "
+                "dated snapshot the endpoint serves unchanged, and run again")
+    if seen and seen[0] != configured:
+        return (f"the judge answered as {seen[0]!r}, not the configured {configured!r}: "
+                "the configured name is an alias of another model, so the calibration does "
+                f"not measure it; set judge.model = {seen[0]!r} (the snapshot it answered "
+                "as), calibrate it, and run again")
+    return None
 
 
 def calibration_of(tree: Tree, settings: Settings, names: Iterable[str], now: datetime

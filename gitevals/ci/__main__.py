@@ -32,6 +32,15 @@ def parser() -> argparse.ArgumentParser:
                        "markdown` wrote")
         p.add_argument("--exit-code", type=_exit_code, required=True, metavar="N",
                        help="the diff's exit code")
+    check = sub.add_parser("check-run", help="publish JUnit results as a GitHub check run "
+                           "with annotations (needs `checks: write`)")
+    check.add_argument("junit", nargs="+", metavar="JUNIT",
+                       help="what `gitevals diff --format junit` and `gitevals run --format "
+                       "junit` wrote")
+    check.add_argument("--markdown", required=True, metavar="FILE",
+                       help="what `gitevals diff --format markdown` wrote (the summary)")
+    check.add_argument("--exit-code", type=_exit_code, required=True, metavar="N",
+                       help="the diff's exit code (the conclusion)")
     return top
 
 
@@ -46,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.step == "summary":
             return steps.summary(args.markdown, args.exit_code, env)
+        if args.step == "check-run":
+            return steps.check_run(args.junit, args.markdown, args.exit_code, env)
         return steps.post_comment(args.markdown, args.exit_code, env)
     except GitevalsError as exc:
         print(f"gitevals: error: {visible(exc)}", file=sys.stderr)

@@ -8,11 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
-from gitevals.ci import comment
+from gitevals.ci import checkrun, comment
 from gitevals.errors import GitevalsError, UsageError
+from gitevals.jsontypes import JSON, JSONObject
 from gitevals.tasks import userns
 
 #: A diff's markdown larger than this is refused rather than read (it is cut far below).
@@ -153,6 +155,101 @@ def _gitlab(path: str, exit_code: int, env: Mapping[str, str], where: str) -> in
     done = comment.upsert_gitlab(api, env.get("CI_PROJECT_ID", ""), int(iid), text)
     say(f"merge request !{iid}: comment {done}")
     return 0
+
+
+# -- check-run ----------------------------------------------------------------------------
+
+def read_bounded(path: str, what: str, limit: int) -> str:
+    """A regular file of at most ``limit`` bytes, as UTF-8 (undecodable bytes shown)."""
+    p = Path(path)
+    if not p.is_file() or p.is_symlink():
+        raise UsageError(f"{path}: not a regular file; give {what}")
+    if p.stat().st_size > limit:
+        raise UsageError(f"{path}: over {limit:,} bytes; not {what}")
+    return p.read_bytes().decode("utf-8", "replace")
+
+
+def case_files() -> tuple[Path, dict[str, Path]]:
+    """The work tree's top, and each case's file in it by case name (its file's stem;
+    the first in path order when two share one)."""
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import open_tree
+    from gitevals.model import case_name
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(open_tree())
+    top = require_repo().work_root
+    cases = top / settings.root / "cases"
+    found = sorted(p for p in cases.rglob("*.y*ml") if p.is_file() and not p.is_symlink()
+                   ) if cases.is_dir() else []
+    return top, {case_name(p.name): p for p in reversed(found)}
+
+
+def _locator(top: Path, files: Mapping[str, Path]
+             ) -> Callable[[str, str], tuple[str, int] | None]:
+    def locate(case: str, scenario: str) -> tuple[str, int] | None:
+        path = files.get(case)
+        if path is None:
+            return None
+        text = read_bounded(str(path), "a case file", MAX_INPUT)
+        return path.relative_to(top).as_posix(), checkrun.scenario_line(text, scenario)
+    return locate
+
+
+def check_run(junit: Sequence[str], markdown: str, exit_code: int,
+              env: Mapping[str, str]) -> int:
+    """Publish the JUnit results as a check run with annotations. A failure (a fork's
+    read-only token, an API down) is one line and exit 0, as for the comment."""
+    read = [checkrun.read_junit(read_bounded(p, "a JUnit file gitevals wrote",
+                                             checkrun.MAX_JUNIT), p) for p in junit]
+    counts = {source: c for source, c, _ in read}
+    results = [r for _, _, rs in read for r in rs]
+    notes = checkrun.annotate(results, _locator(*case_files()))
+    left = max(0, len(notes) - checkrun.MAX_ANNOTATIONS)
+    where = env.get("GITEVALS_DIFF_WHERE", "in the job's summary")
+    text = checkrun.summary(read_markdown(markdown), exit_code, where, _fail_on(env), left)
+    line = checkrun.title(exit_code, counts.get("diff"), counts.get("run"))
+    try:
+        return _send_check_run(env, line, text, notes[:checkrun.MAX_ANNOTATIONS], exit_code)
+    except GitevalsError as exc:
+        say(f"could not publish the check run: {exc}; the job needs `checks: write`; the "
+            "results are in the summary and the artifact")
+        return 0
+
+
+def _send_check_run(env: Mapping[str, str], line: str, text: str, notes: list[JSONObject],
+                    exit_code: int) -> int:
+    token, repo = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
+    if not token or "/" not in repo:
+        raise GitevalsError("GITHUB_TOKEN or GITHUB_REPOSITORY is not set")
+    event = _event(env)
+    sha = checkrun.head_sha(event, env)
+    if not sha:
+        raise GitevalsError("neither the event nor GITHUB_SHA names the commit")
+    api = comment.github(env.get("GITHUB_API_URL", "https://api.github.com"), token)
+    name = env.get("GITEVALS_CHECK_NAME") or "gitevals"
+    where = f"/repos/{quote(repo, safe='/')}/check-runs"
+    made: JSON = None
+    for i, body in enumerate(checkrun.requests(name, sha, exit_code, line, text, notes)):
+        if i == 0:
+            made = api.call("POST", where, body)
+            if not isinstance(made, dict) or not isinstance(made.get("id"), int):
+                raise GitevalsError(f"POST {where}: the answer names no check run id")
+        else:
+            assert isinstance(made, dict)
+            api.call("PATCH", f"{where}/{made['id']}", body)
+    say(f"check run {name!r} on {sha[:12]}: {checkrun.conclusion(exit_code)}, "
+        f"{len(notes)} annotations")
+    return 0
+
+
+def _event(env: Mapping[str, str]) -> JSONObject:
+    path = env.get("GITHUB_EVENT_PATH")
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 # -- setup-sandbox ----------------------------------------------------------------------

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="raise the bound of 1,000 conversations an experiment may make")
     add_format(parser, ("text", "json", "markdown"),
                "what to print on stdout (default text); the JSON report is "
-               "written to <root>/results/experiments/<id>.json either way")
+               "written to <results>/experiments/<id>.json either way")
     parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
                         help="two-sided exact test of the pairwise comparisons, as diff's "
                              "(default boschloo; beyond noise when q < alpha)")
@@ -110,7 +110,7 @@ def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
     from gitevals.experiment.controls import Snapshot, timing, without_target
 
     root = the_plan.settings.root
-    results = f"{root}/results/"
+    results = f"{the_plan.settings.results}/"  # runs (git-ignored, unless committed) pin nothing
     files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
     # A helper a grader imports from outside the eval root (the repository's top) is a
     # control too: an edit there changes every verdict (graderimports.py).
@@ -183,7 +183,7 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
         from gitevals.api import preflight_judge
 
         preflight_judge(trees[0], plans[0])
-    root = plans[0].settings.root
+    root, kept = plans[0].settings.root, plans[0].settings.results
     exp_id = _new_id()
     started = time.time()
     results: list[LaneResult] = []
@@ -191,14 +191,14 @@ def _experiment(repo: Repo, args: argparse.Namespace) -> int:
     for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
         pins = pins_of(lane, the_plan.files, snap, args.repeat, public)
         if stopped:  # listed, never left out: the report says which lanes did not run
-            results.append(_not_run(repo.work_root, root, exp_id, lane, pins))
+            results.append(_not_run(repo.work_root, kept, exp_id, lane, pins))
             continue
-        result = _run_lane(repo, root, exp_id, lane, tree, repeated(the_plan, args.repeat),
+        result = _run_lane(repo, kept, exp_id, lane, tree, repeated(the_plan, args.repeat),
                            pins, names, args, public)
         results.append(result)
         stopped = result.run is not None and result.run["interrupted"]
     meta = _meta(exp_id, root, plans[0], args, total, snaps[0], started, time.time())
-    return _finish(repo, root, meta, results, args.format, args.test, args.control,
+    return _finish(repo, kept, meta, results, args.format, args.test, args.control,
                    args.alpha)
 
 
@@ -209,7 +209,7 @@ def _new_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
 
 
-def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree,
+def _run_lane(repo: Repo, kept: str, exp_id: str, lane: Lane, tree: RevisionTree,
               the_plan: Plan, pins: Pins, names: list[str], args: argparse.Namespace,
               public: frozenset[str] = frozenset()) -> LaneResult:
     """Run one lane's share with the ordinary runner, score it by its judge graders'
@@ -232,14 +232,14 @@ def _run_lane(repo: Repo, root: str, exp_id: str, lane: Lane, tree: RevisionTree
                              public_env=public, bwrap=bwrap)
     artifact = api.run_commit(tree, the_plan, prov, options, progress)
     artifact = api.calibrated(tree, the_plan, artifact)
-    path = _keep(repo.work_root, root, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
+    path = _keep(repo.work_root, kept, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact))
     return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
 
 
-def _not_run(work_root: Path, root: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
+def _not_run(work_root: Path, kept: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
     from gitevals.experiment.results import LaneResult
 
-    path = os.path.relpath(_lane_path(work_root, root, exp_id, lane.name), work_root)
+    path = os.path.relpath(_lane_path(work_root, kept, exp_id, lane.name), work_root)
     return LaneResult(lane.name, lane.rev, pins, path, None,
                       "not run: the experiment was interrupted before this lane", ran=False)
 
@@ -272,26 +272,26 @@ def _meta(exp_id: str, root: str, the_plan: Plan, args: argparse.Namespace, tota
 # -- keeping and reporting ----------------------------------------------------------------
 
 
-def experiments_dir(work_root: Path, root: str) -> Path:
-    """``<root>/results/experiments`` of the working tree (refused when a committed
-    symlink would send it outside the repository)."""
+def experiments_dir(work_root: Path, kept: str) -> Path:
+    """``<results>/experiments`` of the working tree (``kept``: ``Settings.results``;
+    refused when a committed symlink would send it outside the repository)."""
     import errno
 
     from gitevals.run.store import results_dir
 
-    directory = results_dir(work_root, root) / EXPERIMENTS_DIR
+    directory = results_dir(work_root, kept) / EXPERIMENTS_DIR
     real, top = directory.resolve(), work_root.resolve()
     if top not in real.parents:
         raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
     return directory
 
 
-def _lane_path(work_root: Path, root: str, exp_id: str, lane: str) -> Path:
-    return experiments_dir(work_root, root) / exp_id / f"{lane}.json"
+def _lane_path(work_root: Path, kept: str, exp_id: str, lane: str) -> Path:
+    return experiments_dir(work_root, kept) / exp_id / f"{lane}.json"
 
 
-def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path:
-    """Write ``name`` under ``<root>/results/experiments/``, atomically; when that cannot be
+def _keep(work_root: Path, kept: str, exp_id: str, name: str, text: str) -> Path:
+    """Write ``name`` under ``<results>/experiments/``, atomically; when that cannot be
     written (read-only, full, a symlink out of the repository), to a temp directory
     instead, and say so: finished samples are never thrown away."""
     import tempfile
@@ -299,18 +299,18 @@ def _keep(work_root: Path, root: str, exp_id: str, name: str, text: str) -> Path
     from gitevals.files import write_atomic
 
     try:
-        path = experiments_dir(work_root, root) / name
+        path = experiments_dir(work_root, kept) / name
         write_atomic(path, text)
         return path
     except OSError as exc:
         fallback = Path(tempfile.gettempdir(), f"gitevals-experiment-{exp_id}", name)
         write_atomic(fallback, text)
-        print(f"gitevals: warning: cannot write {root}/results/{EXPERIMENTS_DIR}/ "
+        print(f"gitevals: warning: cannot write {kept}/{EXPERIMENTS_DIR}/ "
               f"({exc.strerror or exc}); {name} is in {fallback} instead", file=sys.stderr)
         return fallback
 
 
-def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResult],
+def _finish(repo: Repo, kept: str, meta: dict[str, Any], results: list[LaneResult],
             fmt: str, test: str, control: str | None = None, alpha: float | None = None
             ) -> int:
     from gitevals.experiment.results import build, dumps, exit_code
@@ -321,7 +321,7 @@ def _finish(repo: Repo, root: str, meta: dict[str, Any], results: list[LaneResul
     settings = load_settings(WorkingTree(repo.work_root))[0]
     doc = build(meta, results, test, settings.alpha if alpha is None else alpha,
                        settings.control if control is None else control)
-    path = _keep(repo.work_root, root, meta["id"], f"{meta['id']}.json", dumps(doc))
+    path = _keep(repo.work_root, kept, meta["id"], f"{meta['id']}.json", dumps(doc))
     tail = f"; report {os.path.relpath(path)}" if fmt == "text" else ""
     sys.stdout.write(render(doc, fmt, tail, terminal=sys.stdout.isatty()))
     sys.stdout.flush()
@@ -347,13 +347,13 @@ def _recheck(repo: Repo, exp_id: str, fmt: str, test: str, control: str | None =
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
         raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
                          "20261130T211500Z-1a2b3c (the name of its report, without .json)")
-    root = load_settings(WorkingTree(repo.work_root))[0].root
-    path = experiments_dir(repo.work_root, root) / f"{exp_id}.json"
+    kept = load_settings(WorkingTree(repo.work_root))[0].results
+    path = experiments_dir(repo.work_root, kept) / f"{exp_id}.json"
     doc = _read_report(path)
-    results = [_recheck_lane(repo.work_root, root, doc, lane) for lane in doc["lanes"]]
+    results = [_recheck_lane(repo.work_root, kept, doc, lane) for lane in doc["lanes"]]
     keys = ("id", "tool_version", "root", "cases", "repeat", "jobs", "conversations",
             "max_samples", "settings", "started_at", "finished_at")
-    return _finish(repo, root, {k: doc[k] for k in keys}, results, fmt, test, control, alpha)
+    return _finish(repo, kept, {k: doc[k] for k in keys}, results, fmt, test, control, alpha)
 
 
 def _read_report(path: Path) -> dict[str, Any]:
@@ -374,7 +374,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _recheck_lane(work_root: Path, root: str, doc: dict[str, Any],
+def _recheck_lane(work_root: Path, kept: str, doc: dict[str, Any],
                   lane: dict[str, Any]) -> LaneResult:
     from gitevals.errors import UsageError
     from gitevals.experiment.controls import Pins
@@ -390,5 +390,5 @@ def _recheck_lane(work_root: Path, root: str, doc: dict[str, Any],
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
-    path = _lane_path(work_root, root, doc["id"], name)
+    path = _lane_path(work_root, kept, doc["id"], name)
     return _read_lane(work_root, name, lane.get("rev", ""), pins, path)

@@ -1,6 +1,7 @@
 """``gitevals export [ARTIFACT|REV] --format inspect|otel``: a run for the tools around
-us: an Inspect AI eval log (``inspect view``), or OpenTelemetry traces (OTLP/JSON, to a
-file or an OTLP/HTTP collector)."""
+us: an Inspect AI eval log (``inspect view``), or OpenTelemetry spans and evaluation
+events (OTLP/JSON to a file, or through the OpenTelemetry SDK to an OTLP/HTTP
+collector)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import TYPE_CHECKING
 from gitevals.commands._args import add_format
 
 if TYPE_CHECKING:
+    from gitevals.interop.otel import Signals
     from gitevals.run.artifact import Run
 
 NAME = "export"
-HELP = "write a run as an Inspect AI eval log or as OpenTelemetry traces (OTLP/JSON)"
+HELP = "write a run as an Inspect AI eval log or as OpenTelemetry spans and events"
 
-#: Seconds an OTLP collector has to take the traces.
+#: Seconds an OTLP collector has to take each signal (the SDK retries within them).
 POST_TIMEOUT = 30.0
 
 
@@ -25,14 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a run artifact (.json), or a revision whose newest run to "
                              "export (default: HEAD)")
     add_format(parser, ("inspect", "otel"), required=True,
-               help="inspect: an Inspect AI .eval log; otel: OpenTelemetry traces in the "
-                    "OTLP/JSON encoding")
+               help="inspect: an Inspect AI .eval log; otel: OpenTelemetry spans and "
+                    "gen_ai.evaluation.result events (OTLP/JSON lines, or --endpoint)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write it (default: <run_id>.eval for inspect; "
                              "standard output for otel)")
     parser.add_argument("--endpoint", metavar="URL",
-                        help="otel: POST the traces to this OTLP/HTTP collector "
-                             "(e.g. http://127.0.0.1:4318/v1/traces) instead of writing them")
+                        help="otel: send them through the OpenTelemetry SDK to this OTLP/HTTP "
+                             "collector (its base URL, e.g. http://127.0.0.1:4318; needs "
+                             "gitevals[otel]) instead of writing them")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,19 +86,37 @@ def _inspect(artifact: Run, output: str | None) -> int:
 def _otel(artifact: Run, output: str | None, endpoint: str | None) -> int:
     import json
 
-    from gitevals.interop.otel import traces
+    from gitevals.interop.otel import logs, signals, traces
 
-    data = json.dumps(traces(artifact), ensure_ascii=False, sort_keys=True).encode()
+    sig = signals(artifact)
     if endpoint is not None:
-        _post(endpoint, data)
-        print(f"sent run {artifact['run_id']} to {endpoint} as OpenTelemetry traces "
-              f"({len(data):,} bytes)")
-    elif output is not None:
-        _write(output, data + b"\n")
-        print(f"wrote {output}: run {artifact['run_id']} as OpenTelemetry traces (OTLP/JSON)")
+        _send(sig, endpoint)
+        print(f"sent run {artifact['run_id']} to {endpoint} through the OpenTelemetry SDK: "
+              f"{len(sig.spans):,} spans, {len(sig.events):,} evaluation events")
+        return 0
+    # JSON lines: the spans' request, then the events' (each a whole OTLP/JSON body)
+    data = b"".join(json.dumps(doc, ensure_ascii=False, sort_keys=True).encode() + b"\n"
+                    for doc in (traces(sig), logs(sig)))
+    if output is not None:
+        _write(output, data)
+        print(f"wrote {output}: run {artifact['run_id']} as OpenTelemetry spans and events "
+              "(OTLP/JSON lines)")
     else:
-        sys.stdout.buffer.write(data + b"\n")
+        sys.stdout.buffer.write(data)
     return 0
+
+
+def _send(sig: Signals, endpoint: str) -> None:
+    """Through the SDK, the ``otel`` extra: one line naming it when it is missing."""
+    from gitevals.errors import UsageError
+
+    try:
+        from gitevals.interop.otelsdk import send_otlp
+    except ImportError as exc:
+        raise UsageError(f"--endpoint sends through the OpenTelemetry SDK, which is not "
+                         f"installed here (no module {exc.name or exc}): "
+                         "pip install 'gitevals[otel]'") from None
+    send_otlp(sig, endpoint, POST_TIMEOUT)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -117,25 +138,3 @@ def _write(path: str, data: bytes) -> None:
     except OSError as exc:
         os.unlink(tmp)
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _post(endpoint: str, data: bytes) -> None:
-    """POST OTLP/JSON to a collector; anything but a 2xx answer is one line."""
-    import urllib.error
-    import urllib.request
-
-    from gitevals.errors import UsageError
-
-    request = urllib.request.Request(endpoint, data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=POST_TIMEOUT):
-            return
-    except urllib.error.HTTPError as exc:
-        said = exc.read(300).decode("utf-8", "replace").strip()
-        raise UsageError(f"the collector at {endpoint} refused the traces: HTTP {exc.code}"
-                         + (f": {said}" if said else "")) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(f"cannot reach the collector at {endpoint} ({reason}): start it "
-                         "or fix --endpoint") from None

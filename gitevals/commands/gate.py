@@ -68,7 +68,7 @@ def load_run(what: str) -> Run:
     if found is None:
         from gitevals.errors import UsageError
 
-        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/results/ or its "
+        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {root}/ or its "
                          f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
     return found
 
@@ -122,11 +122,12 @@ def _closure_pinned(tree: RevisionTree, root: str, files: dict[str, str], label:
                           "its graders import: run the goldens again with this gitevals")
 
 
-def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool = False
+def goldens_run_of_commit(repo: Repo, results: str, commit: str, notes_only: bool = False
                           ) -> Run | None:
     """The run of ``commit`` to gate: among those that sent every bucket, the one of its
     git note that counts (``store.counting``), else (unless ``notes_only``) from
-    ``<root>/results/`` of the working tree; checked against the commit (``pinned``).
+    ``results`` (``Settings.results``) of the working tree; checked against the commit
+    (``pinned``).
     None when there is none. (The commit's complete run may have sent no goldens, when
     it was run before buckets were mapped or with named cases.)"""
     from gitevals.run.artifact import checked
@@ -141,17 +142,17 @@ def goldens_run_of_commit(repo: Repo, root: str, commit: str, notes_only: bool =
     if counted is not None:  # the note's run that counts: evidence, by place in the note
         run, label = counted, f"git note on {commit[:12]}"
     else:
-        local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, root, commit)
+        local = [] if notes_only else [r for r, _ in local_runs(repo.work_root, results, commit)
                                        if whole(r)]
         if not local:
             return None
-        label = f"{root}/results/ run {local[-1]['run_id']}"
+        label = f"{results}/ run {local[-1]['run_id']}"
         run = checked(local[-1], label)
     pinned(repo, run, label)
     return run
 
 
-def run_by_id(repo: Repo, root: str, commit: str, run_id: str, notes_only: bool
+def run_by_id(repo: Repo, results: str, commit: str, run_id: str, notes_only: bool
               ) -> Run | None:
     """Run ``run_id`` of ``commit`` (its note, else results/ unless ``notes_only``)."""
     from gitevals.run.artifact import checked
@@ -162,22 +163,24 @@ def run_by_id(repo: Repo, root: str, commit: str, run_id: str, notes_only: bool
             return checked(run, f"git note on {commit[:12]}")
     if notes_only:
         return None
-    for run, path in local_runs(repo.work_root, root, commit):
+    for run, path in local_runs(repo.work_root, results, commit):
         if run["run_id"] == run_id:
             return checked(run, str(path))
     return None
 
 
-def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool
-                      ) -> Baseline:
+def verified_baseline(repo: Repo, baseline: Baseline, rel: str, notes_only: bool,
+                      results: str | None = None) -> Baseline:
     """``baseline`` once it is what its run measured: the run it names, read through the
-    commit it is pinned to, with the same slices and pins (``same_run``)."""
+    commit it is pinned to, with the same slices and pins (``same_run``); its run is looked
+    for in the note, then (unless ``notes_only``) in ``results`` of the working tree."""
     from gitevals.goldens.gate import Refused, same_run
+    from gitevals.run.store import default_results
 
-    root = rel.rpartition("/")[0]
-    where = "its git note" if notes_only else "its git note or results/"
+    results = results or default_results(rel.rpartition("/")[0])
+    where = "its git note" if notes_only else f"its git note or {results}/"
     try:
-        run = run_by_id(repo, root, baseline["commit"], baseline["run_id"], notes_only)
+        run = run_by_id(repo, results, baseline["commit"], baseline["run_id"], notes_only)
     except GitevalsError as exc:
         raise Refused(f"{rel}: its run cannot be read: {exc}") from None
     if run is None:
@@ -220,8 +223,9 @@ def run(args: argparse.Namespace) -> int:
     rel = baseline_path(artifact["root"], args.baseline)
     path = repo.work_root / rel
     data = path.read_bytes() if path.is_file() else None
-    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False)
     settings = load_settings(WorkingTree(repo.work_root))[0]
+    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False,
+                                 results=settings.results)
     result = gate(baseline, artifact, rel,  # another measuring stick is said first
                   settings.control if args.control is None else args.control,
                   settings.alpha if args.alpha is None else args.alpha)
@@ -251,7 +255,7 @@ def publish_findings(commit: str, model: str) -> list[Finding]:
     try:
         baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
                                      notes_only=True)
-        found = goldens_run_of_commit(repo, root, commit, notes_only=True)
+        found = goldens_run_of_commit(repo, settings.results, commit, notes_only=True)
         if found is None:
             raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
                           f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "

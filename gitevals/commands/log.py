@@ -61,7 +61,7 @@ def split_range(spec: str) -> tuple[str | None, str]:
     return a or "HEAD", b or "HEAD"
 
 
-def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
+def _with_runs(repo: Repo, results: str, tip: str, start: str | None,
                limit: int) -> list[tuple[str, str]]:
     """``(sha, subject)`` of the newest ``limit`` commits with a run from ``tip`` back
     along first parents to ``start`` (included), oldest first."""
@@ -69,7 +69,7 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
     from gitevals.run.store import results_dir
 
     try:
-        names = [p.name for p in results_dir(repo.work_root, root).glob("*-*-*.json")]
+        names = [p.name for p in results_dir(repo.work_root, results).glob("*-*-*.json")]
     except OSError:
         names = []
     local = {n.split("-")[1] for n in names if n.count("-") >= 2}
@@ -91,10 +91,11 @@ def _with_runs(repo: Repo, root: str, tip: str, start: str | None,
     return found[::-1]
 
 
-def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
+def gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = False,
            control: str = "fdr", alpha: float = 0.05) -> Gathered:
-    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``); each move is
-    decided as ``diff`` decides it, under ``control`` at ``alpha``."""
+    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``), from the
+    notes and the working tree's ``results`` (``Settings.results``); each move is decided
+    as ``diff`` decides it, under ``control`` at ``alpha``."""
     from gitevals.diff.verdicts import Tally, clusters, tallies
     from gitevals.errors import ArtifactError
     from gitevals.report.history import Commit, build
@@ -107,10 +108,10 @@ def gather(repo: Repo, root: str, spec: str, limit: int, keep_tip: bool = False,
     points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
     tip_run = None
     declared: dict[str, str] = {}
-    for sha, subject in _with_runs(repo, root, tip, start, limit):
+    for sha, subject in _with_runs(repo, results, tip, start, limit):
         try:
             # counts only: a summary's trials stay packed (but the tip's a report shows)
-            found = run_of_commit(repo, repo.work_root, root, sha,
+            found = run_of_commit(repo, repo.work_root, results, sha,
                                   trials=keep_tip and sha == tip)
         except ArtifactError as exc:
             points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
@@ -137,13 +138,13 @@ def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[st
             settings.alpha if alpha is None else alpha)
 
 
-def eval_root(repo: Repo) -> str:
-    """The eval root of the working tree's settings (where results/ is), as ``show``."""
+def eval_results(repo: Repo) -> str:
+    """Where the working tree's settings keep runs (``Settings.results``), as ``show``."""
     from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     settings, _ = load_settings(WorkingTree(repo.work_root))
-    return settings.root
+    return settings.results
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
     control, alpha = statistics(repo, args.control, args.alpha)
-    got = gather(repo, eval_root(repo), args.rev, args.limit, control=control, alpha=alpha)
+    got = gather(repo, eval_results(repo), args.rev, args.limit, control=control, alpha=alpha)
     history = select(got.history, args.only)
     if args.only and not history.scenarios and got.history.scenarios:
         from gitevals.errors import UsageError

@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     repo = require_repo()
     tree = RevisionTree(repo, args.rev)
     the_plan = api.plan(tree, [])
-    found = run_of_commit(repo, repo.work_root, the_plan.settings.root, tree.commit or "")
+    found = run_of_commit(repo, repo.work_root, the_plan.settings.results, tree.commit or "")
     drop = args.drop / 100
     alpha = the_plan.settings.alpha if args.alpha is None else args.alpha
     control = the_plan.settings.control if args.control is None else args.control

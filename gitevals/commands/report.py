@@ -50,22 +50,22 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from gitevals import __version__
-    from gitevals.commands.log import eval_root, gather, split_range, statistics
+    from gitevals.commands.log import eval_results, gather, split_range, statistics
     from gitevals.git.repo import require_repo
     from gitevals.report import html
 
     _check_output(args.output)
     gc.disable()  # many big acyclic trees read once: see commands/score.py
     repo = require_repo()
-    root = eval_root(repo)
+    results = eval_results(repo)
     control, alpha = statistics(repo, None, None)
-    got = gather(repo, root, args.what, args.limit, keep_tip=True, control=control,
+    got = gather(repo, results, args.what, args.limit, keep_tip=True, control=control,
                  alpha=alpha)
     if got.tip_run is None:
         from gitevals.errors import UsageError
 
         _, b = split_range(args.what)
-        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {root}/results/ or its git "
+        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {results}/ or its git "
                          f"note: make one with `gitevals run --rev {got.tip}`")
     diff, note = _diff(repo, got)
     tip = _transcripts(repo, got.tip_run)

@@ -136,11 +136,11 @@ def _usd(text: str) -> float:
     return value
 
 
-def _refuse_dirty(repo: Repo, root: str, allow: bool,
+def _refuse_dirty(repo: Repo, results: str, allow: bool,
                   draft: DraftFile | None = None) -> tuple[bool, str | None]:
     from gitevals.errors import UsageError
 
-    dirty = repo.dirty_paths(ignore_prefix=f"{root}/results")
+    dirty = repo.dirty_paths(ignore_prefix=results)
     if draft is not None:  # a draft may be the edited copy of a tracked case
         mine = os.path.relpath(os.path.abspath(draft.given), repo.work_root)
         dirty = [p for p in dirty if p != mine]
@@ -174,14 +174,15 @@ def _write_note(repo: Repo, artifact: Run) -> bool:
 
 
 def _keep(work: Path, artifact: Run, text: str, draft: bool = False) -> Path:
-    """Write the run to ``<root>/results/`` (a draft's to ``results/drafts/``, where no
+    """Write the run to its results directory (``store.run_results``; a draft's to its
+    ``drafts/``, where no
     command looks for a commit's run); when that cannot be written (read-only, full,
     a symlink or FIFO in its place), to a temp file instead, and say so: a finished run
     is never thrown away."""
     import tempfile
 
     from gitevals.files import write_atomic
-    from gitevals.run.store import save
+    from gitevals.run.store import run_results, save
 
     try:
         return _save_draft(work, artifact, text) if draft else save(work, artifact, text)
@@ -191,7 +192,7 @@ def _keep(work: Path, artifact: Run, text: str, draft: bool = False) -> Path:
         os.close(fd)
         fallback = Path(name)
         write_atomic(fallback, text)
-        print(f"gitevals: warning: cannot write {artifact['root']}/results/ ({why}); the run "
+        print(f"gitevals: warning: cannot write {run_results(artifact)}/ ({why}); the run "
               f"is in {fallback} instead", file=sys.stderr)
         return fallback
 
@@ -201,9 +202,9 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
     from gitevals.files import write_atomic
     from gitevals.run.draft import DRAFTS_DIR
-    from gitevals.run.store import results_dir
+    from gitevals.run.store import results_dir, run_results
 
-    directory = results_dir(work, artifact["root"]) / DRAFTS_DIR
+    directory = results_dir(work, run_results(artifact)) / DRAFTS_DIR
     real, top = directory.resolve(), work.resolve()
     if top not in real.parents:  # a committed symlink must not send it outside the repo
         raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
@@ -303,7 +304,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         raise UsageError(f"no target configured in {tree.label}: set {table}: "
                          "command = [...], python = \"module:function\", or an endpoint "
                          "(openai, http: docs/integrations.md)")
-    dirty, digest = _refuse_dirty(repo, the_plan.settings.root, args.allow_dirty, draft)
+    dirty, digest = _refuse_dirty(repo, the_plan.settings.results, args.allow_dirty, draft)
     for f in the_plan.findings:
         if not _calibration_warning(f.code):  # the run states calibration itself
             print(draft.rename(f) if draft else f, file=sys.stderr)
@@ -437,7 +438,7 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
     from gitevals.stats.sequential import DEFAULT_LOOKS
 
     commit = repo.resolve(args.against)
-    found = run_of_commit(repo, repo.work_root, the_plan.settings.root, commit)
+    found = run_of_commit(repo, repo.work_root, the_plan.settings.results, commit)
     if found is None:
         raise UsageError(f"no run of {args.against} ({commit[:12]}) to run against: make one "
                          f"with `gitevals run --rev {args.against}`")

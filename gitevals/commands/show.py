@@ -43,7 +43,8 @@ def is_path(what: str) -> bool:
 
 
 def locate(rev: str) -> tuple[Repo, str, str]:
-    """The repository, ``rev``'s commit and the eval root of the working tree's settings."""
+    """The repository, ``rev``'s commit and where the working tree's settings keep runs
+    (``Settings.results``: ``<root>/results`` unless ``results`` says otherwise)."""
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
@@ -51,18 +52,18 @@ def locate(rev: str) -> tuple[Repo, str, str]:
     repo = require_repo()
     commit = repo.resolve(rev)
     settings, _ = load_settings(WorkingTree(repo.work_root))
-    return repo, commit, settings.root
+    return repo, commit, settings.results
 
 
-def no_run(rev: str, commit: str, root: str) -> Exception:
+def no_run(rev: str, commit: str, results: str) -> Exception:
     from gitevals.errors import UsageError
 
-    return UsageError(f"no run of {rev} ({commit[:12]}) in {root}/results/ or its "
+    return UsageError(f"no run of {rev} ({commit[:12]}) in {results}/ or its "
                       f"git note: make one with `gitevals run --rev {commit}`")
 
 
 def run_for_rev(rev: str) -> Run:
-    """The run pinned to ``rev``'s commit: <root>/results/ of the working tree, else the
+    """The run pinned to ``rev``'s commit: the results directory of the working tree, else the
     git note on the commit. None found is a usage error naming the fix."""
     from gitevals.run.store import run_of_commit
 

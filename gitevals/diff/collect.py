@@ -158,15 +158,16 @@ def _goldens(s: _Sides) -> GoldensDiff:
     return diff_goldens(blobs[0], blobs[1], paths[0], paths[1])
 
 
-def _find_run(repo: Repo, root: str, commit: str, given: str | None
+def _find_run(repo: Repo, results: str, commit: str, given: str | None
               ) -> tuple[Run | None, str | None]:
-    """(run, source): --x-run FILE, else the run of the commit (results/, else the note)."""
+    """(run, source): --x-run FILE, else the run of the commit (``results`` of its
+    revision's settings, else the note)."""
     from gitevals.run.artifact import load
     from gitevals.run.store import run_of_commit
 
     if given is not None:
         return load(given), "file"
-    found = run_of_commit(repo, repo.work_root, root, commit)
+    found = run_of_commit(repo, repo.work_root, results, commit)
     return (found.run, found.source) if found is not None else (None, None)
 
 
@@ -292,7 +293,7 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     suite: SuiteResult | None = None
     summary_note: str | None = None
     if "verdicts" in parts:
-        runs = [_find_run(repo, s.roots[i], s.trees[i].commit or "", given)
+        runs = [_find_run(repo, s.settings[i].results, s.trees[i].commit or "", given)
                 for i, given in enumerate((a_run, b_run))]
         (run_a, _), (run_b, _) = runs
         if run_a is not None and cases and b_cases:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from gitevals.diff.graders import GraderUse
 from gitevals.diff.power import underpowered
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST, two_sided
-from gitevals.run.artifact import Run, scenarios
+from gitevals.run.artifact import Run, scenario_ms, scenarios
 from gitevals.stats.judge_correction import Corrected
 
 
@@ -45,6 +45,9 @@ class VerdictRow:
     #: each side's pass rate corrected for its calibrated judge (``diff.corrected``)
     corrected_a: Corrected | None = None
     corrected_b: Corrected | None = None
+    #: how long each side's trials of the scenario took, summed (``artifact.scenario_ms``)
+    ms_a: int | None = None
+    ms_b: int | None = None
 
 
 def mark_grader_users(rows: Iterable[VerdictRow], users: Iterable[GraderUse]
@@ -92,7 +95,8 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
     ``powered``: mark rows underpowered at ``alpha`` (False when the caller marks them at
     its control's level, as ``diff.suite.assess`` does: the exact power is not free)."""
     tr = tallies(rescored_a) if rescored_a is not None else {}
-    rows = compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha, powered)
+    rows = timed(compare_tallies(tallies(run_a), tallies(run_b), tr, test, alpha, powered),
+                 run_a, run_b)
     if run_b is None or "sequential" not in run_b:
         return rows
     out = []
@@ -106,6 +110,22 @@ def compare_verdicts(run_a: Run | None, run_b: Run | None, rescored_a: Run | Non
                           underpowered=False)
         out.append(row)
     return tuple(out)
+
+
+def durations(run: Run | None) -> dict[tuple[str, str], int]:
+    """``(case, scenario) -> milliseconds`` its trials took (none for a scenario not run)."""
+    if run is None:
+        return {}
+    return {(case["name"], s["id"]): scenario_ms(s) for case, s in scenarios(run)
+            if s.get("results")}
+
+
+def timed(rows: tuple[VerdictRow, ...], run_a: Run | None, run_b: Run | None
+          ) -> tuple[VerdictRow, ...]:
+    """``rows`` with each side's duration, as its run recorded it."""
+    da, db = durations(run_a), durations(run_b)
+    return tuple(replace(r, ms_a=da.get((r.case, r.scenario)), ms_b=db.get((r.case, r.scenario)))
+                 for r in rows)
 
 
 def compare_tallies(ta: dict[tuple[str, str], Tally], tb: dict[tuple[str, str], Tally],

@@ -158,3 +158,86 @@ def run_timing(run: Run) -> dict[str, tuple[int, float]]:
     """``case/scenario -> (trials, timeout)`` as ``run`` recorded them."""
     return timing({f"{c['name']}/{s['id']}": (s["trials"], float(s["timeout"]))
                    for c, s in scenarios(run)})
+
+
+# -- the realized model and driver of each sample (the target's replies say them) --------
+
+#: The reply fields an experiment re-checks per sample (schemas/target-reply.schema.json).
+REALIZED = ("model", "driver")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One trial of a lane as its replies reported it: ``case/scenario#trial``, and per
+    field of ``REALIZED`` the values its replies named (empty: none reported it)."""
+
+    key: str
+    realized: dict[str, tuple[str, ...]]
+
+
+def samples(run: Run) -> list[Sample]:
+    """Every trial of ``run`` with the models and drivers its replies reported."""
+    out = []
+    for case, s in scenarios(run):
+        for t in s["results"]:
+            turns = t["transcript"]["turns"]
+            seen = {f: tuple(sorted({str(r[f]) for r in turns if isinstance(r, dict)
+                                     and isinstance(r.get(f), str) and r.get(f)}))
+                    for f in REALIZED}
+            out.append(Sample(f"{case['name']}/{s['id']}#{t['trial']}", seen))
+    return out
+
+
+def lane_value(found: Sequence[Sample], field: str) -> str | None:
+    """The lane's ``field`` (model or driver): what most of its samples reported (ties:
+    the first by name); None when none reported one."""
+    from collections import Counter
+
+    counts = Counter(v for s in found for v in s.realized[field])
+    if not counts:
+        return None
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+def realized_counts(found: Sequence[Sample]) -> dict[str, JSON]:
+    """Per field, how many samples reported each value, and how many reported none
+    (a value not reported is unknown, never taken to be the lane's)."""
+    from collections import Counter
+
+    out: dict[str, JSON] = {}
+    for f in REALIZED:
+        counts = Counter(v for s in found for v in s.realized[f])
+        out[f"{f}s"] = dict(sorted(counts.items()))
+        out[f"{f}_unreported"] = sum(1 for s in found if not s.realized[f])
+    return out
+
+
+def within(found: Sequence[Sample]) -> list[str]:
+    """A phrase for every sample whose replies named another model (or driver) than its
+    lane's, or more than one: the model and the driver are controls of the lane."""
+    problems = []
+    for f in REALIZED:
+        lane = lane_value(found, f)
+        for s in found:
+            other = [v for v in s.realized[f] if v != lane]
+            if other:
+                problems.append(f"sample {s.key} used {f} {', '.join(map(repr, other))}, "
+                                f"not the lane's {lane!r}")
+    return problems
+
+
+def across(lanes: Sequence[tuple[str, Mapping[str, TargetEnvValue], str | None]]
+           ) -> dict[str, list[str]]:
+    """Lane name -> why its model breaks the controls: ``(name, recorded env, model)`` per
+    lane; two lanes whose env declares no difference must have used the same model (the
+    model is a control unless ``--lane ...,env:`` declares it the harness difference)."""
+    out: dict[str, list[str]] = {}
+    for i, (name, env, model) in enumerate(lanes):
+        for ref, ref_env, ref_model in lanes[:i]:
+            if env == ref_env and None not in (model, ref_model) and model != ref_model:
+                out.setdefault(name, []).append(
+                    f"used model {model!r} where lane {ref} used {ref_model!r}, though their "
+                    "env: declares no difference (the model is a control: declare it with "
+                    "--lane NAME=REV,env:KEY=VALUE)")
+                break
+    return out

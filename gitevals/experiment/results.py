@@ -17,7 +17,16 @@ from typing import Any
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
-from gitevals.experiment.controls import Pins, after
+from gitevals.experiment.controls import (
+    Pins,
+    Sample,
+    across,
+    after,
+    lane_value,
+    realized_counts,
+    samples,
+    within,
+)
 from gitevals.experiment.metrics import lane_metrics, pass_rate
 from gitevals.run.artifact import Run, Trial, scenarios
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
@@ -49,9 +58,12 @@ def _pins_json(p: Pins) -> Doc:
     return {"files": p.files, "timing": {k: list(v) for k, v in p.timing.items()}}
 
 
-def _lane(lane: LaneResult) -> Doc:
+def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -> Doc:
+    """``lane``'s part of the report; ``found``: its samples' realized model and driver;
+    ``more``: control problems found across lanes."""
     run = lane.run
     problems = [lane.problem] if lane.problem else after(lane.pins, run) if run else []
+    problems += within(found) + list(more)
     trials = _trials(run) if run else []
     passes = sum(1 for t in trials if t["passed"])
     return {
@@ -68,6 +80,8 @@ def _lane(lane: LaneResult) -> Doc:
         "metrics": {k: v.as_json() for k, v in lane_metrics(trials).items()},
         # None: the lane did not run, or its run recorded no calibration
         "judge_calibration": run.get("judge_calibration") if run else None,
+        "realized": {"model": lane_value(found, "model"),
+                     "driver": lane_value(found, "driver"), **realized_counts(found)},
         "controls": {"held": not problems, "problems": problems},
     }
 
@@ -108,7 +122,11 @@ def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
     ``control`` across every pair and scenario) and the two decisions."""
     from gitevals.stats.multiplicity import describe
 
-    docs = [_lane(lane) for lane in lanes]
+    found = [samples(lane.run) if lane.run else [] for lane in lanes]
+    models = across([(lane.name, lane.pins.target_env, lane_value(f, "model"))
+                     for lane, f in zip(lanes, found, strict=True)])
+    docs = [_lane(lane, f, models.get(lane.name, ()))
+            for lane, f in zip(lanes, found, strict=True)]
     held = all(d["controls"]["held"] for d in docs)
     ran = all(lane.run is not None and not lane.run["interrupted"] for lane in lanes)
     passed = ran and all(t["passed"] for lane in lanes if lane.run for t in _trials(lane.run))

@@ -62,6 +62,8 @@ class Facts:
     bad_baselines: dict[str, str] = field(default_factory=dict)  # path -> why not one
     single_surface: bool = False
     settings_problem: str = ""  # the first finding of settings that do not load
+    #: the judge as configured: (model, judge family, target family); None: no judge
+    judge_pin: tuple[str, str | None, str | None] | None = None
 
 
 def checklist(f: Facts) -> list[Item]:
@@ -121,6 +123,11 @@ def _graders(f: Facts) -> Item:
         return Item("graders", "missing", f"grader {first} does not resolve: "
                     f"{f.unresolved[first]}", "fix the name or the module "
                     "(`gitevals lint` says where)")
+    shared = sorted({g for g in mapping.values() if list(mapping.values()).count(g) > 1})
+    if shared:  # each bucket has a grader, as the item asks; lint warns (GE615)
+        return Item("graders", "ok", f"{len(names)} buckets, each mapped to a grader; "
+                    f"{', '.join(shared)} grade{'s' * (len(shared) == 1)} more than one "
+                    "(lint GE615: one grader per bucket)")
     return Item("graders", "ok", f"{len(names)} buckets, one grader each")
 
 
@@ -136,12 +143,27 @@ def _judges(f: Facts) -> Item:
     listed = "; ".join(f"{g} {st.state} ({st.reason})" for g, st in f.judges.items())
     todo = [g for g, st in f.judges.items() if st.advisory]
     if todo:
-        return Item("judges", "missing", f"judges calibrated: {listed}",
+        return Item("judges", "missing", f"judges calibrated: {listed}{_pin(f)}",
                     f"calibrate {', '.join(todo)} as each reason says (`gitevals calibrate "
                     f"{todo[0]} --labels FILE --final`), then commit "
                     f"{_p(f, 'calibration/' + todo[0] + '.json')}; until then the gate "
                     "does not count their buckets")
-    return Item("judges", "ok", f"judges calibrated: {listed}")
+    return Item("judges", "ok", f"judges calibrated: {listed}{_pin(f)}")
+
+
+def _pin(f: Facts) -> str:
+    """What the settings pin of the judge: its model (checked at run time against the
+    model its API answers with, GE517) and both families, an unset one said as the
+    warning it is (GE706: the judge's family cannot be checked against the target's)."""
+    if f.judge_pin is None:
+        return ""
+    model, judge_family, target_family = f.judge_pin
+    unset = [n for n, v in (("judge", judge_family), ("target", target_family)) if v is None]
+    families = (f"families: judge {judge_family}, target {target_family}" if not unset else
+                f"warning: {' and '.join(unset)} family not set, so nothing checks the "
+                "judge comes from another family (GE706)")
+    return f"; judge model {model!r} (a run checks the model its API answers as, GE517); " \
+           f"{families}"
 
 
 def _drift(f: Facts) -> Item:
@@ -199,7 +221,10 @@ def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None
                  _unresolved(tree, root, graders), judges,
                  () if mapping else _llm_modules(tree, root),
                  tree.blob_sha(_join(root, "drift-suite.yaml")) is not None, baselines,
-                 bad, single_surface, str(problems[0]) if problems else "")
+                 bad, single_surface, str(problems[0]) if problems else "",
+                 (settings.judge.model, settings.judge.family,
+                  settings.target.family if settings.target else None)
+                 if settings.judge is not None else None)
 
 
 def _join(root: str, name: str) -> str:

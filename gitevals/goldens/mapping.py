@@ -8,7 +8,7 @@ settings line that names it.
 
 - GE610 a bucket of goldens.jsonl has no grader   - GE613 a row's input cannot be sent
 - GE611 a row has no bucket (once any is mapped)  - GE614 graders mapped, no goldens.jsonl
-- GE612 a mapped bucket has no row (warning)
+- GE612 a mapped bucket has no row (warning)    - GE615 one grader, several buckets (warning)
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def lint_mapping(mapping: Mapping[str, str], settings_path: str, settings_text: 
         found = resolve(Ref(grader, settings_path, line, col), root, indexes)
         if found is not None:
             out.append(found)
+    out += _shared(mapping, settings_path, settings_text)
     if summary is None:
         line, col = grader_position(settings_text, next(iter(sorted(mapping))))
         return [*out, Finding(settings_path, line, col, "GE614",
@@ -92,6 +93,27 @@ def _rows(mapping: Mapping[str, str], settings_path: str, settings_text: str,
         out.append(Finding(settings_path, line, col, "GE612",
                            f"bucket {name!r} is mapped to a grader but no golden is in it; "
                            "remove the mapping or add its goldens", "warning"))
+    return out
+
+
+def _shared(mapping: Mapping[str, str], settings_path: str, settings_text: str
+            ) -> list[Finding]:
+    """GE615 (a warning) for a grader mapped to more than one bucket, at the second
+    bucket naming it: each bucket is one failure mode with its own grader, so a pass
+    rate per bucket says which mode moved (one grader judging two says it twice)."""
+    buckets: dict[str, list[str]] = {}
+    for name, grader in sorted(mapping.items()):
+        buckets.setdefault(grader, []).append(name)
+    out = []
+    for grader, names in sorted(buckets.items()):
+        if len(names) > 1:
+            line, col = grader_position(settings_text, names[1])
+            out.append(Finding(settings_path, line, col, "GE615",
+                               f"grader {grader} is mapped to {len(names)} buckets "
+                               f"({', '.join(names)}): one grader per bucket, so each "
+                               "bucket's pass rate measures its own failure mode; give each "
+                               "bucket a grader of its own (a thin wrapper function is "
+                               "enough), or merge the buckets", "warning"))
     return out
 
 

@@ -115,7 +115,8 @@ def lint_tree(tree: Tree, paths: Sequence[str] | None = None, *, cache: bool = T
         store = LintCache.open(settings.refused_keys, enabled=cache)
         run = _Run(tree, settings.root, dict(settings.refused_keys), store, jobs, progress)
         run.settings = settings
-        return _with_suite(run.lint(paths, found), tree, settings, paths, bool(found), store)
+        result = _with_suite(run.lint(paths, found), tree, settings, paths, bool(found), store)
+        return result if found else _with_families(result, tree, settings, paths)
     finally:
         if was_enabled:
             gc.enable()
@@ -465,6 +466,22 @@ def _with_suite(result: LintResult, tree: Tree, settings: Settings,
         from gitevals.goldens.plan import lint_suite
 
         more = [*lint_suite(tree, settings, store), *more]
+    if not more:
+        return result
+    return LintResult(tuple(sorted({*result.findings, *more})), result.files, result.notes)
+
+
+def _with_families(result: LintResult, tree: Tree, settings: Settings,
+                   paths: Sequence[str] | None) -> LintResult:
+    """``result`` plus GE706 for an unset judge or target family, when the settings file
+    is linted (a full run, or the settings named)."""
+    from gitevals.settings import unset_families
+
+    if settings.source is None or (paths is not None and not any(
+            p.strip("/") == settings.source for p in paths)):
+        return result
+    data = tree.read(settings.source) or b""
+    more = unset_families(settings, data.decode("utf-8", "replace"))
     if not more:
         return result
     return LintResult(tuple(sorted({*result.findings, *more})), result.files, result.notes)

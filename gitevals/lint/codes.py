@@ -211,6 +211,13 @@ CODES: tuple[Code, ...] = (
          "the calibration is more than 90 days older than now",
          "calibrate again",
          "warning"),
+    Code("GE517",
+         "run only: the judge's API answered as another model than the configured "
+         "`judge.model`, or its model changed during the run (the `model` field of its "
+         "replies, recorded per call): every judge grader of the run is advisory",
+         "set `judge.model` to the dated snapshot the endpoint answers as, calibrate with "
+         "it, and run again",
+         "warning"),
     Code("GE601",
          "the file is not UTF-8 (line and column of the first bad byte)",
          "save it as UTF-8"),
@@ -275,6 +282,13 @@ CODES: tuple[Code, ...] = (
     Code("GE614",
          "buckets are mapped but `goldens.jsonl` does not exist (at the settings)",
          "add the goldens, or remove the mapping"),
+    Code("GE615",
+         "warning: one grader is mapped to several buckets (at the second bucket): the goldens "
+         "document asks for one grader per bucket, so each bucket's pass rate measures its own "
+         "failure mode",
+         "give each bucket a grader of its own (a thin wrapper function is enough), or merge "
+         "the buckets",
+         "warning"),
     Code("GE630",
          "the suite violates its schema (also: `n_items_range` running backwards; a slice with "
          "`choices` that names a `grader`, or whose `max_tokens` retry budget is not above the "
@@ -351,6 +365,18 @@ CODES: tuple[Code, ...] = (
          "own family's habits kindly, so it must come from another model family than the model "
          "under test",
          "pin a judge model of another family and set its `family`"),
+    Code("GE705",
+         "`results` is not a normalized relative path inside the repository (as GE703 for "
+         "`root`), or it is the eval root or a directory holding it: run artifacts would sit "
+         "among the files lint checks and a run pins",
+         'name a directory of its own, e.g. `results = "runs"`, or leave it out for '
+         "`<root>/results`"),
+    Code("GE706",
+         "warning: a judge is configured but the judge's or the target's `family` is not "
+         "set: nothing checks that the judge comes from another model family than the model "
+         "under test (GE704); doctor says so too",
+         'set `family = "..."` in `[tool.gitevals.judge]` and `[tool.gitevals.target]`',
+         "warning"),
     Code("GE801",
          "not a regular file, anywhere under the eval root (or the root itself) or as "
          "`pyproject.toml`/`gitevals.toml`: a symlink, a submodule, a FIFO, socket or device, a "

@@ -18,6 +18,7 @@ from gitevals.diff.rules import Change
 from gitevals.diff.suite import SuiteResult
 from gitevals.diff.verdicts import Tally, VerdictRow
 from gitevals.jsontypes import JSON
+from gitevals.run.artifact import duration_text
 from gitevals.stats.judge_correction import Corrected
 from gitevals.text import md_inert, visible, xml_text
 
@@ -215,11 +216,21 @@ def _verdicts(diff: Diff) -> Section | None:
             row.append(", ".join(r.graders_changed))
         if fixed:
             row.append(corrected_pair(r.corrected_a, r.corrected_b))
-        rows.append(tuple(row))
+        rows.append((*row, _durations(r)))
+    headers.append(DURATION)
     unchanged = len(diff.verdicts) - len(shown)
     title = f"Verdicts ({diff.test} test, beyond noise when q < {diff.alpha:g}"
     title += f"; {unchanged} unchanged not listed)" if unchanged else ")"
     return Section(title, tuple(headers), tuple(rows))
+
+
+#: The verdict table's last column: what each side's trials of the scenario took.
+DURATION = "duration A -> B"
+
+
+def _durations(r: VerdictRow) -> str:
+    """``1.2 s -> 3.4 s``: what each side's trials of the scenario took ("-": not run)."""
+    return " -> ".join("-" if ms is None else duration_text(ms) for ms in (r.ms_a, r.ms_b))
 
 
 def _assertion(c: Change) -> str:

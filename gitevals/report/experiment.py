@@ -112,6 +112,20 @@ def _problems(doc: Doc) -> list[str]:
             for p in d["controls"]["problems"]]
 
 
+def _realized(doc: Doc) -> list[str]:
+    """``lane a: model m-2026-01 (12 samples), driver loop/2 (12)``, for each lane whose
+    replies reported either (older reports, and targets that say nothing, have none)."""
+    out = []
+    for d in doc["lanes"]:
+        r = d.get("realized") or {}
+        parts = [f"{f} {visible(r[f])} ({sum(r[f + 's'].values())} samples"
+                 + (f", {r[f + '_unreported']} unreported" if r[f + "_unreported"] else "")
+                 + ")" for f in ("model", "driver") if r.get(f)]
+        if parts:
+            out.append(f"lane {visible(d['name'])}: {', '.join(parts)}")
+    return out
+
+
 def _calibration(doc: Doc) -> list[str]:
     """``lane a: calibration: q.tone advisory (...)`` for each lane with a judge grader
     (nothing when no lane's grader asks the judge: the usual experiment)."""
@@ -144,7 +158,8 @@ def _blocks(doc: Doc, tail: str) -> list[Block]:
                 f"{doc.get('control_text', 'no multiple-comparison control')}):"]
     out.append((["scenario", "lanes", "passes", "change", "p", "q", ""], comp) if comp
                else "  no scenario differs between lanes")
-    out += ["", *_calibration(doc), *_problems(doc), _verdict_line(doc) + tail]
+    out += ["", *_realized(doc), *_calibration(doc), *_problems(doc),
+            _verdict_line(doc) + tail]
     return out
 
 

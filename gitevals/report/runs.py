@@ -19,8 +19,10 @@ from gitevals.run.artifact import (
     VERDICTS,
     Measure,
     Usage,
+    duration_text,
     run_prices,
     run_usage,
+    scenario_ms,
     scenarios,
     usage,
 )
@@ -84,14 +86,6 @@ def _note(scenario: ScenarioRun) -> str:
     return ""
 
 
-def _duration(scenario: ScenarioRun) -> int:
-    total = 0
-    for r in scenario["results"]:
-        ms = r["transcript"]["duration_ms"]
-        total += ms if isinstance(ms, int) and not isinstance(ms, bool) else 0
-    return total
-
-
 def rows(run: Run) -> list[Row]:
     """The verdict table: one row per scenario, cases in run order (sorted by name)."""
     from gitevals.calibration.corrected import corrections
@@ -102,7 +96,7 @@ def rows(run: Run) -> list[Row]:
     for case, s in scenarios(run):
         v = s["verdict"]
         out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
-                       _note(s), dict(v["errors"]), _duration(s), usage(s["results"], prices),
+                       _note(s), dict(v["errors"]), scenario_ms(s), usage(s["results"], prices),
                        fixed.get((case["name"], s["id"]))))
     return out
 
@@ -252,7 +246,8 @@ def _columns(table: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
     """The verdict table's columns: usage ones only when some reply reported usage."""
     cols: list[tuple[str, Callable[[Row], str]]] = [
         ("case", lambda r: visible(r.case)), ("scenario", lambda r: visible(r.scenario)),
-        ("verdict", lambda r: r.verdict.replace("_", " ")), ("passes", lambda r: r.ratio)]
+        ("verdict", lambda r: r.verdict.replace("_", " ")), ("passes", lambda r: r.ratio),
+        ("duration", lambda r: duration_text(r.duration_ms) if r.trials else "")]
     if any(_tokens(r.usage) for r in table):
         cols.append(("tokens in/out", lambda r: tokens_cell(r.usage)))
     if any(r.usage.get("cost").total is not None for r in table):
@@ -284,7 +279,7 @@ def corrected_line(table: list[Row]) -> str | None:
 
 # -- text ---------------------------------------------------------------------------
 
-HEADER = ("case", "scenario", "verdict", "passes", "first failure")
+HEADER = ("case", "scenario", "verdict", "passes", "duration", "first failure")
 
 
 def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
@@ -340,6 +335,18 @@ def plain(artifact: Run, tail: str = "") -> str:
 _FLEX = {"case": 8, "scenario": 14, "first failure": 24}
 
 
+def _caps(width: int, cols: list[tuple[str, Callable[[Row], str]]],
+          data: list[Row]) -> dict[str, int]:
+    """The widest the case and scenario columns may be when the table is wider than
+    ``width``: a sixth and a third of what the short columns leave, so the failure keeps
+    the rest (rich would narrow the widest columns to one width, the failure's too)."""
+    natural = {name: max([len(name), *(len(cell(r)) for r in data)]) + 2 for name, cell in cols}
+    if sum(natural.values()) <= width:
+        return {}
+    left = width - sum(w for name, w in natural.items() if name not in _FLEX)
+    return {"case": max(_FLEX["case"], left // 6), "scenario": max(_FLEX["scenario"], left // 3)}
+
+
 def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
     """A rich table with coloured verdicts, rendered to a string for a terminal."""
     import io
@@ -352,17 +359,18 @@ def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
                   pad_edge=False)
     data = rows(artifact)
     cols = _columns(data)
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width, highlight=False,
+                      color_system="standard", legacy_windows=False)
+    caps = _caps(console.width, cols, data)
     for name, _ in cols:
         # names and the failure share what a narrow terminal leaves (each keeps a
         # readable width); the short columns never wrap
         table.add_column(name, overflow="fold", no_wrap=name not in _FLEX,
-                         min_width=_FLEX.get(name))
+                         min_width=_FLEX.get(name), max_width=caps.get(name))
     for r in data:
         table.add_row(*(Text(cell(r), style=_STYLE.get(r.verdict, "") if name == "verdict"
                              else "") for name, cell in cols))
-    buf = io.StringIO()
-    console = Console(file=buf, force_terminal=True, width=width, highlight=False,
-                      color_system="standard", legacy_windows=False)
     console.print(table)
     *before, last = _closing(artifact, data, tail)
     for line in before:
@@ -384,6 +392,7 @@ def as_json(artifact: Run) -> str:
         "judge_usage": judge_json(artifact),
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
+                       "duration_ms": r.duration_ms,
                        "first_failure": r.first_failure or None, "errors": r.errors,
                        "usage": usage_json(r.usage), "underpowered": _underpowered(r),
                        **(r.corrected.as_json() if r.corrected is not None else {})}

@@ -74,11 +74,19 @@ class JudgeCalls(TypedDict):
     completion_tokens: int
 
 
+class JudgeModels(JudgeCalls, total=False):
+    """``JudgeCalls`` with ``models``: the model each answered call named, as the judge's
+    API answered (null: it named none); the evidence ``calibration.runs`` checks the
+    pinned snapshot against. Runs written before it was recorded have none."""
+
+    models: list[str | None]
+
+
 class GraderAnswer(_GraderAnswerKeys, total=False):
     """A grader's raw answer as run (deciding what it means is scoring's job); ``usage``
     only when the grader asked the judge."""
 
-    usage: JudgeCalls
+    usage: JudgeModels
 
 
 class _AssertionOutcomeKeys(TypedDict):
@@ -448,9 +456,10 @@ def transcript(replies: list[JSONObject], ms: int) -> Transcript:
     }
 
 
-def judge_calls(value: object) -> JudgeCalls | None:
+def judge_calls(value: object) -> JudgeModels | None:
     """The judge usage a grader worker reported for one call, or None when it is not
-    four whole numbers >= 0 with ``reported`` at most ``calls``."""
+    four whole numbers >= 0 with ``reported`` at most ``calls``; with the models its
+    answered calls named (``JudgeModels``) when that list is well formed."""
     if not isinstance(value, dict):
         return None
     keys = ("calls", "reported", "prompt_tokens", "completion_tokens")
@@ -458,8 +467,13 @@ def judge_calls(value: object) -> JudgeCalls | None:
     counts = [v for v in got if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
     if len(counts) != len(keys) or counts[1] > counts[0]:
         return None
-    return {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
-            "completion_tokens": counts[3]}
+    out: JudgeModels = {"calls": counts[0], "reported": counts[1], "prompt_tokens": counts[2],
+                        "completion_tokens": counts[3]}
+    models = value.get("models")
+    if isinstance(models, list) and len(models) <= counts[0] and all(
+            m is None or (isinstance(m, str) and 0 < len(m) <= 200) for m in models):
+        out["models"] = list(models)
+    return out
 
 
 def _objects(value: JSON) -> list[JSONObject]:
@@ -492,6 +506,27 @@ def scenarios(run: Run) -> Iterator[tuple[CaseRun, ScenarioRun]]:
     for case in run["cases"]:
         for s in case["scenarios"]:
             yield case, s
+
+
+def scenario_ms(scenario: ScenarioRun) -> int:
+    """How long a scenario took: the sum of its trials' ``duration_ms`` (the time its
+    target took to answer, and a task's verifier to decide), whole milliseconds."""
+    total = 0
+    for r in scenario["results"]:
+        ms = r["transcript"]["duration_ms"]
+        ok = isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0
+        total += int(ms) if ok else 0
+    return total
+
+
+def duration_text(ms: int) -> str:
+    """``850 ms``, ``12.3 s``, ``4 min 05 s``: a duration for a table cell."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds:02d} s"
 
 
 def complete(run: Run) -> bool:

@@ -23,12 +23,12 @@ import signal
 import struct
 import sys
 import time
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from types import ModuleType
 
     from gitevals.graderfile import GraderFile
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from gitevals.run.judge import T
     from gitevals.run.targets import ProcessRegistry
 
-#: Past this a grader is stopped: its worker is killed and a fresh one started.
+#: A grader's own time (its code: importing its module and the call, not the time it
+#: waits for the judge): past it the grader is stopped and its worker replaced. The whole
+#: call's ceiling adds the judge's budget for a module that asks the judge (``ceiling``).
 GRADER_TIMEOUT = 30.0
 MAX_FRAME = 16 * 1024 * 1024
 #: Both ends busy-wait this long for the other's next frame before sleeping in poll:
@@ -78,7 +80,7 @@ class GraderWorker:
         self.tree_dir = tree_dir
         self.root = root
         self.judge = judge
-        self.config = json.dumps({"root": root, "judge": judge})
+        self.config = json.dumps({"root": root, "judge": judge, "timeout": timeout})
         self.timeout = timeout
         self._limits: dict[str, float] = {}  # grader file -> seconds a call may take
         self.registry = registry
@@ -132,19 +134,23 @@ class GraderWorker:
             reply = self._read(time.monotonic() + limit)
         except TimeoutError:
             self.stop()
-            return None, _err("grader_timeout", f"grader {name} ran past {limit:g} s; "
-                                                "its worker was killed and restarted"), None
+            return None, _err("grader_timeout", f"grader {name} ran past {limit:g} s, its "
+                                                "whole ceiling; its worker was killed and "
+                                                "restarted"), None
         except (WorkerGone, OSError) as exc:
             code = self.stop()
             why = f" ({exc})" if str(exc) else ""
             return None, _err("grader_error", f"grader {name}: worker exited"
                                               f"{f' with code {code}' if code else ''}{why}"), None
-        return reply.get("raw"), reply.get("error"), reply.get("usage")
+        error = reply.get("error")
+        if isinstance(error, dict) and error.get("kind") == "grader_timeout":
+            self.stop()  # stopped mid-way by its own clock: its module state is suspect
+        return reply.get("raw"), error, reply.get("usage")
 
     def limit(self, file: str) -> float:
-        """The grader limit, plus the judge's whole budget (every attempt and wait,
-        ``judge.budget``) for a grader file that calls ``t.llm``: a slow judge must end
-        as the ``judge_error`` it is, not as this grader's timeout."""
+        """A call's ceiling (``ceiling``): the grader's own limit, plus the judge's budget
+        (every attempt and wait, ``judge.budget``) for a grader file that asks the judge:
+        a slow judge must end as the ``judge_error`` it is, not as this grader's timeout."""
         if file not in self._limits:
             from gitevals.run.judge import module_budget
 
@@ -359,7 +365,60 @@ def _exc_kind(exc: BaseException) -> str:
     return "grader_error"
 
 
-def _answer(graders: _Graders, t: T, req: JSONObject) -> JSONObject:
+class _OwnTimeUp(BaseException):
+    """The grader's own time ran out (a BaseException: ``except Exception`` in a grader
+    does not swallow it)."""
+
+
+class OwnClock:
+    """The grader's own time, as a real-time interval timer that stops while the judge
+    answers (``paused``): SIGALRM interrupts the grader with ``_OwnTimeUp`` when it runs
+    out. Code that never returns to the interpreter (a C loop) is the parent's to stop,
+    at the call's ceiling."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+
+    def _up(self, signum: int, frame: object) -> None:
+        raise _OwnTimeUp
+
+    def start(self) -> None:
+        signal.signal(signal.SIGALRM, self._up)
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        left, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            yield
+        finally:
+            if left > 0:  # 0: the clock was not running (nothing to resume)
+                signal.setitimer(signal.ITIMER_REAL, left)
+
+
+def _answer(graders: _Graders, t: T, req: JSONObject, clock: OwnClock | None = None
+            ) -> JSONObject:
+    """Call the grader ``req`` names, on its own clock (module import included)."""
+    name = f"{req['file']}.{req['fn']}"
+    try:
+        try:
+            if clock is not None:
+                clock.start()
+            return _call_grader(graders, t, req)
+        finally:
+            if clock is not None:
+                clock.stop()
+    except _OwnTimeUp:
+        limit = clock.limit if clock is not None else GRADER_TIMEOUT
+        return {"raw": None, "error": _err("grader_timeout", f"grader {name} ran past "
+                                           f"{limit:g} s of its own time (waiting for the "
+                                           "judge not counted); its worker was restarted")}
+
+
+def _call_grader(graders: _Graders, t: T, req: JSONObject) -> JSONObject:
     file, fn = str(req["file"]), str(req["fn"])
     name = f"{file}.{fn}"
     try:
@@ -441,14 +500,17 @@ def worker_main(config: str) -> None:
     tree_dir = os.getcwd()
     graders = _Graders(tree_dir, cfg["root"])
     sys.path[:0] = [graders.dir, tree_dir]
-    t = T(cfg.get("judge"))
+    limit = cfg.get("timeout")
+    clock = OwnClock(float(limit) if isinstance(limit, int | float) and limit > 0
+                     else GRADER_TIMEOUT)
+    t = T(cfg.get("judge"), clock.paused)
     inbox = _Inbox(proto_in)
     while (head := inbox.read(_HEADER.size)) is not None:
         body = inbox.read(_HEADER.unpack(head)[0])
         if body is None:
             break
         t.reset()
-        answer = _answer(graders, t, json.loads(body))
+        answer = _answer(graders, t, json.loads(body), clock)
         used = t.usage()
         if used is not None:
             answer["usage"] = used

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     import urllib.request
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.settings import Judge
@@ -52,9 +53,11 @@ def _retries(config: JSONObject) -> int:
 
 
 def budget(config: JSONObject | None) -> float:
-    """Seconds one ``t.llm`` call may take at most: every attempt timing out, with the
-    longest wait between them. A grader whose module calls ``t.llm`` gets this on top of
-    the grader limit, so a slow judge is a ``judge_error``, never a ``grader_timeout``."""
+    """Seconds the judge may take within one grader call, all its ``t.llm`` and
+    ``t.judge`` calls together: every attempt of one call timing out, with the longest
+    wait between them. A grader whose module calls the judge gets this on top of its own
+    limit (``grading.ceiling``), so a slow judge is a ``judge_error``, never a
+    ``grader_timeout``; a grader asking many times shares it, so the ceiling holds."""
     if config is None:
         return 0.0
     retries = _retries(config)
@@ -62,18 +65,12 @@ def budget(config: JSONObject | None) -> float:
 
 
 def module_budget(config: JSONObject | None, source: bytes) -> float:
-    """Seconds a call of a grader from ``source`` may add to the grader limit for the
-    judge, when the module asks it (``graderfile.asks_judge``): one ``budget`` for
-    ``t.llm``; for ``t.judge``, which asks again when the answer is not PASS or FAIL, one
-    per ask it may make (``retries`` + 1), and so too when ``t`` is handed on and the
-    method cannot be seen."""
-    from gitevals.graderfile import asks_judge, judge_methods
+    """Seconds a call of a grader from ``source`` may add to its own limit for the judge:
+    one ``budget`` when the module asks the judge (``graderfile.asks_judge``; however many
+    times: the calls share it, ``T.deadline``), else none."""
+    from gitevals.graderfile import asks_judge
 
-    if config is None or not asks_judge(source):
-        return 0.0
-    methods = judge_methods(source)
-    asks = _retries(config) + 1 if "judge" in methods or not methods else 1
-    return budget(config) * asks
+    return budget(config) if config is not None and asks_judge(source) else 0.0
 
 
 def _request(config: JSONObject, prompt: str) -> urllib.request.Request:
@@ -118,10 +115,23 @@ def llm(config: JSONObject | None, prompt: str) -> str:
     return ask(config, prompt)[0]
 
 
-def ask(config: JSONObject | None, prompt: str) -> tuple[str, tuple[int, int] | None]:
+class Answer(NamedTuple):
+    """One judge reply: its text, the token counts it reported (None: none), and the
+    model the API answered with (its ``model`` field; None when it named none)."""
+
+    text: str
+    tokens: tuple[int, int] | None
+    model: str | None
+
+
+def ask(config: JSONObject | None, prompt: str, deadline: float | None = None) -> Answer:
     """``llm``'s answer with the token counts its reply reported (OpenAI-compatible
     ``usage.prompt_tokens``/``completion_tokens``), None when it reported none: the judge's
-    cost is reported apart from the target's."""
+    cost is reported apart from the target's; and the model that answered, the evidence
+    that the judge is the pinned snapshot (``calibration.runs``).
+
+    ``deadline`` (``time.monotonic``): no attempt or wait runs past it (the judge's time
+    within one grader call, ``T``); reaching it is a ``JudgeError``."""
     if config is None:
         raise JudgeError(NO_JUDGE)
     if not isinstance(prompt, str):
@@ -129,15 +139,20 @@ def ask(config: JSONObject | None, prompt: str) -> tuple[str, tuple[int, int] | 
     req = _request(config, prompt)
     retries = _retries(config)
     for attempt in range(retries + 1):
-        data, retry = _attempt(req, _timeout(config))
+        data, retry = _attempt(req, _within(_timeout(config), deadline, config))
         if retry is None:
             break
         wait = retry.wait if retry.wait is not None else _backoff() * 2 ** attempt
+        if deadline is not None and _left(deadline) <= 0:
+            raise JudgeError(f"{retry.message}: {_spent(config)}")
         if attempt == retries or wait > MAX_WAIT:
             tried = f"{attempt + 1} attempt{'s' * (attempt > 0)}"
             why = (f"; it asked to wait {wait:g} s, over {MAX_WAIT:g} s"
                    if attempt < retries else "")
             raise JudgeError(f"{retry.message} (gave up after {tried}{why})")
+        if deadline is not None and wait >= _left(deadline):
+            raise JudgeError(f"{retry.message}; no time left to ask again: "
+                             f"{_spent(config)}")
         import time
 
         time.sleep(wait)
@@ -145,7 +160,37 @@ def ask(config: JSONObject | None, prompt: str) -> tuple[str, tuple[int, int] | 
         payload: JSON = json.loads(data)
     except ValueError:
         raise JudgeError("judge reply is not JSON") from None
-    return _content(payload), _usage(payload)
+    return Answer(_content(payload), _usage(payload), _answered(payload))
+
+
+#: Longest model name kept from a reply: a name is evidence, not a payload.
+MAX_MODEL = 200
+
+
+def _answered(payload: JSON) -> str | None:
+    model = payload.get("model") if isinstance(payload, dict) else None
+    return model if isinstance(model, str) and 0 < len(model) <= MAX_MODEL else None
+
+
+def _left(deadline: float) -> float:
+    import time
+
+    return deadline - time.monotonic()
+
+
+def _spent(config: JSONObject) -> str:
+    return (f"the judge's {budget(config):g} s for this grader call are spent (timeout x "
+            "(retries + 1) + 30 s x retries, shared by every judge call of one grader call)")
+
+
+def _within(timeout: float, deadline: float | None, config: JSONObject) -> float:
+    """One attempt's timeout: the judge's, cut to what is left before ``deadline``."""
+    if deadline is None:
+        return timeout
+    left = _left(deadline)
+    if left <= 0:
+        raise JudgeError(_spent(config))
+    return min(timeout, left)
 
 
 def _usage(payload: JSON) -> tuple[int, int] | None:
@@ -240,14 +285,24 @@ def judge(config: JSONObject | None, prompt: str,
 
 class T:
     """The ``t`` graders receive: ``t.llm(prompt) -> str``, ``t.judge(prompt) -> bool``.
-    It counts the judge's calls and tokens since ``reset`` (one grader call's usage)."""
+    It counts the judge's calls and tokens since ``reset`` (one grader call's usage), and
+    bounds the judge's time within it (``budget``). ``paused`` (the grader worker's own
+    clock) is entered around each judge call: waiting for the judge is not the grader's
+    own time."""
 
-    def __init__(self, config: JSONObject | None) -> None:
+    def __init__(self, config: JSONObject | None,
+                 paused: Callable[[], AbstractContextManager[object]] | None = None) -> None:
         self._config = config
+        self._paused = paused
         self.reset()
 
     def reset(self) -> None:
+        import time
+
         self.calls = self.reported = self.prompt_tokens = self.completion_tokens = 0
+        self.models: list[str | None] = []  # the model each answered call named
+        self.deadline = (time.monotonic() + budget(self._config)
+                         if self._config is not None else None)
 
     def usage(self) -> JSONObject | None:
         """The judge usage since ``reset``, as recorded on a grader answer; None: no call."""
@@ -255,11 +310,15 @@ class T:
             return None
         return {"calls": self.calls, "reported": self.reported,
                 "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
+                "completion_tokens": self.completion_tokens, "models": list(self.models)}
 
     def _ask(self, config: JSONObject | None, prompt: str) -> str:
+        from contextlib import nullcontext
+
         self.calls += 1
-        answer, tokens = ask(config, prompt)
+        with self._paused() if self._paused is not None else nullcontext():
+            answer, tokens, model = ask(config, prompt, self.deadline)
+        self.models.append(model)
         if tokens is not None:
             self.reported += 1
             self.prompt_tokens += tokens[0]

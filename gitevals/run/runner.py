@@ -450,7 +450,11 @@ class Execution:
                 record["cluster"] = case.cluster
             out.append(record)
         if self.plan.tasks:
-            from gitevals.run.tasks import broken_trials, case_run
+            from gitevals.run.tasks import broken_trials, case_run, sandbox_name
+
+            # not ``self.task_trials.sandbox``: making the trials' machinery touches the
+            # commit directory, gone here when the trials ran on Ray nodes
+            sandbox = sandbox_name(self._bwrap)
 
             for ti, task in enumerate(self.plan.tasks):
                 by_trial = self.task_results.get(ti, {})
@@ -458,12 +462,15 @@ class Execution:
                 results = ([by_trial[t] for t in sorted(by_trial)]
                            if controls is None or controls.valid
                            else broken_trials(task, self.plan.task_trials(),
-                                              controls.reason(), self.task_trials.sandbox))
-                out.append(case_run(task, self.plan.task_trials(), results,
-                                    self.task_trials.sandbox,
+                                              controls.reason(), sandbox))
+                made = self.__dict__.get("task_trials")  # None: the trials ran on Ray nodes
+                limits = next((r["task"]["limits"] for r in results
+                               if "task" in r and "limits" in r["task"]), None)
+                out.append(case_run(task, self.plan.task_trials(), results, sandbox,
                                     None if controls is None else controls.as_dict(),
-                                    self.task_trials.image_record(task),
-                                    self.task_trials.mechanism))
+                                    made.image_record(task) if made is not None else None,
+                                    limits or (made.mechanism if made is not None
+                                               else "rlimit")))
             out.sort(key=lambda c: c["name"])
         return out
 

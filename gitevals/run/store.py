@@ -1,4 +1,5 @@
-"""Where runs are kept: ``<root>/results/`` of the working tree and the git note.
+"""Where runs are kept: ``<root>/results/`` of the working tree (or the directory the
+``results`` setting names) and the git note.
 
 The note is JSONL: one run per line, in the order runs were added, so that git's own
 ``cat_sort_uniq`` merge (and ``gitevals notes pull``) keeps every run two machines
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from gitevals.git.repo import Repo
 
 RESULTS_DIR = "results"
+#: The ``.gitignore`` of a results directory ``save`` made where the settings moved it.
+MADE_IGNORE = ("# gitevals run artifacts (the `results` setting): shared as git notes "
+               "(refs/notes/gitevals), not committed.\n*\n")
 #: Runs a note keeps per commit: the preferred one plus the most recent others, so a
 #: commit run by every CI job for months does not grow a note without bound.
 NOTE_KEEP = 10
@@ -56,20 +60,43 @@ class Found:
     label: str  # for messages: the file, or the note
 
 
-def results_dir(work_root: Path, root: str) -> Path:
-    return work_root / root / RESULTS_DIR
+def default_results(root: str) -> str:
+    """Where runs go when the settings do not say (``Settings.results``)."""
+    return f"{root}/{RESULTS_DIR}"
+
+
+def run_results(run: Run) -> str:
+    """Where ``run`` is kept in the working tree: the ``results`` of the settings it ran
+    with (validated when they were read, GE705), else its ``<root>/results``."""
+    settings = run.get("settings")
+    given = settings.get("results") if isinstance(settings, dict) else None
+    return given if isinstance(given, str) and given else default_results(run["root"])
+
+
+def results_dir(work_root: Path, results: str) -> Path:
+    """The directory ``results`` (``Settings.results``: relative to the repository, by
+    default ``<root>/results``) of the working tree."""
+    return work_root / results
 
 
 def save(work_root: Path, run: Run, text: str | None = None) -> Path:
     """Write ``run`` (whose ``dumps`` is ``text``, when already made) to
-    ``<root>/results/<run_id>.json`` of the working tree, atomically."""
+    ``<results>/<run_id>.json`` of the working tree, atomically (``run_results``).
+
+    A results directory the settings moved (``results = "runs"``) is made with a
+    ``.gitignore`` that ignores everything in it, itself too: runs travel as notes, never
+    as commits, wherever they are kept (``gitevals init``'s ``<root>/results/.gitignore``
+    is committed instead)."""
     from gitevals.files import write_atomic
 
-    directory = results_dir(work_root, run["root"])
+    where = run_results(run)
+    directory = results_dir(work_root, where)
     real, top = directory.resolve(), work_root.resolve()
     if real != top and top not in real.parents:
         # A committed symlink must not send the run (or anything) outside the repository.
         raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
+    if where != default_results(run["root"]) and not os.path.lexists(directory):
+        write_atomic(directory / ".gitignore", MADE_IGNORE)
     path = directory / f"{run['run_id']}.json"
     write_atomic(path, text if text is not None else dumps(run))
     return path
@@ -266,15 +293,15 @@ def counting(runs: list[Run], pins: Pins) -> tuple[Run | None, list[tuple[Run, s
     return None, refused
 
 
-def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]]:
-    """Runs in ``<root>/results/`` of the working tree pinned to ``commit``, least
-    preferred first.
+def local_runs(work_root: Path, results: str, commit: str) -> list[tuple[Run, Path]]:
+    """Runs in ``results`` (``Settings.results``) of the working tree pinned to
+    ``commit``, least preferred first.
 
     Only files whose name carries ``commit[:12]`` are opened (run ids embed it), so a
     results dir with thousands of runs stays cheap. Unreadable files are skipped.
     """
     found = []
-    tag, directory = f"-{commit[:12]}-", results_dir(work_root, root)
+    tag, directory = f"-{commit[:12]}-", results_dir(work_root, results)
     try:  # names matched as text: a glob compiles a pattern per commit (log reads 200)
         names = [e.name for e in os.scandir(directory)
                  if tag in e.name and e.name.endswith(".json") and not e.name.startswith(".")]
@@ -293,15 +320,16 @@ def local_runs(work_root: Path, root: str, commit: str) -> list[tuple[Run, Path]
     return [(f[2], f[3]) for f in sorted(found, key=lambda f: f[:2])]
 
 
-def run_of_commit(repo: Repo | None, work_root: Path | None, root: str,
+def run_of_commit(repo: Repo | None, work_root: Path | None, results: str,
                   commit: str, trials: bool = True) -> Found | None:
-    """The run to show for ``commit``: the preferred run in results/ of the working tree,
+    """The run to show for ``commit``: the preferred run in ``results`` (``Settings.results``)
+    of the working tree,
     else the run of its git note that counts (``counting``: evidence checked, order by
     place in the note); validated, or ``ArtifactError`` when the note holds none that
     is evidence. Without ``trials`` a note's summary keeps its trials packed: its
     verdicts are checked against the outcomes, and ``results`` stay empty."""
     if work_root is not None:
-        local = local_runs(work_root, root, commit)
+        local = local_runs(work_root, results, commit)
         if local:
             run, path = local[-1]
             label = os.path.relpath(path) if path.is_absolute() else str(path)

@@ -153,6 +153,11 @@ def gap_lines(tasks: Sequence[Task]) -> list[str]:
 # -- one trial -----------------------------------------------------------------------
 
 
+def sandbox_name(bwrap: str | None) -> str:
+    """What a task trial records it ran in: ``bwrap``, or ``none`` with --no-sandbox."""
+    return "none" if bwrap is None else "bwrap"
+
+
 class TaskTrials:
     """Runs the trials of tasks in a materialized commit (``tree_dir``); thread-safe."""
 
@@ -184,7 +189,7 @@ class TaskTrials:
 
     @property
     def sandbox(self) -> str:
-        return "none" if self.bwrap is None else "bwrap"
+        return sandbox_name(self.bwrap)
 
     def image(self, task: Task) -> tuple[Realized | None, str | None]:
         """The task's image, realized once a run (built or pulled, unpacked: its

@@ -7,6 +7,7 @@ sandbox steps are the runner's business and are not run here."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,10 +19,11 @@ import yaml
 
 from ..conftest import GIT_ENV, Repo, git
 from ..test_diff_verdicts import case, commit_and_run
+from . import fake_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = ("Fetch the runs shared as notes", "Reuse or run the base", "Run the head", "Diff",
-         "Step summary", "Fail on the diff's exit code")
+         "Step summary", "JUnit check run", "Fail on the diff's exit code")
 EXPR = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
 
@@ -42,10 +44,13 @@ def fill(text: str, context: dict[str, Any]) -> str:
     return EXPR.sub(lambda m: lookup(context, m.group(1)), text)
 
 
-def run_steps(checkout: Path, tmp: Path, base: str) -> tuple[dict[str, dict[str, str]], int]:
+def run_steps(checkout: Path, tmp: Path, base: str, runner_env: dict[str, str] | None = None
+              ) -> tuple[dict[str, dict[str, str]], int]:
     """The named steps in order, as the runner would: each step's ``env`` with its
-    ``${{ }}`` filled from the inputs' defaults, the event and earlier steps' outputs.
-    Returns the steps' outputs and the last step's exit code."""
+    ``${{ }}`` filled from the inputs' defaults (which may name ``github.token``), the
+    event and earlier steps' outputs; ``runner_env`` is what the runner sets for every
+    step (GITHUB_API_URL, GITHUB_EVENT_PATH, ...). Returns the steps' outputs and the
+    last step's exit code."""
     doc = action()
     inputs = {k: v.get("default", "") for k, v in doc["inputs"].items()}
     inputs["run-args"] = ""
@@ -57,14 +62,15 @@ def run_steps(checkout: Path, tmp: Path, base: str) -> tuple[dict[str, dict[str,
             continue
         assert step["shell"] == "bash"
         context = {"inputs": inputs, "steps": {k: {"outputs": v} for k, v in outputs.items()},
-                   "github": {"event": {"pull_request": {"base": {"sha": base}}, "before": ""}}}
-        env = {k: fill(str(v), context) for k, v in step.get("env", {}).items()}
+                   "github": {"event": {"pull_request": {"base": {"sha": base}}, "before": ""},
+                              "token": "t0ken"}}
+        env = {k: fill(fill(str(v), context), context) for k, v in step.get("env", {}).items()}
         out = tmp / f"output-{len(outputs)}"
         out.write_text("")
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
             cwd=checkout, capture_output=True, text=True, timeout=600,
-            env={**os.environ, **GIT_ENV, **env, "GITHUB_OUTPUT": str(out),
+            env={**os.environ, **GIT_ENV, **(runner_env or {}), **env, "GITHUB_OUTPUT": str(out),
                  "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true",
                  "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
         if "id" in step:
@@ -98,7 +104,26 @@ def origin_and_checkout(repo: Repo, tmp: Path, share_notes: bool) -> tuple[str, 
 
 def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -> None:
     base, checkout = origin_and_checkout(repo, tmp_path, share_notes=True)
-    outputs, code = run_steps(checkout, tmp_path, base)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "b" * 40}}}))
+    with fake_checks.serve() as api:
+        outputs, code = run_steps(checkout, tmp_path, base, {
+            "GITHUB_API_URL": api.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "m" * 40,
+            "GITHUB_EVENT_PATH": str(event)})
+    # the JUnit results as a check run on the pull request's head, annotated at the
+    # regressed scenario's line of its case file
+    assert api.refused == [] and list(api.runs) == [100]
+    run = api.runs[100]
+    assert (run["name"], run["head_sha"], run["status"], run["conclusion"]) == (
+        "gitevals", "b" * 40, "completed", "failure")
+    assert run["output"]["title"] == ("gitevals diff failed: 1 of 3 diff results regressed "
+                                      "beyond noise; head run: 1 of 2 scenarios passed")
+    assert run["output"]["summary"].startswith("**gitevals diff: failed.**")
+    (note,) = run["annotations"]
+    assert (note["path"], note["start_line"], note["annotation_level"]) == (
+        "evals/cases/geo.yaml", 3, "failure")
+    assert note["title"] == "geo/capital: regressed beyond noise"
+    assert api.calls[0][3]["Authorization"] == "Bearer t0ken"
     assert outputs["base"] == {"rev": base, "base": "reuse"}
     results = sorted((checkout / "evals" / "results").glob("*.json"))
     assert len(results) == 1  # the head's run only: the base's came with the notes

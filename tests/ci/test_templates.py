@@ -70,9 +70,10 @@ def scripts() -> list[tuple[str, str]]:
 
 def test_every_script_parses_and_calls_steps_that_exist() -> None:
     known = set()
-    for name in ("setup-sandbox", "base-run", "summary", "comment", "nope"):
+    for name in ("setup-sandbox", "base-run", "summary", "comment", "check-run", "nope"):
         argv = [name, "REV"] if name == "base-run" else [name]
-        argv += ["F", "--exit-code", "0"] if name in ("summary", "comment") else []
+        argv += ["F", "--exit-code", "0"] if name in ("summary", "comment", "check-run") else []
+        argv += ["--markdown", "M"] if name == "check-run" else []
         try:
             parser().parse_args(argv)
             known.add(name)
@@ -83,11 +84,11 @@ def test_every_script_parses_and_calls_steps_that_exist() -> None:
         r = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
         assert r.returncode == 0, (name, r.stderr)
         called |= set(re.findall(r"python -m gitevals\.ci ([\w-]+)", script))
-    assert called == known == {"setup-sandbox", "base-run", "summary", "comment"}
+    assert called == known == {"setup-sandbox", "base-run", "summary", "comment", "check-run"}
 
 
 def test_the_docs_give_the_example_workflow_as_it_is() -> None:
-    """docs/ci.md's copy-paste workflow is the validated file, byte for byte."""
-    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    """The GitHub page's copy-paste workflow is the validated file, byte for byte."""
+    doc = (ROOT / "docs" / "integrations" / "github-actions.md").read_text(encoding="utf-8")
     example = FILES["vendor.github-workflows"].read_text(encoding="utf-8")
     assert f"```yaml\n{example}```" in doc
