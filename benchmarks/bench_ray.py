@@ -1,6 +1,6 @@
 """``run --executor ray`` beside the local executor, measured side by side in one run.
 
-Starts its own two-node Ray cluster on 127.0.0.1 (tests/raycluster.py: a head and a
+Starts its own two-node Ray cluster on 127.0.0.1 (tests/support/raycluster.py: a head and a
 worker, one CPU each), then times the real CLI both ways, alternating, best of
 ``--rounds``:
 
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.raycluster import DRIVER_ENV, LocalCluster  # noqa: E402
+from tests.support.raycluster import DRIVER_ENV, LocalCluster  # noqa: E402
 
 HARNESS = """\
 import json, sys, time

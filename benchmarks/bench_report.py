@@ -140,7 +140,7 @@ def dom_content_loaded(page: Path, profile: Path, repeat: int) -> dict[str, floa
     load event, the requests beyond the page, and (for the machine's state) the
     DOMContentLoaded of a one-line page, all in one Chromium."""
     sys.path.insert(0, str(HERE.parent))
-    from tests.browser import chromium, requests
+    from tests.support.browser import chromium, requests
 
     tiny = profile.parent / "tiny.html"
     tiny.write_text("<!doctype html><title>tiny</title><p>one line")

@@ -8,10 +8,12 @@ that puts them together: the engine never imports a feature.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
@@ -21,16 +23,25 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from gitevals.diff import Diff
+    from gitevals.experiment.controls import Pins, Snapshot
+    from gitevals.experiment.lanes import Lane
+    from gitevals.experiment.results import Doc as ExperimentDoc
+    from gitevals.experiment.results import LaneResult, Meta
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
+    from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
+    from gitevals.report.history import History
+    from gitevals.report.html import Report
     from gitevals.report.progress import Update
-    from gitevals.run.artifact import Run
+    from gitevals.run.artifact import GraderCalibration, Run
+    from gitevals.run.draft import DraftFile
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
+    from gitevals.tasks.selection import Selected
 
 
 # -- lint: every rule over a tree ---------------------------------------------------------
@@ -116,9 +127,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     if bad:
         raise UsageError(f"{bad[0]}")
     available = case_paths(tree, settings.root)
-    from gitevals.run import tasks
-
-    picked = tasks.select(tree, settings, available, names)
+    picked = _select_tasks(tree, settings, available, names)
     if not available and not picked.tasks and not picked.blocked:
         if goldens_alone and not names and settings.golden_graders:
             return Plan(settings, (), (), (), {}, trials, (), picked.notes)
@@ -150,6 +159,22 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
                          f"of {MAX_TRIALS:,} a run; lower `trials` (or --trials), or run "
                          "fewer cases at once")
     return the_plan
+
+
+def _select_tasks(tree: Tree, settings: Settings, available: dict[str, str],
+                  names: Sequence[str]) -> Selected:
+    """``gitevals.run.tasks.select``, without importing the task machinery (its sandbox,
+    its verifier: a tenth of a one-case run's start) when nothing at all is under
+    ``<root>/tasks/``: then every name is a case's (or unknown), and nothing is noted."""
+    from gitevals.tasks import tasks_dir
+    from gitevals.tasks.selection import Selected
+
+    base = tasks_dir(settings.root) + "/"
+    if not tree.blob_shas(base) and not tree.refused(base):
+        return Selected(list(names) if names else None)
+    from gitevals.run import tasks
+
+    return tasks.select(tree, settings, available, names)
 
 
 def _no_case_fix(tree: Tree, settings: Settings) -> str:
@@ -235,7 +260,8 @@ class RunOptions:
     preflight, ``target_env`` what the target's environment adds (``public_env`` the
     names whose values are recorded), ``rounds`` a sequential design (``run
     --against``), ``bwrap`` the sandbox for task verifiers, ``cluster`` a connected Ray
-    executor, ``suite`` the goldens to send, ``cost_limit`` in USD."""
+    executor, ``suite`` the goldens to send, ``cost_limit`` in USD, and what the
+    artifact records of the command line (``goldens_only``, ``draft``)."""
 
     names: tuple[str, ...] = ()
     jobs: int = field(default_factory=_default_jobs)
@@ -248,6 +274,10 @@ class RunOptions:
     graders_on_workers: bool = False
     suite: SuitePlan | None = None
     cost_limit: float | None = None
+    #: ``--goldens-only`` in a tree that has cases: recorded, so diff knows none ran
+    goldens_only: bool = False
+    #: ``run --draft``: the file the draft case was read from (recorded on that case)
+    draft: DraftFile | None = None
 
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
@@ -265,18 +295,21 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
                options: RunOptions | None = None,
                progress: ProgressFactory = silent) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
-    artifact. The caller keeps it (``run.store``), scores it by calibration
-    (``calibrated``) and renders it; nothing is printed here but ``progress``."""
+    artifact (``run.build``: scored by its judge graders' calibration at its start, as
+    ``calibrated`` would). The caller keeps it (``run.store``) and renders it; nothing
+    is printed here but ``progress``."""
     options = options or RunOptions()
     return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
                     options.target_env, options.rounds, options.bwrap, options.cluster,
                     options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress)
+                    options.cost_limit, progress, options.goldens_only, options.draft)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
     """What a run of the plan's tasks cannot realize (an image) and what the task loader
     skipped, one line each, made safe to print (names come from the tree)."""
+    if not the_plan.tasks and not the_plan.notes:
+        return []  # (a run of cases alone never loads the task machinery)
     from gitevals.run.tasks import gap_lines
     from gitevals.text import visible
 
@@ -366,7 +399,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              rounds: Rounds | None = None, bwrap: str | None = None,
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
              suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
-             cost_limit: float | None = None, progress: ProgressFactory = silent) -> Run:
+             cost_limit: float | None = None, progress: ProgressFactory = silent,
+             goldens_only: bool = False, draft: DraftFile | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -458,20 +492,30 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             for s, handler in old.items():
                 signal.signal(s, handler)
         finished = time.time()
-    artifact = runner.build_artifact(prov, the_plan, execution, names, jobs, started, finished)
-    if rounds is not None:
-        from gitevals.run.sequential import annotate
+    from gitevals.run.build import ArtifactParts, GoldensPart, build_artifact
 
-        annotate(artifact, rounds)
-    if goldens is not None:
-        artifact["goldens"] = goldens.part()
-        artifact["files"] = dict(sorted({**artifact["files"], **goldens.plan.files}.items()))
-        artifact["interrupted"] = artifact["interrupted"] or goldens.stop.is_set()
-    if meter is not None:
-        artifact["options"]["cost_limit"] = meter.limit
-        if meter.reached:
-            artifact["interrupted_reason"] = meter.reason()
-    return artifact
+    part = None if goldens is None else GoldensPart(goldens.part(), goldens.plan.files,
+                                                    goldens.stop.is_set())
+    return build_artifact(ArtifactParts(
+        prov, the_plan, execution, names, jobs, started, finished,
+        _calibration(tree, the_plan, started), rounds, part,
+        None if meter is None else meter.limit,
+        meter.reason() if meter is not None and meter.reached else None,
+        goldens_only, draft))
+
+
+def _calibration(tree: RevisionTree, the_plan: Plan, started: float
+                 ) -> Callable[[Run], dict[str, GraderCalibration]]:
+    """How the builder learns a run's judge calibration: ``calibration.runs`` asked of the
+    assembled run, at the run's start as its artifact records it (what ``calibrated``
+    attaches to a finished run)."""
+    from datetime import datetime
+
+    from gitevals.calibration.runs import run_calibration
+    from gitevals.run.artifact import utc_stamp
+
+    now = datetime.fromisoformat(utc_stamp(started).replace("Z", "+00:00"))
+    return lambda run: run_calibration(run, tree, the_plan.settings, now)
 
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
@@ -508,3 +552,695 @@ def grader_timeout() -> float:
     except ValueError:
         return GRADER_TIMEOUT
     return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both
+
+
+# -- gate: a goldens run against the base model's baseline ---------------------------------
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """``baseline`` names the base model (``<root>/baseline-<NAME>.json`` of the working
+    tree); ``control`` and ``alpha`` adjust the counted slices (None: the working tree's
+    ``[tool.gitevals.statistics]``)."""
+
+    baseline: str
+    control: str | None = None
+    alpha: float | None = None
+
+
+def goldens_run(what: str, repo: Repo | None = None) -> Run:
+    """The run artifact file ``what``, or the goldens run of revision ``what`` (its note's
+    run that counts, else the working tree's results directory); either way checked against
+    the commit it names (``goldens.verify.pinned``). ``repo``: the current directory's."""
+    from gitevals.errors import UsageError
+    from gitevals.files import is_path
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.verify import goldens_run_of_commit, pinned
+    from gitevals.run.artifact import load
+
+    if is_path(what):
+        run = load(what)
+        pinned(repo or require_repo(), run, what)
+        return run
+    repo = repo or require_repo()
+    commit = repo.resolve(what)
+    results = load_settings(WorkingTree(repo.work_root))[0].results
+    found = goldens_run_of_commit(repo, results, commit)
+    if found is None:
+        raise UsageError(f"no goldens run of {what} ({commit[:12]}) in {results}/ or its "
+                         f"git note: make one with `gitevals run --goldens-only --rev {commit}`")
+    return found
+
+
+def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResult:
+    """Gate the goldens run ``what`` (a file, or a revision's run) against the baseline
+    ``options.baseline``, per bucket and drift slice. ``Refused`` (a ``GitevalsError``)
+    when there is no baseline, it is not what its run measured, the run is not its
+    commit's, they were measured with other goldens or graders, or the run's commit does
+    not lint; else the result (``.passed``; ``report.gate`` renders it)."""
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import WorkingTree
+    from gitevals.goldens.gate import baseline_path
+    from gitevals.goldens.gate import gate as compare
+    from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.stats.multiplicity import CONTROLS
+
+    if options.control is not None and options.control not in CONTROLS:
+        from gitevals.errors import UsageError
+
+        raise UsageError(f"control {options.control!r} is not one of {', '.join(CONTROLS)}")
+    artifact = goldens_run(what, repo)
+    repo = repo or require_repo()
+    rel = baseline_path(artifact["root"], options.baseline)
+    path = repo.work_root / rel
+    data = path.read_bytes() if path.is_file() else None
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    baseline = verified_baseline(repo, read_baseline(data, rel), rel, notes_only=False,
+                                 results=settings.results)
+    result = compare(baseline, artifact, rel,  # another measuring stick is said first
+                     settings.control if options.control is None else options.control,
+                     settings.alpha if options.alpha is None else options.alpha)
+    check_lints(repo, artifact["commit"])
+    return result
+
+
+def check_lints(repo: Repo, commit: str) -> None:
+    """Refuse (``Refused``) a run of a commit whose eval tree does not lint (duplicate
+    golden ids, a drift budget that is not a number...): its numbers measure nothing the
+    gate trusts."""
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused
+
+    result = lint(RevisionTree(repo, commit))
+    errors = [f for f in result.findings if f.severity == "error"]
+    if errors:
+        f = errors[0]
+        raise Refused(f"commit {commit[:12]} does not lint ({len(errors)} error"
+                      f"{'s' * (len(errors) != 1)}; the first: {f.path}:{f.line}:{f.col}: "
+                      f"{f.code} {f.message}): fix it; a run of it is not gated")
+
+
+def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Finding]:
+    """GE639 when the run pinned to ``commit`` does not pass the gate against the
+    baseline ``model`` of that commit (``publish-check --require-gate``). Everything is
+    read from git objects: the published tree, the baseline in it, and the runs in git
+    notes (never the working tree's results/, which anyone with the checkout can write)."""
+    from gitevals.errors import GitevalsError
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.goldens.gate import Refused, baseline_path
+    from gitevals.goldens.gate import gate as compare
+    from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
+    from gitevals.report.gate import headline
+
+    repo = repo or require_repo()
+    tree = RevisionTree(repo, commit)
+    settings = load_settings(tree)[0]
+    rel = baseline_path(settings.root, model)
+    try:
+        baseline = verified_baseline(repo, read_baseline(tree.read(rel), rel), rel,
+                                     notes_only=True)
+        found = goldens_run_of_commit(repo, settings.results, commit, notes_only=True)
+        if found is None:
+            raise Refused(f"no goldens run pinned to {commit[:12]} in its git note to gate: "
+                          f"`gitevals run --goldens-only --rev {commit}` (or `gitevals notes "
+                          "pull`)")
+        result = compare(baseline, found, rel, settings.control, settings.alpha)
+    except GitevalsError as exc:
+        return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {exc}")]
+    if result.passed:
+        return []
+    return [Finding(rel, 1, 1, "GE639", f"--require-gate {model}: {headline(result)}; see "
+                                        f"`gitevals gate {commit[:12]} --baseline {model}`")]
+
+
+# -- history and report: the runs along git --------------------------------------------------
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """``limit`` commits with runs at most, the newest (``gitevals log`` shows 20);
+    ``control`` and ``alpha`` decide each move as ``diff`` does (None: the working
+    tree's ``[tool.gitevals.statistics]``); ``keep_tip`` keeps the tip's run whole (its
+    transcripts), for a report."""
+
+    limit: int
+    control: str | None = None
+    alpha: float | None = None
+    keep_tip: bool = False
+
+
+def history(repo: Repo, spec: str, options: HistoryOptions) -> Gathered:
+    """The eval history ``spec`` names (``REV``: its first parents; ``A..B``: from A to B,
+    both included): the run of each commit that has one (the results directory of the
+    working tree, else its git note, as ``show`` and ``diff`` read them), each move
+    decided as ``diff`` decides it. ``UsageError`` for a range that is not one line."""
+    control, alpha = statistics(repo, options.control, options.alpha)
+    return _gather(repo, eval_results(repo), spec, options.limit, options.keep_tip, control,
+                   alpha)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The history from ``start`` (None: as far as ``limit`` reaches) to ``tip``, and the
+    run of ``tip`` when it has one and ``keep_tip`` asked for it."""
+
+    history: History
+    tip: str
+    start: str | None
+    tip_run: Run | None
+
+
+def split_range(spec: str) -> tuple[str | None, str]:
+    """``A..B`` -> (A, B); ``REV`` -> (None, REV). A side left empty is ``HEAD``."""
+    from gitevals.errors import UsageError
+
+    if "..." in spec:
+        raise UsageError(f"{spec}: a symmetric range (A...B) has no one line of history; "
+                         "give A..B, A an ancestor of B along first parents")
+    if ".." not in spec:
+        return None, spec
+    a, _, b = spec.partition("..")
+    return a or "HEAD", b or "HEAD"
+
+
+def _with_runs(repo: Repo, results: str, tip: str, start: str | None,
+               limit: int) -> list[tuple[str, str]]:
+    """``(sha, subject)`` of the newest ``limit`` commits with a run from ``tip`` back
+    along first parents to ``start`` (included), oldest first."""
+    from gitevals.errors import UsageError
+    from gitevals.run.store import results_dir
+
+    try:
+        names = [p.name for p in results_dir(repo.work_root, results).glob("*-*-*.json")]
+    except OSError:
+        names = []
+    local = {n.split("-")[1] for n in names if n.count("-") >= 2}
+    noted = repo.noted_commits()
+    found, reached = [], start is None
+    for sha, subject in repo.first_parents(tip):
+        if sha[:12] in local or sha in noted:
+            found.append((sha, subject))
+        if sha == start:
+            reached = True
+            break
+        if len(found) >= limit:
+            reached = True
+            break
+    if not reached:
+        raise UsageError(f"{start[:12] if start else ''} is not on the first-parent history "
+                         f"of {tip[:12]}: give A..B with A an ancestor of B "
+                         "(`git log --first-parent --oneline B` lists them)")
+    return found[::-1]
+
+
+def _gather(repo: Repo, results: str, spec: str, limit: int, keep_tip: bool = False,
+            control: str = "fdr", alpha: float = 0.05) -> Gathered:
+    """Read the runs along the history ``spec`` names (``REV`` or ``A..B``), from the
+    notes and the working tree's ``results`` (``Settings.results``); each move is decided
+    as ``diff`` decides it, under ``control`` at ``alpha``."""
+    from gitevals.diff.verdicts import Tally, clusters, tallies
+    from gitevals.errors import ArtifactError
+    from gitevals.report.history import Commit, build
+    from gitevals.run.store import run_of_commit
+
+    a, b = split_range(spec)
+    tip = repo.resolve(b)
+    start = repo.resolve(a) if a is not None else None
+    tags = repo.tags_by_commit()
+    points: list[tuple[Commit, dict[tuple[str, str], Tally] | None]] = []
+    tip_run = None
+    declared: dict[str, str] = {}
+    for sha, subject in _with_runs(repo, results, tip, start, limit):
+        try:
+            # counts only: a summary's trials stay packed (but the tip's a report shows)
+            found = run_of_commit(repo, repo.work_root, results, sha,
+                                  trials=keep_tip and sha == tip)
+        except ArtifactError as exc:
+            points.append((Commit(sha, subject, tuple(tags.get(sha, ())), None, str(exc)),
+                           None))
+            continue
+        if found is None:
+            continue  # a results file of another commit sharing the short SHA
+        points.append((Commit(sha, subject, tuple(tags.get(sha, ())), found.run["run_id"]),
+                       tallies(found.run)))
+        declared.update(clusters(found.run))  # the later run's word wins, as in diff
+        if keep_tip and sha == tip:
+            tip_run = found.run
+    return Gathered(build(points, alpha=alpha, control=control, clusters=declared), tip, start,
+                    tip_run)
+
+
+def statistics(repo: Repo, control: str | None, alpha: float | None) -> tuple[str, float]:
+    """``control`` and ``alpha`` when given, else the working tree's
+    ``[tool.gitevals.statistics]``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return (settings.control if control is None else control,
+            settings.alpha if alpha is None else alpha)
+
+
+def eval_results(repo: Repo) -> str:
+    """Where the working tree's settings keep runs (``Settings.results``), as ``show``."""
+    from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
+
+    settings, _ = load_settings(WorkingTree(repo.work_root))
+    return settings.results
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """``limit`` commits with runs in the history; ``static`` the most trials whose
+    transcripts the page writes as HTML that reads without JavaScript."""
+
+    limit: int
+    static: int
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What ``gitevals report`` renders (``report.html.render``), and the warnings about
+    what the page could not show."""
+
+    report: Report
+    warnings: tuple[str, ...] = ()
+
+
+def report(repo: Repo, what: str, options: ReportOptions) -> ReportResult:
+    """The report of ``what`` (``REV``: its run and the history before it, diffed with
+    the previous commit that has a run; ``A..B``: that history and the diff A B, exactly
+    as ``gitevals diff`` compares). ``UsageError`` when the tip has no run."""
+    from gitevals import __version__
+    from gitevals.errors import UsageError
+    from gitevals.report.html import Report
+
+    got = history(repo, what, HistoryOptions(options.limit, keep_tip=True))
+    if got.tip_run is None:
+        _, b = split_range(what)
+        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {eval_results(repo)}/ or its git "
+                         f"note: make one with `gitevals run --rev {got.tip}`")
+    found, note = _report_diff(repo, got)
+    tip, warnings = _transcripts(repo, got.tip_run)
+    return ReportResult(Report(tip, got.history, what, found, note, __version__,
+                               options.static), warnings)
+
+
+def _transcripts(repo: Repo, run: Run) -> tuple[Run, tuple[str, ...]]:
+    """The tip's run whole, for its transcripts: a summary's full artifact is fetched
+    when not here; when it cannot be had the page shows the summary, and says why."""
+    from gitevals.errors import ArtifactError
+    from gitevals.run.runstore import full_run
+    from gitevals.run.summary import is_summary
+
+    if not is_summary(run):
+        return run, ()
+    try:
+        return full_run(repo, run, f"the full artifact of run {run['run_id']}"), ()
+    except ArtifactError as exc:
+        return run, (f"{exc}; the page shows verdicts without transcripts",)
+
+
+def _report_diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
+    """The diff A B for ``A..B``; for one revision, the previous commit with a run
+    against it; none when the history holds one commit only."""
+    from gitevals.diff.stats import DEFAULT_ALPHA
+    from gitevals.errors import ArtifactError
+
+    commits = got.history.commits
+    earlier = [c.sha for c in commits[:-1] if c.run_id is not None]
+    if got.start is not None:
+        a = got.start
+    elif earlier:
+        a = earlier[-1]
+    else:
+        return None, ("No earlier commit along this history has a readable run: there is "
+                      "nothing to compare with yet.")
+    labels = {c.sha: c.tags[0] for c in commits if c.tags}
+    try:
+        return diff(repo, labels.get(a, a), labels.get(got.tip, got.tip),
+                    DiffOptions(alpha=DEFAULT_ALPHA)), ""
+    except ArtifactError as exc:  # the history already says which run; the page still helps
+        return None, f"No diff: {exc}"
+
+
+# -- experiment: the same cases against several harness lanes -------------------------------
+
+#: Where experiments keep their samples and reports, under ``<results>/``.
+EXPERIMENTS_DIR = "experiments"
+#: Receives the lines a command prints on stderr as it goes (``print`` to stderr, or
+#: ``_quiet``): lint findings, which lane runs, a fallback directory.
+Say = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    """Say nothing: what the API does unless it is handed somewhere to say it."""
+
+
+@dataclass(frozen=True)
+class ExperimentOptions:
+    """``lanes`` (``NAME=REV[,env:K=V...]``, at least two), the ``cases`` (``()``: all),
+    ``public`` (the env names whose values are recorded in clear; None: none), ``repeat``
+    (each scenario's trials, N times per lane), ``jobs`` (None: 16), ``max_samples``
+    (the bound on conversations; None: 1,000), ``test``, ``control`` and ``alpha`` of the
+    pairwise comparisons (None: the working tree's settings), ``check`` the preflight."""
+
+    lanes: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    public: tuple[str, ...] | None = None
+    repeat: int = 1
+    jobs: int | None = None
+    max_samples: int | None = None
+    test: str = field(default_factory=_default_test)
+    control: str | None = None
+    alpha: float | None = None
+    check: bool = True
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """The experiment's report (``experiment.results.build``; ``report.experiment``
+    renders it) and where it was kept; both None when a lane's case did not lint and
+    nothing ran."""
+
+    report: ExperimentDoc | None
+    path: Path | None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.report is not None and any(d["interrupted"] for d in self.report["lanes"])
+
+
+def _lanes(repo: Repo, specs: list[str]) -> list[Lane]:
+    from gitevals.experiment.lanes import parse_lane, resolve
+    from gitevals.git.trees import RevisionTree
+
+    def to_commit(rev: str) -> tuple[str, str]:
+        tree = RevisionTree(repo, rev)
+        assert tree.commit is not None and tree.tree_sha is not None
+        return tree.commit, tree.tree_sha
+
+    return resolve([parse_lane(s) for s in specs], to_commit)
+
+
+def _lane_plan(tree: RevisionTree, lane: Lane, names: list[str]) -> Plan:
+    from gitevals.errors import UsageError
+
+    try:
+        the_plan = plan(tree, names)
+    except UsageError as exc:
+        raise UsageError(f"lane {lane.name}: {exc}") from exc
+    if the_plan.settings.target is None:
+        raise UsageError(f"lane {lane.name}: no target configured in {tree.label}: set "
+                         "[tool.gitevals.target] (or [target] in gitevals.toml)")
+    return the_plan
+
+
+def _snapshot(tree: RevisionTree, the_plan: Plan) -> Snapshot:
+    from gitevals import __version__
+    from gitevals.experiment.controls import Snapshot, timing, without_target
+
+    root = the_plan.settings.root
+    results = f"{the_plan.settings.results}/"  # runs (git-ignored, unless committed) pin nothing
+    files = {p: s for p, s in tree.blob_shas(f"{root}/").items() if not p.startswith(results)}
+    # A helper a grader imports from outside the eval root (the repository's top) is a
+    # control too: an edit there changes every verdict (graderimports.py).
+    from gitevals.graderimports import closure
+
+    graders = [p for p in files if p.startswith(f"{root}/graders/") and p.endswith(".py")]
+    files.update(closure(tree, graders, root))
+    settings = without_target(the_plan.settings.as_dict())
+    from gitevals.run.tasks import DEFAULT_AGENT_TIMEOUT, SCENARIO
+
+    times = timing({f"{c.name}/{s.id}": (s.trials, float(s.timeout))
+                    for c in the_plan.cases for s in c.scenarios}
+                   | {f"{t.name}/{SCENARIO}": (the_plan.task_trials(),
+                                               float(t.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT))
+                      for t in the_plan.tasks})
+    return Snapshot(root, files, settings, times, __version__)
+
+
+def _refuse_blocked(lanes: list[Lane], plans: list[Plan], say: Say) -> bool:
+    """Say the lint findings of cases a lane cannot run; True when there were any."""
+    blocked = False
+    for lane, the_plan in zip(lanes, plans, strict=True):
+        for f in the_plan.findings:
+            say(str(f))
+        for name in the_plan.blocked:
+            blocked = True
+            say(f"gitevals: lane {lane.name}: case {name!r} does not lint")
+    return blocked
+
+
+def _controls_before(lanes: list[Lane], snaps: list[Snapshot], say: Say) -> None:
+    from gitevals.errors import UsageError
+    from gitevals.experiment.controls import before
+    from gitevals.text import visible
+
+    diffs = before(lanes, snaps)
+    if diffs:
+        for line in diffs:
+            say(f"gitevals: {visible(line)}")
+        raise UsageError(f"{len(diffs)} difference{'s' * (len(diffs) != 1)} between the lanes "
+                         "besides the harness: nothing was run; only harness files and the "
+                         "target env may differ (commit the eval tree to every lane's revision)")
+
+
+def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory = silent,
+               say: Say = _quiet) -> ExperimentResult:
+    """Run the same cases against every lane of ``options`` (``NAME=REV[,env:K=V...]``),
+    each ``repeat`` times, after checking that nothing but the harness and the target
+    env differs between the lanes (``UsageError`` naming each difference otherwise);
+    keep each lane's artifact and the report under ``<results>/experiments/``.
+    ``say`` gets the lines ``gitevals experiment`` prints on stderr (lint findings, which
+    lane runs, a fallback directory). A case that does not lint in some lane runs
+    nothing: the result has no report."""
+    import time
+
+    from gitevals.experiment.controls import pins_of
+    from gitevals.experiment.lanes import MAX_SAMPLES, check_matrix, repeated
+    from gitevals.git.trees import RevisionTree
+    from gitevals.model import case_name
+    from gitevals.run.targetenv import public_names
+
+    names = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in options.cases]
+    lanes = _lanes(repo, list(options.lanes))
+    public = public_names(None if options.public is None else list(options.public),
+                          {k for lane in lanes for k in lane.env})
+    trees = [RevisionTree(repo, lane.commit) for lane in lanes]
+    plans = [_lane_plan(t, lane, names) for t, lane in zip(trees, lanes, strict=True)]
+    if _refuse_blocked(lanes, plans, say):
+        return ExperimentResult(None, None)
+    snaps = [_snapshot(t, p) for t, p in zip(trees, plans, strict=True)]
+    _controls_before(lanes, snaps, say)
+    total = check_matrix(plans[0], len(lanes), options.repeat,
+                         options.max_samples or MAX_SAMPLES)
+    if options.check:
+        preflight_judge(trees[0], plans[0])
+    root, kept = plans[0].settings.root, plans[0].settings.results
+    exp_id = _new_id()
+    started = time.time()
+    results: list[LaneResult] = []
+    stopped = False
+    for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
+        pins = pins_of(lane, the_plan.files, snap, options.repeat, public)
+        if stopped:  # listed, never left out: the report says which lanes did not run
+            results.append(_not_run(repo.work_root, kept, exp_id, lane, pins))
+            continue
+        result = _run_lane(repo, kept, exp_id, lane, tree, repeated(the_plan, options.repeat),
+                           pins, names, options, public, progress, say)
+        results.append(result)
+        stopped = result.run is not None and result.run["interrupted"]
+    meta = _meta(exp_id, root, plans[0], options, total, snaps[0], started, time.time())
+    return _finish(repo, kept, meta, results, options, say)
+
+
+def _new_id() -> str:
+    import secrets
+    import time
+
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+
+
+def _run_lane(repo: Repo, kept: str, exp_id: str, lane: Lane, tree: RevisionTree,
+              the_plan: Plan, pins: Pins, names: list[str], options: ExperimentOptions,
+              public: frozenset[str], progress: ProgressFactory, say: Say) -> LaneResult:
+    """Run one lane's share with the ordinary runner, score it by its judge graders'
+    calibration as ``run`` does (an advisory grader's failures are not counted in the
+    lane's rates), keep its artifact, and read it back from disk: the after-check reads
+    the sample as kept, not the value in memory."""
+    from gitevals.run import runner
+    from gitevals.run.artifact import dumps
+
+    say(f"gitevals: lane {lane.name} ({lane.commit[:12]})")
+    prov = runner.Provenance(lane.rev, lane.commit, lane.tree)
+    jobs = options.jobs or runner.DEFAULT_JOBS
+    # task verifiers run in bubblewrap as in `gitevals run` (refused without it)
+    for line in task_notes(the_plan):
+        say(line)
+    bwrap = find_sandbox(the_plan, no_sandbox=False)
+    run_options = RunOptions(tuple(names), jobs, options.check, lane.env, public_env=public,
+                             bwrap=bwrap)
+    artifact = run_commit(tree, the_plan, prov, run_options, progress)
+    path = _keep(repo.work_root, kept, exp_id, f"{exp_id}/{lane.name}.json", dumps(artifact),
+                 say)
+    return _read_lane(repo.work_root, lane.name, lane.rev, pins, path)
+
+
+def _not_run(work_root: Path, kept: str, exp_id: str, lane: Lane, pins: Pins) -> LaneResult:
+    from gitevals.experiment.results import LaneResult
+
+    path = os.path.relpath(_lane_path(work_root, kept, exp_id, lane.name), work_root)
+    return LaneResult(lane.name, lane.rev, pins, path, None,
+                      "not run: the experiment was interrupted before this lane", ran=False)
+
+
+def _read_lane(work_root: Path, name: str, rev: str, pins: Pins, path: Path) -> LaneResult:
+    from gitevals.errors import ArtifactError
+    from gitevals.experiment.results import LaneResult
+    from gitevals.run.artifact import load
+
+    inside = work_root.resolve() in path.resolve().parents
+    shown = os.path.relpath(path, work_root) if inside else str(path)
+    try:
+        return LaneResult(name, rev, pins, shown, load(path, shown))
+    except ArtifactError as exc:
+        return LaneResult(name, rev, pins, shown, None, str(exc))
+
+
+def _meta(exp_id: str, root: str, the_plan: Plan, options: ExperimentOptions, total: int,
+          snap: Snapshot, started: float, finished: float) -> Meta:
+    from gitevals.run.artifact import utc_stamp
+    from gitevals.run.runner import DEFAULT_JOBS
+
+    return {"id": exp_id, "tool_version": snap.tool_version, "root": root,
+            "cases": [c.name for c in the_plan.cases], "repeat": options.repeat,
+            "jobs": options.jobs or DEFAULT_JOBS, "conversations": total,
+            "max_samples": options.max_samples, "settings": snap.settings,
+            "started_at": utc_stamp(started), "finished_at": utc_stamp(finished)}
+
+
+def experiments_dir(work_root: Path, kept: str) -> Path:
+    """``<results>/experiments`` of the working tree (``kept``: ``Settings.results``;
+    refused when a committed symlink would send it outside the repository)."""
+    import errno
+
+    from gitevals.run.store import results_dir
+
+    directory = results_dir(work_root, kept) / EXPERIMENTS_DIR
+    real, top = directory.resolve(), work_root.resolve()
+    if top not in real.parents:
+        raise OSError(errno.EXDEV, f"it leads outside the repository, to {real}")
+    return directory
+
+
+def _lane_path(work_root: Path, kept: str, exp_id: str, lane: str) -> Path:
+    return experiments_dir(work_root, kept) / exp_id / f"{lane}.json"
+
+
+def _keep(work_root: Path, kept: str, exp_id: str, name: str, text: str, say: Say) -> Path:
+    """Write ``name`` under ``<results>/experiments/``, atomically; when that cannot be
+    written (read-only, full, a symlink out of the repository), to a temp directory
+    instead, and say so: finished samples are never thrown away."""
+    import tempfile
+
+    from gitevals.files import write_atomic
+
+    try:
+        path = experiments_dir(work_root, kept) / name
+        write_atomic(path, text)
+        return path
+    except OSError as exc:
+        fallback = Path(tempfile.gettempdir(), f"gitevals-experiment-{exp_id}", name)
+        write_atomic(fallback, text)
+        say(f"gitevals: warning: cannot write {kept}/{EXPERIMENTS_DIR}/ "
+            f"({exc.strerror or exc}); {name} is in {fallback} instead")
+        return fallback
+
+
+def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
+            options: ExperimentOptions, say: Say) -> ExperimentResult:
+    from gitevals.experiment.results import build, dumps
+    from gitevals.git.trees import WorkingTree
+
+    settings = load_settings(WorkingTree(repo.work_root))[0]
+    doc = build(meta, results, options.test,
+                settings.alpha if options.alpha is None else options.alpha,
+                settings.control if options.control is None else options.control)
+    path = _keep(repo.work_root, kept, meta["id"], f"{meta['id']}.json", dumps(doc), say)
+    return ExperimentResult(doc, path)
+
+
+def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | None = None,
+                       say: Say = _quiet) -> ExperimentResult:
+    """Run nothing: re-read experiment ``exp_id``'s kept samples, re-check each against
+    the pins its lanes recorded before they ran, and report (and keep) the result again
+    (``options``: only ``test``, ``control`` and ``alpha`` are read)."""
+    import re
+
+    from gitevals.errors import UsageError
+    from gitevals.git.trees import WorkingTree
+
+    options = options or ExperimentOptions()
+    if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
+        raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
+                         "20261130T211500Z-1a2b3c (the name of its report, without .json)")
+    kept = load_settings(WorkingTree(repo.work_root))[0].results
+    path = experiments_dir(repo.work_root, kept) / f"{exp_id}.json"
+    doc = _read_report(path)
+    results = [_recheck_lane(repo.work_root, kept, doc, lane) for lane in doc["lanes"]]
+    try:
+        meta = _meta_of(doc)
+    except (KeyError, TypeError) as exc:
+        raise UsageError(f"the experiment report is damaged (no {exc}): it cannot be "
+                         "re-checked; run the experiment again") from exc
+    return _finish(repo, kept, meta, results, options, say)
+
+
+def _meta_of(doc: dict[str, Any]) -> Meta:
+    """What a kept report says of its experiment (``_meta``), to report it again."""
+    return {"id": doc["id"], "tool_version": doc["tool_version"], "root": doc["root"],
+            "cases": doc["cases"], "repeat": doc["repeat"], "jobs": doc["jobs"],
+            "conversations": doc["conversations"], "max_samples": doc["max_samples"],
+            "settings": doc["settings"], "started_at": doc["started_at"],
+            "finished_at": doc["finished_at"]}
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    import json
+
+    from gitevals.errors import UsageError
+    from gitevals.experiment.results import FORMAT
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}; name an experiment "
+                         "kept in this repository's results/experiments/") from exc
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: not an experiment report: not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"{path}: not an experiment report: no \"format\": {FORMAT!r}")
+    return doc
+
+
+def _recheck_lane(work_root: Path, kept: str, doc: dict[str, Any],
+                  lane: dict[str, Any]) -> LaneResult:
+    from gitevals.errors import UsageError
+    from gitevals.experiment.controls import Pins
+    from gitevals.experiment.lanes import valid_name
+
+    try:
+        name = lane["name"]
+        if not valid_name(name):
+            raise ValueError(f"lane name {name!r}")
+        timing = {k: (int(v[0]), float(v[1])) for k, v in lane["pins"]["timing"].items()}
+        pins = Pins(lane["commit"], lane["tree"], lane["target_env"], lane["pins"]["files"],
+                    doc["settings"], timing, doc["tool_version"], doc["root"])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
+                         "re-checked; run the experiment again") from exc
+    path = _lane_path(work_root, kept, doc["id"], name)
+    return _read_lane(work_root, name, lane.get("rev", ""), pins, path)

@@ -7,6 +7,13 @@ import os
 from pathlib import Path
 
 
+def is_path(what: str) -> bool:
+    """Whether a command's ``ARTIFACT|REV`` names a file: a ``.json`` name, or anything on
+    disk that is not a directory (a FIFO or a device is then refused as not a regular
+    file, never mistaken for a revision)."""
+    return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
+
+
 def cache_dir(*parts: str) -> Path:
     """``$XDG_CACHE_HOME/gitevals/<parts...>`` (default ``~/.cache/gitevals``); not created."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.judges import FakeJudge, fake_judge
+from tests.support.otlp import otlp_collector
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -246,6 +250,20 @@ def _text(data: bytes) -> str:
 
 
 @pytest.fixture
+def judge() -> Iterator[FakeJudge]:
+    """An OpenAI-compatible judge on 127.0.0.1 for the test (``tests/support/judges.py``)."""
+    with fake_judge() as state:
+        yield state
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    """An OTLP/HTTP collector on 127.0.0.1 for the test (``tests/support/otlp.py``)."""
+    with otlp_collector() as got:
+        yield got
+
+
+@pytest.fixture
 def cli() -> object:
     return run_cli
 
@@ -254,11 +272,69 @@ def cli() -> object:
 DEMO_SCRIPT = Path(__file__).resolve().parent.parent / "examples" / "demo" / "run_demo.py"
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled example's repository after the README's main job (v1 and v2 run)."""
-    keep = tmp_path_factory.mktemp("demo") / "repo"
-    proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(keep)],
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    """A directory of this test run that every xdist worker sees (the parent of the
+    workers' own base temp dirs); without xdist, the run's base temp dir."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], None]) -> Path:
+    """``shared_dir/name``, built by ``build`` once for the whole run (workers wait on a
+    lock for the first one): for read-only state that is costly to make. A failed build
+    raises, and the next worker to ask tries it anew."""
+    root = shared_dir(factory)
+    target = root / name
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / f"{name}.done").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            build(target)
+            (root / f"{name}.done").touch()
+    return target
+
+
+@pytest.fixture
+def precommit_home(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> Path:
+    """One pre-commit store for the whole run, set as ``PRE_COMMIT_HOME`` for the test
+    and every git it runs: a hook environment (a pip install of gitevals from a rev) is
+    built once and reused; pre-commit's own lock orders workers that ask at once."""
+    home = shared_dir(tmp_path_factory) / "pre-commit-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(home))
+    return home
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """The README's main job, run once: its repository and what it printed."""
+
+    repo: Path
+    stdout: str
+
+
+def _run_demo(into: Path) -> None:
+    proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(into / "repo")],
                           capture_output=True, text=True, timeout=240)
+    (into / "stdout").write_text(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The bundled example after the README's main job (v1 and v2 run), once a test run:
+    read it, never write it (``demo`` is a copy to use)."""
+    root = built_once(tmp_path_factory, "demo", _run_demo)
+    return DemoRun(root / "repo", (root / "stdout").read_text())
+
+
+@pytest.fixture(scope="module")
+def demo(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundled example's repository after the README's main job, a module's
+    own (its tests may write caches, reports, notes)."""
+    keep = tmp_path_factory.mktemp("demo") / "repo"
+    shutil.copytree(demo_run.repo, keep, symlinks=True)
     return keep

@@ -13,8 +13,7 @@ from gitevals.git.repo import require_repo
 from gitevals.git.trees import RevisionTree, WorkingTree
 from gitevals.run.artifact import scenarios
 from gitevals.run.runner import Provenance
-
-from .conftest import Repo
+from tests.conftest import Repo
 
 HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'

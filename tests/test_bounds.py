@@ -15,7 +15,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from .conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, run_cli
 
 HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from tests.conftest import run_cli
 
 
 def test_version(tmp_path: Path) -> None:

@@ -13,12 +13,8 @@ import unicodedata
 import pytest
 
 from gitevals.text import CONTROL, visible
-
-from . import test_judge
-from .conftest import Repo, Result, run_cli
-from .test_judge import FakeJudge
-
-judge = test_judge.judge
+from tests.conftest import Repo, Result, run_cli
+from tests.support.judges import FakeJudge
 
 #: ESC and BEL (an OSC title), a right-to-left override and isolate, a zero-width
 #: space, a BOM, a tag character: each must come out escaped.

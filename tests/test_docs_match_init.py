@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 from gitevals.scaffold import pre_commit_config
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 PROJECT = Path(__file__).resolve().parent.parent
 HEADER = re.compile(r"^# yaml-language-server: \$schema=.*$", re.MULTILINE)

@@ -13,13 +13,8 @@ from typing import Any
 import pytest
 
 from gitevals.grader_templates import TEMPLATES
-
-from . import test_judge
-from .conftest import Repo, run_cli
-from .test_judge import FakeJudge
-
-#: The OpenAI-compatible judge server on 127.0.0.1 that test_judge starts (a fixture).
-judge = test_judge.judge
+from tests.conftest import Repo, run_cli
+from tests.support.judges import FakeJudge
 
 ECHO = """\
 import json, sys

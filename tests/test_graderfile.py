@@ -19,8 +19,7 @@ from gitevals.diff.graders import diff_grader_module, read_module
 from gitevals.graderfile import read
 from gitevals.lint.graders import Ref, index_module, resolve
 from gitevals.run.grading import GraderWorker
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 F = "def f(t, case, run):\n    return True\n"
 

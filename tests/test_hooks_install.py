@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 PROJECT = Path(__file__).resolve().parent.parent
 HOOKS = ("pre-commit", "pre-push")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 BAD_CASE = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 GOOD_CASE = "scenarios:\n  - id: greets\n    user: Hello\n    expect:\n      - no_error: true\n"

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 CASE = """\
 scenarios:

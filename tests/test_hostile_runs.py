@@ -18,8 +18,7 @@ import pytest
 from gitevals.run.archive import digest
 from gitevals.run.artifact import load, validate
 from gitevals.run.summary import pack, summarize
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 CASE = """\

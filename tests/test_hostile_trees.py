@@ -20,9 +20,8 @@ from gitevals.git.blobs import MAX_FILE
 from gitevals.git.pushes import PushedRef, plan_push
 from gitevals.run.grading import NoGrader, _Graders
 from gitevals.yamlsafe import MAX_BYTES
-
-from .conftest import Repo, git, run_cli
-from .test_run_cli import HARNESS, SETTINGS
+from tests.conftest import Repo, git, run_cli
+from tests.support.runs import HARNESS, SETTINGS
 
 CASE = "scenarios:\n  - id: one\n    user: hi\n"
 SECRET = "secret_key_from_outside: 1\n"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitevals.scaffold import pre_commit_config
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 SCAFFOLD = ("evals/case.schema.json", "evals/cases/example.yaml", "evals/graders/example.py",
             "evals/results/.gitignore")

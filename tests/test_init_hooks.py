@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, run_cli
 
 BAD = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 GOOD = "scenarios:\n  - id: greets\n    user: Hello\n"

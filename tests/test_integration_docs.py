@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
-from . import fake_openai, refdata
-from .ci.test_templates import check
-from .conftest import Repo, Result, run_cli
-from .test_export import collector  # noqa: F401 (a fixture)
-from .test_import_harbor import _job, _trial
-from .test_run_cli import _only_artifact
+from tests.conftest import Repo, Result, run_cli
+from tests.support import fake_openai, refdata
+from tests.support.harbor import harbor_job, harbor_trial
+from tests.support.jsonschema_check import check
+from tests.support.runs import only_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "integrations"
@@ -93,7 +92,7 @@ def _adapter_page(repo: Repo, page: str, env: dict[str, str] | None = None) -> d
     run, show = run_all(ex, repo, env)
     assert run.code == 0, run.out + run.err
     assert show.code == 0 and "get_weather" in show.out, show.out + show.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert art["cases"][0]["scenarios"][0]["verdict"]["verdict"] == "pass"
     assert _calls(art) == WEATHER_CALLS
     return art
@@ -124,7 +123,7 @@ def test_the_openai_endpoint_page(repo: Repo) -> None:
                      for k, v in ex.files.items()})
         run, show = run_all(ex, repo, {"HARNESS_API_KEY": "sk-test"})
     assert run.code == 0 and show.code == 0, run.out + run.err
-    assert _calls(_only_artifact(repo)) == WEATHER_CALLS[:1]
+    assert _calls(only_artifact(repo)) == WEATHER_CALLS[:1]
     assert fake.headers[0]["Authorization"] == "Bearer sk-test"
     assert fake.requests[0]["model"] == "my-harness-2026-01"
 
@@ -164,7 +163,7 @@ def test_the_http_endpoint_page(repo: Repo, harness_server: int) -> None:
                  for k, v in ex.files.items()})
     run, show = run_all(ex, repo, {"HARNESS_API_KEY": "sk-test"})
     assert run.code == 0 and show.code == 0, run.out + run.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     (turn,) = _turns(art)
     assert turn["final_answer"] == "It is sunny in Paris."
     assert turn["usage"] == {"prompt_tokens": 20, "completion_tokens": 8}
@@ -189,7 +188,7 @@ def test_the_cost_limits_page(repo: Repo) -> None:
     run, show = run_all(ex, repo, fix=lambda a: a)
     assert run.code == 130, run.out + run.err
     assert "gitevals: cost limit 5 USD reached" in run.err
-    art = _only_artifact(repo)
+    art = only_artifact(repo)
     assert art["interrupted"] is True and "5 USD" in art["interrupted_reason"]
     assert show.code in (0, 1), show.err
 
@@ -270,7 +269,7 @@ def test_the_inspect_page(ran: Repo) -> None:
 
 
 def test_the_opentelemetry_page(ran: Repo,
-                                collector: tuple[str, list[tuple[str, str, bytes]]]) -> None:  # noqa: F811
+                                collector: tuple[str, list[tuple[str, str, bytes]]]) -> None:
     url, got = collector
     ex = example("opentelemetry")
     to_file, to_collector = run_all(ex, ran, fix=lambda a: a.replace("http://127.0.0.1:4318",
@@ -285,14 +284,14 @@ def test_the_harbor_page(repo: Repo) -> None:
     ex = example("harbor")
     repo.commit({"pyproject.toml": '[tool.gitevals]\nroot = "evals"\n'})
     (path,) = [argv[2] for argv in ex.commands if argv[:2] == ["import", "harbor"]]
-    job = _job(repo.path, name=Path(path).name)
+    job = harbor_job(repo.path, name=Path(path).name)
     assert job == repo.path / path
-    _trial(job, "hello", 1, {"reward": 1.0})
-    _trial(job, "hello", 2, {"reward": 0.0})
+    harbor_trial(job, "hello", 1, {"reward": 1.0})
+    harbor_trial(job, "hello", 2, {"reward": 0.0})
     imported, show = run_all(ex, repo)
     assert imported.code == 0, imported.err
     assert show.code in (0, 1) and "hello" in show.out, show.out + show.err
-    (task,) = _only_artifact(repo)["cases"]
+    (task,) = only_artifact(repo)["cases"]
     assert [t["passed"] for t in task["scenarios"][0]["results"]] == [True, False]
 
 

@@ -2,69 +2,54 @@
 
 A temp repo's config points at this checkout (``repo: <path>``, ``rev: <HEAD>``), so
 pre-commit clones the committed hook definition and pip-installs gitevals from it
-into its own virtualenv (deps from PyPI): slow, hence one test doing everything.
+into its own virtualenv (deps from PyPI): slow, hence one test doing everything, in the
+run's one pre-commit store (``precommit_home``).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import GIT_ENV, Repo, git
+from tests.conftest import GIT_ENV, Repo
+from tests.support.precommit import PROJECT, project_rev, run
 
-PROJECT = Path(__file__).resolve().parent.parent
 GOOD = "scenarios:\n  - id: greets\n    user: Hello\n    expect:\n      - no_error: true\n"
 BAD = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 
 
-def _project_rev() -> str:
-    if not (PROJECT / ".git").exists():
-        pytest.skip("the project is not a git checkout: pre-commit needs a committed rev")
-    rev = git(PROJECT, "rev-parse", "HEAD")
-    probe = subprocess.run(["git", "cat-file", "-e", f"{rev}:.pre-commit-hooks.yaml"],
-                           cwd=PROJECT, capture_output=True)
-    assert probe.returncode == 0, ".pre-commit-hooks.yaml must be committed for pre-commit"
-    return rev
-
-
-def _run(cwd: Path, env: dict[str, str], *args: str, timeout: float = 120) -> tuple[int, str]:
-    proc = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -> None:
-    rev = _project_rev()
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path,
+                                                   precommit_home: Path) -> None:
+    rev = project_rev()
+    env = {**os.environ, **GIT_ENV}
     repo.commit({".pre-commit-config.yaml": (
         f"repos:\n  - repo: {PROJECT}\n    rev: {rev}\n    hooks:\n"
         "      - id: gitevals-lint\n      - id: gitevals-publish-check\n")}, msg="config")
     pc = (sys.executable, "-m", "pre_commit")
-    code, out = _run(repo.path, env, *pc, "install", "--hook-type", "pre-commit",
+    code, out = run(repo.path, env, *pc, "install", "--hook-type", "pre-commit",
                      "--hook-type", "pre-push")
     assert code == 0, out
     started = time.monotonic()
-    code, out = _run(repo.path, env, *pc, "install-hooks", timeout=900)
+    code, out = run(repo.path, env, *pc, "install-hooks", timeout=900)
     assert code == 0, out
     print(f"pre-commit install-hooks took {time.monotonic() - started:.1f}s")
 
     # pre-commit stage: a staged bad case is refused, with the finding's position.
     repo.write({"evals/cases/c.yaml": BAD})
     repo.git("add", "evals/cases/c.yaml")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "bad case")
+    code, out = run(repo.path, env, "git", "commit", "-m", "bad case")
     assert code != 0
     assert "evals/cases/c.yaml:2:5: GE" in out
     assert repo.git("log", "--format=%s") == "config"
 
     repo.write({"evals/cases/c.yaml": GOOD})
     repo.git("add", "evals/cases/c.yaml")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "good case")
+    code, out = run(repo.path, env, "git", "commit", "-m", "good case")
     assert code == 0, out
     assert "gitevals lint" in out and "Passed" in out
 
@@ -74,14 +59,14 @@ def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -
                                                     "grader: {name: q.answers}")},
                 msg="grader")
     repo.git("rm", "-q", "evals/graders/q.py")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "drop grader")
+    code, out = run(repo.path, env, "git", "commit", "-m", "drop grader")
     assert code != 0, out
     assert "evals/cases/g.yaml:5:24: GE502 grader module evals/graders/q.py not found" in out
     repo.git("reset", "-q", "--hard")
     # A broken settings table.
     repo.write({"pyproject.toml": '[tool.gitevals.target]\ncommand = "python3 h.py"\n'})
     repo.git("add", "pyproject.toml")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "settings")
+    code, out = run(repo.path, env, "git", "commit", "-m", "settings")
     assert code != 0, out
     assert "pyproject.toml:2:1: GE701 bad setting target.command" in out
     assert repo.git("log", "-1", "--format=%s") == "grader"
@@ -94,16 +79,16 @@ def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path) -
     repo.write({"evals/cases/c.yaml": BAD})
     repo.git("commit", "-q", "--no-verify", "-am", "bad again")
     bad = repo.git("rev-parse", "HEAD")
-    code, out = _run(repo.path, env, "git", "push", "origin", "main")
+    code, out = run(repo.path, env, "git", "push", "origin", "main")
     assert code != 0
     assert f"refused: refs/heads/main at {bad}" in out
     assert repo.git("ls-remote", "origin") == ""
 
     repo.write({"evals/cases/c.yaml": GOOD})
     repo.git("add", "evals/cases/c.yaml")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "fixed")
+    code, out = run(repo.path, env, "git", "commit", "-m", "fixed")
     assert code == 0, out
-    code, out = _run(repo.path, env, "git", "push", "origin", "main")
+    code, out = run(repo.path, env, "git", "push", "origin", "main")
     assert code == 0, out
     assert "refs/heads/main" in repo.git("ls-remote", "origin")
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import refdata
+from tests.support import refdata
 
 #: Every test module that reads ``shared/data/``; a new one belongs here too.
 READERS = ["tests/test_junit.py", "tests/tasks/test_harbor_compat.py",

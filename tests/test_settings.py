@@ -6,8 +6,7 @@ import pytest
 
 from gitevals.git.trees import WorkingTree
 from gitevals.settings import REFUSED_KEYS, load_settings
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 
 def _load(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]

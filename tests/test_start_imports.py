@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import GIT_ENV, Repo
+from tests.conftest import GIT_ENV, Repo
 
 CASE = ("scenarios:\n  - id: s\n    user: hello\n"
         "    expect: [{final_answer_contains: ok}]\n")
@@ -53,3 +53,27 @@ def test_the_one_file_hook_imports_only_what_linting_a_case_needs(repo: Repo) ->
     assert "gitevals.lint.cases" in names  # the probe sees the hook's own imports
     assert not NOT_IN_THE_HOOK & _top(names), sorted(NOT_IN_THE_HOOK & _top(names))
 
+
+
+#: Never needed by a run of one case with a python target, no grader, no goldens, no
+#: task, and --format json: each was on that path before (#27: the one-sample start).
+NOT_IN_A_ONE_CASE_RUN = {
+    "numpy", "rich", "jsonschema", "secrets",
+    "gitevals.run.tasks", "gitevals.tasks.load", "gitevals.tasks.sandbox",  # no tasks/
+    "gitevals.goldens.plan", "gitevals.goldens.mapping", "gitevals.run.goldens",  # no goldens
+    "gitevals.calibration.tree", "gitevals.calibration.status",  # no judge grader
+    "gitevals.report.runs",  # --format json prints the artifact as written
+    "gitevals.stats", "gitevals.diff", "gitevals.suite", "gitevals.run.pricing",
+}
+
+
+def test_a_one_case_run_imports_only_what_it_runs(repo: Repo) -> None:
+    repo.commit({"evals/cases/a.yaml": CASE,
+                 "agent.py": "def respond(messages):\n    return {'final_answer': 'ok'}\n",
+                 "pyproject.toml": '[tool.gitevals.target]\npython = "agent:respond"\n'})
+    run = ["run", "--no-note", "--format", "json"]
+    assert _imported(run, repo.path)[0] == 0  # fills the schema and lint caches
+    code, names = _imported(run, repo.path)
+    assert code == 0
+    assert "gitevals.run.runner" in names  # the probe sees the run's own imports
+    assert not NOT_IN_A_ONE_CASE_RUN & _top(names), sorted(NOT_IN_A_ONE_CASE_RUN & _top(names))

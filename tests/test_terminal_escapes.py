@@ -19,8 +19,7 @@ from gitevals.findings import Finding
 from gitevals.lint import LintResult
 from gitevals.report import diff as diff_report
 from gitevals.report import findings as findings_report
-
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 EVIL_FILE = "evals/cases/evil\x1b]0;owned\x07.yaml"
 TARGET = """\

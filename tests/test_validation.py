@@ -12,8 +12,7 @@ import pytest
 
 from gitevals import validation
 from gitevals.validation import Violation, best_error, is_valid, json_path
-
-from .test_scoring import BAD, sample
+from tests.support.artifacts import BAD, sample
 
 #: The run artifact with its (many) trial records left opaque, as scoring checks it.
 SKELETON = {"result": {"type": "object"}}

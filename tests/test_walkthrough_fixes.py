@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 HARNESS = """\
 import json, sys

@@ -10,7 +10,7 @@ import json
 import re
 import sys
 
-from .conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 HARNESS = """\

@@ -13,6 +13,7 @@ Pure: bytes in, items out; the first bad line is a ``LabelsError`` naming its
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -37,6 +38,14 @@ class Item:
     case: JSONObject
     run: JSONObject
     line: int
+
+    def content(self) -> str:
+        """What the grader is shown of this item, its id left out, as the first 16 hex
+        digits of a SHA-256: an item copied under a new id is the same item, so a
+        sealed split it was measured on stays spent (``record.spent``)."""
+        shown = {"case": {k: v for k, v in self.case.items() if k != "id"}, "run": self.run}
+        text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The calibration record: ``<root>/calibration/<file>.<function>.json``.
 
 One record per grader: the numbers of its latest calibration (dev or final), and
-``sealed``, every (grader blob, judge model) whose sealed test split was already
-measured -- kept across rewrites, so a dev run after a final one cannot reopen it.
+``sealed``, every final measurement of the sealed test split with the items it consumed
+-- kept across rewrites, so a dev run after a final one cannot reopen it. The split is
+spent per grader name: whatever the grader blob or judge model later, an item a final
+consumed is never measured by another final (``spent``).
 The record is committed with the tree: lint and run read it from the revision they
 check. Building and reading are pure; ``calibrate`` writes it (``files.write_atomic``).
 """
@@ -13,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -70,12 +72,16 @@ def items_digest(items: list[JSON]) -> str:
 
 
 def build(ctx: Context, measured: Measured, final: bool, previous: JSONObject | None,
-          items: list[JSON]) -> JSONObject:
-    """The record of one calibration, carrying forward the ``sealed`` list of ``previous``."""
+          items: list[JSON], consumed: Mapping[str, str] | None = None) -> JSONObject:
+    """The record of one calibration, carrying forward the ``sealed`` list of ``previous``;
+    a final one adds its use of the split with the items it ``consumed`` (id -> content,
+    ``labels.Item.content``)."""
     sealed = sealed_uses(previous)
     if final:
+        rows: list[JSON] = [{"id": i, "content": c} for i, c in sorted((consumed or {}).items())]
         sealed.append({"grader_blob": ctx.grader_blob, "judge_model": ctx.judge_model,
-                       "date": ctx.date})
+                       "date": ctx.date, "labels_sha256": ctx.labels_sha256,
+                       "consumed": rows})
     return {
         "format": FORMAT, "grader": ctx.grader, "grader_blob": ctx.grader_blob,
         "commit": ctx.commit, "judge_model": ctx.judge_model, "base_url": ctx.base_url,
@@ -124,6 +130,54 @@ def already_sealed(record: JSONObject | None, grader_blob: str, judge_model: str
     for use in sealed_uses(record):
         if use.get("grader_blob") == grader_blob and use.get("judge_model") == judge_model:
             return use
+    return None
+
+
+def final_use(record: JSONObject | None) -> JSONObject | None:
+    """A final record's own measurement as a use of the sealed split, consuming the test
+    items it lists (so a version whose ``sealed`` list was stripped still spends them);
+    None for a dev record. A ``/1`` record lists no items: its use is matched by blob and
+    judge model only (``spent``)."""
+    if record is None or record.get("final") is not True:
+        return None
+    use: JSONObject = {k: record.get(k) for k in ("grader_blob", "judge_model", "date")}
+    items = record.get("items")
+    if isinstance(items, list):
+        use["consumed"] = [{"id": r["id"]} for r in items
+                           if isinstance(r, dict) and isinstance(r.get("id"), str)]
+    return use
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A final measurement that consumed some of the items a new final would measure."""
+
+    use: JSONObject
+    items: tuple[str, ...]  # the ids asked for that it consumed (by id or by content)
+
+
+def spent(uses: Iterable[JSONObject], grader_blob: str, judge_model: str,
+          asked: Mapping[str, str]) -> Spent | None:
+    """The earliest of ``uses`` (uses of one grader's sealed split, read from an untrusted
+    record) that consumed an item of ``asked`` (test item id -> content), or None.
+
+    Whatever the grader blob or judge model since: the split is spent per grader name,
+    so a new final needs items never measured, by id or by content (an item renamed is
+    still the item). A use written before consumed items were kept has no ``consumed``:
+    it spends what it did then, its grader blob with its judge model."""
+    for use in sorted(uses, key=lambda u: str(u.get("date"))):
+        rows = use.get("consumed")
+        if isinstance(rows, list):
+            done = [r for r in rows if isinstance(r, dict)]
+            ids = {r.get("id") for r in done}
+            contents = {r.get("content") for r in done if isinstance(r.get("content"), str)}
+            hits = tuple(sorted(i for i, c in asked.items() if i in ids or c in contents))
+        elif use.get("grader_blob") == grader_blob and use.get("judge_model") == judge_model:
+            hits = tuple(sorted(asked))
+        else:
+            hits = ()
+        if hits:
+            return Spent(use, hits)
     return None
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from gitevals.calibration.status import Status
-from gitevals.calibration.tree import statuses
 from gitevals.git.trees import Tree
 from gitevals.run.artifact import GraderCalibration, Run, grader_calls, scenarios
 from gitevals.settings import Settings
+
+if TYPE_CHECKING:
+    from gitevals.calibration.status import Status
 
 
 def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
@@ -21,6 +23,15 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     from ``tree``, the revision it ran, at ``now``), re-scored by it."""
     from gitevals.run.scoring import rescore
 
+    return rescore({**run, "judge_calibration": run_calibration(run, tree, settings, now)})
+
+
+def run_calibration(run: Run, tree: Tree, settings: Settings, now: datetime
+                    ) -> dict[str, GraderCalibration]:
+    """The ``judge_calibration`` of ``run``: each grader it named that asks the judge,
+    decided at ``tree`` and ``now``; all advisory (GE517) when the judge's own answers
+    show it was not the pinned model (``unpinned``). What ``attach`` records, and what
+    ``run.build`` records as it builds a run's artifact."""
     names = {name for _, s in scenarios(run) for _, name in grader_calls(s["expect"])}
     part = run.get("goldens")
     if part is not None:  # the goldens gate counts a bucket by its grader's calibration
@@ -30,7 +41,7 @@ def attach(run: Run, tree: Tree, settings: Settings, now: datetime) -> Run:
     if why is not None:  # the evidence outranks every record: none measured this judge
         found = {name: {"status": "advisory", "reason": why, "code": "GE517"}
                  for name in found}
-    return rescore({**run, "judge_calibration": found})
+    return found
 
 
 def answered(run: Run) -> list[str | None]:
@@ -67,6 +78,11 @@ def calibration_of(tree: Tree, settings: Settings, names: Iterable[str], now: da
                    ) -> dict[str, GraderCalibration]:
     """The calibration of each grader of ``names`` that asks the judge, as a run records
     it (``judge_calibration``), decided at ``tree`` and ``now``."""
+    names = list(names)
+    if not names:  # a run without graders: the calibration machinery stays unloaded
+        return {}
+    from gitevals.calibration.tree import statuses
+
     return {name: _recorded(st) for name, st in statuses(tree, settings, names, now).items()
             if st.state != "n/a"}
 

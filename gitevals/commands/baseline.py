@@ -25,19 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals.commands.gate import lints, load_run
+    from gitevals import api
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
     from gitevals.git.repo import require_repo
     from gitevals.goldens.gate import baseline_of, baseline_path
     from gitevals.text import visible
 
-    artifact = load_run(args.artifact)
+    artifact = api.goldens_run(args.artifact)
     if artifact["dirty"]:
         raise UsageError(f"run {artifact['run_id']} ran with uncommitted changes: a baseline "
                          "is measured on a commit; commit, run again, then write it")
     repo = require_repo()
-    lints(repo, artifact["commit"])  # duplicate golden ids, a budget of inf: refused
+    api.check_lints(repo, artifact["commit"])  # duplicate golden ids, a budget of inf: refused
     doc = baseline_of(artifact, args.model)
     rel = baseline_path(artifact["root"], args.model)
     path = repo.work_root / rel

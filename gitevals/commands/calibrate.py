@@ -1,7 +1,8 @@
 """``gitevals calibrate GRADER --labels FILE``: measure a judge grader against human labels.
 
 TPR and TNR apart, each with its Wilson 95 % interval and counts, on the dev split (or,
-with ``--final``, once, on the sealed test split); the record goes to
+with ``--final``, on the sealed test split: once per grader name and item, whatever edits
+follow, so a new final needs new labelled items); the record goes to
 ``<root>/calibration/<file>.<function>.json``, written atomically. The grader runs as
 committed at HEAD, in the same grader workers a run uses.
 """
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
     from gitevals.calibration.labels import Item
     from gitevals.calibration.metrics import Measured
+    from gitevals.calibration.record import Spent
+    from gitevals.errors import UsageError
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree
     from gitevals.jsontypes import JSON, JSONObject
@@ -36,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="labelled items, one JSON object a line: id, input, output (or "
                              "run), label pass|fail; goldens rows with a label qualify")
     parser.add_argument("--final", action="store_true",
-                        help="measure the sealed test split: once per grader blob and judge "
-                             "model (a second --final is refused)")
+                        help="measure the sealed test split: once per grader, whatever later "
+                             "edits (a new final needs new labelled test items; the record "
+                             "lists those consumed)")
     add_format(parser, ("text", "json"), "what to print on stdout (default text)")
     add_jobs(parser, "grader calls in parallel (default 4)", default=4)
     parser.add_argument("--no-preflight", action="store_true",
@@ -63,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
     chosen = [i for i in items if metrics.split_of(i.id) == split]
     previous = _previous(repo, tree, settings, args.grader)
     assert settings.judge is not None  # _grader_blob refused a run without a judge
-    if args.final:
-        _refuse_second_final(previous, blob, settings.judge.model, args.grader)
-        _refuse_spent_in_history(repo, settings, args.grader, blob, settings.judge.model)
+    asked = {i.id: i.content() for i in chosen} if args.final else {}
+    basis = _final_basis(repo, settings, args.grader, previous, blob, asked,
+                         args.labels) if args.final else previous
     if not chosen:
         from gitevals.errors import UsageError
 
@@ -75,14 +79,15 @@ def run(args: argparse.Namespace) -> int:
         from gitevals.run.preflight import check_judge
 
         check_judge(settings, [args.grader])
-    measured, said = _measure(tree, settings, args.grader, chosen, args.jobs)
+    measured, said, answered = _measure(tree, settings, args.grader, chosen, args.jobs)
+    _refuse_unpinned(answered, settings.judge.model, split)
     if not measured.tpr.of and not measured.tnr.of:
         _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
     rows = item_rows({i.id: i.label for i in chosen}, said)
     labels_at = _in_repo(repo.work_root, args.labels)
     record = _record(tree, settings, args, blob, measured, now, labels_sha,
-                     metrics.sizes(i.id for i in items), previous, rows, labels_at)
+                     metrics.sizes(i.id for i in items), basis, rows, labels_at, asked)
     _note_uncommitted(tree, labels_at, labels_sha)
     kept = _write(repo, settings, args.grader, record, previous, args.final)
     verdict = status(args.grader, True, blob, settings.judge, record, None, now)
@@ -226,23 +231,68 @@ def _previous(repo: Repo, tree: RevisionTree, settings: Settings, name: str
     if not found:
         return None
     merged = dict(found[0])
-    uses = {(str(u.get("grader_blob")), str(u.get("judge_model"))): u
+    uses = {(str(u.get("grader_blob")), str(u.get("judge_model")), str(u.get("date"))): u
             for r in found for u in sealed_uses(r)}
     merged["sealed"] = list(uses.values())
     return merged
 
 
-def _refuse_second_final(previous: JSONObject | None, blob: str, model: str, name: str
-                         ) -> None:
-    from gitevals.calibration.record import already_sealed
-    from gitevals.errors import UsageError
+def _final_basis(repo: Repo, settings: Settings, name: str, previous: JSONObject | None,
+                 blob: str, asked: dict[str, str], labels: str) -> JSONObject | None:
+    """``previous`` once ``--final`` may measure the ``asked`` test items (id -> content):
+    refused when the record, or any version of it in HEAD's history, says an earlier
+    final of ``name`` consumed one of them; with every use found in history added to its
+    ``sealed`` list, so the new record says what was consumed even when an old version
+    was removed."""
+    from gitevals.calibration.record import sealed_uses
 
-    use = already_sealed(previous, blob, model)
-    if use is not None:
-        raise UsageError(f"the sealed test split was already measured for this version of "
-                         f"{name} (blob {blob[:12]}) with judge model {model!r} on "
-                         f"{use.get('date')}; it is measured once: change the grader or the "
-                         "judge model to measure again, or drop --final to use the dev split")
+    assert settings.judge is not None
+    model = settings.judge.model
+    _refuse_spent(previous, blob, model, name, asked, labels)
+    history = _refuse_spent_in_history(repo, settings, name, blob, model, asked, labels)
+    uses: dict[tuple[str, str, str], JSONObject] = {}
+    for use in sealed_uses(previous) + history:  # a sealed entry before a bare final use
+        key = (str(use.get("grader_blob")), str(use.get("judge_model")), str(use.get("date")))
+        uses.setdefault(key, use)
+    return {**(previous or {}), "sealed": list(uses.values())} if uses else previous
+
+
+def _uses(record: JSONObject | None) -> list[JSONObject]:
+    """Every use of the sealed split ``record`` shows: its ``sealed`` list, and itself
+    when it is a final measurement."""
+    from gitevals.calibration.record import final_use, sealed_uses
+
+    own = final_use(record)
+    return sealed_uses(record) + ([own] if own is not None else [])
+
+
+def _refuse_spent(previous: JSONObject | None, blob: str, model: str, name: str,
+                  asked: dict[str, str], labels: str) -> None:
+    """Refuse ``--final`` when the record (working tree or HEAD) says an earlier final
+    of grader ``name`` consumed an item it would measure."""
+    from gitevals.calibration.record import spent
+
+    found = spent(_uses(previous), blob, model, asked)
+    if found is not None:
+        raise _spent_error(name, found, len(asked), labels, "")
+
+
+def _spent_error(name: str, found: Spent, asked: int, labels: str, where: str
+                 ) -> UsageError:
+    """The one line of a refused ``--final``: which final consumed how many of the items
+    asked for, where that is said, and what to do."""
+    from gitevals.errors import UsageError
+    from gitevals.text import visible
+
+    use, first = found.use, found.items[0]
+    return UsageError(
+        f"the sealed test split was already measured for {name}: its --final of "
+        f"{use.get('date')} (grader blob {str(use.get('grader_blob'))[:12]}, judge model "
+        f"{use.get('judge_model')!r}) consumed {len(found.items)} of the {asked} test items "
+        f"of {visible(labels)} (the first: {visible(first[:40])!r}){where}; the split is "
+        "spent per grader, whatever later edits: a new final needs a new labelled set "
+        "(test items never measured, by id or content; the record lists those consumed "
+        "under sealed), or drop --final to measure the dev split")
 
 
 #: How many commits of history ``--final`` reads for earlier uses of the sealed split.
@@ -250,17 +300,19 @@ MAX_HISTORY = 100_000
 
 
 def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: str,
-                             model: str) -> None:
+                             model: str, asked: dict[str, str], labels: str
+                             ) -> list[JSONObject]:
     """Refuse ``--final`` when any version of the record in HEAD's history (removed or
-    rewritten since) says this grader blob and judge model already measured the sealed
-    split: ``git rm`` of the record does not unspend it. Every version of the record
-    path reachable from HEAD is read (each distinct blob once)."""
-    from gitevals.calibration.record import already_sealed, parse, path_of
-    from gitevals.errors import UsageError
+    rewritten since) says an earlier final of grader ``name`` consumed an item it would
+    measure: ``git rm`` of the record does not unspend it. Every version of the record
+    path reachable from HEAD is read (each distinct blob once); returns every use of the
+    split they show."""
+    from gitevals.calibration.record import parse, path_of, spent
     from gitevals.git.trees import RevisionTree
 
     path = path_of(settings.root, name)
     seen: set[str] = set()
+    found_uses: list[JSONObject] = []
     for n, commit in enumerate(reversed(repo.new_commits(repo.resolve("HEAD"), []))):
         if n >= MAX_HISTORY:
             break
@@ -270,21 +322,35 @@ def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: st
             continue
         seen.add(sha)
         data = tree.read(path)
-        record = parse(data)[0] if data is not None else None
-        final = record is not None and record.get("final") is True \
-            and record.get("grader_blob") == blob and record.get("judge_model") == model
-        use = already_sealed(record, blob, model) or (record if final else None)
-        if use is not None:
-            raise UsageError(f"the sealed test split was already measured for this version "
-                             f"of {name} (blob {blob[:12]}) with judge model {model!r} on "
-                             f"{use.get('date')}: {path} at {commit[:12]} says so (a removed "
-                             "or rewritten record does not unspend it); change the grader or "
-                             "the judge model to measure again, or drop --final")
+        uses = _uses(parse(data)[0] if data is not None else None)
+        found = spent(uses, blob, model, asked)
+        if found is not None:
+            raise _spent_error(name, found, len(asked), labels,
+                               f": {path} at {commit[:12]} says so (a removed or rewritten "
+                               "record does not unspend it)")
+        found_uses += uses
+    return found_uses
+
+
+def _refuse_unpinned(answered: list[str | None], model: str, split: str) -> None:
+    """Record nothing when the judge's API answered as another model than ``model`` or
+    changed model during the measurement (``calibration.runs.unpinned``, GE517): the
+    record would name a snapshot it did not measure. No rate was shown, so a final's
+    test items stay unspent."""
+    from gitevals.calibration.runs import unpinned
+    from gitevals.errors import GitevalsError
+
+    why = unpinned(answered, model)
+    if why is not None:
+        error = GitevalsError(f"nothing was recorded of the {split} split: {why}")
+        error.exit_code = 1
+        raise error
 
 
 def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item],
-             jobs: int) -> tuple[Measured, dict[str, bool | str]]:
-    """Call the grader on every item in the grader workers a run uses; measure it."""
+             jobs: int) -> tuple[Measured, dict[str, bool | str], list[str | None]]:
+    """Call the grader on every item in the grader workers a run uses; measure it. Also
+    the model the judge's API answered as on each call, in item order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from gitevals.calibration.metrics import measure
@@ -301,32 +367,33 @@ def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex, \
                     progress(f"calibrating {name}", len(items), unit="items") as update:
                 said: dict[str, bool | str] = {}
+                answered: list[str | None] = []
                 futures = {i.id: ex.submit(_one, pool, name, i) for i in items}
                 for n, (item_id, fut) in enumerate(futures.items(), 1):
-                    said[item_id] = fut.result()
+                    said[item_id], models = fut.result()
+                    answered += models
                     update(n, sum(isinstance(v, str) for v in said.values()))
         finally:
             pool.close()
-    return measure({i.id: i.label for i in items}, said), said
+    return measure({i.id: i.label for i in items}, said), said, answered
 
 
-def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
-    """The grader's decision on one item, or what went wrong (an error is never a FAIL)."""
-    from typing import cast
-
-    from gitevals.run.artifact import ErrorRecord
+def _one(pool: GraderPool, name: str, item: Item) -> tuple[bool | str, list[str | None]]:
+    """The grader's decision on one item, or what went wrong (an error is never a FAIL),
+    and the models the judge's API answered as on its calls."""
+    from gitevals.run.artifact import judge_calls
     from gitevals.run.scoring import decide_grader
 
     answer = pool.call(name, item.case, item.run)
-    # The worker's frames are JSON it built itself: error is {kind, message} or None.
-    error = cast("ErrorRecord | None", answer.get("error"))
+    usage = judge_calls(answer.get("usage"))
+    models = list(usage.get("models", [])) if usage is not None else []
     outcome = decide_grader({"name": name}, {"index": 0, "name": name,
-                                             "raw": answer.get("raw"), "error": error,
+                                             "raw": answer["raw"], "error": answer["error"],
                                              "duration_ms": 0})
     err = outcome["error"]
     if err is not None:
-        return f"{err['kind']}: {err['message']}"
-    return outcome["passed"]
+        return f"{err['kind']}: {err['message']}", models
+    return outcome["passed"], models
 
 
 def _in_repo(work_root: Path, given: str) -> str:
@@ -355,7 +422,8 @@ def _note_uncommitted(tree: RevisionTree, labels_at: str, labels_sha: str) -> No
 
 def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, blob: str,
             measured: Measured, now: datetime, labels_sha: str, sizes: dict[str, int],
-            previous: JSONObject | None, rows: list[JSON], labels_at: str) -> JSONObject:
+            previous: JSONObject | None, rows: list[JSON], labels_at: str,
+            consumed: dict[str, str]) -> JSONObject:
     from gitevals.calibration.record import Context, build
     from gitevals.graderimports import closure
     from gitevals.lint.graders import module_path
@@ -365,7 +433,7 @@ def _record(tree: RevisionTree, settings: Settings, args: argparse.Namespace, bl
     ctx = Context(args.grader, blob, tree.commit, settings.judge.model,
                   settings.judge.base_url, settings.judge.family,
                   now.strftime("%Y-%m-%dT%H:%M:%SZ"), labels_at, labels_sha, sizes, pinned)
-    return build(ctx, measured, args.final, previous, rows)
+    return build(ctx, measured, args.final, previous, rows, consumed)
 
 
 def _write(repo: Repo, settings: Settings, name: str, record: JSONObject,

@@ -130,10 +130,10 @@ def _gated(result: LintResult, commit: str, model: str | None) -> LintResult:
     """``result`` with the gate's refusal (GE639) when ``--require-gate`` asks for one."""
     if model is None:
         return result
-    from gitevals.commands.gate import publish_findings
+    from gitevals import api
     from gitevals.lint import LintResult
 
-    more = publish_findings(commit, model)
+    more = api.gate_findings(commit, model)
     return LintResult(tuple(sorted([*result.findings, *more])), result.files) if more else result
 
 

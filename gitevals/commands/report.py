@@ -1,22 +1,14 @@
 """``gitevals report [REV|A..B] [-o report.html]``: one self-contained static HTML file.
 
-The IO edge: it gathers the history (``commands.log.gather``: the runs along first-parent
-history), the run of the tip, and the diff between two commits (``api.diff``,
-exactly what ``gitevals diff`` compares), hands them to ``report.html`` (pure) and
-writes the page atomically.
+Parses, calls ``gitevals.api.report`` (the history along first-parent history, the run
+of the tip and the diff between two commits, exactly what ``gitevals diff`` compares),
+renders the page (``report.html``, pure) and writes it atomically.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gitevals.commands.log import Gathered
-    from gitevals.diff import Diff
-    from gitevals.git.repo import Repo
-    from gitevals.run.artifact import Run
 
 NAME = "report"
 HELP = "write one self-contained HTML report: overview, history along git, diff, transcripts"
@@ -49,70 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import gc
 
-    from gitevals import __version__
-    from gitevals.commands.log import eval_results, gather, split_range, statistics
+    from gitevals import api
     from gitevals.git.repo import require_repo
     from gitevals.report import html
 
     _check_output(args.output)
     gc.disable()  # many big acyclic trees read once: see commands/score.py
-    repo = require_repo()
-    results = eval_results(repo)
-    control, alpha = statistics(repo, None, None)
-    got = gather(repo, results, args.what, args.limit, keep_tip=True, control=control,
-                 alpha=alpha)
-    if got.tip_run is None:
-        from gitevals.errors import UsageError
-
-        _, b = split_range(args.what)
-        raise UsageError(f"no run of {b} ({got.tip[:12]}) in {results}/ or its git "
-                         f"note: make one with `gitevals run --rev {got.tip}`")
-    diff, note = _diff(repo, got)
-    tip = _transcripts(repo, got.tip_run)
-    page = html.render(html.Report(tip, got.history, args.what, diff, note, __version__,
-                                   args.static_transcripts))
-    return _write(page, args.output)
-
-
-def _transcripts(repo: Repo, run: Run) -> Run:
-    """The tip's run whole, for its transcripts: a summary's full artifact is fetched
-    when not here; when it cannot be had the page shows the summary, and says so."""
-    from gitevals.errors import ArtifactError
-    from gitevals.run.runstore import full_run
-    from gitevals.run.summary import is_summary
-
-    if not is_summary(run):
-        return run
-    try:
-        return full_run(repo, run, f"the full artifact of run {run['run_id']}")
-    except ArtifactError as exc:
-        print(f"gitevals: warning: {exc}; the page shows verdicts without transcripts",
-              file=sys.stderr)
-        return run
-
-
-def _diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
-    """The diff A B for ``A..B``; for one revision, the previous commit with a run
-    against it; none when the history holds one commit only."""
-    from gitevals import api
-    from gitevals.diff.stats import DEFAULT_ALPHA
-    from gitevals.errors import ArtifactError
-
-    commits = got.history.commits
-    earlier = [c.sha for c in commits[:-1] if c.run_id is not None]
-    if got.start is not None:
-        a = got.start
-    elif earlier:
-        a = earlier[-1]
-    else:
-        return None, ("No earlier commit along this history has a readable run: there is "
-                      "nothing to compare with yet.")
-    labels = {c.sha: c.tags[0] for c in commits if c.tags}
-    try:
-        return api.diff(repo, labels.get(a, a), labels.get(got.tip, got.tip),
-                        api.DiffOptions(alpha=DEFAULT_ALPHA)), ""
-    except ArtifactError as exc:  # the history already says which run; the page still helps
-        return None, f"No diff: {exc}"
+    got = api.report(require_repo(), args.what,
+                     api.ReportOptions(args.limit, args.static_transcripts))
+    for warning in got.warnings:
+        print(f"gitevals: warning: {warning}", file=sys.stderr)
+    return _write(html.render(got.report), args.output)
 
 
 def _check_output(output: str) -> None:

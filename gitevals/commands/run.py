@@ -214,16 +214,18 @@ def _save_draft(work: Path, artifact: Run, text: str) -> Path:
 
 
 def _render(artifact: Run, text: str, fmt: str, refused: list[Refused], tail: str) -> str:
-    from gitevals.report.runs import render
-
     if fmt == "json":
         return text  # the artifact itself, byte for byte as written
+    from gitevals.report.runs import render
+
     return render(artifact, fmt, terminal=sys.stdout.isatty(), refused=refused, tail=tail)
 
 
 def _refused(the_plan: Plan) -> list[Refused]:
     """The cases lint kept from running, each with its error findings: reporters show
     them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    if not the_plan.blocked:
+        return []  # (a --format json run never loads the reporters)
     from gitevals.model import case_name
     from gitevals.report.runs import Refused
 
@@ -349,17 +351,16 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     rounds = _rounds(repo, args, the_plan)
     cluster = early or _cluster(the_plan, args, jobs)  # joined before anything starts
     try:
+        # --goldens-only is recorded where the tree has cases (in a tree of goldens alone,
+        # this is its complete run, as a plain run is)
+        goldens_only = args.goldens_only and _has_cases(tree, the_plan.settings)
         options = api.RunOptions(tuple(args.cases), jobs, not args.no_preflight, target_env,
                                  public, rounds, bwrap, cluster, args.graders_on_workers,
-                                 sendable, args.cost_limit)
+                                 sendable, args.cost_limit, goldens_only, draft)
         artifact = api.run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
             cluster.close()
-    artifact = api.calibrated(tree, the_plan, artifact)
-    if args.goldens_only and _has_cases(tree, the_plan.settings):
-        # (in a tree of goldens alone, this is its complete run, as a plain run is)
-        artifact["options"]["goldens_only"] = True
     blocked = bool(the_plan.blocked) or (suite is not None and sendable is None)
     return _record(repo, args, the_plan, artifact, draft, refused, blocked)
 
@@ -394,7 +395,6 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
     """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
     from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.goldens.plan import plan_suite
     from gitevals.run import runner
     from gitevals.settings import load_settings
 
@@ -418,8 +418,11 @@ def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None
             raise UsageError("--task-controls runs a task's solution and verifier in the "
                              "sandbox: drop --no-sandbox")
         the_plan = dataclasses.replace(the_plan, task_controls=True)
-    wanted = _wants_goldens(args, the_plan.settings)
-    return the_plan, plan_suite(tree, the_plan.settings, args.bucket) if wanted else None
+    if not _wants_goldens(args, the_plan.settings):
+        return the_plan, None
+    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
+
+    return the_plan, plan_suite(tree, the_plan.settings, args.bucket)
 
 
 def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
@@ -461,10 +464,6 @@ def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,
     """Keep the finished run (file, and note unless a draft), print it, say the status."""
     from gitevals.run.artifact import dumps, failed
 
-    if draft is not None:
-        from gitevals.run.draft import mark
-
-        artifact = mark(artifact, draft)
     text = _writable(dumps(artifact), artifact)
     path = _keep(repo.work_root, artifact, text, draft is not None)
     # A draft is not the commit's: its run is never the commit's note.

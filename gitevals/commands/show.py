@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gitevals.commands._args import add_format
+from gitevals.files import is_path as is_path  # the commands' ARTIFACT|REV test
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,12 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", dest="all_runs",
                         help="list every run kept for the revision (results/ and its git "
                              "note), newest first, marking the one show and diff read")
-
-
-def is_path(what: str) -> bool:
-    """A file names an artifact, whatever its kind: a FIFO or a device is then refused as
-    not a regular file, never mistaken for a revision."""
-    return what.endswith(".json") or (os.path.exists(what) and not os.path.isdir(what))
 
 
 def locate(rev: str) -> tuple[Repo, str, str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import cast
 
 from gitevals.diff.buckets import SliceRow
 from gitevals.diff.goldens import GoldensDiff
@@ -100,7 +99,8 @@ class Diff:
 
     def as_dict(self) -> JSONObject:
         """The JSON document as plain Python."""
-        return cast(JSONObject, json.loads(self.to_json()))
+        doc: JSONObject = json.loads(self.to_json())  # to_json writes one object
+        return doc
 
 
 def _plain(obj: object) -> object:

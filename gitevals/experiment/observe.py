@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from gitevals.errors import GitevalsError
 from gitevals.experiment.metrics import counter
@@ -50,6 +50,45 @@ class Source:
     conversations: int
     turns: int
     lines: int
+
+
+class Metric(TypedDict):
+    """One counter over the completed turns: how many carried it, its total and rate, and
+    its status against the limit (None: no ``--max`` for it)."""
+
+    turns: int
+    observed: int
+    missing: int
+    total: int | None
+    per_turn: float | None
+    limit: float | None
+    status: str
+
+
+class SourceRow(TypedDict):
+    """A ``Source`` as the report lists it."""
+
+    path: str
+    kind: str
+    conversations: int
+    turns: int
+    lines: int
+
+
+class Observation(TypedDict):
+    """The ``--format json`` document of ``observe`` (``report``)."""
+
+    format: str
+    rev: str
+    commit: str
+    minimum_samples: int
+    conversations: int
+    turns: int
+    completed_turns: int
+    sources: list[SourceRow]
+    metrics: dict[str, Metric]
+    last_seen: dict[str, dict[str, int | None]]
+    status: str
 
 
 def parse_limit(text: str) -> tuple[str, float]:
@@ -226,7 +265,7 @@ def _completed(reply: JSONObject) -> bool:
 # -- the report -----------------------------------------------------------------------
 
 
-def _metric(convs: Sequence[Conversation], name: str, limit: float | None) -> dict[str, Any]:
+def _metric(convs: Sequence[Conversation], name: str, limit: float | None) -> Metric:
     values = [counter(r, name) for c in convs for r in c.turns if _completed(r)]
     seen = [v for v in values if v is not None]
     missing = len(values) - len(seen)
@@ -242,7 +281,7 @@ def _metric(convs: Sequence[Conversation], name: str, limit: float | None) -> di
             "status": status}
 
 
-def _status(n: int, minimum: int, metrics: Mapping[str, Mapping[str, object]],
+def _status(n: int, minimum: int, metrics: Mapping[str, Metric],
             limited: bool) -> str:
     if n < minimum:
         return "too few samples"
@@ -255,7 +294,7 @@ def _status(n: int, minimum: int, metrics: Mapping[str, Mapping[str, object]],
 
 
 def report(rev: str, commit: str, sources: Sequence[Source], convs: Sequence[Conversation],
-           minimum: int, limits: Mapping[str, float]) -> dict[str, Any]:
+           minimum: int, limits: Mapping[str, float]) -> Observation:
     """The observation of one release: counts, each counter per completed turn, a status."""
     names = sorted(limits) if limits else list(DEFAULT_COUNTERS)
     metrics = {n: _metric(convs, n, limits.get(n)) for n in names}
@@ -269,11 +308,11 @@ def report(rev: str, commit: str, sources: Sequence[Source], convs: Sequence[Con
             "status": _status(len(convs), minimum, metrics, bool(limits))}
 
 
-def exit_code(doc: Mapping[str, object]) -> int:
+def exit_code(doc: Observation) -> int:
     return 0 if doc["status"] in ("ready for human review", "within limits") else 1
 
 
-def render_text(doc: Mapping[str, Any]) -> str:
+def render_text(doc: Observation) -> str:
     """The observation as plain text (file names escaped)."""
     from gitevals.text import visible
 

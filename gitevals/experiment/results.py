@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
@@ -28,12 +28,31 @@ from gitevals.experiment.controls import (
     within,
 )
 from gitevals.experiment.metrics import lane_metrics, pass_rate
+from gitevals.jsontypes import JSONObject
 from gitevals.run.artifact import Run, Trial, scenarios
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 FORMAT = "gitevals-experiment/1"
 
 Doc = dict[str, Any]
+
+
+class Meta(TypedDict):
+    """What an experiment is, as its report begins: its id, the gitevals that ran it, the
+    eval root, cases, repeat, jobs, conversations and their bound, the lanes' common
+    settings, and when it started and finished."""
+
+    id: str
+    tool_version: str
+    root: str
+    cases: list[str]
+    repeat: int
+    jobs: int
+    conversations: int
+    max_samples: int | None
+    settings: JSONObject
+    started_at: str
+    finished_at: str
 
 
 @dataclass(frozen=True)
@@ -115,7 +134,7 @@ def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float,
     return out
 
 
-def build(meta: Doc, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
+def build(meta: Meta, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
           alpha: float = DEFAULT_ALPHA, control: str = DEFAULT_CONTROL) -> Doc:
     """The report of an experiment: ``meta`` (id, root, cases, repeat, jobs, settings,
     times...) with every lane, the pairwise comparisons (``test`` at ``alpha`` under

@@ -7,7 +7,10 @@ the command that fixes a missing one.
    that resolves to a top-level function of ``<root>/graders/<file>.py``;
 4. judges: every bucket grader that asks the judge (``t.llm``/``t.judge``) is calibrated
    (``gitevals.calibration.tree.grader_status``: its committed record is a final, current
-   measurement at or above the bar); each one's status listed, n/a when none asks;
+   measurement at or above the bar); each one's status listed, n/a when none asks; the
+   judge pinned to the snapshot its API answers as, by the evidence of the commit's run
+   (``calibration.runs.unpinned``); an unset judge or target family, or a snapshot no run
+   has checked yet, is a warning of the item;
 5. drift suite: ``<root>/drift-suite.yaml`` committed;
 6. baseline: some ``<root>/baseline-<model>.json`` committed.
 
@@ -40,10 +43,23 @@ class Item:
     status: Status
     detail: str
     fix: str = ""
+    #: what does not make the item missing but is not checked as it should be
+    warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> JSONObject:
         return {"name": self.name, "status": self.status, "detail": self.detail,
-                "fix": self.fix}
+                "fix": self.fix, "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the run of the commit says of its judge: the run, the model its judge's API
+    answered as on each call (full artifacts keep them; a note's summary does not), and
+    the GE517 reason the run recorded, if any."""
+
+    run_id: str
+    answered: tuple[str | None, ...] = ()
+    recorded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,8 @@ class Facts:
     settings_problem: str = ""  # the first finding of settings that do not load
     #: the judge as configured: (model, judge family, target family); None: no judge
     judge_pin: tuple[str, str | None, str | None] | None = None
+    #: the judge evidence of the commit's run; None: no run of the commit was found
+    evidence: Evidence | None = None
 
 
 def checklist(f: Facts) -> list[Item]:
@@ -132,38 +150,75 @@ def _graders(f: Facts) -> Item:
 
 
 def _judges(f: Facts) -> Item:
+    warnings = _pin_warnings(f)
     if f.mapping is None and f.llm_modules:
         return Item("judges", "missing", "grader module(s) "
                     f"{', '.join(f.llm_modules)} call t.llm but no bucket is mapped to a "
                     "grader, so which judges gate is unknown",
-                    "map buckets to graders (item graders), then calibrate each judge")
+                    "map buckets to graders (item graders), then calibrate each judge",
+                    warnings)
     if not f.judges:
         return Item("judges", "n/a", "judges calibrated: N/A (no bucket's grader calls t.llm "
-                    "or t.judge: nothing to calibrate)")
+                    "or t.judge: nothing to calibrate)", "", warnings)
     listed = "; ".join(f"{g} {st.state} ({st.reason})" for g, st in f.judges.items())
+    detail = f"judges calibrated: {listed}{_pin(f)}"
+    moved = _snapshot_problem(f)
+    if moved is not None:
+        return Item("judges", "missing", f"{detail}; {moved}",
+                    "set judge.model to the dated snapshot the endpoint answers as, "
+                    "calibrate each judge grader with it, and run again", warnings)
     todo = [g for g, st in f.judges.items() if st.advisory]
     if todo:
-        return Item("judges", "missing", f"judges calibrated: {listed}{_pin(f)}",
+        return Item("judges", "missing", detail,
                     f"calibrate {', '.join(todo)} as each reason says (`gitevals calibrate "
                     f"{todo[0]} --labels FILE --final`), then commit "
                     f"{_p(f, 'calibration/' + todo[0] + '.json')}; until then the gate "
-                    "does not count their buckets")
-    return Item("judges", "ok", f"judges calibrated: {listed}{_pin(f)}")
+                    "does not count their buckets", warnings)
+    return Item("judges", "ok", detail, "", warnings)
 
 
 def _pin(f: Facts) -> str:
-    """What the settings pin of the judge: its model (checked at run time against the
-    model its API answers with, GE517) and both families, an unset one said as the
-    warning it is (GE706: the judge's family cannot be checked against the target's)."""
+    """What the settings pin of the judge: its model and both families."""
     if f.judge_pin is None:
         return ""
     model, judge_family, target_family = f.judge_pin
+    return (f"; judge model {model!r}, families: judge {judge_family or 'unset'}, "
+            f"target {target_family or 'unset'}")
+
+
+def _snapshot_problem(f: Facts) -> str | None:
+    """Why the commit's run shows the judge is not the pinned snapshot (GE517: its API
+    answered as another model, or changed model mid-run), or None. The models the run
+    recorded are checked again here; a summary without them counts by what the run
+    recorded."""
+    from gitevals.calibration.runs import unpinned
+
+    if f.judge_pin is None or f.evidence is None:
+        return None
+    why = unpinned(list(f.evidence.answered), f.judge_pin[0]) or f.evidence.recorded
+    return None if why is None else f"run {f.evidence.run_id}: {why}"
+
+
+def _pin_warnings(f: Facts) -> tuple[str, ...]:
+    """An unset judge or target family (GE706), and a snapshot no run has checked yet:
+    neither makes the item missing, neither is silence."""
+    if f.judge_pin is None:
+        return ()
+    model, judge_family, target_family = f.judge_pin
+    out = []
     unset = [n for n, v in (("judge", judge_family), ("target", target_family)) if v is None]
-    families = (f"families: judge {judge_family}, target {target_family}" if not unset else
-                f"warning: {' and '.join(unset)} family not set, so nothing checks the "
-                "judge comes from another family (GE706)")
-    return f"; judge model {model!r} (a run checks the model its API answers as, GE517); " \
-           f"{families}"
+    if unset:
+        out.append(f"{' and '.join(unset)} family not set, so nothing checks the judge comes "
+                   "from another family than the model under test (GE706): set family = "
+                   f"\"...\" in the {' and '.join(unset)} table{'s' * (len(unset) > 1)} "
+                   "of the settings")
+    seen = f.evidence is not None and (f.evidence.recorded is not None or any(
+        m is not None for m in f.evidence.answered))
+    if not seen:
+        out.append(f"the judge's snapshot is not checked yet: no run of this commit "
+                   f"recorded the model its API answered as (a run checks it against "
+                   f"{model!r}, GE517): `gitevals run`")
+    return tuple(out)
 
 
 def _drift(f: Facts) -> Item:
@@ -224,7 +279,31 @@ def gather(tree: Tree, single_surface: bool = False, now: datetime | None = None
                  bad, single_surface, str(problems[0]) if problems else "",
                  (settings.judge.model, settings.judge.family,
                   settings.target.family if settings.target else None)
-                 if settings.judge is not None else None)
+                 if settings.judge is not None else None,
+                 evidence(tree, settings.results) if settings.judge is not None else None)
+
+
+def evidence(tree: Tree, results: str) -> Evidence | None:
+    """The judge evidence of the run of ``tree``'s commit (``run.store.run_of_commit``: in
+    ``results`` of the working tree, else its git note), or None: ``tree`` is no commit,
+    or no run of it is found or readable."""
+    from gitevals.calibration.runs import answered
+    from gitevals.errors import GitevalsError
+    from gitevals.git.trees import RevisionTree
+    from gitevals.run.store import run_of_commit
+
+    if not isinstance(tree, RevisionTree) or tree.commit is None:
+        return None
+    try:
+        found = run_of_commit(tree.repo, tree.repo.work_root, results, tree.commit)
+    except GitevalsError:
+        return None
+    if found is None:
+        return None
+    run = found.run
+    recorded = [c["reason"] for c in (run.get("judge_calibration") or {}).values()
+                if c["code"] == "GE517"]
+    return Evidence(run["run_id"], tuple(answered(run)), recorded[0] if recorded else None)
 
 
 def _join(root: str, name: str) -> str:

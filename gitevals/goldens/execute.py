@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from gitevals.goldens import choice
 from gitevals.goldens.plan import Item, SuitePlan
@@ -30,7 +30,7 @@ from gitevals.run.artifact import (
 from gitevals.run.goldens import Goldens, SuiteItem, case_of, decide, slices
 from gitevals.run.grading import GraderPool
 from gitevals.run.judge import judge_config
-from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, target_argv
+from gitevals.run.targets import Conversation, ProcessRegistry, TargetError, Turn, target_argv
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Transcript
@@ -47,15 +47,16 @@ def grade_item(call: GraderCall, grader: str, ident: str, row: JSONObject, sent:
     row (``expected`` and all its fields) with ``user`` (the turns sent); ``run`` is the
     transcript, as for a case's grader."""
     _, run = grader_arguments(ident, sent, [], t)
-    case: JSONObject = {"user": cast(JSON, list(sent)), **row}
+    user: list[JSON] = list(sent)
+    case: JSONObject = {"user": user, **row}
     answer = call(grader, case, run)
-    raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
+    raw, error = answer["raw"], answer["error"]
     why = unkeepable(raw)
     if why is not None:
         raw, error = None, {"kind": "grader_malformed",
                             "message": f"grader {grader}: its answer cannot be kept: {why}"}
     return {"index": 0, "name": grader, "raw": raw, "error": error,
-            "duration_ms": cast(int, answer.get("duration_ms", 0))}
+            "duration_ms": answer["duration_ms"]}
 
 
 class SuiteExecution:
@@ -170,14 +171,15 @@ class SuiteExecution:
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         replies: list[JSONObject] = []
         case = case_of(item.kind, item.slice)
-        asks: JSONObject = ({} if item.choice is None or max_tokens is None else
-                            {"choices": list(item.choice.labels), "max_tokens": max_tokens})
         try:
             with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                               python_target=self.python_target) as conv:
                 for turn, text in enumerate(item.turns):
-                    msg = {"text": text, "turn": turn, "case": case, "scenario": item.id,
-                           "trial": 0, **asks}
+                    msg: Turn = {"text": text, "turn": turn, "case": case,
+                                 "scenario": item.id, "trial": 0}
+                    if item.choice is not None and max_tokens is not None:
+                        msg["choices"] = list(item.choice.labels)
+                        msg["max_tokens"] = max_tokens
                     replies.append(conv.ask(msg, deadline))
         except TargetError as exc:
             return replies, exc.as_dict()

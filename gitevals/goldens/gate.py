@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, TypeGuard, cast
 
 from gitevals.errors import GitevalsError
 from gitevals.goldens.drift import DEFAULT_BUDGET, Z95, Budget
@@ -93,18 +93,25 @@ def check_baseline(doc: JSON, label: str) -> Baseline:
     """``doc`` as a ``Baseline`` when it is one, else ``Refused`` naming ``label``."""
     from gitevals import validation
 
-    if not validation.is_valid("baseline", doc):
+    if not _is_baseline(doc):
         v = validation.best_error("baseline", doc)
         where = validation.json_path(v.path) if v else "$"
         what = v.message if v else "it does not match"
         raise Refused(f"{label}: not a gitevals baseline: at {where}: {what}; write it with "
                       "`gitevals baseline ARTIFACT --model NAME`")
-    baseline = cast(Baseline, doc)
+    baseline = doc
     why = _inconsistent(baseline["slices"])
     if why is not None:
         raise Refused(f"{label}: not a gitevals baseline: {why}; write it again with "
                       "`gitevals baseline ARTIFACT --model NAME --force`")
     return baseline
+
+
+def _is_baseline(doc: JSON) -> TypeGuard[Baseline]:
+    """Whether ``doc`` keeps ``schemas/baseline.schema.json`` (the whole schema)."""
+    from gitevals import validation
+
+    return validation.is_valid("baseline", doc)
 
 
 def _inconsistent(slices: list[BaselineSlice]) -> str | None:

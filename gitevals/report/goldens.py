@@ -133,6 +133,7 @@ def doctor_text(items: list[Item], label: str) -> str:
         lines.append(f"  {i.status:<7}  {i.name:<11}  {visible(i.detail)}")
         if i.fix:
             lines.append(f"  {'':<7}  {'':<11}  fix: {visible(i.fix)}")
+        lines += [f"  {'':<7}  {'':<11}  warning: {visible(w)}" for w in i.warnings]
     missing = sum(i.status == "missing" for i in items)
     lines.append(f"not Phase 0 complete: {missing} of {len(items)} missing" if missing
                  else "Phase 0 complete")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -430,9 +431,8 @@ TRANSCRIPT_KEYS: tuple[str, ...] = tuple(Transcript.__annotations__)
 def new_run_id(commit: str, now: float | None = None) -> str:
     """``<UTC yyyymmddThhmmssZ>-<commit[:12]>-<6 hex>``: sortable by time, unique at once."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    import secrets  # here: its import (random, hashlib) would slow every command's start
-
-    return f"{stamp}-{commit[:12]}-{secrets.token_hex(3)}"
+    # os.urandom is what ``secrets.token_hex`` reads, without its import (random, hashlib)
+    return f"{stamp}-{commit[:12]}-{os.urandom(3).hex()}"
 
 
 def utc_stamp(now: float | None = None) -> str:
@@ -485,8 +485,9 @@ def grader_calls(expect: list[JSONObject]) -> list[tuple[int, str]]:
     out = []
     for index, item in enumerate(expect):
         arg = item.get("grader") if len(item) == 1 else None
-        if isinstance(arg, dict) and isinstance(arg.get("name"), str):
-            out.append((index, cast(str, arg["name"])))
+        name = arg.get("name") if isinstance(arg, dict) else None
+        if isinstance(name, str):
+            out.append((index, name))
     return out
 
 
@@ -546,12 +547,15 @@ def is_draft(run: Run) -> bool:
 def failed(run: Run) -> bool:
     """True when any scenario is flaky, fail or broken, or a golden did not pass (the
     exit status 1 condition); an advisory judge grader's failures never count."""
-    from gitevals.run.goldens import failing
+    part = run.get("goldens")
+    if any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run)):
+        return True
+    if part is None:
+        return False
+    from gitevals.run.goldens import failing  # a run without goldens never loads it
     from gitevals.run.scoring import advisory_graders
 
-    part = run.get("goldens")
-    return (any(s["verdict"]["verdict"] in FAILING for _, s in scenarios(run))
-            or (part is not None and failing(part, advisory_graders(run))))
+    return failing(part, advisory_graders(run))
 
 
 def preference(run: Run, written: int = 0) -> tuple[bool, str, int]:
@@ -600,23 +604,32 @@ class Usage(NamedTuple):
 
 
 NO_USAGE = Usage(0, tuple(Measure(None, 0) for _ in MEASURES))
+_UNKNOWN = Measure(None, 0)
+#: A trial none of whose measures is known.
+_UNREPORTED = Usage(1, NO_USAGE.measures)
 
 
 #: Token counts as OpenAI-style replies name them, and as Anthropic-style ones do.
 _ALIASES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
-def _reported(reply: JSONObject, name: str, prices: Prices | None = None) -> int | float | None:
-    """The measure ``name`` of one reply, or None when it carries no usable one: a token
-    count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string).
-    A reply that reports tokens but no cost is priced from ``prices`` when it can be."""
-    if name == "cost":
-        return reply_reported_cost(reply, prices)
+def _reply_measures(reply: JSONObject, prices: Prices | None) -> tuple[int | float | None, ...]:
+    """Each measure of one reply, in ``MEASURES`` order, None where it carries no usable
+    one: a token count is a whole number >= 0, a cost a finite number >= 0 (never a bool
+    or a string). A reply that reports tokens but no cost is priced from ``prices`` when
+    it can be. One call a reply: a run's usage reads every reply of every trial."""
     usage = reply.get("usage")
-    value = usage.get(name) if isinstance(usage, dict) else None
-    if value is None and isinstance(usage, dict) and name in _ALIASES:
+    counts = usage if isinstance(usage, dict) else {}
+    return (_count(counts, "prompt_tokens"), _count(counts, "completion_tokens"),
+            reply_reported_cost(reply, prices))
+
+
+def _count(usage: JSONObject, name: str) -> int | None:
+    value = usage.get(name)
+    if value is None and name in _ALIASES:
         value = usage.get(_ALIASES[name])  # the other API's name for the same count
-    return _usable(value, whole=True)
+    total = _usable(value, whole=True)
+    return total if isinstance(total, int) else None
 
 
 def _usable(value: JSON, whole: bool) -> int | float | None:
@@ -644,23 +657,62 @@ def trial_usage(trial: Trial, prices: Prices | None = None) -> Usage:
     """One trial's usage: a measure counts only when every reply of the trial reported
     it (a partial sum would read as the whole); a trial with no reply reported nothing."""
     replies = trial["transcript"]["turns"]
-    out = []
-    for name in MEASURES:
-        values = [_reported(r, name, prices) for r in replies if isinstance(r, dict)]
-        known = bool(values) and len(values) == len(replies) and None not in values
-        out.append(Measure(sum(v for v in values if v is not None), 1) if known
-                   else Measure(None, 0))
-    return Usage(1, tuple(out))
+    if not replies or not all(isinstance(r, dict) for r in replies):
+        return _UNREPORTED
+    if len(replies) == 1:  # most trials: one reply (0 + v is what sum([v]) gives)
+        return Usage(1, tuple(_UNKNOWN if v is None else Measure(0 + v, 1)
+                              for v in _reply_measures(replies[0], prices)))
+    columns = zip(*(_reply_measures(r, prices) for r in replies), strict=True)
+    return Usage(1, tuple(_UNKNOWN if None in values
+                          else Measure(sum(v for v in values if v is not None), 1)
+                          for values in columns))
+
+
+class _Sum:
+    """A running sum of trial usages: the same left fold as ``_plus`` trial after trial
+    (a float cost adds up in the same order), without a ``Usage`` built per trial (that
+    cost more than reading the replies: ``benchmarks/bench_score.py``)."""
+
+    __slots__ = ("reported", "totals", "trials")
+
+    def __init__(self) -> None:
+        self.trials = 0
+        self.totals: list[int | float | None] = [None] * len(MEASURES)
+        self.reported = [0] * len(MEASURES)
+
+    def add(self, one: Usage) -> None:
+        self.trials += one.trials
+        for i, m in enumerate(one.measures):
+            if m.total is not None:
+                total = self.totals[i]
+                self.totals[i] = m.total if total is None else total + m.total
+                self.reported[i] += m.reported
+
+    def usage(self) -> Usage:
+        return Usage(self.trials, tuple(map(Measure, self.totals, self.reported)))
 
 
 def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
     """The usage of ``trials`` summed (a scenario's results, or every trial of a run)."""
-    total = NO_USAGE
+    total = _Sum()
     for t in trials:
-        one = trial_usage(t, prices)
-        total = Usage(total.trials + 1,
-                      tuple(map(_plus, total.measures, one.measures)))
-    return total
+        total.add(trial_usage(t, prices))
+    return total.usage()
+
+
+def usages(run: Run) -> tuple[list[Usage], Usage]:
+    """Each scenario's usage (in ``scenarios`` order) and the run's (``run_usage``), every
+    trial read once: a verdict table shows both."""
+    prices = run_prices(run)
+    whole, parts = _Sum(), []
+    for _, s in scenarios(run):
+        part = _Sum()
+        for t in s["results"]:
+            one = trial_usage(t, prices)
+            part.add(one)
+            whole.add(one)
+        parts.append(part.usage())
+    return parts, whole.usage()
 
 
 def run_prices(run: Run) -> Prices:
@@ -731,10 +783,19 @@ def _read_regular(path: Path, label: str) -> bytes:
 
 def checked(doc: object, label: str) -> Run:
     """``doc`` as a ``Run`` when it is one; else ``ArtifactError`` naming ``label``."""
+    problems: list[str] = []
+    if not is_run(doc, problems):
+        raise ArtifactError(f"{label}: not a gitevals run artifact: {problems[0]}")
+    return doc
+
+
+def is_run(doc: object, problems: list[str] | None = None) -> TypeGuard[Run]:
+    """True when ``doc`` is a run artifact (``validate``); else False, with what is wrong
+    appended to ``problems`` when given."""
     problem = validate(doc)
-    if problem is not None:
-        raise ArtifactError(f"{label}: not a gitevals run artifact: {problem}")
-    return cast(Run, doc)
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is None
 
 
 def candidate(text: str | bytes) -> Run | None:
@@ -805,6 +866,7 @@ _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)
 _ASSERTION_KEYS = frozenset(AssertionOutcome.__required_keys__)
+_USAGE_KEYS = frozenset(JudgeCalls.__annotations__)
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -812,8 +874,13 @@ def _count_ok(x: object) -> bool:
     return type(x) is int and x >= 0
 
 
+def _number_ok(x: object) -> TypeGuard[int | float]:
+    """A JSON number as gitevals writes it (NaN and the infinities are not JSON)."""
+    return type(x) is int or (type(x) is float and math.isfinite(x))
+
+
 def _ms_ok(x: object) -> bool:
-    return (type(x) is int or type(x) is float) and x >= 0
+    return _number_ok(x) and x >= 0
 
 
 def _error_ok(e: object) -> bool:
@@ -821,6 +888,11 @@ def _error_ok(e: object) -> bool:
         return True
     return (type(e) is dict and type(e.get("kind")) is str and _KIND.match(e["kind"]) is not None
             and type(e.get("message")) is str)
+
+
+def is_error_record(e: object) -> TypeGuard[ErrorRecord]:
+    """True when ``e`` is an infrastructure error record (``$defs/error``, not null)."""
+    return e is not None and _error_ok(e)
 
 
 def _named_ok(items: object) -> bool:
@@ -836,16 +908,24 @@ def _transcript_ok(t: object) -> bool:
             and type(t["turns"]) is list and _ms_ok(t["duration_ms"]))
 
 
+def _usage_ok(u: object) -> bool:
+    """A grader's judge usage: four counts (``$defs/grader`` ``usage``)."""
+    return (type(u) is dict and u.keys() >= _USAGE_KEYS
+            and all(_count_ok(u[k]) for k in _USAGE_KEYS))
+
+
 def _grader_ok(g: object) -> bool:
     return (type(g) is dict and g.keys() >= _GRADER_KEYS and _count_ok(g["index"])
-            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"]))
+            and type(g["name"]) is str and _error_ok(g["error"]) and _ms_ok(g["duration_ms"])
+            and ("usage" not in g or _usage_ok(g["usage"])))
 
 
 def _assertion_ok(a: object) -> bool:
     return (type(a) is dict and a.keys() >= _ASSERTION_KEYS and _count_ok(a["index"])
             and type(a["kind"]) is str and type(a["passed"]) is bool
             and type(a["message"]) is str and _error_ok(a["error"])
-            and (a["score"] is None or type(a["score"]) in (int, float)))
+            and (a["score"] is None or _number_ok(a["score"]))
+            and ("advisory" not in a or type(a["advisory"]) is bool))
 
 
 def _trial_ok(r: object) -> bool:
@@ -888,7 +968,8 @@ def _iteration_ok(i: object) -> bool:
 
 def _task_trial_ok(t: object) -> bool:
     """A trial's ``task`` record (mirrors ``$defs/task_trial``)."""
-    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS and t["state"] in _TASK_STATES
+    return (type(t) is dict and t.keys() >= _TASK_TRIAL_KEYS
+            and type(t["state"]) is str and t["state"] in _TASK_STATES
             and (t["final_reward"] is None or _reward_ok(t["final_reward"]))
             and t["sandbox"] in ("bwrap", "none", "harbor")
             and type(t["iterations"]) is list and all(map(_iteration_ok, t["iterations"])))

@@ -24,7 +24,7 @@ import struct
 import sys
 import time
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NotRequired, TypedDict, TypeGuard
 
 if TYPE_CHECKING:
     import subprocess
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from gitevals.graderfile import GraderFile
     from gitevals.jsontypes import JSON, JSONObject
+    from gitevals.run.artifact import ErrorRecord
     from gitevals.run.judge import T
     from gitevals.run.targets import ProcessRegistry
 
@@ -58,7 +59,26 @@ class NoGrader(Exception):
     importing a grader module is that module's error, not this)."""
 
 
-def _err(kind: str, message: str) -> JSONObject:
+class WorkerAnswer(TypedDict):
+    """A grader worker's frame for one call: what the grader returned (JSON) or the error
+    that stopped it, and the judge calls it made (only when it asked the judge)."""
+
+    raw: JSON
+    error: ErrorRecord | None
+    usage: NotRequired[JSON]
+
+
+class GraderReply(TypedDict):
+    """One grader call as the parent records it (``GraderWorker.call``)."""
+
+    name: str
+    raw: JSON
+    error: ErrorRecord | None
+    duration_ms: int
+    usage: NotRequired[JSON]
+
+
+def _err(kind: str, message: str) -> ErrorRecord:
     return {"kind": kind, "message": message}
 
 
@@ -107,18 +127,18 @@ class GraderWorker:
         self._poll = select.poll()
         self._poll.register(self._out, select.POLLIN)
 
-    def call(self, name: str, case: JSONObject, run: JSONObject) -> JSONObject:
+    def call(self, name: str, case: JSONObject, run: JSONObject) -> GraderReply:
         """Run grader ``name`` once; returns ``{"name", "raw", "error", "duration_ms"}``."""
         started = time.monotonic()
         raw, error, used = self._call(name, case, run)
         ms = int((time.monotonic() - started) * 1000)
-        out: JSONObject = {"name": name, "raw": raw, "error": error, "duration_ms": ms}
+        out: GraderReply = {"name": name, "raw": raw, "error": error, "duration_ms": ms}
         if used is not None:
             out["usage"] = used
         return out
 
     def _call(self, name: str, case: JSONObject,
-              run: JSONObject) -> tuple[JSON, JSON, JSON]:
+              run: JSONObject) -> tuple[JSON, ErrorRecord | None, JSON]:
         if self.proc is None:
             try:
                 self._start()
@@ -142,10 +162,15 @@ class GraderWorker:
             why = f" ({exc})" if str(exc) else ""
             return None, _err("grader_error", f"grader {name}: worker exited"
                                               f"{f' with code {code}' if code else ''}{why}"), None
+        from gitevals.run.artifact import is_error_record
+
         error = reply.get("error")
-        if isinstance(error, dict) and error.get("kind") == "grader_timeout":
-            self.stop()  # stopped mid-way by its own clock: its module state is suspect
-        return reply.get("raw"), error, reply.get("usage")
+        if error is None or is_error_record(error):
+            if error is not None and error["kind"] == "grader_timeout":
+                self.stop()  # stopped mid-way by its own clock: its module state is suspect
+            return reply.get("raw"), error, reply.get("usage")
+        return None, _err("grader_error", f"grader {name}: its worker sent a malformed "
+                                          "error record"), None
 
     def limit(self, file: str) -> float:
         """A call's ceiling (``ceiling``): the grader's own limit, plus the judge's budget
@@ -236,7 +261,7 @@ class GraderPool:
                 self._workers.append(w)
         return w
 
-    def call(self, name: str, case: JSONObject, run: JSONObject) -> JSONObject:
+    def call(self, name: str, case: JSONObject, run: JSONObject) -> GraderReply:
         return self.worker().call(name, case, run)
 
     def close(self) -> None:
@@ -249,7 +274,8 @@ class GraderPool:
 # --- worker side (a separate process in the materialized tree) ----------------------
 
 
-def _json_safe(value: object) -> bool:
+def _json_safe(value: object) -> TypeGuard[JSON]:
+    """Whether ``json.dumps`` takes ``value`` (no NaN): what the frame can carry as JSON."""
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -400,7 +426,7 @@ class OwnClock:
 
 
 def _answer(graders: _Graders, t: T, req: JSONObject, clock: OwnClock | None = None
-            ) -> JSONObject:
+            ) -> WorkerAnswer:
     """Call the grader ``req`` names, on its own clock (module import included)."""
     name = f"{req['file']}.{req['fn']}"
     try:
@@ -418,7 +444,7 @@ def _answer(graders: _Graders, t: T, req: JSONObject, clock: OwnClock | None = N
                                            "judge not counted); its worker was restarted")}
 
 
-def _call_grader(graders: _Graders, t: T, req: JSONObject) -> JSONObject:
+def _call_grader(graders: _Graders, t: T, req: JSONObject) -> WorkerAnswer:
     file, fn = str(req["file"]), str(req["fn"])
     name = f"{file}.{fn}"
     try:
@@ -437,7 +463,7 @@ def _call_grader(graders: _Graders, t: T, req: JSONObject) -> JSONObject:
         return {"raw": None, "error": _err(_exc_kind(exc), f"grader {name} raised "
                                                            f"{type(exc).__name__}: {exc}{where}")}
     if _json_safe(raw):
-        return {"raw": cast("JSON", raw), "error": None}  # json.dumps took it: it is JSON
+        return {"raw": raw, "error": None}
     text = repr(raw)[:300]
     return {"raw": text, "error": _err("grader_malformed", f"grader {name} returned "
                                                            f"{text}, which is not JSON; "

@@ -1,15 +1,18 @@
 """``t.llm``: the judge model graders call, over an OpenAI-compatible HTTP API.
 
-Runs inside the grader worker, so it imports the standard library only (no new
-dependency, a fast worker start). The model is pinned in settings and sampled at
-temperature 0 so a re-run asks the same question the same way.
+Runs inside the grader worker, so it imports the standard library and
+``gitevals.settings`` (for ``Judge``, the one home of the judge's settings and their
+defaults) only: no new dependency, a fast worker start. The model is pinned in settings
+and sampled at temperature 0 so a re-run asks the same question the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
+
+from gitevals.settings import Judge
 
 if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     import urllib.request
@@ -17,11 +20,12 @@ if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     from contextlib import AbstractContextManager
 
     from gitevals.jsontypes import JSON, JSONObject
-    from gitevals.settings import Judge
+
+#: The judge to ask: the settings' ``Judge``, or its ``as_config`` form (what the grader
+#: worker receives as JSON), read back once by ``Judge.from_table``; None: no judge.
+Config: TypeAlias = "Judge | JSONObject | None"
 
 NO_JUDGE = "no judge configured: set [tool.gitevals.judge]"
-#: Retries after the first attempt unless settings say ``judge.retries``.
-RETRIES = 3
 #: First backoff in seconds, doubled at each retry (GITEVALS_JUDGE_BACKOFF, for tests).
 BACKOFF = 1.0
 #: Longest wait between attempts: a longer ``Retry-After`` ends the call instead, so the
@@ -40,31 +44,27 @@ class JudgeParseError(Exception):
 
 def judge_config(judge: Judge | None) -> JSONObject | None:
     """``settings.Judge`` (or None) -> the plain dict the worker receives (as JSON)."""
-    if judge is None:
-        return None
-    return {"base_url": judge.base_url, "model": judge.model,
-            "api_key_env": judge.api_key_env, "timeout": judge.timeout,
-            "retries": judge.retries}
+    return None if judge is None else judge.as_config()
 
 
-def _retries(config: JSONObject) -> int:
-    value = config.get("retries", RETRIES)
-    return value if isinstance(value, int) and value >= 0 else RETRIES
+def _judge(config: Config) -> Judge | None:
+    """``config`` as the settings' ``Judge`` (its defaults for what the form leaves out)."""
+    return Judge.from_table(config) if isinstance(config, dict) else config
 
 
-def budget(config: JSONObject | None) -> float:
+def budget(config: Config) -> float:
     """Seconds the judge may take within one grader call, all its ``t.llm`` and
     ``t.judge`` calls together: every attempt of one call timing out, with the longest
     wait between them. A grader whose module calls the judge gets this on top of its own
     limit (``grading.ceiling``), so a slow judge is a ``judge_error``, never a
     ``grader_timeout``; a grader asking many times shares it, so the ceiling holds."""
-    if config is None:
+    judge = _judge(config)
+    if judge is None:
         return 0.0
-    retries = _retries(config)
-    return _timeout(config) * (retries + 1) + MAX_WAIT * retries
+    return judge.timeout * (judge.retries + 1) + MAX_WAIT * judge.retries
 
 
-def module_budget(config: JSONObject | None, source: bytes) -> float:
+def module_budget(config: Config, source: bytes) -> float:
     """Seconds a call of a grader from ``source`` may add to its own limit for the judge:
     one ``budget`` when the module asks the judge (``graderfile.asks_judge``; however many
     times: the calls share it, ``T.deadline``), else none."""
@@ -73,26 +73,20 @@ def module_budget(config: JSONObject | None, source: bytes) -> float:
     return budget(config) if config is not None and asks_judge(source) else 0.0
 
 
-def _request(config: JSONObject, prompt: str) -> urllib.request.Request:
+def _request(judge: Judge, prompt: str) -> urllib.request.Request:
     import urllib.request
 
-    body: JSONObject = {"model": config["model"], "temperature": 0,
+    body: JSONObject = {"model": judge.model, "temperature": 0,
                         "messages": [{"role": "user", "content": prompt}]}
     headers = {"Content-Type": "application/json"}
-    env = config.get("api_key_env")
-    if isinstance(env, str) and env:
+    env = judge.api_key_env
+    if env:
         key = os.environ.get(env)
         if not key:
             raise JudgeError(f"the judge key variable {env} is not set: export it before the run")
         headers["Authorization"] = f"Bearer {key}"
-    url = str(config["base_url"]).rstrip("/") + "/chat/completions"
+    url = judge.base_url.rstrip("/") + "/chat/completions"
     return urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
-
-
-def _timeout(config: JSONObject) -> float:
-    """Seconds to wait for the judge (60 unless the settings say otherwise)."""
-    value = config.get("timeout") or 60
-    return float(value) if isinstance(value, int | float | str) else 60.0
 
 
 def _content(payload: JSON) -> str:
@@ -107,7 +101,7 @@ def _content(payload: JSON) -> str:
     return content
 
 
-def llm(config: JSONObject | None, prompt: str) -> str:
+def llm(config: Config, prompt: str) -> str:
     """Ask the judge ``prompt`` (one user message) and return its text answer.
 
     HTTP 429, 5xx and timeouts are retried (``retries`` times, backoff doubling from
@@ -124,7 +118,7 @@ class Answer(NamedTuple):
     model: str | None
 
 
-def ask(config: JSONObject | None, prompt: str, deadline: float | None = None) -> Answer:
+def ask(config: Config, prompt: str, deadline: float | None = None) -> Answer:
     """``llm``'s answer with the token counts its reply reported (OpenAI-compatible
     ``usage.prompt_tokens``/``completion_tokens``), None when it reported none: the judge's
     cost is reported apart from the target's; and the model that answered, the evidence
@@ -132,19 +126,20 @@ def ask(config: JSONObject | None, prompt: str, deadline: float | None = None) -
 
     ``deadline`` (``time.monotonic``): no attempt or wait runs past it (the judge's time
     within one grader call, ``T``); reaching it is a ``JudgeError``."""
-    if config is None:
+    judge = _judge(config)
+    if judge is None:
         raise JudgeError(NO_JUDGE)
     if not isinstance(prompt, str):
         raise JudgeError(f"t.llm takes a str prompt, not {type(prompt).__name__}")
-    req = _request(config, prompt)
-    retries = _retries(config)
+    req = _request(judge, prompt)
+    retries = judge.retries
     for attempt in range(retries + 1):
-        data, retry = _attempt(req, _within(_timeout(config), deadline, config))
+        data, retry = _attempt(req, _within(judge.timeout, deadline, judge))
         if retry is None:
             break
         wait = retry.wait if retry.wait is not None else _backoff() * 2 ** attempt
         if deadline is not None and _left(deadline) <= 0:
-            raise JudgeError(f"{retry.message}: {_spent(config)}")
+            raise JudgeError(f"{retry.message}: {_spent(judge)}")
         if attempt == retries or wait > MAX_WAIT:
             tried = f"{attempt + 1} attempt{'s' * (attempt > 0)}"
             why = (f"; it asked to wait {wait:g} s, over {MAX_WAIT:g} s"
@@ -152,7 +147,7 @@ def ask(config: JSONObject | None, prompt: str, deadline: float | None = None) -
             raise JudgeError(f"{retry.message} (gave up after {tried}{why})")
         if deadline is not None and wait >= _left(deadline):
             raise JudgeError(f"{retry.message}; no time left to ask again: "
-                             f"{_spent(config)}")
+                             f"{_spent(judge)}")
         import time
 
         time.sleep(wait)
@@ -178,18 +173,18 @@ def _left(deadline: float) -> float:
     return deadline - time.monotonic()
 
 
-def _spent(config: JSONObject) -> str:
-    return (f"the judge's {budget(config):g} s for this grader call are spent (timeout x "
+def _spent(judge: Judge) -> str:
+    return (f"the judge's {budget(judge):g} s for this grader call are spent (timeout x "
             "(retries + 1) + 30 s x retries, shared by every judge call of one grader call)")
 
 
-def _within(timeout: float, deadline: float | None, config: JSONObject) -> float:
+def _within(timeout: float, deadline: float | None, judge: Judge) -> float:
     """One attempt's timeout: the judge's, cut to what is left before ``deadline``."""
     if deadline is None:
         return timeout
     left = _left(deadline)
     if left <= 0:
-        raise JudgeError(_spent(config))
+        raise JudgeError(_spent(judge))
     return min(timeout, left)
 
 
@@ -264,23 +259,23 @@ def verdict(answer: str) -> bool | None:
     return True if word == "PASS" else False if word == "FAIL" else None
 
 
-def judge(config: JSONObject | None, prompt: str,
-          asker: Callable[[JSONObject | None, str], str] = llm) -> bool:
+def judge(config: Config, prompt: str, asker: Callable[[Config, str], str] = llm) -> bool:
     """Ask the judge ``prompt`` for exactly PASS or FAIL; True for PASS.
 
     An answer that is neither is asked again, up to ``retries`` more times (the judge's
     retry setting); then ``JudgeParseError`` names the last answer. It is never read as
     a FAIL: a judge that cannot say is an error, not a decision."""
+    settings = _judge(config)
+    asks = (settings.retries if settings is not None else Judge.retries) + 1
     last = ""
-    for _ in range(_retries(config or {}) + 1):
-        last = asker(config, prompt)
+    for _ in range(asks):
+        last = asker(settings, prompt)
         said = verdict(last)
         if said is not None:
             return said
     shown = last if len(last) <= 80 else last[:79] + "…"
     raise JudgeParseError(f"the judge answered {shown!r}, not PASS or FAIL "
-                          f"(asked {_retries(config or {}) + 1} times); ask for exactly one "
-                          "word, PASS or FAIL")
+                          f"(asked {asks} times); ask for exactly one word, PASS or FAIL")
 
 
 class T:
@@ -290,9 +285,9 @@ class T:
     clock) is entered around each judge call: waiting for the judge is not the grader's
     own time."""
 
-    def __init__(self, config: JSONObject | None,
+    def __init__(self, config: Config,
                  paused: Callable[[], AbstractContextManager[object]] | None = None) -> None:
-        self._config = config
+        self._config = _judge(config)
         self._paused = paused
         self.reset()
 
@@ -312,7 +307,7 @@ class T:
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "models": list(self.models)}
 
-    def _ask(self, config: JSONObject | None, prompt: str) -> str:
+    def _ask(self, config: Config, prompt: str) -> str:
         from contextlib import nullcontext
 
         self.calls += 1

@@ -12,11 +12,11 @@ materialized commit). In ``--zygote`` mode fd 0 is a socket to the run's supervi
 ``{"error": line}``), then each ``{"op": "fork", "hold": PROGRAM}`` carrying the
 conversation's three pipe ends and the supervisor's lifeline becomes a holder -- a child of
 this worker, a subreaper in a session of its own, reaped when the supervisor asks
-(``{"op": "reap", "pid"}``) -- whose child, a fresh copy of this process, serves that
-one conversation and exits, while the holder waits as ``PROGRAM`` (``reaper._hold``)
-until the conversation ends. Every conversation starts from the state right after the
-import: nothing one conversation changes (module globals, caches, open files) can reach
-another, and the import is paid once.
+(``{"op": "reap", "pid"}``, or the ``reap`` list of the next fork) -- whose child, a
+fresh copy of this process, serves that one conversation and exits, while the holder
+waits as ``PROGRAM`` (``reaper._hold``) until the conversation ends. Every conversation
+starts from the state right after the import: nothing one conversation changes (module
+globals, caches, open files) can reach another, and the import is paid once.
 
 Why a fork and not a thread or a reset: the module's state is whatever its authors made it;
 only a copy of the process is sure to start clean, and a fork copies lazily.
@@ -299,6 +299,9 @@ def zygote(spec: str) -> None:
         if request is None:
             os._exit(0)  # the supervisor is done (or gone)
         if request.get("op") == "fork" and len(fds) == 4:
+            dead = request.get("reap")
+            for pid in dead if isinstance(dead, list) else ():  # holders killed since
+                _reap(pid)
             try:
                 answer = _fork(spec, fn, sock, fds, request.get("hold"), prctl)
             except OSError as exc:

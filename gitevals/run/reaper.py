@@ -67,7 +67,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     import socket
@@ -108,6 +108,34 @@ def set_subreaper(on: bool = True) -> bool:
 _PRCTL: Callable[..., int] | None = None
 
 
+class Request(TypedDict, total=False):
+    """One request to the supervisor (a JSON message on its socket, with ``fds`` beside it):
+    ``op`` is ``spawn``, ``warm`` or ``end``; each uses only its own keys."""
+
+    op: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] | None
+    wait: float
+    zygote: list[str]
+    holder: int
+
+
+class Answer(TypedDict, total=False):
+    """The supervisor's answer to a ``Request``: a started target (``pid``, ``holder``),
+    a failure as ``OSError`` would say it (``errno``, ``error``), a warm worker's state
+    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``)."""
+
+    pid: int
+    holder: int
+    errno: int | None
+    error: str
+    start_failed: str
+    ready: bool
+    slow: bool
+    ended: bool
+
+
 @contextmanager
 def subreaper() -> Iterator[bool]:
     """Adopt this process's orphaned descendants while inside; on the way out kill and reap
@@ -127,11 +155,24 @@ def subreaper() -> Iterator[bool]:
 # --- finding and killing what is beneath a process -----------------------------------
 
 
+def _read(path: str) -> bytes:
+    """The whole of a small /proc file, read with bare file descriptors: a buffered file
+    object costs several times the read, and each conversation's end reads a few of them
+    in gitevals and again in the supervisor."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = [os.read(fd, 4096)]
+        while parts[-1]:
+            parts.append(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
 def _fields(pid: int) -> list[bytes] | None:
     """The fields of /proc/PID/stat from the state on (field 3), or None once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        data = _read(f"/proc/{pid}/stat")
     except OSError:
         return None
     return data[data.rindex(b")") + 2:].split()  # the name in parentheses may hold spaces
@@ -143,12 +184,12 @@ def _stat(pid: int) -> tuple[int, int] | None:
     return None if fields is None else (int(fields[1]), int(fields[19]))
 
 
-def _process_tree() -> dict[int, list[tuple[int, int]]]:
-    """parent pid -> [(pid, start time)] of every process, read from /proc."""
-    children: dict[int, list[tuple[int, int]]] = {}
+def _process_tree() -> dict[int, list[tuple[int, int, bytes]]]:
+    """parent pid -> [(pid, start time, state)] of every process, read from /proc."""
+    children: dict[int, list[tuple[int, int, bytes]]] = {}
     for name in os.listdir("/proc"):
-        if name.isdigit() and (st := _stat(int(name))) is not None:
-            children.setdefault(st[0], []).append((int(name), st[1]))
+        if name.isdigit() and (f := _fields(int(name))) is not None:
+            children.setdefault(int(f[1]), []).append((int(name), int(f[19]), f[0]))
     return children
 
 
@@ -162,8 +203,7 @@ def _children(pid: int) -> list[int] | None:
     out: list[int] = []
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                out += [int(c) for c in f.read().split()]
+            out += [int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split()]
         except FileNotFoundError:
             if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
                 return None
@@ -178,20 +218,27 @@ def descendants(*roots: int, skip: frozenset[int] = frozenset()) -> dict[int, in
 
     Walks the children files down from ``roots`` (a few reads for a small tree), or reads
     every process of /proc where there are none."""
-    found: dict[int, int] = {}
+    return {pid: started for pid, (started, _) in _beneath(roots, skip).items()}
+
+
+def _beneath(roots: Sequence[int], skip: frozenset[int] = frozenset()
+             ) -> dict[int, tuple[int, bytes]]:
+    """pid -> (start time, state) of every process beneath ``roots`` (``descendants``):
+    each process's stat is read once, its state with its start time."""
+    found: dict[int, tuple[int, bytes]] = {}
     todo = list(roots)
-    tree: dict[int, list[tuple[int, int]]] | None = None
+    tree: dict[int, list[tuple[int, int, bytes]]] | None = None
     while todo:
         parent = todo.pop()
         kids = None if tree is not None else _children(parent)
         if kids is None:
             tree = tree if tree is not None else _process_tree()
-            pairs = tree.get(parent, [])
+            rows = tree.get(parent, [])
         else:
-            pairs = [(pid, st[1]) for pid in kids if (st := _stat(pid)) is not None]
-        for pid, started in pairs:
+            rows = [(pid, int(f[19]), f[0]) for pid in kids if (f := _fields(pid)) is not None]
+        for pid, started, state in rows:
             if pid not in found and pid not in skip:
-                found[pid] = started
+                found[pid] = (started, state)
                 todo.append(pid)
     return found
 
@@ -363,8 +410,8 @@ def target_status(pid: int, wait: float) -> int | None:
 
 def _alive_beneath(root: int) -> dict[int, int]:
     """pid -> start time of every process beneath ``root`` that is not yet dead."""
-    return {pid: started for pid, started in descendants(root).items()
-            if (f := _fields(pid)) is not None and f[0] not in (b"Z", b"X")}
+    return {pid: started for pid, (started, state) in _beneath((root,)).items()
+            if state not in (b"Z", b"X")}
 
 
 def sweep_beneath(holder: int, limit: float = SWEEP_LIMIT) -> list[int]:
@@ -431,6 +478,7 @@ class _Zygote:
             os.close(devnull)
         self.sock.settimeout(wait)
         self.slow = False
+        self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
         ready = self._receive()
         self.sock.settimeout(None)
         self.error: str | None = None if ready.get("ready") else str(
@@ -452,19 +500,19 @@ class _Zygote:
         """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
         import socket
 
+        request = {"op": "fork", "hold": program, "reap": self.dead}
+        self.dead = []
         try:
-            socket.send_fds(self.sock, [json.dumps({"op": "fork", "hold": program}).encode()],
-                            [*fds, lifeline])
+            socket.send_fds(self.sock, [json.dumps(request).encode()], [*fds, lifeline])
         except OSError:
             return {}
         return self._receive()
 
     def reap(self, holder: int) -> None:
-        """Have the worker reap ``holder``, its child, which we killed (its orphans are
-        ours once it has: ``_reap_strays``)."""
-        with suppress(OSError):
-            self.sock.send(json.dumps({"op": "reap", "pid": holder}).encode())
-            self._receive()
+        """Have the worker reap ``holder``, its child, which we killed: it does before its
+        next fork (one request a conversation, not two; until then the dead holder keeps
+        its pid). What the holder held is ours once it has died (``_reap_strays``)."""
+        self.dead.append(holder)
 
     def stop(self) -> None:
         self.sock.close()
@@ -486,7 +534,7 @@ class _Holders:
         self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
 
-    def serve(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+    def serve(self, request: Request, fds: list[int]) -> dict[str, object]:
         op = request.get("op")
         try:
             if op == "spawn":
@@ -530,7 +578,7 @@ class _Holders:
             self.zygotes[key] = zygote
         return zygote
 
-    def _spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, object]:
+    def _spawn(self, request: Request, fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
         try:
             if request.get("zygote"):
@@ -607,7 +655,8 @@ class _Holders:
         try:
             os.waitpid(holder, 0)
         except ChildProcessError:  # a warm worker's child: it reaps it when asked
-            if owner is not None:
+            if owner is not None:  # dead is enough: what it held is ours once it died
+                await_exit(holder, SWEEP_LIMIT, lambda: zombie_code(holder) is not None)
                 owner.reap(holder)
         self._reap_strays()
         return {"ended": True}
@@ -619,7 +668,7 @@ class _Holders:
         kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values())}
         kids = _children(os.getpid())
         if kids is None:
-            kids = [pid for pid, _ in _process_tree().get(os.getpid(), [])]
+            kids = [row[0] for row in _process_tree().get(os.getpid(), [])]
         for pid in kids:
             if pid not in kept:
                 with suppress(ChildProcessError):
@@ -708,7 +757,7 @@ class Channel:
         self.sock.close()
         return SupervisorGone(why)
 
-    def _receive(self, limit: float) -> dict[str, Any]:
+    def _receive(self, limit: float) -> Answer:
         try:
             self.sock.settimeout(limit)
             data = self.sock.recv(_MAX_MESSAGE)
@@ -716,11 +765,10 @@ class Channel:
             raise self._lost(f"no answer: {exc}") from None
         if not data:
             raise self._lost("it exited")
-        answer: dict[str, Any] = json.loads(data)
+        answer: Answer = json.loads(data)  # the supervisor's own message (``serve``)
         return answer
 
-    def ask(self, request: dict[str, Any], limit: float, fds: Sequence[int] = ()
-            ) -> dict[str, Any]:
+    def ask(self, request: Request, limit: float, fds: Sequence[int] = ()) -> Answer:
         """Send ``request`` (with ``fds``) and wait at most ``limit`` s more than usual for
         the answer; ``SupervisorGone`` when none comes."""
         import socket
@@ -782,7 +830,7 @@ class Supervisor:
         of that worker, which the supervisor starts on first use and keeps; ``wait`` is
         how long its import may take. A module that does not import raises
         ``StartFailed`` with the worker's one line."""
-        request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
+        request: Request = {"op": "spawn", "argv": list(argv), "cwd": cwd,
                    "env": None if env is None else dict(env), "wait": wait}
         if zygote:
             request["zygote"] = list(zygote)

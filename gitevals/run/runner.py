@@ -4,7 +4,7 @@ The plan (``Plan``) is read from the commit by ``gitevals.api.plan`` (settings, 
 lint) without executing tree code. ``Execution`` runs the plan in a materialized copy of the
 commit: one conversation per (case, trial) on a thread pool (the targets are
 processes, so threads only wait), graders in warm worker processes, scoring by
-``gitevals.run.scoring``. ``build_artifact`` assembles the contract's JSON.
+``gitevals.run.scoring``. ``gitevals.run.build`` assembles the contract's JSON.
 """
 
 from __future__ import annotations
@@ -18,31 +18,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from gitevals import __version__
 from gitevals.findings import Finding
 from gitevals.git.trees import Tree
 from gitevals.jsontypes import JSONObject
 from gitevals.model import Case, Scenario, case_name
 from gitevals.run.artifact import (
-    FORMAT,
     CaseRun,
     ErrorRecord,
     GraderAnswer,
-    Run,
     ScenarioRun,
     Transcript,
     Trial,
     grader_arguments,
     grader_calls,
     judge_calls,
-    new_run_id,
     transcript,
     unkeepable,
-    utc_stamp,
 )
-from gitevals.run.grading import GRADER_TIMEOUT, GraderPool
+from gitevals.run.grading import GRADER_TIMEOUT, GraderPool, GraderReply
 from gitevals.run.judge import judge_config
 from gitevals.run.targets import (
     Conversation,
@@ -50,6 +45,7 @@ from gitevals.run.targets import (
     SharedConversation,
     SharedTarget,
     TargetError,
+    Turn,
     target_argv,
     zygote_argv,
 )
@@ -202,6 +198,10 @@ class Execution:
         self.failures = 0
         self.running = 0  # conversations in flight
         self._left = [the_plan.conversations(c) for c in the_plan.cases]
+        # Counted once: a progress display asks ten times a second, and counting every
+        # trial of a 1,000-case plan each time was a CPU-second of a run.
+        self._total = the_plan.total()
+        self._cases_done = sum(1 for n in self._left if n == 0)
         #: (case, scenario, trial) -> run it?; None: each scenario's planned trials
         self.wanted: Callable[[Case, Scenario, int], bool] | None = None
         self._bwrap = bwrap  # None: the verifier runs without a sandbox (`run --no-sandbox`)
@@ -302,7 +302,7 @@ class Execution:
         deadline = time.monotonic() + s.timeout
         replies: list[JSONObject] = []
         for turn, text in enumerate(s.user):
-            msg = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
+            msg: Turn = {"text": text, "turn": turn, "case": case.name, "scenario": s.id,
                    "trial": trial}
             try:
                 replies.append(conv.ask(msg, deadline))
@@ -313,8 +313,8 @@ class Execution:
     def tally(self) -> Tally:
         """A snapshot for progress displays."""
         with self._lock:
-            return Tally(self.done, self.plan.total(), self.failures, self.running,
-                         sum(1 for n in self._left if n == 0))
+            return Tally(self.done, self._total, self.failures, self.running,
+                         self._cases_done)
 
     def _trial(self, ci: int, trial: int) -> None:
         with self._lock:
@@ -324,7 +324,8 @@ class Execution:
         finally:
             with self._lock:
                 self.running -= 1
-                self._left[ci] -= 1
+                left = self._left[ci] = self._left[ci] - 1
+                self._cases_done += (left == 0) - (left == -1)
 
     def _score(self, ci: int, trial: int) -> None:
         from gitevals.run.scoring import expect_of, score_trial
@@ -495,34 +496,8 @@ class Provenance:
     dirty_diff: str | None = None
 
 
-def build_artifact(prov: Provenance, the_plan: Plan, execution: Execution, names: Sequence[str],
-                   jobs: int, started: float, finished: float) -> Run:
-    """The complete ``gitevals-run/1`` artifact of a finished (or interrupted) run."""
-    run: Run = {
-        "format": FORMAT,
-        "run_id": new_run_id(prov.commit, started),
-        "tool_version": __version__,
-        "rev": prov.rev, "commit": prov.commit, "tree": prov.tree,
-        "dirty": prov.dirty, "dirty_diff": prov.dirty_diff,
-        "root": the_plan.settings.root,
-        "settings": the_plan.settings.as_dict(),
-        "files": dict(sorted(the_plan.files.items())),
-        "started_at": utc_stamp(started), "finished_at": utc_stamp(finished),
-        "duration_ms": int((finished - started) * 1000),
-        "interrupted": execution.stop.is_set(),
-        "options": {"cases": sorted(set(names)), "trials": the_plan.trials, "jobs": jobs},
-        "cases": execution.cases(),
-        "executor": execution.executor.record(),
-    }
-    if execution.target_env:  # only when given: runs without one stay byte-identical
-        from gitevals.run.targetenv import record
-
-        run["target_env"] = record(execution.target_env, execution.public_env)
-    return run
-
-
-#: ``call(grader name, case, run) -> {"raw", "error", "duration_ms"}`` (``GraderPool.call``).
-GraderCall = Callable[[str, JSONObject, JSONObject], JSONObject]
+#: ``call(grader name, case, run) -> GraderReply`` (``GraderPool.call``).
+GraderCall = Callable[[str, JSONObject, JSONObject], GraderReply]
 
 
 def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSONObject],
@@ -533,14 +508,13 @@ def grade(call: GraderCall, scenario_id: str, user: list[str], expect: list[JSON
     out: list[GraderAnswer] = []
     for index, name in grader_calls(expect):
         answer = call(name, case, run)
-        # The worker's frames are JSON it built itself: error is {kind, message} or None.
-        raw, error = answer.get("raw"), cast("ErrorRecord | None", answer.get("error"))
+        raw, error = answer["raw"], answer["error"]
         why = unkeepable(raw)
         if why is not None:  # kept as an error, so the run can always be written and read
             raw, error = None, {"kind": "grader_malformed",
                                 "message": f"grader {name}: its answer cannot be kept: {why}"}
         graded: GraderAnswer = {"index": index, "name": name, "raw": raw, "error": error,
-                                "duration_ms": cast(int, answer.get("duration_ms", 0))}
+                                "duration_ms": answer["duration_ms"]}
         used = judge_calls(answer.get("usage"))
         if used is not None:  # only a grader that asked the judge: older runs stay as they were
             graded["usage"] = used

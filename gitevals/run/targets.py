@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, NotRequired, Protocol, TypedDict
 
 if TYPE_CHECKING:
     import queue
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from _typeshed import FileDescriptorLike
     from jsonschema import ValidationError
 
-    from gitevals.jsontypes import JSON
+    from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.artifact import ErrorRecord
     from gitevals.run.reaper import Channel, Supervisor
     from gitevals.settings import Endpoint
@@ -59,6 +59,22 @@ PYWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyworker.py
 HTTPWORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "httpworker.py")
 #: How the endpoint worker's exit status names the trial's error (its stderr line says why).
 _WORKER_KINDS = {97: "target_start", 98: "target_protocol"}
+
+
+class Turn(TypedDict):
+    """One user turn as a target reads it (``schemas/target-input.schema.json``); the task
+    keys only for a task directory's iterations."""
+
+    text: str
+    turn: int
+    case: str
+    scenario: str
+    trial: int
+    task: NotRequired[str]
+    workspace: NotRequired[str]
+    iteration: NotRequired[int]
+    choices: NotRequired[list[str]]  # only for a row of a multiple-choice drift slice
+    max_tokens: NotRequired[int]     # its token budget (gitevals.goldens.choice)
 
 
 class TargetError(Exception):
@@ -390,7 +406,7 @@ class Conversation:
                                 stdout=theirs[1], stderr=theirs[2], start_new_session=True)
         return _Direct(proc, ours)
 
-    def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+    def ask(self, message: Turn, deadline: float) -> JSONObject:
         """Send ``message`` as one JSON line; the parsed reply object, or ``TargetError``."""
         if self.proc is None:
             self.start(deadline)
@@ -552,10 +568,10 @@ def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
-def parse_reply(line: bytes) -> dict[str, Any]:
+def parse_reply(line: bytes) -> JSONObject:
     """One reply line -> its object, or ``TargetError('target_protocol')`` saying what is wrong."""
     try:
-        obj = json.loads(line, parse_constant=_no_constant)
+        obj: JSON = json.loads(line, parse_constant=_no_constant)
     except _Constant as exc:
         raise TargetError("target_protocol", f"reply holds {exc}, which JSON does not allow "
                                              "(artifacts must stay valid JSON)") from None
@@ -565,12 +581,12 @@ def parse_reply(line: bytes) -> dict[str, Any]:
         raise TargetError("target_protocol", "reply cannot be kept in the run: it is nested "
                                              "too deep to parse") from None
     problem = _unkept(obj) or reply_problem(obj)
-    if problem:
-        raise TargetError("target_protocol", problem)
+    if problem or not isinstance(obj, dict):  # the schema wants an object: never both
+        raise TargetError("target_protocol", problem or "reply is not a JSON object")
     obj.setdefault("tool_calls", [])
     obj.setdefault("hooks", [])
     obj.setdefault("error", None)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def _unkept(obj: object) -> str | None:
@@ -666,7 +682,7 @@ class SharedTarget:
             self._reader.start()
         return self._proc, self.generation
 
-    def send(self, cid: str, message: Mapping[str, Any], deadline: float, since: int | None,
+    def send(self, cid: str, message: Turn, deadline: float, since: int | None,
              queue: Replies) -> int:
         """Write one turn of conversation ``cid``; the generation of the process it went
         to. ``since``: the generation the conversation began on (None: it begins now)."""
@@ -779,7 +795,7 @@ class SharedConversation:
         self._queue: Replies = queue.Queue()
         self.failed = False
 
-    def ask(self, message: Mapping[str, Any], deadline: float) -> dict[str, Any]:
+    def ask(self, message: Turn, deadline: float) -> JSONObject:
         import queue
 
         if self.failed:

@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,11 +51,11 @@ from gitevals.tasks.sandbox import (
     sandbox_user,
     workdir_problem,
 )
+from gitevals.tasks.selection import Selected as Selected
 
 if TYPE_CHECKING:
-    from gitevals.findings import Finding
     from gitevals.git.trees import Tree
-    from gitevals.run.targets import Conversation, ProcessRegistry
+    from gitevals.run.targets import Conversation, ProcessRegistry, Turn
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
@@ -72,19 +71,6 @@ ATTEMPTS = 2
 
 
 # -- selection ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Selected:
-    """What a run takes: case names (None: all), the tasks that loaded, the selected
-    tasks that did not, the loader's findings and notes, and the tasks' files."""
-
-    cases: list[str] | None
-    tasks: tuple[Task, ...]
-    blocked: tuple[str, ...]
-    findings: tuple[Finding, ...]
-    notes: tuple[str, ...]
-    files: dict[str, str]
 
 
 def select(tree: Tree, settings: Settings, cases: dict[str, str],
@@ -321,7 +307,7 @@ class TaskTrials:
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
-            msg = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
+            msg: Turn = {"text": text, "turn": i, "case": task.name, "scenario": SCENARIO,
                    "trial": k, "task": task.name, "workspace": places.told,
                    "iteration": i}
             # the sandbox starts while the target works (gitevals.tasks.sandbox.WAITER)

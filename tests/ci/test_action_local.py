@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from ..conftest import GIT_ENV, Repo, git
-from ..test_diff_verdicts import case, commit_and_run
-from . import fake_checks
+from tests.conftest import GIT_ENV, Repo, git
+from tests.support import fake_checks
+from tests.support.diffs import case, commit_and_run
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = ("Fetch the runs shared as notes", "Reuse or run the base", "Run the head", "Diff",

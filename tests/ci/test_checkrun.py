@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from gitevals.ci import checkrun
-
-from ..conftest import Repo
-from . import fake_checks
+from tests.conftest import Repo
+from tests.support import fake_checks
 
 PR_HEAD, MERGE = "a" * 40, "f" * 40
 

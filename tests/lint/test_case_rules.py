@@ -11,8 +11,7 @@ import pytest
 from gitevals.findings import Finding
 from gitevals.lint.cases import GraderRef, grader_name_problem, lint_case_bytes
 from gitevals.settings import REFUSED_KEYS
-
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 GOOD = """\
 # yaml-language-server: $schema=../../schemas/case.schema.json
@@ -183,7 +182,7 @@ def test_table_ids_are_unique() -> None:
 
 
 def test_every_documented_case_code_is_exercised() -> None:
-    from .test_malformed_corpus import CORPUS
+    from tests.support.lint import CORPUS
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "lint-codes.md").read_text()
     documented = set(re.findall(r"^\| (GE[1-4]\d\d|GE501) \|", doc, re.M))

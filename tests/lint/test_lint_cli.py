@@ -7,26 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import Repo, run_cli
-
-GRADER = "def answers(t, case, run):\n    return True\n"
-
-
-def case(grader: str = "quality.answers", sid: str = "one") -> str:
-    return ("scenarios:\n"
-            f"  - id: {sid}\n"
-            "    user: hi\n"
-            "    trials: 2\n"
-            "    expect:\n"
-            f"      - grader: {{name: {grader}}}\n")
-
-
-GOOD = {
-    "evals/cases/a.yaml": case(),
-    "evals/graders/quality.py": GRADER,
-    "evals/goldens.jsonl": '{"id": 1, "input": "x"}\n{"id": 2}\n',
-}
-MISSING = "grader module evals/graders/nope.py not found; create it or fix the name"
+from tests.conftest import Repo, run_cli
+from tests.support.lint import GOOD, GRADER, MISSING, case
 
 
 def test_clean_tree(repo: Repo) -> None:

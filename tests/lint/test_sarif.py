@@ -16,9 +16,8 @@ from urllib.parse import unquote, urlsplit
 from gitevals.findings import Finding
 from gitevals.lint.codes import CODES
 from gitevals.report import sarif
-
-from ..conftest import Repo, run_cli
-from .test_lint_cli import GOOD, GRADER, MISSING, case
+from tests.conftest import Repo, run_cli
+from tests.support.lint import GOOD, GRADER, MISSING, case
 
 #: RFC 3986: what a URI reference may hold (unreserved, reserved, and ``%XX``).
 URI_REF = re.compile(r"^(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#\[\]]|%[0-9A-F]{2})*$")

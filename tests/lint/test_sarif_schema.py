@@ -11,10 +11,9 @@ import pytest
 
 from gitevals.findings import Finding
 from gitevals.report import sarif
-
-from .. import refdata
-from ..conftest import Repo, run_cli
-from .test_lint_cli import GOOD, case
+from tests.conftest import Repo, run_cli
+from tests.support import refdata
+from tests.support.lint import GOOD, case
 
 SCHEMA = refdata.find("sarif-schema-2.1.0.json")
 if SCHEMA is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 GRADER = "def answers(t, case, run):\n    return True\n"
 NAMES_IT = "scenarios:\n  - id: one\n    user: hi\n    expect:\n      - grader: {name: q.answers}\n"

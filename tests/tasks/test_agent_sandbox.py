@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap is not installed (Debian: bubblewrap)")

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gitevals.run.artifact import load as load_artifact
-
-from .users import Who
+from tests.support.users import Who
 
 #: The hostile verifier (Python, as the host's python3 inside the sandbox). ``{port}``: a
 #: host listener on 127.0.0.1; ``{pid}``: a host process; ``{token}``: a name to write.

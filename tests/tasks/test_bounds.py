@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import Repo, run_cli
-from .helpers import GOOD_TOML, write_task
+from tests.conftest import Repo, run_cli
+from tests.support.task_dirs import GOOD_TOML, write_task
 
 NINES = GOOD_TOML.replace("memory_mb = 2048", f'memory = "{"9" * 400}G"')
 BAD = {

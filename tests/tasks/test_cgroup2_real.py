@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 
 from gitevals.tasks.cgroup2 import parent
-
-from ..conftest import Repo
-from .test_limits import GREEDY, _run
+from tests.conftest import Repo
+from tests.support.limits import GREEDY, run_limited
 
 pytestmark = [pytest.mark.needs_cgroup2, pytest.mark.needs_bwrap]
 
 
 def test_a_verifier_past_memory_max_is_a_resource_error_and_its_cgroup_goes(
         repo: Repo) -> None:
-    entry = _run(repo, GREEDY, "memory_mb = 64\n")
+    entry = run_limited(repo, GREEDY, "memory_mb = 64\n")
     assert entry["task"]["limits"]["mechanism"] == "cgroup2"
     (trial,) = entry["scenarios"][0]["results"]
     assert trial["task"]["limits"] == "cgroup2"

@@ -10,9 +10,8 @@ import pytest
 from gitevals.git.blobs import MAX_FILE
 from gitevals.git.trees import WorkingTree
 from gitevals.lint import lint_tree
-
-from ..conftest import Repo, run_cli
-from .helpers import GOOD_TOML, TEST_SH, write_task
+from tests.conftest import Repo, run_cli
+from tests.support.task_dirs import GOOD_TOML, TEST_SH, write_task
 
 #: ESC sequences (clear screen, a colour, an OSC title), a CR, U+2028, U+202E (RLO), DEL,
 #: a C1 CSI, a BEL, a lone backslash-u that must not read as an escape.

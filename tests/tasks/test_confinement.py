@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from gitevals.tasks.sandbox import PIDS, TARGET_PIDS
-
-from .test_trust import HONEST, _commit, _trial
-from .users import Who
+from tests.support.trust import HONEST, commit_attack, only_trial
+from tests.support.users import Who
 
 #: The target's attack on a verifier: while its turn lasts (the verifier's sandbox is
 #: started then, waiting), look for its processes in /proc and go through each.
@@ -62,10 +61,10 @@ with open(os.path.join(ws, "report.txt"), "w") as f:
 
 def test_a_target_cannot_see_read_trace_or_signal_the_verifier(who: Who) -> None:
     # the verifier's sandbox is started while the target works: the target hunts it then
-    _commit(who, HUNT, test_sh="cat /app/report.txt; " + HONEST)
+    commit_attack(who, HUNT, test_sh="cat /app/report.txt; " + HONEST)
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
-    trial = _trial(who)
+    trial = only_trial(who)
     assert trial["task"]["state"] == "max_iterations_reached", trial["task"]
     assert trial["task"]["final_reward"] == 0.0
     (it,) = trial["task"]["iterations"]
@@ -87,7 +86,7 @@ def respond(messages):
 
 
 def test_a_python_target_hunts_from_its_namespace_too(who: Who) -> None:
-    _commit(who, "pass", test_sh="cat /app/report.txt; " + HONEST)
+    commit_attack(who, "pass", test_sh="cat /app/report.txt; " + HONEST)
     body = "\n".join("    " + line for line in HUNT.strip("\n").splitlines())
     who.repo.commit({
         "hunter.py": PYTHON_TARGET.format(hunt=body),
@@ -95,7 +94,7 @@ def test_a_python_target_hunts_from_its_namespace_too(who: Who) -> None:
                            f'interpreter = "{who.python}"\n')})
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
-    (it,) = _trial(who)["task"]["iterations"]
+    (it,) = only_trial(who)["task"]["iterations"]
     assert "saw 0 did []" in it["verifier_tail"], it["verifier_tail"]
     assert it["rewards"] == {"reward": 0.0}
 
@@ -136,12 +135,12 @@ with open(os.path.join(ws, "threads.txt"), "w") as f:
 
 
 def test_a_fork_bomb_in_the_verifier_stops_at_its_limit_and_leaves_nothing(who: Who) -> None:
-    _commit(who, "pass", test_sh=VERIFIER_BOMB)
+    commit_attack(who, "pass", test_sh=VERIFIER_BOMB)
     started = time.monotonic()
     res = who.cli("run")
     took = time.monotonic() - started
     assert res.code == 1, res.out + res.err
-    trial = _trial(who)
+    trial = only_trial(who)
     assert not trial["passed"]
     (it,) = trial["task"]["iterations"]
     forked = int(it["verifier_tail"].split("FORKED", 1)[1].split()[0])
@@ -152,10 +151,10 @@ def test_a_fork_bomb_in_the_verifier_stops_at_its_limit_and_leaves_nothing(who: 
 
 
 def test_a_fork_bomb_in_the_target_stops_at_its_limit(who: Who) -> None:
-    _commit(who, TARGET_BOMB, test_sh="echo threads $(cat /app/threads.txt); " + HONEST)
+    commit_attack(who, TARGET_BOMB, test_sh="echo threads $(cat /app/threads.txt); " + HONEST)
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
-    (it,) = _trial(who)["task"]["iterations"]
+    (it,) = only_trial(who)["task"]["iterations"]
     threads = int(it["verifier_tail"].split("threads", 1)[1].split()[0])
     assert 0 < threads < TARGET_PIDS, it["verifier_tail"]
     assert _sleepers() == 0
@@ -198,10 +197,10 @@ def test_a_verifier_started_by_root_reads_no_root_only_file(who: Who, root_only:
               "except OSError:\n    pass")
     test_sh = (f"id -u; cat {root_only} /app/planted 2>&1; touch /app/made-by-verifier && "
                f"echo wrote; {HONEST}")
-    _commit(who, attack, test_sh=test_sh)
+    commit_attack(who, attack, test_sh=test_sh)
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
-    (it,) = _trial(who)["task"]["iterations"]
+    (it,) = only_trial(who)["task"]["iterations"]
     tail = it["verifier_tail"]
     assert "root's secret" not in tail, tail
     assert tail.split()[0] == "65534", tail  # nobody, whoever started gitevals

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..conftest import Repo, run_cli
-from .helpers import GOOD_TOML, write_task
+from tests.conftest import Repo, run_cli
+from tests.support.task_dirs import GOOD_TOML, write_task
 
 
 def test_task_definitions_by_field(repo: Repo) -> None:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 TOML = ('version = "1.0"\nmax_iterations = 3\n\n[verifier]\ncommand = ["bash", '
         '"/tests/run.sh"]\ntimeout_sec = 20\n\n[environment]\ncpus = 1\nmemory_mb = 512\n'

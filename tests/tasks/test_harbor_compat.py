@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from .. import refdata
-from ..conftest import Repo, run_cli
-from .helpers import DOCKERFILE, SOLVE_SH, TEST_SH
+from tests.conftest import Repo, run_cli
+from tests.support import refdata
+from tests.support.task_dirs import DOCKERFILE, SOLVE_SH, TEST_SH
 
 DATA = refdata.find("harbor-tasks")
 if DATA is None:

@@ -21,8 +21,7 @@ import pytest
 
 from gitevals.run.artifact import load as load_artifact
 from gitevals.tasks.image import Engine, engine_named
-
-from ..conftest import Repo, run_cli
+from tests.conftest import Repo, run_cli
 
 pytestmark = [pytest.mark.needs_container, pytest.mark.needs_bwrap]
 

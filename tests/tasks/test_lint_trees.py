@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import GIT_ENV, Repo, run_cli
-from .helpers import GOOD_TOML, write_task
+from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.task_dirs import GOOD_TOML, write_task
 
 PROJECT = Path(__file__).resolve().parents[2]
 TASK = "evals/tasks/t"

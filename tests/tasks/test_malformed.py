@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import GIT_ENV, git, run_cli
-from .helpers import GOOD_TOML, TEST_SH, write_task
+from tests.conftest import GIT_ENV, git, run_cli
+from tests.support.task_dirs import GOOD_TOML, TEST_SH, write_task
 
 BASE = "evals/tasks"
 _SEEN: set[str] = set()

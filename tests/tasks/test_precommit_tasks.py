@@ -10,31 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import GIT_ENV, Repo
-from ..test_precommit_framework import _project_rev, _run
-from .helpers import GOOD_TOML, write_task
+from tests.conftest import GIT_ENV, Repo
+from tests.support.precommit import project_rev, run
+from tests.support.task_dirs import GOOD_TOML, write_task
 
 TASK = "evals/tasks/t"
 
 
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_a_broken_task(repo: Repo, tmp_path: Path) -> None:
-    rev = _project_rev()
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+def test_framework_refuses_a_broken_task(repo: Repo, precommit_home: Path) -> None:
+    rev = project_rev()
+    env = {**os.environ, **GIT_ENV}
     repo.commit({".pre-commit-config.yaml": (
         f"repos:\n  - repo: {_project()}\n    rev: {rev}\n    hooks:\n"
         "      - id: gitevals-lint\n")}, msg="config")
     pc = (sys.executable, "-m", "pre_commit")
-    code, out = _run(repo.path, env, *pc, "install", "--hook-type", "pre-commit")
+    code, out = run(repo.path, env, *pc, "install", "--hook-type", "pre-commit")
     assert code == 0, out
-    code, out = _run(repo.path, env, *pc, "install-hooks", timeout=900)
+    code, out = run(repo.path, env, *pc, "install-hooks", timeout=900)
     assert code == 0, out
 
     write_task(repo.path / TASK, GOOD_TOML.replace("[verifier]\n",
                                                    "[verifier]\npass_threshold = 1.5\n"),
                "Do it.\n")
     repo.git("add", "-A")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "bad task")
+    code, out = run(repo.path, env, "git", "commit", "-m", "bad task")
     assert code != 0
     assert (f"{TASK}/task.toml:6:1: GE905 bad task.toml value verifier.pass_threshold: "
             "verifier.pass_threshold is 1.5, must be at most 1") in out
@@ -42,7 +42,7 @@ def test_framework_refuses_a_broken_task(repo: Repo, tmp_path: Path) -> None:
 
     (repo.path / TASK / "task.toml").write_text(GOOD_TOML)
     repo.git("add", "-A")
-    code, out = _run(repo.path, env, "git", "commit", "-m", "good task")
+    code, out = run(repo.path, env, "git", "commit", "-m", "good task")
     assert code == 0, out
     assert "gitevals lint" in out and "Passed" in out
 

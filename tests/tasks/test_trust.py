@@ -15,47 +15,8 @@ from typing import Any
 import pytest
 
 from gitevals.run.artifact import load as load_artifact
-
-from .users import Who
-
-#: The honest verifier of these tests: it always scores 0.
-HONEST = "echo 0 > /logs/verifier/reward.txt\n"
-
-#: A target (the protocol: one JSON line in, one out) whose attack is ``ATTACK``, run on
-#: every turn with ``ws`` (the workspace) and ``msg`` bound.
-TARGET = '''\
-import json, os, subprocess, sys, time
-
-def attack(ws, msg):
-{attack}
-
-for line in sys.stdin:
-    msg = json.loads(line)
-    attack(msg["workspace"], msg)
-    print(json.dumps({{"final_answer": "done", "tool_calls": [], "hooks": [],
-                      "error": None}}), flush=True)
-'''
-
-
-def _commit(who: Who, attack: str, test_sh: str = HONEST, toml: str = "max_iterations = 1\n",
-            extra: dict[str, str] | None = None) -> None:
-    body = "\n".join("    " + line for line in attack.strip("\n").splitlines())
-    base = "evals/tasks/t"
-    who.repo.commit({
-        "target.py": TARGET.format(attack=body),
-        "pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{who.python}", "target.py"]\n',
-        "evals/.gitignore": "results/\n",
-        f"{base}/task.toml": toml, f"{base}/instruction.md": "Do it.\n",
-        f"{base}/tests/test.sh": test_sh, f"{base}/environment/seed.txt": "seed\n",
-        f"{base}/solution/solve.sh": "true\n", **(extra or {})})
-
-
-def _trial(who: Who) -> dict[str, Any]:
-    results = sorted((who.repo.path / "evals" / "results").glob("*.json"),
-                     key=os.path.getmtime)
-    assert results, "the run left no artifact"
-    (case,) = load_artifact(results[-1])["cases"]
-    return dict(case["scenarios"][0]["results"][0])
+from tests.support.trust import HONEST, commit_attack, only_trial
+from tests.support.users import Who
 
 
 def _tails(trial: dict[str, Any]) -> str:
@@ -82,11 +43,11 @@ echo 0 > /logs/verifier/reward.txt
 
 def test_the_verifier_has_no_capability_and_cannot_remount(who: Who) -> None:
     token = f"gitevals-escape-{os.getpid()}-{who.name}"
-    _commit(who, "pass", test_sh=REMOUNT.format(token=token))
+    commit_attack(who, "pass", test_sh=REMOUNT.format(token=token))
     try:
         res = who.cli("run")
         assert res.code == 1, res.err
-        tail = _tails(_trial(who))
+        tail = _tails(only_trial(who))
     finally:
         for d in ("/usr", "/etc"):
             Path(d, token).unlink(missing_ok=True)
@@ -145,10 +106,10 @@ time.sleep(0.2)
 @pytest.mark.parametrize("way", list(FORGE))
 def test_the_target_cannot_forge_its_reward(who: Who, way: str) -> None:
     slow = "echo 0 > /logs/verifier/reward.txt\nsleep 0.3\n"  # room for the race
-    _commit(who, FORGE[way], test_sh=slow)
+    commit_attack(who, FORGE[way], test_sh=slow)
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
-    trial = _trial(who)
+    trial = only_trial(who)
     assert trial["task"]["state"] == "max_iterations_reached", trial["task"]
     assert trial["task"]["final_reward"] == 0.0 and trial["passed"] is False
 
@@ -166,11 +127,11 @@ def test_a_workspace_swapped_for_a_link_is_refused(who: Who) -> None:
     outside = who.repo.path.parent / "outside"
     outside.mkdir()
     who.env["OUTSIDE"] = str(outside)
-    _commit(who, SWAP, test_sh="touch /app/pwned\n" + HONEST, toml="max_iterations = 2\n")
+    commit_attack(who, SWAP, test_sh="touch /app/pwned\n" + HONEST, toml="max_iterations = 2\n")
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
     assert not (outside / "pwned").exists()
-    trial = _trial(who)
+    trial = only_trial(who)
     assert trial["task"]["state"] == "error"
     assert trial["error"]["kind"] == "workspace_error", trial["error"]
     assert "no longer the directory the trial made: the target replaced it with a " \
@@ -194,10 +155,10 @@ echo 0 > /logs/verifier/reward.txt
 
 
 def test_the_verifier_sees_no_host_secret_and_a_bounded_tmp(who: Who) -> None:
-    _commit(who, "pass", test_sh=SECRETS)
+    commit_attack(who, "pass", test_sh=SECRETS)
     res = who.cli("run")
     assert res.code == 1, res.err
-    tail = _tails(_trial(who))
+    tail = _tails(only_trial(who))
     for word in ("READ-SHADOW", "SAW-ROOT", "SAW-HOME", "SAW-HOST-DIRS", "WROTE-ROOTFS"):
         assert word not in tail, tail
     from gitevals.tasks.sandbox import LOGS_BYTES, TMP_BYTES
@@ -218,10 +179,10 @@ for i in range(3):
 
 
 def test_a_target_that_precreates_directories_loses_nothing(who: Who) -> None:
-    _commit(who, PRECREATE, toml="max_iterations = 3\n")
+    commit_attack(who, PRECREATE, toml="max_iterations = 3\n")
     res = who.cli("run")
     assert res.code == 1, res.out + res.err  # a failed trial, not a lost run
-    trial = _trial(who)
+    trial = only_trial(who)
     assert trial["task"]["state"] == "max_iterations_reached", trial
     assert [it["reward"] for it in trial["task"]["iterations"]] == [0.0, 0.0, 0.0]
 
@@ -243,7 +204,7 @@ def test_a_reward_is_ascii_decimal_only(me: Who) -> None:
                   f"evals/tasks/{name}/instruction.md": "Do it.\n",
                   f"evals/tasks/{name}/tests/test.sh":
                   f"printf '%s\\n' '{written}' > /logs/verifier/reward.txt\n"}
-    _commit(me, "pass", extra=extra)
+    commit_attack(me, "pass", extra=extra)
     res = me.cli("run", "-j", "4", *names)
     assert res.code == 1, res.err
     results = sorted((me.repo.path / "evals" / "results").glob("*.json"))
@@ -262,23 +223,23 @@ def test_a_reward_is_ascii_decimal_only(me: Who) -> None:
 
 def test_a_reward_json_with_a_duplicate_key_is_refused(me: Who) -> None:
     doc = '{"reward": 0.0, "reward": 1.0}'
-    _commit(me, "pass", test_sh=f"echo '{doc}' > /logs/verifier/reward.json\n",
+    commit_attack(me, "pass", test_sh=f"echo '{doc}' > /logs/verifier/reward.json\n",
             toml='max_iterations = 1\n[verifier]\nreward_format = "reward_json"\n')
     res = me.cli("run")
     assert res.code == 1, res.out + res.err
-    trial = _trial(me)
+    trial = only_trial(me)
     assert trial["error"]["kind"] == "reward_unreadable"
     assert "'reward' twice" in trial["error"]["message"], trial["error"]
 
 
 def test_a_symlinked_reward_file_says_so(me: Who) -> None:
-    _commit(me, "pass", test_sh="echo 1 > /tmp/r\nln -s /tmp/r /logs/verifier/reward.txt\n")
+    commit_attack(me, "pass", test_sh="echo 1 > /tmp/r\nln -s /tmp/r /logs/verifier/reward.txt\n")
     res = me.cli("run")
     assert res.code == 1, res.out + res.err
-    message = _trial(me)["error"]["message"]
+    message = only_trial(me)["error"]["message"]
     assert "/logs/verifier/reward.txt is a symbolic link, not a regular file" in message
     assert "Too many levels" not in message
-    shown = json.dumps(_trial(me))
+    shown = json.dumps(only_trial(me))
     assert "Traceback" not in shown and shutil.which("bwrap")
 
 
@@ -295,7 +256,7 @@ def test_a_bubblewrap_too_old_to_confine_is_refused_before_the_run(me: Who,
     fake = tmp_path / "bwrap"
     fake.write_text(OLD_BWRAP.format(bwrap=shutil.which("bwrap")))
     fake.chmod(0o755)
-    _commit(me, "pass")
+    commit_attack(me, "pass")
     me.env["GITEVALS_BWRAP"] = str(fake)
     res = me.cli("run")
     assert res.code == 2, res.out + res.err

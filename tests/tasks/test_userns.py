@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from gitevals.tasks import userns
-
-from ..conftest import Repo, run_cli
-from ..test_tasks_run import _task
+from tests.conftest import Repo, run_cli
+from tests.support.tasks import commit_task
 
 GITHUB = {"GITHUB_ACTIONS": "true"}
 UID_MAP = "bwrap: setting up uid map: Permission denied"
@@ -55,7 +54,7 @@ def test_on_a_github_runner_a_failing_bwrap_is_explained(repo: Repo, tmp_path: P
     fake = tmp_path / "bwrap"
     fake.write_text(f"#!/bin/sh\necho '{UID_MAP}' >&2\nexit 1\n")
     fake.chmod(0o755)
-    _task(repo, "1.0\n")
+    commit_task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path, env={"GITEVALS_BWRAP": str(fake), **GITHUB})
     assert res.code == 2 and "Traceback" not in res.err
     (line,) = [x for x in res.err.splitlines() if "bwrap" in x]
@@ -68,7 +67,7 @@ def test_on_a_github_runner_a_failing_bwrap_is_explained(repo: Repo, tmp_path: P
 
 
 def test_on_a_github_runner_a_missing_bwrap_says_what_to_add(repo: Repo) -> None:
-    _task(repo, "1.0\n")
+    commit_task(repo, "1.0\n")
     res = run_cli("run", cwd=repo.path, env={"GITEVALS_BWRAP": "/nonexistent/bwrap", **GITHUB})
     assert res.code == 2
     (line,) = [x for x in res.err.splitlines() if "bwrap" in x]

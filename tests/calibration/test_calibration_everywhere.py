@@ -1,0 +1,316 @@
+"""Judge calibration counts the same everywhere (#12, #13): the goldens gate, its lint,
+``doctor`` and experiment lanes decide an advisory judge grader as ``run`` and ``score``
+do. Real repositories, the real CLI, and the judge of ``test_judge`` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import answer
+from tests.support.calibration_records import record
+from tests.support.doctor import JUDGE_TONE, complete_tree
+from tests.support.doctor import SETTINGS as DOCTOR_SETTINGS
+from tests.support.experiments import GEO
+from tests.support.experiments import HARNESS as LANE_HARNESS
+from tests.support.gate import HARNESS, SUITE, goldens
+from tests.support.judges import FakeJudge
+
+MODEL = "judge-2026-01-15"
+CHECKS = 'def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n'
+JUDGED = ('def tone(t, case, run):\n'
+          '    return t.judge("Is this polite? PASS or FAIL.\\n" + run["final_answer"])\n')
+
+
+def _judge_table(judge: FakeJudge) -> str:
+    return f'\n[tool.gitevals.judge]\nbase_url = "{judge.url}"\nmodel = "{MODEL}"\nretries = 1\n'
+
+
+def _goldens_settings(judge: FakeJudge) -> str:
+    return (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n\n'
+            '[tool.gitevals.goldens]\n'
+            'graders = {format = "checks.exact", tone = "judged.tone"}\n'
+            + _judge_table(judge))
+
+
+def _calibrated(repo: Repo, grader: str, final: bool = True, fail_judged_pass: float = 0.0,
+                **changes: Any) -> None:
+    """Commit a calibration record of ``grader`` at HEAD's blob, dated now, consistent
+    with the items it lists (what `gitevals calibrate --final` writes when the judge
+    meets the bar; ``fail_judged_pass`` lowers TNR)."""
+    doc = record(repo, grader, MODEL, final=final, fail_judged_pass=fail_judged_pass)
+    doc.update(changes)
+    repo.commit({f"evals/calibration/{grader}.json": json.dumps(doc)}, msg="calibrated")
+
+
+# -- the goldens gate ------------------------------------------------------------------
+
+
+def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
+    """format passes 15/20 by the deterministic grader; tone is graded by the judge."""
+    repo.commit({"harness.py": HARNESS, "pyproject.toml": _goldens_settings(judge),
+                 "passes.json": json.dumps({"f": 15, "t": 20}),
+                 "evals/graders/checks.py": CHECKS, "evals/graders/judged.py": JUDGED,
+                 "evals/goldens.jsonl": goldens(), "evals/drift-suite.yaml": SUITE})
+
+
+def _goldens_run(repo: Repo, note: bool = False) -> Path:
+    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), cwd=repo.path)
+    assert res.code in (0, 1), res.err
+    return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+
+
+def _based(repo: Repo, judge: FakeJudge) -> None:
+    _goldens_repo(repo, judge)
+    answer(judge, "PASS")  # the base model's tone: 20 of 20
+    # noted: a baseline is checked against its run, read from the run's git note
+    res = run_cli("baseline", str(_goldens_run(repo, note=True)), "--model", "base-7b",
+                  cwd=repo.path)
+    assert res.code == 0, res.err
+    repo.commit(msg="baseline")
+
+
+def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
+        repo: Repo, judge: FakeJudge) -> None:
+    _based(repo, judge)
+    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
+    artifact = _goldens_run(repo)
+    recorded = json.loads(artifact.read_text())["judge_calibration"]
+    assert recorded["judged.tone"]["status"] == "advisory"
+    assert recorded["judged.tone"]["code"] == "GE510"
+    assert "checks.exact" not in recorded  # deterministic: nothing to calibrate
+    res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    lines = res.out.splitlines()
+    assert lines[0] == "gate: PASSED against baseline base-7b (1 advisory slice not counted)"
+    rows = {ln.split()[1]: ln for ln in lines if ln.startswith("bucket ")}
+    assert rows["tone"].rstrip().endswith("  hard fail (advisory, not counted)")
+    assert rows["tone"].split()[6] == "-100.0"
+    assert "20/20 100.0%" in rows["tone"] and "0/20 0.0%" in rows["tone"]
+    assert rows["format"].rstrip().endswith("unchanged")
+    assert lines[-1].startswith("advisory, not counted: bucket tone: grader judged.tone is "
+                                "advisory: it is not calibrated; run `gitevals calibrate "
+                                "judged.tone --labels FILE --final`")
+    doc = json.loads(run_cli("gate", str(artifact), "--baseline", "base-7b", "--format",
+                             "json", cwd=repo.path).out)
+    assert doc["passed"] is True
+    slices = {s["name"]: s for s in doc["slices"]}
+    assert slices["tone"]["status"] == "hard_fail"
+    assert slices["tone"]["advisory"].startswith("grader judged.tone is advisory: it is not "
+                                                 "calibrated")
+    assert slices["format"]["advisory"] is None
+    md = run_cli("gate", str(artifact), "--baseline", "base-7b", "--format", "markdown",
+                 cwd=repo.path).out
+    assert "| hard fail (advisory, not counted) |" in md
+    assert "- advisory, not counted: bucket tone: grader judged\\.tone is advisory" in md
+
+
+def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
+        repo: Repo, judge: FakeJudge) -> None:
+    _based(repo, judge)
+    _calibrated(repo, "judged.tone")
+    answer(judge, "FAIL")
+    artifact = _goldens_run(repo)
+    assert json.loads(artifact.read_text())["judge_calibration"]["judged.tone"]["status"] \
+        == "calibrated"
+    res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    assert res.out.startswith("gate: FAILED against baseline base-7b: bucket tone -100.0 pts "
+                              "(a drop beyond 10 pts in any slice fails, whatever else "
+                              "improved)\n")
+    assert "advisory" not in res.out
+    # a calibration below the bar makes it advisory again: the same drop is not counted
+    _calibrated(repo, "judged.tone", fail_judged_pass=0.5)
+    again = run_cli("gate", str(_goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
+    assert again.code == 0, again.out + again.err
+    assert "grader judged.tone is advisory: it is below the bar: TNR 0.52 < 0.9" in again.out
+
+
+def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
+        repo: Repo, judge: FakeJudge) -> None:
+    _based(repo, judge)
+    answer(judge, "FAIL")
+    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1  # a golden failed
+    ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
+    assert ok.code == 0, ok.out + ok.err
+    assert "GE639" not in ok.out
+    _calibrated(repo, "judged.tone")
+    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1
+    bad = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
+    assert bad.code == 1
+    assert ("evals/baseline-base-7b.json:1:1: GE639 --require-gate base-7b: gate: FAILED "
+            "against baseline base-7b: bucket tone -100.0 pts") in bad.out
+
+
+# -- lint: at the bucket's grader in the settings ------------------------------------------
+
+
+def test_lint_warns_at_the_bucket_line_of_an_advisory_judge(repo: Repo, judge: FakeJudge
+                                                            ) -> None:
+    _goldens_repo(repo, judge)
+    text = _goldens_settings(judge)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("graders"))
+    col = text.splitlines()[line - 1].index('"judged.tone"') + 1
+    res = run_cli("lint", cwd=repo.path)
+    assert res.code == 0, res.out + res.err  # a warning: the settings still lint
+    found = [ln for ln in (res.out + res.err).splitlines() if "GE51" in ln]
+    assert found == [f"pyproject.toml:{line}:{col}: GE510 (warning) grader judged.tone asks "
+                     "the judge and is advisory (the pass rate of the bucket it grades here "
+                     "will not count in the goldens gate): it is not calibrated; run "
+                     "`gitevals calibrate judged.tone --labels FILE --final` and commit the "
+                     "record"], res.out + res.err
+    _calibrated(repo, "judged.tone")
+    assert "GE51" not in (lambda r: r.out + r.err)(run_cli("lint", cwd=repo.path))
+    _calibrated(repo, "judged.tone", judge_model="judge-2025-06-01")
+    other = run_cli("lint", cwd=repo.path)
+    assert f"pyproject.toml:{line}:{col}: GE514 (warning)" in other.out + other.err
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+def _doctor(repo: Repo) -> dict[str, Any]:
+    res = run_cli("doctor", "--format", "json", cwd=repo.path)
+    assert res.err == "", res.err
+    item: dict[str, Any] = next(i for i in json.loads(res.out)["items"]
+                                if i["name"] == "judges")
+    return {**item, "code": res.code}
+
+
+def test_doctor_lists_each_judge_graders_status(repo: Repo, judge: FakeJudge) -> None:
+    files = complete_tree(JUDGE_TONE)
+    files["pyproject.toml"] = DOCTOR_SETTINGS + _judge_table(judge)
+    repo.commit(files)
+    item = _doctor(repo)
+    assert (item["code"], item["status"]) == (1, "missing")
+    assert item["detail"].startswith("judges calibrated: tone.polite advisory (it is not "
+                                     "calibrated; run `gitevals calibrate tone.polite")
+    assert "evals/calibration/tone.polite.json" in item["fix"]
+    _calibrated(repo, "tone.polite", final=False)
+    item = _doctor(repo)
+    assert item["status"] == "missing"
+    assert item["detail"].startswith("judges calibrated: tone.polite advisory (it was "
+                                     "measured on the dev split only")
+    _calibrated(repo, "tone.polite")
+    item = _doctor(repo)
+    assert (item["code"], item["status"]) == (0, "ok")
+    today = datetime.now(UTC).date().isoformat()
+    assert item["detail"] == (f"judges calibrated: tone.polite calibrated (measured "
+                              f"{today}: TPR 1.00, TNR 1.00); judge model {MODEL!r} (a run "
+                              "checks the model its API answers as, GE517); warning: judge "
+                              "and target family not set, so nothing checks the judge comes "
+                              "from another family (GE706)")
+    text = run_cli("doctor", cwd=repo.path).out
+    assert "judges calibrated: tone.polite calibrated" in text
+
+
+def test_doctor_states_judges_calibrated_na_without_a_judge_grader(repo: Repo) -> None:
+    repo.commit(complete_tree())
+    item = _doctor(repo)
+    assert (item["code"], item["status"]) == (0, "n/a")
+    assert item["detail"].startswith("judges calibrated: N/A")
+
+
+# -- experiment lanes -----------------------------------------------------------------------
+
+
+LANE_CASE = GEO + "      - grader: {name: q.tone}\n"
+
+
+def _lanes(repo: Repo, judge: FakeJudge) -> str:
+    settings = (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+                + _judge_table(judge))
+    return repo.commit({"harness.py": LANE_HARNESS, "pyproject.toml": settings,
+                        "evals/cases/geo.yaml": LANE_CASE,
+                        "evals/graders/q.py": JUDGED})
+
+
+def _experiment(repo: Repo, commit: str) -> tuple[int, dict[str, Any]]:
+    res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
+                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "4", "--format", "json",
+                  cwd=repo.path)
+    assert res.code in (0, 1), res.out + res.err
+    return res.code, json.loads(res.out)
+
+
+def test_the_experiment_text_report_says_which_judge_was_advisory_per_lane(
+        repo: Repo, judge: FakeJudge) -> None:
+    commit = _lanes(repo, judge)
+    answer(judge, "FAIL")
+    res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
+                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", cwd=repo.path)
+    assert res.code == 1, res.out + res.err  # lane b's wrong answers still count
+    lines = res.out.splitlines()
+    assert [ln.split(" (")[0] for ln in lines if ": calibration: " in ln] == [
+        "lane a: calibration: q.tone advisory", "lane b: calibration: q.tone advisory"]
+    assert lines[-1].startswith("some samples failed; controls held")
+    rechecked = run_cli("experiment", "--recheck", _report_id(repo), "--format", "markdown",
+                        cwd=repo.path)
+    assert r"- lane a: calibration: q\.tone advisory (it is not calibrated" in rechecked.out
+
+
+def _report_id(repo: Repo) -> str:
+    [found] = (repo.path / "evals/results/experiments").glob("*.json")
+    return found.stem
+
+
+def _passes(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {d["name"]: (d["pass_rate"]["passes"], d["pass_rate"]["trials"])
+            for d in doc["lanes"]}
+
+
+def test_an_advisory_judges_failures_do_not_count_in_experiment_lanes(
+        repo: Repo, judge: FakeJudge) -> None:
+    commit = _lanes(repo, judge)
+    answer(judge, "FAIL")
+    code, doc = _experiment(repo, commit)
+    # lane a always answers Paris; lane b is wrong on odd trials: only that counts
+    assert _passes(doc) == {"a": (4, 4), "b": (2, 4)}
+    assert code == 1
+    [pair] = doc["comparisons"]
+    assert (pair["a_passes"], pair["b_passes"]) == (4, 2)
+    for lane in doc["lanes"]:
+        assert lane["judge_calibration"]["q.tone"]["code"] == "GE510"
+        kept = json.loads((repo.path / lane["artifact"]).read_text())
+        assert kept["judge_calibration"]["q.tone"]["code"] == "GE510"
+        grader = kept["cases"][0]["scenarios"][0]["results"][0]["assertions"][1]
+        assert grader["advisory"] is True and grader["passed"] is False
+
+
+def test_a_calibrated_judges_failures_count_in_experiment_lanes(
+        repo: Repo, judge: FakeJudge) -> None:
+    _lanes(repo, judge)
+    _calibrated(repo, "q.tone")
+    commit = repo.git("rev-parse", "HEAD")
+    answer(judge, "FAIL")
+    code, doc = _experiment(repo, commit)
+    assert _passes(doc) == {"a": (0, 4), "b": (0, 4)}
+    assert code == 1
+    [pair] = doc["comparisons"]
+    assert (pair["a_passes"], pair["b_passes"]) == (0, 0)
+    for lane in doc["lanes"]:
+        kept = json.loads((repo.path / lane["artifact"]).read_text())
+        assert kept["judge_calibration"]["q.tone"]["status"] == "calibrated"
+
+
+def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
+        repo: Repo, judge: FakeJudge) -> None:
+    _goldens_repo(repo, judge)
+    repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
+    answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
+    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    shown = [ln for ln in res.out.splitlines() if "not passed:" in ln]
+    assert shown and all(ln.startswith("advisory, not counted: not passed: bucket tone ")
+                         for ln in shown)
+    doc = json.loads(run_cli("show", "--format", "json", cwd=repo.path).out)
+    assert doc["goldens"]["failed"] and all(f["advisory"] for f in doc["goldens"]["failed"])
+    # calibrated, the same answers fail the run
+    _calibrated(repo, "judged.tone")
+    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    assert res.code == 1, res.out + res.err
+    assert "\nnot passed: bucket tone " in res.out and "advisory, not counted" not in res.out

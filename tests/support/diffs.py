@@ -1,0 +1,43 @@
+"""Two runs to diff: a harness whose passes per scenario are committed (``passes.json``),
+case files, and a commit-then-run step."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import Repo, run_cli
+from tests.support.paths import HARNESS_SETTINGS
+
+# A deterministic harness: scenario s passes on trials below passes.json[s].
+HARNESS = """\
+import json, sys
+from pathlib import Path
+passes = json.loads((Path(__file__).parent / "passes.json").read_text())
+for line in sys.stdin:
+    msg = json.loads(line)
+    ok = msg["trial"] < passes.get(msg["scenario"], 0)
+    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+
+
+SETTINGS = HARNESS_SETTINGS
+
+
+IDS = ("capital", "steady", "better", "retired")
+
+
+def case(trials: int, ids: tuple[str, ...] = IDS, **expect: str) -> str:
+    """A case file: every scenario expects Paris unless ``expect`` says otherwise."""
+    body = "".join(f"  - id: {i}\n    user: What is the capital of France?\n"
+                   f"    expect: [{{final_answer_contains: {expect.get(i, 'Paris')}}}]\n"
+                   for i in ids)
+    return f"defaults: {{trials: {trials}, timeout: 10s}}\nscenarios:\n{body}"
+
+
+def commit_and_run(repo: Repo, passes: dict[str, int], case_text: str, msg: str) -> str:
+    sha = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                       "passes.json": json.dumps(passes), "evals/cases/geo.yaml": case_text}, msg)
+    r = run_cli("run", cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return sha
