@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
-    from gitevals.tasks import Selected
+    from gitevals.tasks.selection import Selected
 
 
 # -- lint: every rule over a tree ---------------------------------------------------------
@@ -166,7 +166,8 @@ def _select_tasks(tree: Tree, settings: Settings, available: dict[str, str],
     """``gitevals.run.tasks.select``, without importing the task machinery (its sandbox,
     its verifier: a tenth of a one-case run's start) when nothing at all is under
     ``<root>/tasks/``: then every name is a case's (or unknown), and nothing is noted."""
-    from gitevals.tasks import Selected, tasks_dir
+    from gitevals.tasks import tasks_dir
+    from gitevals.tasks.selection import Selected
 
     base = tasks_dir(settings.root) + "/"
     if not tree.blob_shas(base) and not tree.refused(base):

@@ -10,13 +10,9 @@ import json
 from typing import Any
 
 from gitevals.calibration.metrics import split_of
-
-from . import test_judge
-from .conftest import Repo, run_cli
-from .test_calibrate import FAIR, JUDGED, _answer, _settings, _setup
-from .test_judge import FakeJudge
-
-judge = test_judge.judge
+from tests.conftest import Repo, run_cli
+from tests.support.calibration import FAIR, JUDGED, answer, judge_settings, setup
+from tests.support.judges import FakeJudge
 
 RECORD = "evals/calibration/q.fair.json"
 
@@ -48,8 +44,8 @@ ORIGINAL = [f"item-{i}" for i in range(200)]  # the ids of test_calibrate's labe
 
 
 def test_a_final_records_which_items_it_consumed(repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     res = _final(repo)
     assert res.code == 0, res.out + res.err
     [use] = _record(repo)["sealed"]
@@ -62,13 +58,13 @@ def test_a_final_records_which_items_it_consumed(repo: Repo, judge: FakeJudge) -
 
 def test_the_split_stays_spent_whatever_later_edits_until_a_new_labelled_set(
         repo: Repo, judge: FakeJudge) -> None:
-    _setup(repo, judge)
-    _answer(judge, "PASS")
+    setup(repo, judge)
+    answer(judge, "PASS")
     assert _final(repo).code == 0
     repo.commit(msg="calibrated")
     # a new grader blob, another judge model, and the record removed from the tree
     repo.commit({"evals/graders/q.py": JUDGED + "\n\n" + FAIR + "\n# reworded\n",
-                 "pyproject.toml": _settings(judge, model="judge-2026-02-01")})
+                 "pyproject.toml": judge_settings(judge, model="judge-2026-02-01")})
     repo.git("rm", "-q", RECORD)
     repo.commit(msg="forget the record")
     calls = len(judge.requests)

@@ -214,7 +214,8 @@ CODES: tuple[Code, ...] = (
     Code("GE517",
          "run only: the judge's API answered as another model than the configured "
          "`judge.model`, or its model changed during the run (the `model` field of its "
-         "replies, recorded per call): every judge grader of the run is advisory",
+         "replies, recorded per call): every judge grader of the run is advisory, and "
+         "doctor's judges item is missing while the commit's run shows it",
          "set `judge.model` to the dated snapshot the endpoint answers as, calibrate with "
          "it, and run again",
          "warning"),

@@ -38,7 +38,6 @@ from gitevals.run.artifact import (
     Trial,
     transcript,
 )
-from gitevals.tasks import Selected as Selected
 from gitevals.tasks import verifier as rewards
 from gitevals.tasks.calls import copy_within, verifier_call
 from gitevals.tasks.limits import record, resource_problem
@@ -52,6 +51,7 @@ from gitevals.tasks.sandbox import (
     sandbox_user,
     workdir_problem,
 )
+from gitevals.tasks.selection import Selected as Selected
 
 if TYPE_CHECKING:
     from gitevals.git.trees import Tree

@@ -11,6 +11,7 @@ from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo, run_cli
 from tests.support.drift import SUITE, tagged_goldens, trivia
 from tests.support.gate import commit
+from tests.support.paths import PROJECT
 
 SEED_EXAMPLE = b"""\
 # eval/drift-suite.yaml
@@ -174,9 +175,8 @@ def test_a_sampled_row_that_cannot_be_sent_is_reported_at_its_line(repo: Repo) -
 
 def test_the_documented_codes_are_the_ones_tests_exercise() -> None:
     import re
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = PROJECT
     doc = (root / "docs" / "lint-codes.md").read_text()
     documented = set(re.findall(r"^\| (GE6[13]\d) \|", doc, re.M))
     tests = "".join((root / "tests" / n).read_text().split("def test_the_documented")[0]
