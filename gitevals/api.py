@@ -394,6 +394,120 @@ def working_bwrap(what: str = "task verifiers", escape: bool = True) -> str:
     return bwrap
 
 
+@dataclass(frozen=True)
+class RunSelection:
+    """What one run sends: ``cases`` (``()``: every case and task), ``trials`` (None: each
+    scenario's own), ``goldens_only`` (no case: the goldens alone), ``goldens`` (the
+    goldens besides the cases), ``buckets`` (only these buckets' goldens), ``draft`` (a
+    draft case is run: the goldens are not sent unless asked for), ``task_controls``
+    (each task's validity controls run before its trials)."""
+
+    cases: tuple[str, ...] = ()
+    trials: int | None = None
+    goldens_only: bool = False
+    goldens: bool = False
+    buckets: tuple[str, ...] = ()
+    draft: bool = False
+    task_controls: bool = False
+
+
+@dataclass(frozen=True)
+class RunPlans:
+    """A run's plans: the cases' (empty with ``goldens_only``), the goldens' (None when
+    not sent), ``sendable`` (the goldens' plan when its goldens lint, else None), and what
+    to tell the user, one line each: of the cases' plan (``notes``: the goldens sent
+    alone) and of the goldens' (``suite_notes``: why they are not sent)."""
+
+    plan: Plan
+    suite: SuitePlan | None
+    sendable: SuitePlan | None
+    notes: tuple[str, ...] = ()
+    suite_notes: tuple[str, ...] = ()
+
+
+def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
+    """The plans of a run of ``tree`` (``plan``, and ``goldens.plan.plan_suite`` when the
+    goldens are sent: asked for, or a run of every case of a tree that maps buckets to
+    graders). ``UsageError`` for ``goldens_only`` with named cases."""
+    import dataclasses
+
+    from gitevals.errors import UsageError
+    from gitevals.run import runner
+
+    notes: list[str] = []
+    if selection.goldens_only and selection.cases:
+        raise UsageError("--goldens-only runs no case: name no CASE with it")
+    if selection.goldens_only:
+        settings, bad = load_settings(tree)
+        if bad:
+            raise UsageError(f"{bad[0]}")
+        the_plan = runner.Plan(settings, (), (), (), {}, selection.trials)
+    else:
+        the_plan = plan(tree, selection.cases, selection.trials,
+                        goldens_alone=not selection.draft)
+        if runner.empty(the_plan):
+            root = the_plan.settings.root
+            notes.append(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
+                         f"{tree.label}: sending the goldens alone, as --goldens-only does")
+    if selection.task_controls:
+        the_plan = dataclasses.replace(the_plan, task_controls=True)
+    asked = selection.goldens or selection.goldens_only or bool(selection.buckets)
+    wanted = asked or (not selection.cases and not selection.draft
+                       and bool(the_plan.settings.golden_graders))
+    if not wanted:
+        return RunPlans(the_plan, None, None, tuple(notes))
+    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
+
+    suite = plan_suite(tree, the_plan.settings, list(selection.buckets) or None)
+    if not suite.blocked:
+        return RunPlans(the_plan, suite, suite, tuple(notes))
+    refused = [*map(str, suite.findings), "gitevals: the goldens do not lint and were not "
+               "run; fix them (`gitevals lint`)"]
+    return RunPlans(the_plan, suite, None, tuple(notes), tuple(refused))
+
+
+@dataclass(frozen=True)
+class AgainstOptions:
+    """``run --against REV``: ``rev`` the base revision, whose run gives each scenario's
+    base tallies; ``max_trials`` a scenario runs at most (None: its own trials), ``looks``
+    at most (None: 5), ``drop`` the pass-rate drop in points that matters, ``alpha`` and
+    ``control`` for the scenarios (None: the plan's settings)."""
+
+    rev: str
+    max_trials: int | None = None
+    looks: int | None = None
+    drop: float = 20.0
+    alpha: float | None = None
+    control: str | None = None
+
+
+def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Rounds:
+    """The sequential design of a run against ``options.rev`` (``RunOptions.rounds``): the
+    base tallies from the run pinned to that revision, each scenario's design at alpha /
+    (scenarios with a base) under fdr and fwer (a design gives no p to adjust: the family
+    is held by Bonferroni, as diff reads it back). ``UsageError`` when the base has no run."""
+    from gitevals.errors import UsageError
+    from gitevals.run import sequential
+    from gitevals.run.store import run_of_commit
+    from gitevals.stats.sequential import DEFAULT_LOOKS
+
+    commit = repo.resolve(options.rev)
+    found = run_of_commit(repo, repo.work_root, the_plan.settings.results, commit)
+    if found is None:
+        raise UsageError(f"no run of {options.rev} ({commit[:12]}) to run against: make one "
+                         f"with `gitevals run --rev {options.rev}`")
+    planned = {(c.name, s.id): the_plan.trials_of(s) for c in the_plan.cases
+               for s in c.scenarios}
+    alpha = the_plan.settings.alpha if options.alpha is None else options.alpha
+    control = the_plan.settings.control if options.control is None else options.control
+    bases = sequential.bases_of(found.run)
+    based = sum(1 for key in planned if key in bases) or 1
+    level = alpha / based if control != "none" else alpha
+    settings = sequential.Settings(commit, found.run["run_id"], options.max_trials,
+                                   options.looks or DEFAULT_LOOKS, level, options.drop / 100)
+    return sequential.Rounds(settings, planned, bases)
+
+
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
              jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
              rounds: Rounds | None = None, bwrap: str | None = None,

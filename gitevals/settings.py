@@ -12,10 +12,11 @@ import posixpath
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
 from gitevals.jsontypes import JSON, JSONObject
+from gitevals.judgesettings import Judge as Judge  # the judge's settings: their home
 
 if TYPE_CHECKING:
     from gitevals.git.trees import Tree
@@ -59,43 +60,6 @@ class Endpoint:
     url: str
     model: str | None = None
     api_key_env: str | None = None
-
-
-@dataclass(frozen=True)
-class Judge:
-    """An OpenAI-compatible endpoint for ``t.llm`` with a pinned model: the one home of
-    the judge's settings and their defaults (``gitevals.run.judge`` asks it as it says;
-    the grader worker receives it as ``as_config`` and reads it back with ``from_table``)."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = 60.0  # seconds one attempt may wait for an answer
-    retries: int = 3  # on HTTP 429, 5xx and timeouts (gitevals.run.judge)
-    # The calibration bar (gitevals.calibration.status) and the judge's model family.
-    min_tpr: float = 0.9
-    min_tnr: float = 0.9
-    family: str | None = None
-
-    @classmethod
-    def from_table(cls, table: JSONObject) -> Judge | None:
-        """The judge a ``[judge]`` table (or its ``as_config`` form) describes; None
-        without ``base_url`` and ``model``. A value of the wrong type, or a timeout that
-        is not above 0, or negative retries, takes the default."""
-        if "base_url" not in table or "model" not in table:
-            return None
-        timeout, retries = table.get("timeout"), table.get("retries")
-        return cls(str(table["base_url"]), str(table["model"]), _text(table.get("api_key_env")),
-                   float(timeout) if _number(timeout) and timeout > 0 else cls.timeout,
-                   retries if _count(retries) else cls.retries,
-                   _rate(table.get("min_tpr"), cls.min_tpr),
-                   _rate(table.get("min_tnr"), cls.min_tnr), _text(table.get("family")))
-
-    def as_config(self) -> JSONObject:
-        """What the grader worker receives (as JSON): how to ask the judge."""
-        return {"base_url": self.base_url, "model": self.model,
-                "api_key_env": self.api_key_env, "timeout": self.timeout,
-                "retries": self.retries}
 
 
 @dataclass(frozen=True)
@@ -237,19 +201,6 @@ def _endpoint(target: JSONObject) -> Endpoint | None:
 
 def _text(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _number(value: JSON) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _count(value: JSON) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _rate(value: JSON, default: float) -> float:
-    """A calibration bar (``min_tpr``/``min_tnr``): the schema keeps it in 0..1."""
-    return float(value) if _number(value) else default
 
 
 def load_settings(tree: Tree) -> tuple[Settings, list[Finding]]:

@@ -198,3 +198,47 @@ def test_an_experiment_whose_case_does_not_lint_runs_nothing(repo: Repo) -> None
     assert (result.report, result.path) == (None, None)
     assert "gitevals: lane a: case 'geo' does not lint" in said
     assert not (repo.path / "evals/results/experiments").exists()
+
+
+def test_run_plans_and_the_sequential_design_through_the_api(repo: Repo) -> None:
+    from gitevals.git.trees import RevisionTree
+
+    first = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+                         "evals/cases/capital.yaml": CASE})
+    assert run_cli("run", cwd=repo.path).code == 0
+    repo.commit({"README": "a change the cases do not see\n"})
+    git = require_repo(repo.path)
+    tree = RevisionTree(git, "HEAD")
+    plans = api.run_plans(tree, api.RunSelection(trials=3))
+    assert [c.name for c in plans.plan.cases] == ["capital"] and plans.plan.trials == 3
+    assert (plans.suite, plans.sendable, plans.notes, plans.suite_notes) == (None, None, (), ())
+    rounds = api.sequential_design(git, plans.plan,
+                                   api.AgainstOptions(first, max_trials=6, looks=3, drop=10))
+    assert (rounds.settings.against, rounds.settings.max_trials, rounds.settings.looks,
+            rounds.settings.drop) == (first, 6, 3, 0.1)
+    assert rounds.settings.alpha == 0.05  # one scenario has a base: alpha / 1
+    with pytest.raises(UsageError, match=r"^no run of HEAD \(.*\) to run against"):
+        api.sequential_design(git, plans.plan, api.AgainstOptions("HEAD"))
+    with pytest.raises(UsageError, match=r"^--goldens-only runs no case"):
+        api.run_plans(tree, api.RunSelection(cases=("capital",), goldens_only=True))
+
+
+def test_run_plans_send_the_goldens_alone_and_refuse_ones_that_do_not_lint(repo: Repo) -> None:
+    from gitevals.git.trees import RevisionTree
+
+    _goldens_commit(repo, 15, 10)
+    tree = RevisionTree(require_repo(repo.path), "HEAD")
+    plans = api.run_plans(tree, api.RunSelection())  # no case: the goldens alone
+    assert plans.plan.cases == () and plans.suite is not None
+    assert plans.sendable is plans.suite and len(plans.suite.items) == 40
+    assert plans.notes == ("gitevals: no case in evals/cases/ nor task in evals/tasks/ of "
+                           f"{tree.label}: sending the goldens alone, as --goldens-only does",)
+    tone = api.run_plans(tree, api.RunSelection(goldens_only=True, buckets=("tone",)))
+    assert tone.suite is not None and {i.slice for i in tone.suite.items} == {"tone"}
+    repo.commit({"evals/goldens.jsonl": GOLDENS + GOLDENS.splitlines(keepends=True)[0]})
+    broken = api.run_plans(RevisionTree(require_repo(repo.path), "HEAD"),
+                           api.RunSelection(goldens_only=True))
+    assert broken.suite is not None and broken.sendable is None  # a duplicate id: not sent
+    assert broken.suite_notes[-1] == ("gitevals: the goldens do not lint and were not run; "
+                                      "fix them (`gitevals lint`)")
+    assert any("f00" in line for line in broken.suite_notes[:-1])

@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         from gitevals.run.preflight import check_judge
 
         check_judge(settings, [args.grader])
-    measured, said = _measure(tree, settings, args.grader, chosen, args.jobs)
+    measured, said, answered = _measure(tree, settings, args.grader, chosen, args.jobs)
+    _refuse_unpinned(answered, settings.judge.model, split)
     if not measured.tpr.of and not measured.tnr.of:
         _nothing_judged(measured, split)
     now = datetime.now(UTC).replace(microsecond=0)
@@ -331,9 +332,25 @@ def _refuse_spent_in_history(repo: Repo, settings: Settings, name: str, blob: st
     return found_uses
 
 
+def _refuse_unpinned(answered: list[str | None], model: str, split: str) -> None:
+    """Record nothing when the judge's API answered as another model than ``model`` or
+    changed model during the measurement (``calibration.runs.unpinned``, GE517): the
+    record would name a snapshot it did not measure. No rate was shown, so a final's
+    test items stay unspent."""
+    from gitevals.calibration.runs import unpinned
+    from gitevals.errors import GitevalsError
+
+    why = unpinned(answered, model)
+    if why is not None:
+        error = GitevalsError(f"nothing was recorded of the {split} split: {why}")
+        error.exit_code = 1
+        raise error
+
+
 def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item],
-             jobs: int) -> tuple[Measured, dict[str, bool | str]]:
-    """Call the grader on every item in the grader workers a run uses; measure it."""
+             jobs: int) -> tuple[Measured, dict[str, bool | str], list[str | None]]:
+    """Call the grader on every item in the grader workers a run uses; measure it. Also
+    the model the judge's API answered as on each call, in item order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from gitevals.calibration.metrics import measure
@@ -350,27 +367,33 @@ def _measure(tree: RevisionTree, settings: Settings, name: str, items: list[Item
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex, \
                     progress(f"calibrating {name}", len(items), unit="items") as update:
                 said: dict[str, bool | str] = {}
+                answered: list[str | None] = []
                 futures = {i.id: ex.submit(_one, pool, name, i) for i in items}
                 for n, (item_id, fut) in enumerate(futures.items(), 1):
-                    said[item_id] = fut.result()
+                    said[item_id], models = fut.result()
+                    answered += models
                     update(n, sum(isinstance(v, str) for v in said.values()))
         finally:
             pool.close()
-    return measure({i.id: i.label for i in items}, said), said
+    return measure({i.id: i.label for i in items}, said), said, answered
 
 
-def _one(pool: GraderPool, name: str, item: Item) -> bool | str:
-    """The grader's decision on one item, or what went wrong (an error is never a FAIL)."""
+def _one(pool: GraderPool, name: str, item: Item) -> tuple[bool | str, list[str | None]]:
+    """The grader's decision on one item, or what went wrong (an error is never a FAIL),
+    and the models the judge's API answered as on its calls."""
+    from gitevals.run.artifact import judge_calls
     from gitevals.run.scoring import decide_grader
 
     answer = pool.call(name, item.case, item.run)
+    usage = judge_calls(answer.get("usage"))
+    models = list(usage.get("models", [])) if usage is not None else []
     outcome = decide_grader({"name": name}, {"index": 0, "name": name,
                                              "raw": answer["raw"], "error": answer["error"],
                                              "duration_ms": 0})
     err = outcome["error"]
     if err is not None:
-        return f"{err['kind']}: {err['message']}"
-    return outcome["passed"]
+        return f"{err['kind']}: {err['message']}", models
+    return outcome["passed"], models
 
 
 def _in_repo(work_root: Path, given: str) -> str:

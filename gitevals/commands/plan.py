@@ -21,7 +21,7 @@ HELP = "the trials each scenario needs for diff to detect a drop, from the pass 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # the defaults of gitevals.diff.power and .stats, written here: every command's
     # arguments are built at each start, and importing gitevals.diff costs ~40 ms
-    # (tests/test_power.py checks they agree)
+    # (tests/diff/test_power.py checks they agree)
     DEFAULT_DROP, DEFAULT_POWER, DEFAULT_PRIOR = 0.20, 0.8, 0.5
     DEFAULT_TEST, TESTS = "boschloo", ("boschloo", "fisher")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -24,9 +23,9 @@ from gitevals.commands._args import (
 
 if TYPE_CHECKING:
 
+    from gitevals.api import RunPlans
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
-    from gitevals.goldens.plan import SuitePlan
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import Run
     from gitevals.run.draft import DraftFile
@@ -299,7 +298,8 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     # `gitevals run evals/cases/tone.yaml` (shell completion) means the case `tone`
     args.cases = [case_name(c) if c.endswith((".yaml", ".yml")) else c for c in args.cases]
     planned, draft = _with_draft(tree, args)
-    the_plan, suite = _plans(planned, args)
+    plans = _plans(planned, args)
+    the_plan, suite = plans.plan, plans.suite
     if the_plan.settings.target is None:
         table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
                  else "[tool.gitevals.target] in pyproject.toml")
@@ -320,7 +320,9 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
     for line in api.task_notes(the_plan):
         print(line, file=sys.stderr)
     bwrap = api.find_sandbox(the_plan, args.no_sandbox)
-    sendable = _sendable(suite)
+    for line in plans.suite_notes:  # the goldens do not lint: not sent
+        print(line, file=sys.stderr)
+    sendable = plans.sendable
     if runner.empty(the_plan) and sendable is None:  # --goldens-only, or no case to run
         return 1
     if sendable is not None and (args.trials or 1) > 1:
@@ -373,60 +375,25 @@ def _has_cases(tree: Tree, settings: Settings) -> bool:
     return bool(case_paths(tree, settings.root)) or bool(task_dirs(tree, settings.root))
 
 
-def _sendable(suite: SuitePlan | None) -> SuitePlan | None:
-    """``suite`` when its goldens lint; else None, having printed why they are not run."""
-    if suite is None or not suite.blocked:
-        return suite
-    for f in suite.findings:
-        print(f, file=sys.stderr)
-    print("gitevals: the goldens do not lint and were not run; fix them (`gitevals lint`)",
-          file=sys.stderr)
-    return None
-
-
-def _wants_goldens(args: argparse.Namespace, settings: Settings) -> bool:
-    """Whether this run sends the goldens: asked for, or a run of every case of a tree
-    that maps buckets to graders."""
-    asked = args.goldens or args.goldens_only or bool(args.bucket)
-    return asked or (not args.cases and args.draft is None and bool(settings.golden_graders))
-
-
-def _plans(tree: Tree, args: argparse.Namespace) -> tuple[Plan, SuitePlan | None]:
-    """The cases' plan (empty with --goldens-only) and the goldens' (None when not sent)."""
+def _plans(tree: Tree, args: argparse.Namespace) -> RunPlans:
+    """The run's plans (``api.run_plans``), its note about them said on stderr."""
     from gitevals import api
     from gitevals.errors import UsageError
-    from gitevals.run import runner
-    from gitevals.settings import load_settings
 
-    if args.goldens_only and args.cases:
-        raise UsageError("--goldens-only runs no case: name no CASE with it")
-    if args.goldens_only:
-        settings, bad = load_settings(tree)
-        if bad:
-            raise UsageError(f"{bad[0]}")
-        the_plan = runner.Plan(settings, (), (), (), {}, args.trials)
-    else:
-        the_plan = api.plan(tree, args.cases, args.trials,
-                            goldens_alone=args.draft is None)
-        if runner.empty(the_plan):
-            root = the_plan.settings.root
-            print(f"gitevals: no case in {root}/cases/ nor task in {root}/tasks/ of "
-                  f"{tree.label}: sending the goldens alone, as --goldens-only does",
-                  file=sys.stderr)
-    if args.task_controls:
-        if args.no_sandbox:
-            raise UsageError("--task-controls runs a task's solution and verifier in the "
-                             "sandbox: drop --no-sandbox")
-        the_plan = dataclasses.replace(the_plan, task_controls=True)
-    if not _wants_goldens(args, the_plan.settings):
-        return the_plan, None
-    from gitevals.goldens.plan import plan_suite  # here: a run without goldens never loads it
-
-    return the_plan, plan_suite(tree, the_plan.settings, args.bucket)
+    if args.task_controls and args.no_sandbox:
+        raise UsageError("--task-controls runs a task's solution and verifier in the "
+                         "sandbox: drop --no-sandbox")
+    plans = api.run_plans(tree, api.RunSelection(
+        tuple(args.cases), args.trials, args.goldens_only, args.goldens,
+        tuple(args.bucket or ()), args.draft is not None, args.task_controls))
+    for line in plans.notes:
+        print(line, file=sys.stderr)
+    return plans
 
 
 def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | None:
-    """``--against``: the base tallies from the run pinned to that revision, or None."""
+    """``--against``: the sequential design (``api.sequential_design``), or None."""
+    from gitevals import api
     from gitevals.errors import UsageError
 
     if args.against is None:
@@ -436,27 +403,8 @@ def _rounds(repo: Repo, args: argparse.Namespace, the_plan: Plan) -> Rounds | No
         return None
     if args.draft is not None:
         raise UsageError("--draft and --against do not go together: a draft has no base")
-    from gitevals.run import sequential
-    from gitevals.run.store import run_of_commit
-    from gitevals.stats.sequential import DEFAULT_LOOKS
-
-    commit = repo.resolve(args.against)
-    found = run_of_commit(repo, repo.work_root, the_plan.settings.results, commit)
-    if found is None:
-        raise UsageError(f"no run of {args.against} ({commit[:12]}) to run against: make one "
-                         f"with `gitevals run --rev {args.against}`")
-    planned = {(c.name, s.id): the_plan.trials_of(s) for c in the_plan.cases
-               for s in c.scenarios}
-    alpha = the_plan.settings.alpha if args.alpha is None else args.alpha
-    control = the_plan.settings.control if args.control is None else args.control
-    # a sequential design gives no p to adjust: the family is held by Bonferroni, each
-    # design at alpha / (scenarios with a base), as diff reads them back
-    bases = sequential.bases_of(found.run)
-    based = sum(1 for key in planned if key in bases) or 1
-    level = alpha / based if control != "none" else alpha
-    settings = sequential.Settings(commit, found.run["run_id"], args.max_trials,
-                                   args.looks or DEFAULT_LOOKS, level, args.drop / 100)
-    return sequential.Rounds(settings, planned, bases)
+    return api.sequential_design(repo, the_plan, api.AgainstOptions(
+        args.against, args.max_trials, args.looks, args.drop, args.alpha, args.control))
 
 
 def _record(repo: Repo, args: argparse.Namespace, the_plan: Plan, artifact: Run,

@@ -229,7 +229,7 @@ def scenario_mde(trials: int, rate: float, level: float, goal: float = DEFAULT_P
     rate, so they are found once (over A's likely counts and every count of B) and each
     drop costs one sum (as ``power``). Beyond, where the exact sums cost seconds, the
     normal approximation on the arcsine scale (Cohen's h), which is within a point or
-    two of the exact answer there (``tests/test_stats_kernel.py``)."""
+    two of the exact answer there (``tests/stats/test_stats_kernel.py``)."""
     top = round(rate * 100)
     if trials <= 0 or top < 1:
         return None

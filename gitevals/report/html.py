@@ -131,14 +131,13 @@ def _filters() -> str:
 
 
 def _overview(run: Run) -> str:
-    from gitevals.report.runs import corrected_line, counts, rows, summary, usage_line
-    from gitevals.run.artifact import run_usage
+    from gitevals.report.runs import corrected_line, counts, summary, table_and_usage, usage_line
 
-    table = rows(run)
+    table, used = table_and_usage(run)
     tally = counts(table)
     chips = "".join(f"<span class=\"count v-{v}\"><b>{tally[v]}</b> {v.replace('_', ' ')}"
                     "</span>" for v in VERDICTS)
-    usage = usage_line(run_usage(run))
+    usage = usage_line(used)
     fixed = corrected_line(table)
     out = [f"<section id=\"overview\"><h2>Overview</h2><p class=\"counts\">{chips}</p>",
            f"<p class=\"summary\">{esc(summary(table))}"

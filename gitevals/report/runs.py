@@ -20,11 +20,9 @@ from gitevals.run.artifact import (
     Measure,
     Usage,
     duration_text,
-    run_prices,
-    run_usage,
     scenario_ms,
     scenarios,
-    usage,
+    usages,
 )
 from gitevals.text import md_inert, one_line, visible, xml_text
 
@@ -88,17 +86,23 @@ def _note(scenario: ScenarioRun) -> str:
 
 def rows(run: Run) -> list[Row]:
     """The verdict table: one row per scenario, cases in run order (sorted by name)."""
+    return table_and_usage(run)[0]
+
+
+def table_and_usage(run: Run) -> tuple[list[Row], Usage]:
+    """The verdict table (``rows``) and the run's usage (``run_usage``), its trials read
+    once: every format shows both."""
     from gitevals.calibration.corrected import corrections
 
     fixed = corrections(run)
-    prices = run_prices(run)
+    used, whole = usages(run)
     out = []
-    for case, s in scenarios(run):
+    for (case, s), u in zip(scenarios(run), used, strict=True):
         v = s["verdict"]
         out.append(Row(case["name"], s["id"], v["verdict"], v["passes"], v["trials"],
-                       _note(s), dict(v["errors"]), scenario_ms(s), usage(s["results"], prices),
+                       _note(s), dict(v["errors"]), scenario_ms(s), u,
                        fixed.get((case["name"], s["id"]))))
-    return out
+    return out, whole
 
 
 def counts(table: list[Row]) -> dict[str, int]:
@@ -282,12 +286,12 @@ def corrected_line(table: list[Row]) -> str | None:
 HEADER = ("case", "scenario", "verdict", "passes", "duration", "first failure")
 
 
-def _closing(artifact: Run, table: list[Row], tail: str) -> list[str]:
+def _closing(artifact: Run, table: list[Row], used: Usage, tail: str) -> list[str]:
     """The last lines: usage when reported, then the summary (and ``tail``: run adds how
     long it took and where the artifact is)."""
     from gitevals.report.calibration import run_line
 
-    line = usage_line(run_usage(artifact))
+    line = usage_line(used)
     judged = run_line(artifact.get("judge_calibration"))
     weak = underpowered_line(table)
     fixed = corrected_line(table)
@@ -316,7 +320,7 @@ def underpowered_line(table: list[Row]) -> str | None:
 
 def plain(artifact: Run, tail: str = "") -> str:
     """Aligned columns for pipes and files: title, header, a row per scenario, summary."""
-    table = rows(artifact)
+    table, used = table_and_usage(artifact)
     lines = [_title(artifact)]
     if table:
         cols = _columns(table)
@@ -327,7 +331,7 @@ def plain(artifact: Run, tail: str = "") -> str:
                   for c in cells]
     else:
         lines.append("no scenarios")
-    lines += _closing(artifact, table, tail)
+    lines += _closing(artifact, table, used, tail)
     return "\n".join(lines) + "\n"
 
 
@@ -357,7 +361,7 @@ def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
 
     table = Table(title=Text(_title(artifact)), title_justify="left", box=None,
                   pad_edge=False)
-    data = rows(artifact)
+    data, used = table_and_usage(artifact)
     cols = _columns(data)
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width, highlight=False,
@@ -372,7 +376,7 @@ def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
         table.add_row(*(Text(cell(r), style=_STYLE.get(r.verdict, "") if name == "verdict"
                              else "") for name, cell in cols))
     console.print(table)
-    *before, last = _closing(artifact, data, tail)
+    *before, last = _closing(artifact, data, used, tail)
     for line in before:
         console.print(Text(line))
     console.print(Text(last, style="bold"))
@@ -384,11 +388,11 @@ def rich_text(artifact: Run, width: int | None = None, tail: str = "") -> str:
 
 def as_json(artifact: Run) -> str:
     """The verdict table as sorted JSON (one object; scenarios in table order)."""
-    table = rows(artifact)
+    table, used = table_and_usage(artifact)
     doc: dict[str, object] = {
         "run_id": artifact["run_id"], "commit": artifact["commit"],
         "rev": artifact["rev"], "interrupted": artifact["interrupted"],
-        "summary": counts(table), "usage": usage_json(run_usage(artifact)),
+        "summary": counts(table), "usage": usage_json(used),
         "judge_usage": judge_json(artifact),
         "scenarios": [{"case": r.case, "scenario": r.scenario, "verdict": r.verdict,
                        "passes": r.passes, "trials": r.trials,
@@ -505,10 +509,10 @@ def _suite(root: Element, name: str, cases: list[_TestCase]) -> None:
 def markdown(artifact: Run | None, refused: Sequence[Refused] = ()) -> str:
     """A PR-comment table: title, summary, one row per scenario (and per case lint
     refused). Every cell is data made inert (``md_inert``): no HTML, link or image."""
-    table = rows(artifact) if artifact is not None else []
+    table, used = table_and_usage(artifact) if artifact is not None else ([], NO_USAGE)
     head = md_inert(_title(artifact)) if artifact is not None else "nothing was run"
     lines = [f"**gitevals** {head}", "", f"**{summary(table)}{_refused_count(refused)}**"]
-    line = usage_line(run_usage(artifact)) if artifact is not None else None
+    line = usage_line(used) if artifact is not None else None
     spent = judge_line(artifact) if artifact is not None else None
     fixed = corrected_line(table)
     lines += [*(md_inert(x) for x in (line, spent, fixed) if x), ""]

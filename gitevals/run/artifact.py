@@ -121,13 +121,19 @@ class Iteration(TypedDict):
     duration_ms: int | float
 
 
-class TaskTrial(TypedDict):
-    """What a task trial adds to a ``Trial``: its iterations and where they led."""
-
+class _TaskTrialKeys(TypedDict):
     state: str                   # satisfied | needs_revision | max_iterations_reached | error
     final_reward: float | None
     sandbox: str                 # "bwrap", "none" (run --no-sandbox), "harbor" (imported)
     iterations: list[Iteration]
+
+
+class TaskTrial(_TaskTrialKeys, total=False):
+    """What a task trial adds to a ``Trial``: its iterations and where they led; ``limits``
+    only when the task names ``cpus`` or ``memory_mb``: how they held (``rlimit`` or
+    ``cgroup2``)."""
+
+    limits: str
 
 
 class _TrialKeys(TypedDict):
@@ -268,6 +274,7 @@ class TaskInfo(_TaskInfoKeys, total=False):
     controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
     limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
     agent_sandbox: bool          # [agent] sandbox = true: the target ran in bubblewrap
+    image: JSONObject            # the task's image as realized (gitevals.tasks.image.Realized)
 
 
 class CaseRun(_CaseRunKeys, total=False):
@@ -597,23 +604,32 @@ class Usage(NamedTuple):
 
 
 NO_USAGE = Usage(0, tuple(Measure(None, 0) for _ in MEASURES))
+_UNKNOWN = Measure(None, 0)
+#: A trial none of whose measures is known.
+_UNREPORTED = Usage(1, NO_USAGE.measures)
 
 
 #: Token counts as OpenAI-style replies name them, and as Anthropic-style ones do.
 _ALIASES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
-def _reported(reply: JSONObject, name: str, prices: Prices | None = None) -> int | float | None:
-    """The measure ``name`` of one reply, or None when it carries no usable one: a token
-    count is a whole number >= 0, a cost a finite number >= 0 (never a bool or a string).
-    A reply that reports tokens but no cost is priced from ``prices`` when it can be."""
-    if name == "cost":
-        return reply_reported_cost(reply, prices)
+def _reply_measures(reply: JSONObject, prices: Prices | None) -> tuple[int | float | None, ...]:
+    """Each measure of one reply, in ``MEASURES`` order, None where it carries no usable
+    one: a token count is a whole number >= 0, a cost a finite number >= 0 (never a bool
+    or a string). A reply that reports tokens but no cost is priced from ``prices`` when
+    it can be. One call a reply: a run's usage reads every reply of every trial."""
     usage = reply.get("usage")
-    value = usage.get(name) if isinstance(usage, dict) else None
-    if value is None and isinstance(usage, dict) and name in _ALIASES:
+    counts = usage if isinstance(usage, dict) else {}
+    return (_count(counts, "prompt_tokens"), _count(counts, "completion_tokens"),
+            reply_reported_cost(reply, prices))
+
+
+def _count(usage: JSONObject, name: str) -> int | None:
+    value = usage.get(name)
+    if value is None and name in _ALIASES:
         value = usage.get(_ALIASES[name])  # the other API's name for the same count
-    return _usable(value, whole=True)
+    total = _usable(value, whole=True)
+    return total if isinstance(total, int) else None
 
 
 def _usable(value: JSON, whole: bool) -> int | float | None:
@@ -641,23 +657,62 @@ def trial_usage(trial: Trial, prices: Prices | None = None) -> Usage:
     """One trial's usage: a measure counts only when every reply of the trial reported
     it (a partial sum would read as the whole); a trial with no reply reported nothing."""
     replies = trial["transcript"]["turns"]
-    out = []
-    for name in MEASURES:
-        values = [_reported(r, name, prices) for r in replies if isinstance(r, dict)]
-        known = bool(values) and len(values) == len(replies) and None not in values
-        out.append(Measure(sum(v for v in values if v is not None), 1) if known
-                   else Measure(None, 0))
-    return Usage(1, tuple(out))
+    if not replies or not all(isinstance(r, dict) for r in replies):
+        return _UNREPORTED
+    if len(replies) == 1:  # most trials: one reply (0 + v is what sum([v]) gives)
+        return Usage(1, tuple(_UNKNOWN if v is None else Measure(0 + v, 1)
+                              for v in _reply_measures(replies[0], prices)))
+    columns = zip(*(_reply_measures(r, prices) for r in replies), strict=True)
+    return Usage(1, tuple(_UNKNOWN if None in values
+                          else Measure(sum(v for v in values if v is not None), 1)
+                          for values in columns))
+
+
+class _Sum:
+    """A running sum of trial usages: the same left fold as ``_plus`` trial after trial
+    (a float cost adds up in the same order), without a ``Usage`` built per trial (that
+    cost more than reading the replies: ``benchmarks/bench_score.py``)."""
+
+    __slots__ = ("reported", "totals", "trials")
+
+    def __init__(self) -> None:
+        self.trials = 0
+        self.totals: list[int | float | None] = [None] * len(MEASURES)
+        self.reported = [0] * len(MEASURES)
+
+    def add(self, one: Usage) -> None:
+        self.trials += one.trials
+        for i, m in enumerate(one.measures):
+            if m.total is not None:
+                total = self.totals[i]
+                self.totals[i] = m.total if total is None else total + m.total
+                self.reported[i] += m.reported
+
+    def usage(self) -> Usage:
+        return Usage(self.trials, tuple(map(Measure, self.totals, self.reported)))
 
 
 def usage(trials: Iterable[Trial], prices: Prices | None = None) -> Usage:
     """The usage of ``trials`` summed (a scenario's results, or every trial of a run)."""
-    total = NO_USAGE
+    total = _Sum()
     for t in trials:
-        one = trial_usage(t, prices)
-        total = Usage(total.trials + 1,
-                      tuple(map(_plus, total.measures, one.measures)))
-    return total
+        total.add(trial_usage(t, prices))
+    return total.usage()
+
+
+def usages(run: Run) -> tuple[list[Usage], Usage]:
+    """Each scenario's usage (in ``scenarios`` order) and the run's (``run_usage``), every
+    trial read once: a verdict table shows both."""
+    prices = run_prices(run)
+    whole, parts = _Sum(), []
+    for _, s in scenarios(run):
+        part = _Sum()
+        for t in s["results"]:
+            one = trial_usage(t, prices)
+            part.add(one)
+            whole.add(one)
+        parts.append(part.usage())
+    return parts, whole.usage()
 
 
 def run_prices(run: Run) -> Prices:
@@ -806,7 +861,7 @@ def _explain(v: Violation | None, where: str) -> str:
 
 _TRIAL_KEYS = frozenset(Trial.__required_keys__)
 _ITERATION_KEYS = frozenset(Iteration.__annotations__)
-_TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
+_TASK_TRIAL_KEYS = frozenset(TaskTrial.__required_keys__)
 _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)

@@ -304,7 +304,7 @@ def no_error(arg: JSON, transcript: Transcript) -> Outcome:
 
 
 #: kind -> check: every kind of the case schema but ``grader``, which
-#: gitevals.run.scoring judges (tests/test_assertions.py checks the three agree).
+#: gitevals.run.scoring judges (tests/run/test_assertions.py checks the three agree).
 CHECKS: dict[str, Check] = {
     "tool_called": tool_called,
     "tool_not_called": tool_not_called,

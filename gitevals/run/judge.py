@@ -1,8 +1,8 @@
 """``t.llm``: the judge model graders call, over an OpenAI-compatible HTTP API.
 
 Runs inside the grader worker, so it imports the standard library and
-``gitevals.settings`` (for ``Judge``, the one home of the judge's settings and their
-defaults) only: no new dependency, a fast worker start. The model is pinned in settings
+``gitevals.judgesettings`` (``settings.Judge``, the one home of the judge's settings and
+their defaults) only: no new dependency, a fast worker start. The model is pinned in settings
 and sampled at temperature 0 so a re-run asks the same question the same way.
 """
 
@@ -12,7 +12,7 @@ import json
 import os
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
-from gitevals.settings import Judge
+from gitevals.judgesettings import RETRIES, Judge
 
 if TYPE_CHECKING:  # imported when first used: most graders never call t.llm
     import urllib.request
@@ -266,7 +266,7 @@ def judge(config: Config, prompt: str, asker: Callable[[Config, str], str] = llm
     retry setting); then ``JudgeParseError`` names the last answer. It is never read as
     a FAIL: a judge that cannot say is an error, not a decision."""
     settings = _judge(config)
-    asks = (settings.retries if settings is not None else Judge.retries) + 1
+    asks = (settings.retries if settings is not None else RETRIES) + 1
     last = ""
     for _ in range(asks):
         last = asker(settings, prompt)

@@ -1,6 +1,6 @@
 """The statistics kernel: pure functions of numbers, no IO.
 
-Nothing here imports from the rest of gitevals (``tests/test_stats_kernel.py`` checks
+Nothing here imports from the rest of gitevals (``tests/stats/test_stats_kernel.py`` checks
 it), so each procedure is tested on plain numbers against scipy/statsmodels and exact
 enumeration, and every command (``diff``, ``gate``, ``run --against``, ``experiment``,
 ``plan``) calls the same function. ``multiplicity`` adjusts a family of p values

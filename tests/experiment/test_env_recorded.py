@@ -6,14 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Repo, run_cli
+from tests.support.paths import EXPERIMENT_HARNESS
 
-HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
+HARNESS = EXPERIMENT_HARNESS
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 MATH = """\
 defaults: {trials: 1, timeout: 20s}

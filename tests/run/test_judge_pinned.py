@@ -233,3 +233,25 @@ def test_doctor_finds_the_judge_pinned_when_it_answered_as_its_snapshot(
     assert (item["status"], item["warnings"]) == ("ok", []), item
     assert item["detail"].endswith(f"judge model {MODEL!r}, families: judge claude, "
                                    "target llama")
+
+
+# -- calibrate records nothing of a judge that is not the pinned snapshot ---------------
+
+
+def test_calibrate_records_nothing_when_the_judge_answers_as_another_model(
+        repo: Repo, judge: Judge) -> None:
+    from tests.support.calibration import setup as _setup
+
+    judge.models = ["judge-2026-03-09"]  # the configured name is an alias of this one
+    _setup(repo, judge)  # type: ignore[arg-type]  # a Judge: only its url is read
+    res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    assert res.code == 1 and len(res.err.strip().splitlines()) == 1, res.err
+    assert res.err.startswith(
+        "gitevals: error: nothing was recorded of the test split: the judge answered as "
+        f"'judge-2026-03-09', not the configured {MODEL!r}"), res.err
+    assert "TPR" not in res.out and not (repo.path / "evals/calibration").exists()
+    # no rate was shown: the test split is not spent, and the pinned snapshot measures it
+    judge.models = [MODEL]
+    res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    assert res.code == 0, res.out + res.err
+    assert (repo.path / "evals/calibration/q.fair.json").is_file()

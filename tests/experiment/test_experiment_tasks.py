@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Repo, run_cli
+from tests.support.paths import TASK_HARNESS
 
 pytestmark = pytest.mark.needs_bwrap
 
-HARNESS = (Path(__file__).parent / "data" / "task_harness.py").read_text()
+HARNESS = TASK_HARNESS
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 COPY = "cat /app/answer.txt > /logs/verifier/reward.txt\n"
 MATH = ("scenarios:\n  - id: sum\n    user: What is 2 + 2?\n"

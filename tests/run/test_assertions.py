@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from gitevals.model import ASSERTION_KINDS
 from gitevals.run.assertions import CHECKS, Outcome, check, subset_match
+from tests.support.paths import SCHEMAS
 
 
 def T(answer: str | None = "The capital of France is Paris.", calls: Any = (),
@@ -132,7 +132,7 @@ def test_check(kind: str, arg: Any, transcript: dict[str, Any], passed: bool,
 
 
 def test_kinds_are_the_schemas_the_registrys_and_grader() -> None:
-    schema = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "case.schema.json")
+    schema = json.loads((SCHEMAS / "case.schema.json")
                         .read_bytes())
     kinds = tuple(schema["$defs"]["assertion"]["properties"])
     assert kinds == ASSERTION_KINDS  # the model reads the schema, in its order

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, run_cli
+from tests.support.paths import EXPERIMENT_HARNESS
 
-HARNESS = (Path(__file__).parent / "data" / "experiment_harness.py").read_text()
+HARNESS = EXPERIMENT_HARNESS
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 GEO = ("defaults: {trials: 2}\nscenarios:\n  - id: capital\n"
        "    user: [What is the capital of France?, Sure?]\n"

@@ -20,8 +20,7 @@ from gitevals.run.targets import (
     parse_reply,
     target_argv,
 )
-
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+from tests.support.paths import SCHEMAS
 
 
 def _script(tmp_path: Path, body: str) -> list[str]:

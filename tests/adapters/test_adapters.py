@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from tests.conftest import Repo, run_cli
 from tests.support import fake_openai
+from tests.support.paths import PROJECT
 from tests.support.runs import only_artifact
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations"
+DOCS = PROJECT / "docs" / "integrations"
 
 CASE = """\
 defaults: {timeout: 60s}

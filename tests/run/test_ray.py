@@ -23,11 +23,12 @@ import pytest
 
 from gitevals.run.artifact import load
 from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.paths import PROJECT
 from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
 pytestmark = pytest.mark.needs_ray
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "v1"
+DEMO = PROJECT / "examples" / "demo" / "v1"
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +48,7 @@ def cluster() -> Iterator[LocalCluster]:
 
 def _ray_env(c: LocalCluster, repo: Path) -> dict[str, str]:
     """The driver's environment: the loopback address kept, this checkout importable."""
-    return {**DRIVER_ENV, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return {**DRIVER_ENV, "PYTHONPATH": str(PROJECT)}
 
 
 def _comparable(run: dict[str, Any]) -> list[tuple[str, str, str]]:

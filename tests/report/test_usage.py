@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -88,3 +89,17 @@ def test_input_and_output_tokens_count_as_prompt_and_completion() -> None:
     u = trial_usage(trial_with({"usage": {"input_tokens": 7, "output_tokens": 2}},
                                {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
     assert (u.get("prompt_tokens").total, u.get("completion_tokens").total) == (10, 3)
+
+
+def test_a_run_cost_adds_up_trial_by_trial_as_its_scenarios_are_read_once() -> None:
+    """The table reads each trial once for its scenario's and the run's totals; the run's
+    cost is still the sum trial after trial (0.1 + 0.2 + 0.3 in that order is
+    0.6000000000000001; adding the scenarios' totals would give 0.6)."""
+    art = artifact({"geo": [
+        scenario("a", PARIS, [trial_with({"cost": 0.1})]),
+        scenario("b", PARIS, [trial_with({"cost": 0.2}), trial_with({"cost": 0.3})]),
+    ]})
+    doc = json.loads(render(art, "json"))
+    assert doc["usage"]["cost"] == run_usage(art).get("cost").total == 0.1 + 0.2 + 0.3
+    assert [s["usage"]["cost"] for s in doc["scenarios"]] == [0.1, 0.2 + 0.3]
+    assert doc["usage"]["reported"]["cost"] == 3

@@ -22,6 +22,7 @@ import pytest
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.paths import SCHEMAS
 from tests.support.tasks import SETTINGS, commit_task
 
 pytestmark = pytest.mark.needs_bwrap
@@ -67,11 +68,13 @@ def test_reward_one_is_satisfied_and_everything_is_recorded(repo: Repo) -> None:
     echo = trial["transcript"]["turns"][0]["echo"]
     assert echo["text"] == "Write the answer.\n" and echo["task"] == "fix"
     assert echo["iteration"] == 0 and os.path.isabs(echo["workspace"])
-    schema = json.loads((Path(__file__).parents[1] / "schemas" / "target-input.schema.json")
+    schema = json.loads((SCHEMAS / "target-input.schema.json")
                         .read_text())
     jsonschema.Draft202012Validator(schema).validate(echo)
-    # every key but those of a target serving many conversations (docs/run.md)
-    assert set(echo) == set(schema["properties"]) - {"conversation", "end"}
+    # every key but those of a target serving many conversations (docs/run.md) and of a
+    # multiple-choice drift row (docs/goldens.md)
+    assert set(echo) == set(schema["properties"]) - {"conversation", "end", "choices",
+                                                     "max_tokens"}
     # the workspace held environment/ without its Dockerfile
     assert trial["transcript"]["turns"][0]["workspace_files"] == ["plan.txt"]
     # every file of the task is pinned by blob

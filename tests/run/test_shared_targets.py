@@ -11,8 +11,7 @@ from typing import Any
 import jsonschema
 
 from tests.conftest import Repo, run_cli
-
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+from tests.support.paths import SCHEMAS
 
 # Keeps each conversation's turn count, answers in the id's conversation, logs its start
 # and every ended conversation. "wait" is held until a "crash" arrives; "crash" (after a

@@ -15,6 +15,7 @@ from gitevals.report.runs import Refused, junit, render, render_refused
 from tests.conftest import Repo, run_cli
 from tests.support import refdata
 from tests.support.artifacts import PARIS, artifact, result, sample, scenario, transcript
+from tests.support.paths import RUN_HARNESS
 
 #: Published by the Jenkins xunit plugin; see ../shared/data/README.md (never copied here).
 #: Every test here validates against it: without it (a plain clone) the module skips.
@@ -109,7 +110,7 @@ def test_only_refused_cases(schema: xmlschema.XMLSchema, tmp_path: Path) -> None
 
 # -- through the real CLI ----------------------------------------------------------------
 
-HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
+HARNESS = RUN_HARNESS
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 GOOD = ("defaults: {trials: 1, timeout: 20s}\nscenarios:\n  - id: ok\n    user: What is the "
         "capital of France?\n    expect: [{final_answer_contains: Paris}]\n")
