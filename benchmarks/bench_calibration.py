@@ -70,14 +70,20 @@ def main() -> None:
     refs = refs_of(repo)
     lint = best(args.repeat, lambda: lint_tree(tree, cache=False, jobs=1))
     plain = best(args.repeat, lambda: advisory_findings(tree, settings, refs))
-    for module in (repo / "evals/graders").glob("*.py"):
-        text = module.read_text()
-        module.write_text(text.replace('    answer = run.get("final_answer") or ""',
-                                       '    answer = run.get("final_answer") or ""\n'
-                                       '    t.llm("unused")'))
-    judged_tree = WorkingTree(repo)
-    found = advisory_findings(judged_tree, settings, refs)
-    judged = best(args.repeat, lambda: advisory_findings(judged_tree, settings, refs))
+    # Every module rewritten to ask the judge, and put back after: a --repo built once
+    # and reused must measure the generated graders again next time.
+    sources = {m: m.read_text() for m in (repo / "evals/graders").glob("*.py")}
+    try:
+        for module, text in sources.items():
+            module.write_text(text.replace('    answer = run.get("final_answer") or ""',
+                                           '    answer = run.get("final_answer") or ""\n'
+                                           '    t.llm("unused")'))
+        judged_tree = WorkingTree(repo)
+        found = advisory_findings(judged_tree, settings, refs)
+        judged = best(args.repeat, lambda: advisory_findings(judged_tree, settings, refs))
+    finally:
+        for module, text in sources.items():
+            module.write_text(text)
     print(f"references: {len(refs)}; GE510 found when every grader asks: {len(found)}")
     print(f"{'lint, cold, 1 job':42s} {lint:8.3f} s")
     print(f"{'calibration check, no judge graders':42s} {plain:8.3f} s   "

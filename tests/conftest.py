@@ -40,7 +40,24 @@ _NEEDS: dict[str, tuple[Callable[[], bool], str]] = {
                        "chromium-driver)"),
     "needs_ray": (lambda: importlib.util.find_spec("ray") is not None,
                   "needs Ray (pip install -e '.[ray]')"),
+    "needs_container": (lambda: _engine() is not None,
+                        "needs a usable container engine (Debian: apt install podman)"),
+    "needs_cgroup2": (lambda: _cgroup2() is not None,
+                      "needs a delegated cgroup v2 subtree (cpu, memory, pids enabled in "
+                      "cgroup.subtree_control of this process's cgroup)"),
 }
+
+
+def _cgroup2() -> object:
+    from gitevals.tasks.cgroup2 import parent
+
+    return parent()
+
+
+def _engine() -> object:
+    from gitevals.tasks.image import engine_named
+
+    return engine_named(None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -64,6 +81,9 @@ def _isolated_env(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.delenv("GIT_DIR", raising=False)
+    # no container engine unless a test asks for one (needs_container): a task's
+    # Dockerfile is then not built, as on a machine without one
+    monkeypatch.setenv("GITEVALS_CONTAINER_ENGINE", "")
     monkeypatch.delenv("GIT_INDEX_FILE", raising=False)
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)

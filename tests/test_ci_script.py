@@ -49,7 +49,7 @@ def test_the_checks_are_ruff_import_order_strict_mypy_and_the_layers() -> None:
 def test_ci_installs_what_a_brand_new_debian_lacks() -> None:
     apt = next(c for c in commands(ROOT / ".ci" / "run") if "apt-get install" in c)
     assert {"git", "python3", "python3-venv", "bubblewrap", "chromium",
-            "chromium-driver"} <= set(apt.split())
+            "chromium-driver", "podman"} <= set(apt.split())
     run = commands(ROOT / ".ci" / "run")
     first_git = next(i for i, c in enumerate(run) if c.startswith("git "))
     assert run.index(apt) < first_git  # git is installed before it is used

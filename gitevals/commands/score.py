@@ -225,13 +225,14 @@ def regrade(run: Run, rev: str, jobs: int) -> Run:
 
 def _regrade_goldens(part: Goldens, call: GraderCall, ex: Executor) -> Goldens:
     """``part`` with a fresh grader answer for every golden that did not end in an error."""
+    from gitevals.goldens.choice import GRADER
     from gitevals.goldens.execute import grade_item
     from gitevals.goldens.rows import turns
     from gitevals.run.goldens import SuiteItem
 
     def one(it: SuiteItem) -> SuiteItem:
-        if it["error"] is not None:
-            return it
+        if it["error"] is not None or it["grader"] == GRADER:
+            return it  # a multiple-choice row is scored by gitevals, not by a tree grader
         sent = list(turns(it["row"]) or ())
         answer = grade_item(call, it["grader"], it["id"], it["row"], sent, it["transcript"])
         return {**it, "answer": answer}

@@ -156,10 +156,17 @@ def _check(tree: Tree, task: Task, bwrap: str, as_json: bool) -> int:
     import json
 
     from gitevals.tasks.controls import run_controls
+    from gitevals.tasks.image import ImageError, for_task
     from gitevals.text import visible
 
     with _on_disk(tree, task) as source:
-        controls = run_controls(task, source, bwrap)
+        try:
+            realized = for_task(task, source)  # its image's system, where an engine is usable
+        except ImageError as exc:
+            print(f"gitevals: task {visible(task.name)}: its image could not be realized: "
+                  f"{visible(str(exc))}", file=sys.stderr)
+            return 1
+        controls = run_controls(task, source, bwrap, realized.root if realized else None)
     if as_json:
         doc = {"task": task.name, "path": task.path, **controls.as_dict()}
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from gitevals.findings import Finding
 from gitevals.goldens import SUITE_FILE as SUITE_FILE
-from gitevals.goldens import filters
+from gitevals.goldens import choice, filters
 from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSON, JSONObject
 
@@ -75,6 +75,7 @@ class Slice:
     low: int = 0
     at: tuple[int, int] = (1, 1)  # where it is written in drift-suite.yaml
     sized_for: bool = False  # a comment says what budget its count was sized for (GE634)
+    choice: choice.Spec | None = None  # multiple choice, scored by gitevals (``choices``)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ def load_suite(data: bytes, path: str) -> tuple[Suite | None, list[Finding]]:
         slices.append(Slice("benchmark", name, str(b["source"]), int(_num(b["n_items"])),
                             int(_num(b["seed"])), _text(b.get("grader")), str(b["split"]),
                             at=doc.position(("frozen_benchmarks", i)),
-                            sized_for=_sized_for(data, doc, ("frozen_benchmarks", i))))
+                            sized_for=_sized_for(data, doc, ("frozen_benchmarks", i)),
+                            choice=_choice(doc, b, ("frozen_benchmarks", i), findings)))
     domain = raw.get(DOMAIN)
     if isinstance(domain, dict):
         slices.extend(_domain(doc, domain, findings, data))
@@ -161,7 +163,34 @@ def _domain(doc: Document, domain: JSONObject, findings: list[Finding],
         return []
     return [Slice("domain", DOMAIN, str(domain["path"]), high, int(_num(domain.get("seed", 0))),
                   _text(domain.get("grader")), filter=node, low=low, at=doc.position((DOMAIN,)),
-                  sized_for=_sized_for(data, doc, (DOMAIN,)))]
+                  sized_for=_sized_for(data, doc, (DOMAIN,)),
+                  choice=_choice(doc, domain, (DOMAIN,), findings))]
+
+
+def _choice(doc: Document, raw: JSONObject, where: tuple[str | int, ...],
+            findings: list[Finding]) -> choice.Spec | None:
+    """A slice's multiple-choice settings (``choices``, ``max_tokens``), or None; GE630
+    when it also names a grader or its retry budget is not above the first."""
+    labels = raw.get("choices")
+    if not isinstance(labels, list):
+        if "max_tokens" in raw:
+            findings.append(doc.finding((*where, "max_tokens"), "GE630",
+                                        "max_tokens is the token budget of a multiple-choice "
+                                        "slice; set choices: [A, B, C, D] too, or remove it"))
+        return None
+    if "grader" in raw:
+        findings.append(doc.finding((*where, "grader"), "GE630",
+                                    "a slice with choices is scored by gitevals (log-"
+                                    "probability, else the extracted label); remove grader, "
+                                    "or remove choices to grade it with your own"))
+    first, retry = (int(_num(x)) for x in _values(raw.get("max_tokens",
+                                                          list(choice.DEFAULT_BUDGET))))
+    if retry <= first:
+        findings.append(doc.finding((*where, "max_tokens"), "GE630",
+                                    f"max_tokens [{first}, {retry}]: the retry of an unparsed "
+                                    "answer must have the larger budget; write [first, retry] "
+                                    "with retry above first"))
+    return choice.Spec(tuple(str(x) for x in labels), (first, retry))
 
 
 #: A YAML comment saying what budget a count was sized for: ``# sized for a 20-point ...``.
@@ -320,7 +349,15 @@ def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
                                f"\"input\" of this row of drift slice {s.name} (and "
                                f"{len(unsendable) - 1} more) is not a string or a non-empty "
                                "list of strings, so it cannot be sent; write the user turn(s)"))
-        if s.grader is None:
+        if s.choice is not None:
+            labels = s.choice.labels
+            orphan = next((ln for ln, r in picked if choice.expected(r, labels) is None), None)
+            if orphan is not None:
+                out.append(Finding(path, *s.at, "GE635",
+                                   f"{s.name}: row at {s.source}:{orphan} has no \"expected\" "
+                                   f"among the choices {'/'.join(labels)}, so nothing could "
+                                   "score it; give each row its correct label"))
+        elif s.grader is None:
             orphan = next((ln for ln, r in picked if (bucket(r) or "") not in mapping), None)
             if orphan is not None:
                 out.append(Finding(path, *s.at, "GE635",

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from gitevals.goldens import choice
 from gitevals.goldens.plan import Item, SuitePlan
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.model import DEFAULT_TIMEOUT
@@ -104,20 +105,69 @@ class SuiteExecution:
         if self.stop.is_set():
             return
         item = self.plan.items[index]
-        started = time.monotonic()
-        replies, error = self._converse(item)
-        t = transcript(replies, int((time.monotonic() - started) * 1000))
-        answer = self._grade(item, t) if error is None and not self.stop.is_set() else None
+        record: JSONObject | None = None
+        if item.choice is not None:
+            t, error, answer, record = self._choose(item, item.choice)
+        else:
+            t, error = self._attempt(item, None)
+            answer = self._grade(item, t) if error is None and not self.stop.is_set() else None
         if self.stop.is_set():
             return  # an interrupted conversation is not recorded
         done = decide({"kind": item.kind, "slice": item.slice, "id": item.id,
                        "path": item.path, "line": item.line, "row": item.row,
                        "grader": item.grader, "transcript": t, "error": error,
                        "answer": answer, "outcome": None, "passed": False})
+        if record is not None:
+            done["choice"] = record
         with self._lock:
             self.results[index] = done
 
-    def _converse(self, item: Item) -> tuple[list[JSONObject], ErrorRecord | None]:
+    def _attempt(self, item: Item, max_tokens: int | None) -> tuple[Transcript,
+                                                                    ErrorRecord | None]:
+        """One conversation of ``item`` and its transcript (``max_tokens``: the token
+        budget a multiple-choice row is sent with)."""
+        started = time.monotonic()
+        replies, error = self._converse(item, max_tokens)
+        return transcript(replies, int((time.monotonic() - started) * 1000)), error
+
+    def _choose(self, item: Item, spec: choice.Spec) -> tuple[
+            Transcript, ErrorRecord | None, GraderAnswer | None, JSONObject]:
+        """A multiple-choice row, scored by gitevals: the label the last reply chose (by
+        log-probability, else extracted); an unparsed answer is sent once more with the
+        larger budget before it is scored wrong. The record keeps every attempt."""
+        first, retry = spec.budget
+        attempts: list[JSON] = []
+        t, error = self._attempt(item, first)
+        scored = self._scored(t, error, spec)
+        retried = None
+        if error is None and scored.method == choice.UNPARSED and not self.stop.is_set():
+            said: list[JSON] = list(t["turns"])
+            attempts.append({"max_tokens": first, "method": scored.method, "chosen": None,
+                             "final_answer": t["final_answer"], "turns": said})
+            t, error = self._attempt(item, retry)
+            scored, retried = self._scored(t, error, spec), retry
+        attempts.append({"max_tokens": retried or first,
+                         "method": "error" if error is not None else scored.method,
+                         "chosen": scored.label})
+        want = choice.expected(item.row, spec.labels) or ""
+        record: JSONObject = {"choices": list(spec.labels), "expected": want,
+                              "attempts": attempts}
+        if error is not None:
+            return t, error, None, record
+        answer: GraderAnswer = {"index": 0, "name": choice.GRADER, "error": None,
+                                "raw": choice.verdict(scored.label, want, scored, retried),
+                                "duration_ms": 0}
+        return t, None, answer, record
+
+    @staticmethod
+    def _scored(t: Transcript, error: ErrorRecord | None, spec: choice.Spec) -> choice.Scored:
+        turns = t["turns"]
+        if error is not None or not turns:
+            return choice.Scored(None, "error", "the conversation ended in an error")
+        return choice.score(turns[-1], spec.labels)
+
+    def _converse(self, item: Item, max_tokens: int | None = None
+                  ) -> tuple[list[JSONObject], ErrorRecord | None]:
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         replies: list[JSONObject] = []
         case = case_of(item.kind, item.slice)
@@ -125,8 +175,11 @@ class SuiteExecution:
             with Conversation(self.argv, self.tree_dir, env=self._env, registry=self.registry,
                               python_target=self.python_target) as conv:
                 for turn, text in enumerate(item.turns):
-                    msg: Turn = {"text": text, "turn": turn, "case": case, "scenario": item.id,
-                           "trial": 0}
+                    msg: Turn = {"text": text, "turn": turn, "case": case,
+                                 "scenario": item.id, "trial": 0}
+                    if item.choice is not None and max_tokens is not None:
+                        msg["choices"] = list(item.choice.labels)
+                        msg["max_tokens"] = max_tokens
                     replies.append(conv.ask(msg, deadline))
         except TargetError as exc:
             return replies, exc.as_dict()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from gitevals.findings import Finding
 from gitevals.git.trees import Tree
-from gitevals.goldens import drift
+from gitevals.goldens import choice, drift
 from gitevals.goldens.mapping import Summary, grader_position, lint_mapping, summarize
 from gitevals.goldens.rows import bucket, row_id, rows, turns
 from gitevals.jsontypes import JSONObject
@@ -37,6 +37,7 @@ class Item:
     row: JSONObject
     grader: str
     turns: tuple[str, ...]
+    choice: choice.Spec | None = None  # a multiple-choice drift row, scored by gitevals
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,8 @@ def plan_suite(tree: Tree, settings: Settings,
 
     # The grader modules and every tree file they import: an edit to a helper changes
     # what a grader decides, so it changes the measuring stick (graderimports.py).
-    files.update(closure(tree, {module_path(root, i.grader) for i in items}, root))
+    files.update(closure(tree, {module_path(root, i.grader) for i in items
+                                if i.choice is None}, root))
     return SuitePlan(tuple(items), tuple(findings), dict(sorted(files.items())),
                      dict(settings.golden_graders), budget,
                      tuple(sorted(set(buckets))) if buckets else None)
@@ -269,9 +271,10 @@ def _drift_items(tree: Tree, suite: drift.Suite, mapping: dict[str, str],
         if data is None:
             continue
         for line, row in drift.sample(s, data):
-            grader = s.grader or mapping.get(bucket(row) or "")
+            grader = (choice.GRADER if s.choice is not None
+                      else s.grader or mapping.get(bucket(row) or ""))
             sent = turns(row)
             if grader is not None and sent is not None:
                 out.append(Item(s.kind, s.name, row_id(row, line), s.source, line, row,
-                                grader, sent))
+                                grader, sent, s.choice))
     return out

@@ -291,7 +291,9 @@ CODES: tuple[Code, ...] = (
          "the buckets",
          "warning"),
     Code("GE630",
-         "the suite violates its schema (also: `n_items_range` running backwards)",
+         "the suite violates its schema (also: `n_items_range` running backwards; a slice with "
+         "`choices` that names a `grader`, or whose `max_tokens` retry budget is not above the "
+         "first)",
          "see the message"),
     Code("GE631",
          "a `source`/`path` is not a file of the linted tree, or not a normalized path inside "
@@ -314,8 +316,9 @@ CODES: tuple[Code, ...] = (
          "warning"),
     Code("GE635",
          "a sampled row has no grader: the slice sets no `grader` and the row's bucket is not "
-         "mapped",
-         "set `grader: file.function` on the slice, or give the rows mapped buckets"),
+         "mapped (a slice with `choices`: the row's `expected` is not one of them)",
+         "set `grader: file.function` on the slice, or give the rows mapped buckets (or their "
+         "correct labels)"),
     Code("GE636",
          "two benchmarks share a `name`",
          "name each benchmark once"),

@@ -121,13 +121,19 @@ class Iteration(TypedDict):
     duration_ms: int | float
 
 
-class TaskTrial(TypedDict):
-    """What a task trial adds to a ``Trial``: its iterations and where they led."""
-
+class _TaskTrialKeys(TypedDict):
     state: str                   # satisfied | needs_revision | max_iterations_reached | error
     final_reward: float | None
     sandbox: str                 # "bwrap", "none" (run --no-sandbox), "harbor" (imported)
     iterations: list[Iteration]
+
+
+class TaskTrial(_TaskTrialKeys, total=False):
+    """What a task trial adds to a ``Trial``: its iterations and where they led; ``limits``
+    only when the task names ``cpus`` or ``memory_mb``: how they held (``rlimit`` or
+    ``cgroup2``)."""
+
+    limits: str
 
 
 class _TrialKeys(TypedDict):
@@ -268,6 +274,7 @@ class TaskInfo(_TaskInfoKeys, total=False):
     controls: JSONObject         # gitevals.tasks.controls.Controls.as_dict()
     limits: JSONObject           # cpus / memory_mb as applied (gitevals.tasks.limits.record)
     agent_sandbox: bool          # [agent] sandbox = true: the target ran in bubblewrap
+    image: JSONObject            # the task's image as realized (gitevals.tasks.image.Realized)
 
 
 class CaseRun(_CaseRunKeys, total=False):
@@ -854,7 +861,7 @@ def _explain(v: Violation | None, where: str) -> str:
 
 _TRIAL_KEYS = frozenset(Trial.__required_keys__)
 _ITERATION_KEYS = frozenset(Iteration.__annotations__)
-_TASK_TRIAL_KEYS = frozenset(TaskTrial.__annotations__)
+_TASK_TRIAL_KEYS = frozenset(TaskTrial.__required_keys__)
 _TASK_STATES = frozenset(("satisfied", "needs_revision", "max_iterations_reached", "error"))
 _TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
 _GRADER_KEYS = frozenset(_GraderAnswerKeys.__annotations__)

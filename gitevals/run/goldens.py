@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 KINDS = ("bucket", "benchmark", "domain")
 
 
-class SuiteItem(TypedDict):
-    """One golden (or drift row) as run: its row, what the target said, the grader's answer."""
+class _SuiteItemKeys(TypedDict):
 
     kind: str
     slice: str
@@ -34,6 +33,15 @@ class SuiteItem(TypedDict):
     answer: GraderAnswer | None
     outcome: AssertionOutcome | None
     passed: bool
+
+
+class SuiteItem(_SuiteItemKeys, total=False):
+    """One golden (or drift row) as run: its row, what the target said, the grader's answer;
+    a multiple-choice drift row also its ``choice``: the choices, the expected label and
+    every attempt (token budget, method, label chosen; the unparsed first one's answer
+    when it was retried)."""
+
+    choice: JSONObject
 
 
 class SliceRate(TypedDict):

@@ -172,8 +172,10 @@ def serve_openai(config: Message, lines: IO[str], out: IO[str]) -> None:
     for line in lines:
         turn = json.loads(line)
         history.append({"role": "user", "content": turn.get("text")})
-        reply, added = chat_reply(post(url, {"model": config["model"], "messages": history},
-                                       headers), url)
+        body: Message = {"model": config["model"], "messages": history}
+        if isinstance(turn.get("max_tokens"), int):  # a multiple-choice drift row's budget
+            body["max_tokens"] = turn["max_tokens"]
+        reply, added = chat_reply(post(url, body, headers), url)
         history += added
         out.write(json.dumps(reply, ensure_ascii=False) + "\n")
         out.flush()

@@ -189,16 +189,18 @@ def _prctl() -> Callable[..., int]:
     return prctl
 
 
-def _hold(lifeline: int, program: object) -> None:
+def _hold(lifeline: int, program: object, said: int) -> None:
     """Wait as ``program`` (a small one: ``cat``) reading the supervisor's lifeline, until
-    killed or the supervisor is gone (as ``reaper._hold``). Never returns."""
+    killed or the supervisor is gone (as ``reaper._hold``). Never returns. ``said`` (the
+    pipe the pids were written to, close-on-exec) closes as the program starts: whoever
+    reads it to its end knows the holder is that program by then."""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(lifeline, 0)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
-            if fd > 2:  # this process kept open would never end
+            if fd > 2 and fd != said:  # this process kept open would never end
                 try:
                     os.close(fd)
                 except OSError:
@@ -208,6 +210,7 @@ def _hold(lifeline: int, program: object) -> None:
                 os.execve(program, [program], {})
             except OSError:
                 program = None  # (imports nothing here: a holder pays for no import)
+        os.close(said)
         while os.read(0, 4096):  # no such program: wait as Python
             pass
     finally:
@@ -228,11 +231,10 @@ def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
             os.close(w)
             _conversation(spec, fn, sock, fds)
         os.write(w, str(pid).encode())
-        os.close(w)
         sock.close()
         for fd in fds[:3]:
             os.close(fd)
-        _hold(fds[3], program)
+        _hold(fds[3], program, w)
     finally:
         os._exit(1)
 

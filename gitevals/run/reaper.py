@@ -436,8 +436,11 @@ def hold_program() -> str | None:
     return next((p for p in ("/bin/cat", "/usr/bin/cat") if os.access(p, os.X_OK)), None)
 
 
-def _hold(lifeline: int, program: str | None) -> None:
+def _hold(lifeline: int, program: str | None, said: int) -> None:
     """Become a holder: wait until killed or the supervisor is gone. Never returns.
+    ``said``, the close-on-exec pipe the holder wrote its target's pid to, closes as the
+    program starts: once the supervisor read it to its end, the holder is that program
+    (a target that looks at its parent on its first turn sees ``cat``).
     (``pyworker._hold`` is the same for the python targets' holders.)"""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -445,12 +448,13 @@ def _hold(lifeline: int, program: str | None) -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # nothing else: a pipe
-            if fd > 2:  # this process kept open would never end
+            if fd > 2 and fd != said:  # this process kept open would never end
                 with suppress(OSError):
                     os.close(fd)
         if program:
             with suppress(OSError):
                 os.execve(program, [program], {})
+        os.close(said)
         while os.read(0, 4096):  # no such program here: wait as Python
             pass
     finally:
@@ -606,9 +610,8 @@ class _Holders:
                 except OSError as exc:
                     said = {"errno": exc.errno, "error": exc.strerror or str(exc)}
                 os.write(w, json.dumps(said).encode())
-                os.close(w)
                 if "pid" in said:
-                    _hold(self.lifeline, self.program)
+                    _hold(self.lifeline, self.program, w)
             finally:
                 os._exit(0)
         os.close(w)

@@ -402,8 +402,10 @@ class Execution:
 
         for ti, task in enumerate(self.plan.tasks):
             if ti not in self.controls and not self.stop.is_set():
+                realized = self.task_trials.image(task)[0]  # its system, when realized
                 self.controls[ti] = run_controls(task, Path(self.tree_dir) / task.path,
-                                                 self.task_trials.bwrap)
+                                                 self.task_trials.bwrap,
+                                                 realized.root if realized else None)
 
     def _feed(self, pool: ThreadPoolExecutor,
               items: Iterator[tuple[Callable[[int, int], None], int, int]],
@@ -462,8 +464,14 @@ class Execution:
                            if controls is None or controls.valid
                            else broken_trials(task, self.plan.task_trials(),
                                               controls.reason(), sandbox))
+                made = self.__dict__.get("task_trials")  # None: the trials ran on Ray nodes
+                limits = next((r["task"]["limits"] for r in results
+                               if "task" in r and "limits" in r["task"]), None)
                 out.append(case_run(task, self.plan.task_trials(), results, sandbox,
-                                    None if controls is None else controls.as_dict()))
+                                    None if controls is None else controls.as_dict(),
+                                    made.image_record(task) if made is not None else None,
+                                    limits or (made.mechanism if made is not None
+                                               else "rlimit")))
             out.sort(key=lambda c: c["name"])
         return out
 

@@ -73,6 +73,8 @@ class Turn(TypedDict):
     task: NotRequired[str]
     workspace: NotRequired[str]
     iteration: NotRequired[int]
+    choices: NotRequired[list[str]]  # only for a row of a multiple-choice drift slice
+    max_tokens: NotRequired[int]     # its token budget (gitevals.goldens.choice)
 
 
 class TargetError(Exception):

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from gitevals.settings import Settings
     from gitevals.tasks.confine import Sealed
     from gitevals.tasks.definition import Task
+    from gitevals.tasks.image import Realized
     from gitevals.tasks.pids import Group
 
 #: The one scenario id of a task's entry in a run.
@@ -109,18 +110,25 @@ def select(tree: Tree, settings: Settings, cases: dict[str, str],
                     tuple(findings), tuple(str(n) for n in notes), files)
 
 
-def gaps(task: Task) -> list[str]:
-    """What a run does not realize of ``task``: its image, and ``storage_mb`` (``cpus``
-    and ``memory_mb`` are applied: ``gitevals.tasks.limits``)."""
+def gaps(task: Task, image: bool = False) -> list[str]:
+    """What a run does not realize of ``task``: its image (unless ``image``: it was
+    built or pulled, ``gitevals.tasks.image``), and ``storage_mb`` (``cpus`` and
+    ``memory_mb`` are applied: ``gitevals.tasks.limits``)."""
     storage = ["storage_mb"] if task.environment.storage_mb is not None else []
-    return sorted({*task.gaps(), *storage})
+    return sorted({*(() if image else task.gaps()), *storage})
 
 
 def gap_lines(tasks: Sequence[Task]) -> list[str]:
-    """One line per task with unrealized parts, for the run to print once."""
+    """One line per task with unrealized parts, for the run to print once (an image is
+    realized when a container engine is usable here)."""
     out = []
+    engine = None
+    if any(t.gaps() for t in tasks):
+        from gitevals.tasks.image import find_engine
+
+        engine = find_engine()
     for t in tasks:
-        missing = gaps(t)
+        missing = gaps(t, image=engine is not None)
         if missing:
             out.append(f"gitevals: task {t.name!r}: not realized: {', '.join(missing)} "
                        "(the verifier runs on this machine's system, read-only, in the "
@@ -150,6 +158,15 @@ class TaskTrials:
         self.stop = stop
         self.bwrap = bwrap
         self.scratch = Path(tree_dir).parent / "tasks"
+        self._images: dict[str, Realized | str] = {}  # task -> its image, or why not
+        #: How a task's cpus and memory_mb hold its verifier calls: a cgroup v2 of each
+        #: call where this process has a delegated subtree (sandboxed), else rlimits.
+        self.mechanism = "rlimit"
+        if bwrap is not None:
+            from gitevals.tasks.cgroup2 import MECHANISM, parent
+
+            self.mechanism = MECHANISM if parent() is not None else "rlimit"
+        self._image_lock = threading.Lock()
         if bwrap is not None and sandbox_user(bwrap) is not None:
             # the verifier's bubblewrap, started as nobody, resolves the workspace's path:
             # the run's directory lets it through (not list), the commit stays private
@@ -160,6 +177,30 @@ class TaskTrials:
     def sandbox(self) -> str:
         return sandbox_name(self.bwrap)
 
+    def image(self, task: Task) -> tuple[Realized | None, str | None]:
+        """The task's image, realized once a run (built or pulled, unpacked: its
+        sandbox's system), or why it could not be; ``(None, None)`` when the task names
+        none, no container engine is usable here, or the run has no sandbox."""
+        from gitevals.tasks.image import ImageError, find_engine, for_task
+
+        if self.bwrap is None or not task.gaps() or find_engine() is None:
+            return None, None
+        with self._image_lock:  # one build of a task at a time; the others wait for it
+            if task.name not in self._images:
+                try:
+                    made = for_task(task, Path(self.tree_dir) / task.path)
+                    self._images[task.name] = made if made is not None else "no engine"
+                except ImageError as exc:
+                    self._images[task.name] = str(exc)
+            got = self._images[task.name]
+        return (None, got) if isinstance(got, str) else (got, None)
+
+    def image_record(self, task: Task) -> JSONObject | None:
+        """What the run recorded of the task's image: realized, or None."""
+        with self._image_lock:
+            got = self._images.get(task.name)
+        return got.as_dict() if got is not None and not isinstance(got, str) else None
+
     def trial(self, task: Task, k: int) -> Trial | None:
         """Trial ``k`` of ``task``; None when the run was interrupted meanwhile."""
         from gitevals.run.targets import Conversation
@@ -168,8 +209,14 @@ class TaskTrials:
         started = time.monotonic()
         iterations: list[Iteration] = []
         replies: list[JSONObject] = []
+        realized, why = self.image(task)
+        if why is not None:
+            return self._trial(task, k, [], [], started, {
+                "kind": "image_error", "message": f"the task's image could not be "
+                f"realized: {why}"})
         try:
             places = self._prepare(task, base)
+            places.root = realized.root if realized is not None else None
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return self._trial(task, k, [], [], started,
@@ -183,7 +230,7 @@ class TaskTrials:
                     "kind": "target_start", "message": "[agent] sandbox = true runs the "
                     "target in bubblewrap: run without --no-sandbox"})
             argv = agent_argv(self.bwrap, self.argv, self.tree_dir, places.workspace,
-                              task.environment.workdir)
+                              task.environment.workdir, root=places.root)
             python_target, group, places.told = False, None, task.environment.workdir
         else:
             argv, python_target, group = self._target()
@@ -256,7 +303,7 @@ class TaskTrials:
 
         text = task.instruction
         timeout = task.agent_timeout_sec or DEFAULT_AGENT_TIMEOUT
-        call = verifier_call(task)
+        call = verifier_call(task, places.root, cgroup=self.mechanism == "cgroup2")
         for i in range(task.max_iterations):
             if self.stop.is_set():
                 return None
@@ -358,7 +405,8 @@ class TaskTrials:
                                 f"{'s' * (attempt != 1)}: a grading failure, not a verdict)"}
             if attempt == 0:
                 error = {"kind": "verifier_error", "message": f"cannot run the verifier: {problem}"}
-            hit = resource_problem(code, tail, task.environment.cpus, task.environment.memory_mb)
+            hit = resource_problem(code, tail, task.environment.cpus,
+                                   task.environment.memory_mb, self.mechanism)
             if attempt and hit is not None:
                 error = {"kind": "resource_limit", "message": f"{hit}; no reward ({problem}): "
                          "not a verdict"}
@@ -373,6 +421,8 @@ class TaskTrials:
         ms = int((time.monotonic() - started) * 1000)
         record: TaskTrial = {"state": "error", "final_reward": None, "sandbox": self.sandbox,
                              "iterations": iterations}
+        if task.environment.cpus is not None or task.environment.memory_mb is not None:
+            record["limits"] = self.mechanism  # how cpus and memory_mb held this trial
         result: Trial = {"trial": k, "transcript": transcript(replies, ms), "error": error,
                          "graders": [], "assertions": [], "passed": False, "task": record}
         return judged(result, task.pass_threshold, task.max_iterations)
@@ -392,6 +442,7 @@ class Places:
         self.made: tuple[int, int] | None = None
         self.tests: Sealed | None = None
         self.private: str | None = None
+        self.root: str | None = None  # the task's image, unpacked: the sandbox's system
 
     def check(self) -> int:
         """A descriptor (``O_PATH``) of the workspace, opened without following a link
@@ -536,9 +587,11 @@ def broken_trials(task: Task, trials: int, reason: str, sandbox: str) -> list[Tr
 
 
 def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
-             controls: JSONObject | None = None) -> CaseRun:
+             controls: JSONObject | None = None, image: JSONObject | None = None,
+             mechanism: str = "rlimit") -> CaseRun:
     """The run's entry for ``task``: one scenario, its trials in order; ``controls`` when
-    the run checked them (``run --task-controls``)."""
+    the run checked them (``run --task-controls``); ``image`` when its image was
+    realized (``TaskTrials.image_record``)."""
     from gitevals.run.scoring import verdict
 
     info: TaskInfo = {
@@ -547,13 +600,16 @@ def case_run(task: Task, trials: int, results: list[Trial], sandbox: str,
         "verifier_default": task.verifier.default,
         "reward_format": task.verifier.reward_format, "workdir": task.environment.workdir,
         "allow_internet": task.environment.allow_internet, "sandbox": sandbox,
-        "gaps": gaps(task)}
+        "gaps": gaps(task, image=image is not None)}
+    if image is not None:
+        info["image"] = image
     if task.agent_sandbox:
         info["agent_sandbox"] = sandbox == "bwrap"
     if controls is not None:
         info["controls"] = controls
     env = task.environment
-    applied = record(env.cpus, env.memory_mb, task.verifier.timeout_sec or DEFAULT_TIMEOUT)
+    applied = record(env.cpus, env.memory_mb, task.verifier.timeout_sec or DEFAULT_TIMEOUT,
+                     mechanism)
     if applied is not None:
         info["limits"] = applied
     scenario: ScenarioRun = {

@@ -14,7 +14,7 @@ calls it, and the family keeps the promise of its method --
   that share a lane).
 
 The values equal ``statsmodels.stats.multitest.multipletests``' ``pvals_corrected``
-(``tests/test_stats_multiplicity.py`` checks it on random families).
+(``tests/stats/test_stats_kernel.py`` checks it on random families).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The tail is the regularized incomplete beta ``I_x(df / 2, 1 / 2)`` at
 ``x = df / (df + t^2)``, evaluated by its continued fraction (modified Lentz), which
 converges in a few dozen steps for every ``x`` once the symmetry
 ``I_x(a, b) = 1 - I_(1-x)(b, a)`` puts ``x`` on the fast side. Equal to
-``scipy.stats.t`` to 1e-12 (``tests/test_stats_paired.py``).
+``scipy.stats.t`` to 1e-12 (``tests/stats/test_stats_kernel.py``).
 """
 
 from __future__ import annotations

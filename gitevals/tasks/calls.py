@@ -46,8 +46,17 @@ def _copy_entry(path: Path, to: Path, top: str) -> None:
         shutil.copy2(path, to)
 
 
-def verifier_call(task: Task) -> Call:
-    """The verifier call ``task`` defines, behind its ``cpus`` and ``memory_mb`` limits."""
+def verifier_call(task: Task, root: str | None = None, cgroup: bool = False) -> Call:
+    """The verifier call ``task`` defines, behind its ``cpus`` and ``memory_mb`` limits:
+    rlimits, or with ``cgroup`` a cgroup v2 of the call (``gitevals.tasks.cgroup2``);
+    ``root``: its image, unpacked (``gitevals.tasks.image``), as the sandbox's system."""
     env, timeout = task.environment, task.verifier.timeout_sec or DEFAULT_TIMEOUT
+    if cgroup and (env.cpus is not None or env.memory_mb is not None):
+        from gitevals.tasks.cgroup2 import values
+        from gitevals.tasks.sandbox import PIDS
+
+        return Call(task.verifier.argv, env.workdir, task.verifier.env, timeout,
+                    env.allow_internet, root=root,
+                    cgroup=tuple(sorted(values(env.cpus, env.memory_mb, PIDS).items())))
     return Call(limited(task.verifier.argv, env.cpus, env.memory_mb, timeout), env.workdir,
-                task.verifier.env, timeout, env.allow_internet)
+                task.verifier.env, timeout, env.allow_internet, root=root)

@@ -77,11 +77,13 @@ def gap(task: Task, kind: str) -> JSONObject:
     """One thing of the task gitevals does not realize, with what it does instead."""
     detail: JSON
     if kind == "image_build":
-        detail = (f"{task.path}/environment/Dockerfile is not built (kept in full under "
-                  "environment.dockerfile): the verifier runs on this host's system, "
-                  "read-only, in the sandbox")
+        detail = (f"{task.path}/environment/Dockerfile is built only where a container "
+                  "engine (podman, docker) is usable (kept in full under "
+                  "environment.dockerfile); without one the verifier runs on this host's "
+                  "system, read-only, in the sandbox")
     elif kind == "image_pull":
-        detail = (f"image {task.environment.image!r} is not pulled: the verifier runs on this "
+        detail = (f"image {task.environment.image!r} is pulled only where a container "
+                  "engine (podman, docker) is usable; without one the verifier runs on this "
                   "host's system, read-only, in the sandbox")
     else:
         detail = kind

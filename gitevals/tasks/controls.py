@@ -154,23 +154,24 @@ def has_solution(source: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
-def run_controls(task: Task, source: Path, bwrap: str) -> Controls:
-    """Both controls of ``task``, whose files are on disk at ``source``, under ``bwrap``."""
+def run_controls(task: Task, source: Path, bwrap: str, root: str | None = None) -> Controls:
+    """Both controls of ``task``, whose files are on disk at ``source``, under ``bwrap``
+    (``root``: its image, unpacked, as the sandbox's system: ``gitevals.tasks.image``)."""
     bad = workdir_problem(task.environment.workdir)
     if bad is not None:
         broken = Control("do_nothing", False, None, (), f"cannot run the verifier: {bad}")
         return Controls(broken, None)
     threshold = task.pass_threshold
-    found, problem = _attempt(task, source, bwrap, solve=False)[:2]
+    found, problem = _attempt(task, source, bwrap, solve=False, root=root)[:2]
     nothing = do_nothing(found, problem, threshold)
     if not has_solution(source):
         return Controls(nothing, None)
-    found, problem, outcome = _attempt(task, source, bwrap, solve=True)
+    found, problem, outcome = _attempt(task, source, bwrap, solve=True, root=root)
     assert outcome is not None
     return Controls(nothing, oracle(found, problem, threshold, outcome))
 
 
-def _attempt(task: Task, source: Path, bwrap: str, solve: bool
+def _attempt(task: Task, source: Path, bwrap: str, solve: bool, root: str | None = None
              ) -> tuple[rewards.Rewards, str | None, Outcome | None]:
     """A fresh workspace; ``solve.sh`` in it when ``solve``; then the verifier: its
     rewards, why there are none, and the solution's outcome."""
@@ -188,10 +189,10 @@ def _attempt(task: Task, source: Path, bwrap: str, solve: bool
             sealed.append(_seal(source / "solution", "solution"))
             env, budget = task.environment, task.agent_timeout_sec or DEFAULT_SOLVE_TIMEOUT
             call = Call(limited(SOLVE_ARGV, env.cpus, env.memory_mb, budget), env.workdir, (),
-                        budget, env.allow_internet, mount=SOLUTION)
+                        budget, env.allow_internet, mount=SOLUTION, root=root)
             with prepare(call, Mounts(str(ws), "", ""), bwrap, sealed[-1]) as pending:
                 solved = pending.run()
-        found, problem = _verify(task, ws, bwrap, sealed[0])
+        found, problem = _verify(task, ws, bwrap, sealed[0], root)
         return found, problem, solved
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -209,10 +210,10 @@ def _seal(src: Path, what: str) -> Sealed:
         raise ValueError(f"{what}/ holds {exc}, over what the sandbox copies in") from None
 
 
-def _verify(task: Task, ws: Path, bwrap: str, tests: Sealed
+def _verify(task: Task, ws: Path, bwrap: str, tests: Sealed, root: str | None = None
             ) -> tuple[rewards.Rewards, str | None]:
     """The verifier on ``ws``, retried once when its reward cannot be read."""
-    call = verifier_call(task)
+    call = verifier_call(task, root)
     found: rewards.Rewards = {}
     problem: str | None = None
     for _ in range(ATTEMPTS):

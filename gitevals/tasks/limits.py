@@ -57,10 +57,23 @@ def cpu_seconds(cpus: float, timeout: float) -> int:
     return max(1, math.ceil(cpus * timeout))
 
 
-def record(cpus: float | None, memory_mb: int | None, timeout: float) -> JSONObject | None:
-    """What a run records of the limits applied (None: the task names none)."""
+def record(cpus: float | None, memory_mb: int | None, timeout: float,
+           mechanism: str = MECHANISM) -> JSONObject | None:
+    """What a run records of the limits applied (None: the task names none), by
+    ``mechanism``: ``rlimit`` (per process) or ``cgroup2`` (``gitevals.tasks.cgroup2``:
+    the verifier's processes together)."""
     if cpus is None and memory_mb is None:
         return None
+    if mechanism == "cgroup2":
+        from gitevals.tasks.cgroup2 import PERIOD_US, values
+
+        cpu = values(cpus, None, 0).get("cpu.max")
+        return {"mechanism": mechanism,
+                "memory": None if memory_mb is None else
+                f"memory.max {memory_mb} MiB for the verifier's processes together",
+                "cpu": None if cpus is None else
+                f"cpu.max {cpu}: {cpus:g} cpus (per {PERIOD_US} µs) for the verifier's "
+                "processes together"}
     return {"mechanism": MECHANISM,
             "memory": None if memory_mb is None else
             f"RLIMIT_AS {memory_mb} MiB of address space per process",
@@ -70,8 +83,16 @@ def record(cpus: float | None, memory_mb: int | None, timeout: float) -> JSONObj
 
 
 def resource_problem(exit_code: int | None, tail: str, cpus: float | None,
-                     memory_mb: int | None) -> str | None:
-    """Why a call that left no readable reward hit the task's limits, or None."""
+                     memory_mb: int | None, mechanism: str = MECHANISM) -> str | None:
+    """Why a call that left no readable reward hit the task's limits, or None. Under a
+    ``cgroup2`` (``mechanism``) ``cpu.max`` only slows, and a kill is the OOM killer's
+    past ``memory.max``."""
+    if mechanism == "cgroup2":
+        if memory_mb is not None and (exit_code in _KILLED or "Killed" in tail
+                                      or any(w in tail for w in _NO_MEMORY)):
+            return (f"the verifier was killed or ran out of memory (exit {exit_code}) past "
+                    f"the task's memory_mb = {memory_mb} (cgroup v2 memory.max)")
+        return None
     if cpus is not None and (exit_code in _KILLED or _CPU_WORDS in tail):
         return (f"the verifier was killed (exit {exit_code}) past the task's cpus = "
                 f"{cpus:g} (RLIMIT_CPU)")

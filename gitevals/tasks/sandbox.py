@@ -49,6 +49,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from gitevals.tasks.confine import Sealed, reopen, seal_tests, sealed, seccomp_program
+from gitevals.tasks.pids import Group
 
 #: ``[verifier] timeout_sec`` when the task gives none (Harbor's default verifier budget).
 DEFAULT_TIMEOUT = 600.0
@@ -114,6 +115,12 @@ class Call:
     #: Where the sealed files appear: ``/tests``, or ``/solution`` for a task's oracle
     #: (``gitevals.tasks.controls``).
     mount: str = TESTS
+    #: The task's image, unpacked (``gitevals.tasks.image``): the sandbox's system
+    #: instead of the host's. None: the host's, read-only.
+    root: str | None = None
+    #: The cgroup v2 settings of the call (``gitevals.tasks.cgroup2.values``): None, the
+    #: task's limits are rlimits in its argv (or it names none).
+    cgroup: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,19 +193,13 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
     descriptor, and ``/logs/verifier`` is the sandbox's own."""
     from gitevals.tasks.confine import hidden_etc
 
-    links = host_links if host_links is not None else _host_links()
-    masked = hidden if hidden is not None else hidden_etc()
     out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     if call.allow_internet:
         out.append("--share-net")
-    for d in _SYSTEM:
-        out += ["--ro-bind-try", d, d]
-    for path, is_dir in masked:  # what the host keeps from other users
-        out += (["--tmpfs", path, "--remount-ro", path] if is_dir
-                else ["--ro-bind", "/dev/null", path])
-    for d in _LINKS:
-        target = links.get(d)
-        out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
+    if call.root is not None:
+        out += image_binds(call.root, top_entries(call.root), call.workdir)
+    else:
+        out += _host_system(host_links, hidden if hidden is not None else hidden_etc())
     out += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
             "--size", str(LOGS_BYTES), "--tmpfs", LOGS, "--dir", call.mount]
@@ -217,6 +218,51 @@ def bwrap_argv(bwrap: str, call: Call, inside: Inside,
     for k, v in sorted(environment(call).items()):
         out += ["--setenv", k, v]
     return [*out, "--", *call.argv]
+
+
+def _host_system(host_links: dict[str, str | None] | None,
+                 masked: tuple[tuple[str, bool], ...]) -> list[str]:
+    """The host's system, read-only, less what ``/etc`` keeps from other users."""
+    links = host_links if host_links is not None else _host_links()
+    out: list[str] = []
+    for d in _SYSTEM:
+        out += ["--ro-bind-try", d, d]
+    for path, is_dir in masked:
+        out += (["--tmpfs", path, "--remount-ro", path] if is_dir
+                else ["--ro-bind", "/dev/null", path])
+    for d in _LINKS:
+        target = links.get(d)
+        out += ["--symlink", target, d] if target else ["--ro-bind-try", d, d]
+    return out
+
+
+#: Top-level names of an image's root the sandbox makes itself (never the image's).
+_OWN = frozenset(("proc", "dev", "tmp", "logs", TESTS[1:], SOLUTION[1:]))
+
+
+def image_binds(root: str, entries: Sequence[tuple[str, str | None]],
+                workdir: str) -> list[str]:
+    """An image's root as the sandbox's system: each top-level entry of ``root`` (name,
+    link target or None) bound read-only at ``/name``, a link as the same link; not
+    what the sandbox makes itself (``/proc``, ``/dev``, ``/tmp``, ``/logs``, ``/tests``,
+    ``/solution``) nor the top of ``workdir``, where the workspace is bound."""
+    skip = _OWN | {workdir.strip("/").split("/")[0]}
+    out: list[str] = []
+    for name, target in sorted(entries):
+        if not name or "/" in name or name in (".", "..") or name in skip:
+            continue
+        out += (["--symlink", target, "/" + name] if target is not None
+                else ["--ro-bind", f"{root}/{name}", "/" + name])
+    return out
+
+
+def top_entries(root: str) -> list[tuple[str, str | None]]:
+    """The top-level entries of an unpacked image: name and link target (None: not a link)."""
+    out: list[tuple[str, str | None]] = []
+    with os.scandir(root) as it:
+        for e in it:
+            out.append((e.name, os.readlink(e.path) if e.is_symlink() else None))
+    return out
 
 
 def _host_links() -> dict[str, str | None]:
@@ -270,7 +316,8 @@ class Pending:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float,
                  info: bool = False, fds: tuple[int, ...] = (), logs: str | None = None,
                  problem: str | None = None, kind: str = "verifier_error",
-                 user: tuple[int, int] | None = None, workspace: int = -1) -> None:
+                 user: tuple[int, int] | None = None, workspace: int = -1,
+                 group: Group | None = None) -> None:
         """``fds`` are handed to the process and closed here; ``logs`` is the host
         directory of ``/logs/verifier`` (None: the sandbox's own); ``problem`` says why
         it cannot start at all (nothing is started then). ``user``: the uid and gid the
@@ -278,6 +325,7 @@ class Pending:
         here from now) is then handed over to them as the verifier goes."""
         self.timeout = timeout
         self.user = user
+        self.group = group  # the call's cgroup v2 (its limits), removed when it is gone
         self.workspace = workspace
         self.problem: str | None = problem
         self.kind = kind  # the trial's error kind when ``problem`` ends it
@@ -336,6 +384,10 @@ class Pending:
             return Outcome(None, self.problem or "cancelled before it ran", False, 0)
         if self.user is not None and self.workspace >= 0:
             hand_over(self.workspace, *self.user)  # what the target made, as it is now
+        if self.group is not None:  # all the verifier starts is in the call's cgroup
+            from gitevals.tasks.cgroup2 import move_tree
+
+            move_tree(self.proc.pid, self.group.procs)
         with suppress(OSError):
             self.status.send(b"go\n")
         tail: deque[bytes] = deque()
@@ -407,11 +459,15 @@ class Pending:
         self._gone()
 
     def _gone(self) -> None:
-        """Under bubblewrap: wait for the sandbox's pid 1, and so its pid namespace."""
+        """Under bubblewrap: wait for the sandbox's pid 1, and so its pid namespace; then
+        remove the call's cgroup."""
         if self.info >= 0:
             _wait_gone(self.pid or _sandbox_pid(self.info), GRACE)
             os.close(self.info)
             self.info = -1
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
 
     def _end(self, beneath: bool) -> None:
         # Not reaped until here: its pid, which is its group's id, cannot be reused
@@ -446,7 +502,15 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
     own = tests is None
     user = sandbox_user(bwrap)
     handed = -1
+    group = None
     try:
+        if call.cgroup is not None:
+            from gitevals.tasks.cgroup2 import make
+
+            group = make(dict(call.cgroup))
+            if group is None:
+                raise ValueError("cannot make the verifier's cgroup (cgroup v2) for the "
+                                 "task's cpus and memory_mb")
         if tests is None:
             tests = seal_tests(mounts.tests, TESTS_BYTES, TESTS_FILES)
         opened.append(os.open(mounts.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
@@ -468,13 +532,15 @@ def prepare(call: Call, mounts: Mounts, bwrap: str | None,
         for fd in (*opened, *([handed] if handed >= 0 else [])):
             os.close(fd)
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if group is not None:
+            group.remove(0)
         return Pending([bwrap], {}, "/", call.timeout, problem=f"cannot set up the sandbox: "
                        f"{why}")
     finally:
         if own and tests is not None:
             tests.close()
     return Pending(argv, {}, "/", call.timeout, info=True, fds=tuple(opened), user=user,
-                   workspace=handed)
+                   workspace=handed, group=group)
 
 
 @functools.cache
@@ -780,7 +846,7 @@ def protected_paths() -> tuple[str, ...]:
 
 
 def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, workdir: str,
-               top: Sequence[str] | None = None) -> list[str]:
+               top: Sequence[str] | None = None, root: str | None = None) -> list[str]:
     """The target of a task trial in a sandbox of its own (``[agent] sandbox = true``).
 
     It sees the host read-only (every top-level directory of ``/``, or of ``top``: its
@@ -790,10 +856,15 @@ def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, w
     shared (a target calls its model) and the environment is the target's own. No
     capability. So it can write nothing but its workspace (not the installed gitevals),
     and sees no process of the host (nothing to trace: not gitevals, not a verifier's
-    sandbox). It is started before it sees anything (the workspace is bound by path)."""
+    sandbox). It is started before it sees anything (the workspace is bound by path).
+    ``root``: the task's image, unpacked, is its system instead of the host's (its
+    command must then exist in the image)."""
     names = sorted(os.listdir("/")) if top is None else list(top)
     out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--share-net",
            "--cap-drop", "ALL"]
+    if root is not None:
+        names = []
+        out += image_binds(root, top_entries(root), workdir)
     for name in names:
         path = "/" + name
         if name in ("proc", "dev", "tmp") or not name or "/" in name:

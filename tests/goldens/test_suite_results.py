@@ -22,6 +22,7 @@ BASELINE = json.loads(schema_path("baseline").read_text())
 def test_typed_like_the_schema(model: Any, schema: dict[str, Any]) -> None:
     assert model.__required_keys__ == frozenset(schema["required"])
     assert model.__required_keys__ <= set(schema["properties"])
+    assert model.__optional_keys__ <= set(schema["properties"])
 
 
 def _item(kind: str, name: str, raw: object, error: bool = False,

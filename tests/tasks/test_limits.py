@@ -5,51 +5,31 @@ passes."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gitevals.run.artifact import load as load_artifact
+from gitevals.tasks.cgroup2 import parent
 from gitevals.tasks.limits import limited
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo
+from tests.support.limits import GREEDY, run_limited
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                reason="bubblewrap is not installed (Debian: bubblewrap)")
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="bubblewrap is not installed (Debian: bubblewrap)"),
+              # where a delegated cgroup v2 holds the limits, test_cgroup2_real.py does
+              pytest.mark.skipif(parent() is not None, reason="the limits are a cgroup v2 "
+                                 "here (tests/tasks/test_cgroup2_real.py)")]
 
-HARNESS = (Path(__file__).parents[1] / "data" / "task_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-#: Allocates 256 MiB, then writes a passing reward.
-GREEDY = ("#!/bin/bash\npython3 -c 'b = bytearray(256 << 20)' || exit 1\n"
-          "echo 1 > /logs/verifier/reward.txt\n")
 #: Burns CPU for 3 s of CPU time, then writes a passing reward.
 BUSY = ("#!/bin/bash\npython3 -c 'import time\nwhile time.process_time() < 3: pass'"
         " || exit 1\necho 1 > /logs/verifier/reward.txt\n")
 
 
-def _run(repo: Repo, test_sh: str, environment: str) -> dict[str, Any]:
-    base = "evals/tasks/t"
-    repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
-                 "evals/.gitignore": "results/\n",
-                 f"{base}/task.toml": ("[verifier]\ntimeout_sec = 100\n\n[environment]\n"
-                                       + environment),
-                 f"{base}/instruction.md": "Do it.\n", f"{base}/tests/test.sh": test_sh,
-                 f"{base}/environment/plan.txt": "x\n",
-                 f"{base}/solution/solve.sh": "true\n"})
-    run_cli("run", cwd=repo.path)
-    paths = sorted((repo.path / "evals" / "results").glob("*.json"), key=os.path.getmtime)
-    (entry,) = load_artifact(paths[-1])["cases"]
-    return dict(entry)
-
-
 def test_a_verifier_past_memory_mb_is_a_resource_error_not_a_pass(repo: Repo) -> None:
-    free = _run(repo, GREEDY, "allow_internet = false\n")
+    free = run_limited(repo, GREEDY, "allow_internet = false\n")
     assert free["scenarios"][0]["verdict"]["verdict"] == "pass"  # the limit is what stops it
     assert "limits" not in free["task"]
-    entry = _run(repo, GREEDY, "memory_mb = 64\n")
+    entry = run_limited(repo, GREEDY, "memory_mb = 64\n")
     assert entry["task"]["limits"] == {
         "mechanism": "rlimit", "cpu": None,
         "memory": "RLIMIT_AS 64 MiB of address space per process"}
@@ -58,13 +38,14 @@ def test_a_verifier_past_memory_mb_is_a_resource_error_not_a_pass(repo: Repo) ->
     assert scenario["verdict"]["verdict"] == "broken"
     (trial,) = scenario["results"]
     assert trial["passed"] is False and trial["error"]["kind"] == "resource_limit"
+    assert trial["task"]["limits"] == "rlimit"  # each trial says which mechanism held it
     assert "memory_mb = 64" in trial["error"]["message"]
     assert "MemoryError" in trial["task"]["iterations"][0]["verifier_tail"]
 
 
 def test_a_verifier_past_its_cpu_time_is_killed_as_a_resource_error(repo: Repo) -> None:
     # cpus = 0.01 for 100 s: one second of CPU time per process
-    entry = _run(repo, BUSY, "cpus = 0.01\n")
+    entry = run_limited(repo, BUSY, "cpus = 0.01\n")
     assert entry["task"]["limits"]["cpu"] == ("RLIMIT_CPU 1 s of CPU time per process "
                                               "(0.01 cpus x 100 s)")
     (trial,) = entry["scenarios"][0]["results"]
