@@ -99,8 +99,10 @@ def build(ctx: Context, measured: Measured, final: bool, previous: JSONObject | 
 
 
 def _sorted(uses: list[JSONObject]) -> list[JSON]:
-    def key(u: JSONObject) -> tuple[str, str]:
-        return str(u.get("date")), str(u.get("grader_blob"))
+    """By date; within a day in the order they were measured (the sort is stable and
+    each new final is appended), not by blob id, which says nothing of time."""
+    def key(u: JSONObject) -> str:
+        return str(u.get("date"))
 
     ordered: list[JSON] = [*sorted(uses, key=key)]
     return ordered
