@@ -61,7 +61,10 @@ class LocalCluster:
         return {**os.environ, **HEALTH, "PYTHONPATH": f"{SRC}{os.pathsep}{path}" if path else
                 str(SRC), "XDG_CACHE_HOME": str(node.cache), "RAY_USAGE_STATS_ENABLED": "0",
                 # each node's work copies in a tmp of its own: a target's cwd names its node
-                "TMPDIR": str(node.cache / "tmp")}
+                "TMPDIR": str(node.cache / "tmp"),
+                # as the tests' own environment: no container engine, so a task's
+                # Dockerfile is not built on a node (this machine may have podman)
+                "GITEVALS_CONTAINER_ENGINE": ""}
 
     def _start(self, name: str, args: list[str]) -> Node:
         node = Node(name, Path(tempfile.mkdtemp(prefix=f"ge-ray-{name}-")),
