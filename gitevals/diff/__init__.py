@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING
 
-from gitevals.diff.buckets import SliceRow
-from gitevals.diff.goldens import GoldensDiff
-from gitevals.diff.graders import GraderChange, GraderUse
-from gitevals.diff.rules import CaseFileChange, ScenarioChange
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
-from gitevals.diff.suite import SuiteResult
-from gitevals.diff.tasks import TaskChange
-from gitevals.diff.verdicts import VerdictRow
-from gitevals.run.artifact import JSONObject
+
+if TYPE_CHECKING:  # the parts' types only: a diff of one part loads only that part
+    from gitevals.diff.buckets import SliceRow
+    from gitevals.diff.goldens import GoldensDiff
+    from gitevals.diff.graders import GraderChange, GraderUse
+    from gitevals.diff.rules import CaseFileChange, ScenarioChange
+    from gitevals.diff.suite import SuiteResult
+    from gitevals.diff.tasks import TaskChange
+    from gitevals.diff.verdicts import VerdictRow
+    from gitevals.run.artifact import JSONObject
 
 
 @dataclass(frozen=True)

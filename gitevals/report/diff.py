@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitevals.diff import Diff, Side
-from gitevals.diff.buckets import SliceRow
-from gitevals.diff.goldens import GoldensDiff
-from gitevals.diff.rules import Change
-from gitevals.diff.suite import SuiteResult
-from gitevals.diff.verdicts import Tally, VerdictRow
 from gitevals.jsontypes import JSON
 from gitevals.run.artifact import duration_text
-from gitevals.stats.judge_correction import Corrected
 from gitevals.text import md_inert, visible, xml_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the parts' types only: rendering one part loads only that part
     from xml.etree.ElementTree import Element
+
+    from gitevals.diff.buckets import SliceRow
+    from gitevals.diff.goldens import GoldensDiff
+    from gitevals.diff.rules import Change
+    from gitevals.diff.suite import SuiteResult
+    from gitevals.diff.verdicts import Tally, VerdictRow
+    from gitevals.stats.judge_correction import Corrected
 
 SHORT = 60  # characters of a value shown before it is cut (full values are in --format json)
 
