@@ -28,7 +28,7 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from gitevals.tasks.pids import Group
+from gitevals.tasks.pids import Group, make_group
 
 MECHANISM = "cgroup2"
 #: The controllers a delegated subtree must enable for its children.
@@ -98,19 +98,8 @@ def make(settings: Mapping[str, str], under: str | None = None) -> Group | None:
     base = under if under is not None else parent()
     if base is None:
         return None
-    path = os.path.join(base, f"gitevals-verifier-{os.getpid()}-{next(_COUNTER)}")
-    try:
-        os.mkdir(path, 0o755)
-    except OSError:
-        return None
-    try:
-        for name, value in settings.items():
-            with open(os.path.join(path, name), "w", encoding="ascii") as f:
-                f.write(value)
-    except OSError:
-        Group(path).remove(0)
-        return None
-    return Group(path)
+    return make_group(os.path.join(base, f"gitevals-verifier-{os.getpid()}-{next(_COUNTER)}"),
+                      settings)
 
 
 def move_tree(pid: int, procs: str) -> None:

@@ -16,6 +16,7 @@ import functools
 import itertools
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 _COUNTER = itertools.count()
@@ -52,14 +53,22 @@ def make(limit: int) -> Group | None:
     parent = _parent()
     if parent is None:
         return None
-    path = os.path.join(parent, f"gitevals-{os.getpid()}-{next(_COUNTER)}")
+    return make_group(os.path.join(parent, f"gitevals-{os.getpid()}-{next(_COUNTER)}"),
+                      {"pids.max": str(limit)})
+
+
+def make_group(path: str, settings: Mapping[str, str]) -> Group | None:
+    """The cgroup ``path``, made with ``settings`` (file -> value) written; None when it
+    cannot be made or set (then nothing is left behind). ``gitevals.tasks.cgroup2`` makes
+    its groups with it too."""
     try:
         os.mkdir(path, 0o755)
     except OSError:
         return None
     try:
-        with open(os.path.join(path, "pids.max"), "w", encoding="ascii") as f:
-            f.write(str(limit))
+        for name, value in settings.items():
+            with open(os.path.join(path, name), "w", encoding="ascii") as f:
+                f.write(value)
     except OSError:
         Group(path).remove(0)
         return None
