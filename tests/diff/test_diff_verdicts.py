@@ -11,7 +11,13 @@ import pytest
 
 from gitevals.diff.verdicts import Tally, VerdictRow, compare_verdicts
 from tests.conftest import Repo, run_cli
-from tests.support.diffs import HARNESS, SETTINGS, case, commit_and_run
+from tests.support.diffs import (
+    HARNESS,
+    RANDOM_HARNESS,
+    SETTINGS,
+    case,
+    commit_and_run,
+)
 
 DURATION = "duration A -> B"
 
@@ -197,22 +203,6 @@ def test_cli_corrupt_note_is_one_line(repo: Repo) -> None:
         "artifact: not JSON (Expecting property name enclosed in double quotes: line 1 "
         "column 2 (char 1)); give the .json file `gitevals run` wrote"]
 
-
-# A harness whose every scenario passes with probability rates.json[scenario], seeded by
-# seed.txt (different at each commit) so two commits draw independent trials.
-RANDOM_HARNESS = """\
-import json, random, sys
-from pathlib import Path
-here = Path(__file__).parent
-rates = json.loads((here / "rates.json").read_text())
-seed = (here / "seed.txt").read_text().strip()
-for line in sys.stdin:
-    msg = json.loads(line)
-    rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
-    ok = rng.random() < rates[msg["scenario"]]
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
-"""
 
 
 def _random_commit(repo: Repo, rates: dict[str, float], trials: int, seed: str) -> str:

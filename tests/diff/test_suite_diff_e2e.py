@@ -12,20 +12,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 from tests.conftest import Repo, run_cli
+from tests.support.diffs import RANDOM_HARNESS as HARNESS
 
-HARNESS = """\
-import json, random, sys
-from pathlib import Path
-here = Path(__file__).parent
-rates = json.loads((here / "rates.json").read_text())
-seed = (here / "seed.txt").read_text().strip()
-for line in sys.stdin:
-    msg = json.loads(line)
-    rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
-    ok = rng.random() < rates[msg["scenario"]]
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
-"""
 SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 PER_CASE = 5
 

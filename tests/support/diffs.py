@@ -8,6 +8,22 @@ import json
 from tests.conftest import Repo, run_cli
 from tests.support.paths import HARNESS_SETTINGS
 
+# A harness whose every scenario passes with probability rates.json[scenario], seeded by
+# seed.txt (different at each commit) so two commits draw independent trials.
+RANDOM_HARNESS = """\
+import json, random, sys
+from pathlib import Path
+here = Path(__file__).parent
+rates = json.loads((here / "rates.json").read_text())
+seed = (here / "seed.txt").read_text().strip()
+for line in sys.stdin:
+    msg = json.loads(line)
+    rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
+    ok = rng.random() < rates[msg["scenario"]]
+    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
+                      "hooks": [], "error": None}), flush=True)
+"""
+
 # A deterministic harness: scenario s passes on trials below passes.json[s].
 HARNESS = """\
 import json, sys
