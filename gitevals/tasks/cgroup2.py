@@ -28,7 +28,7 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from gitevals.tasks.pids import Group, make_group
+from gitevals.tasks.pids import Group, make_group, mounts_and_cgroups
 
 MECHANISM = "cgroup2"
 #: The controllers a delegated subtree must enable for its children.
@@ -75,14 +75,8 @@ def own_path(mountinfo: list[str], own: list[str]) -> str | None:
 def parent() -> str | None:
     """The delegated cgroup v2 directory verifier calls' cgroups are made under, or None
     (cgroup v1, no delegation, not writable). Read once a process."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            mounts = f.read().splitlines()
-        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as f:
-            own = f.read().splitlines()
-    except OSError:
-        return None
-    path = own_path(mounts, own)
+    seen = mounts_and_cgroups()
+    path = None if seen is None else own_path(*seen)
     if path is None or not os.access(path, os.W_OK):
         return None
     try:

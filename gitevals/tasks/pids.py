@@ -79,18 +79,27 @@ def make_group(path: str, settings: Mapping[str, str]) -> Group | None:
 def _parent() -> str | None:
     """The directory of this process's own ``pids`` cgroup, when it may make children
     there; None otherwise. Read once a process."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            mounts = f.read().splitlines()
-        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as f:
-            own = f.read().splitlines()
-    except OSError:
+    seen = mounts_and_cgroups()
+    if seen is None:
         return None
+    mounts, own = seen
     for line in mounts:
         found = parent_of(line, own)
         if found is not None and os.access(found, os.W_OK):
             return found
     return None
+
+
+def mounts_and_cgroups() -> tuple[list[str], list[str]] | None:
+    """The lines of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``; None when either
+    cannot be read. ``gitevals.tasks.cgroup2`` finds its parent from them too."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            mounts = f.read().splitlines()
+        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as f:
+            return mounts, f.read().splitlines()
+    except OSError:
+        return None
 
 
 def parent_of(mountinfo_line: str, own_cgroups: list[str]) -> str | None:
