@@ -121,9 +121,8 @@ class RayExecutor:
 
     kind = "ray"
 
-    def __init__(self, address: str | None, jobs: int) -> None:
+    def __init__(self, address: str | None) -> None:
         self.address = address
-        self.jobs = max(1, jobs)
         self.ray: Any = None
         self._hosts: list[_Host] = []
         self._lock = threading.Lock()

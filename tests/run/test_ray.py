@@ -276,7 +276,7 @@ from gitevals.run.executors import RunShared
 from gitevals.run.ray_executor import RayExecutor
 from tests.support.raycluster import SizedProbe
 
-executor = RayExecutor(sys.argv[1], jobs=2)
+executor = RayExecutor(sys.argv[1])
 executor.connect()
 try:
     executor.start(sys.argv[2], "0" * 40, RunShared(None, 2, 30.0))
@@ -362,7 +362,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
         "    expect: [{no_error: true}]\n  - id: b\n    user: [x, y]\n    trials: 1\n"
         "    expect: [{no_error: true}]\n")
     the_plan = api.plan(WorkingTree(tmp_path), [])
-    execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
+    execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None))
     execution.run()
     prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
     run = checked(build_artifact(ArtifactParts(prov, the_plan, execution, [], 2, clock.time(),
