@@ -15,11 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.findings import Finding, has_errors
-from gitevals.model import Case, load_case
-from gitevals.settings import Settings, load_settings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case model
     from types import FrameType
 
     from gitevals.diff import Diff
@@ -27,12 +23,14 @@ if TYPE_CHECKING:
     from gitevals.experiment.lanes import Lane
     from gitevals.experiment.results import Doc as ExperimentDoc
     from gitevals.experiment.results import LaneResult, Meta
+    from gitevals.findings import Finding
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
+    from gitevals.model import Case
     from gitevals.report.history import History
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
@@ -41,6 +39,8 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
+    from gitevals.run.targets import ProcessRegistry
+    from gitevals.settings import Settings
     from gitevals.tasks.selection import Selected
 
 
@@ -122,6 +122,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     are what the run sends."""
     from gitevals.errors import UsageError
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
+    from gitevals.settings import load_settings
 
     settings, bad = load_settings(tree)
     if bad:
@@ -215,6 +216,8 @@ def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
 
 def load_case_file(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
     """Parse and model one case; a failure is a finding, never an exception."""
+    from gitevals.findings import Finding, has_errors
+    from gitevals.model import load_case
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(tree.read(path) or b"", path)
@@ -278,6 +281,9 @@ class RunOptions:
     goldens_only: bool = False
     #: ``run --draft``: the file the draft case was read from (recorded on that case)
     draft: DraftFile | None = None
+    #: the run's processes, when the caller made them early (``ProcessRegistry.prestart``:
+    #: the supervisor boots while the plan is read); closed when the run ends
+    registry: ProcessRegistry | None = None
 
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
@@ -302,7 +308,8 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
     return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
                     options.target_env, options.rounds, options.bwrap, options.cluster,
                     options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress, options.goldens_only, options.draft)
+                    options.cost_limit, progress, options.goldens_only, options.draft,
+                    options.registry)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
@@ -433,6 +440,7 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
 
     from gitevals.errors import UsageError
     from gitevals.run import runner
+    from gitevals.settings import load_settings
 
     notes: list[str] = []
     if selection.goldens_only and selection.cases:
@@ -514,7 +522,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
              suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
              cost_limit: float | None = None, progress: ProgressFactory = silent,
-             goldens_only: bool = False, draft: DraftFile | None = None) -> Run:
+             goldens_only: bool = False, draft: DraftFile | None = None,
+             registry: ProcessRegistry | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -531,7 +540,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         from gitevals.run import preflight
         from gitevals.run.targets import ProcessRegistry
 
-        registry = ProcessRegistry()
+        registry = registry or ProcessRegistry()
         if cluster is None and target is not None:
             registry.prestart()  # while the commit is materialized
         tree.materialize(tmp)
@@ -692,6 +701,7 @@ def goldens_run(what: str, repo: Repo | None = None) -> Run:
     from gitevals.git.trees import WorkingTree
     from gitevals.goldens.verify import goldens_run_of_commit, pinned
     from gitevals.run.artifact import load
+    from gitevals.settings import load_settings
 
     if is_path(what):
         run = load(what)
@@ -718,6 +728,7 @@ def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResul
     from gitevals.goldens.gate import baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.settings import load_settings
     from gitevals.stats.multiplicity import CONTROLS
 
     if options.control is not None and options.control not in CONTROLS:
@@ -761,12 +772,14 @@ def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Fin
     read from git objects: the published tree, the baseline in it, and the runs in git
     notes (never the working tree's results/, which anyone with the checkout can write)."""
     from gitevals.errors import GitevalsError
+    from gitevals.findings import Finding
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.goldens.gate import Refused, baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
     from gitevals.report.gate import headline
+    from gitevals.settings import load_settings
 
     repo = repo or require_repo()
     tree = RevisionTree(repo, commit)
@@ -1278,6 +1291,7 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
             options: ExperimentOptions, say: Say) -> ExperimentResult:
     from gitevals.experiment.results import build, dumps
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
     doc = build(meta, results, options.test,
@@ -1296,6 +1310,7 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
 
     from gitevals.errors import UsageError
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     options = options or ExperimentOptions()
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):

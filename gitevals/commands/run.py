@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan
     from gitevals.run.sequential import Rounds
+    from gitevals.run.targets import ProcessRegistry
     from gitevals.settings import Settings
 
 NAME = "run"
@@ -267,20 +268,37 @@ def _with_draft(tree: RevisionTree, args: argparse.Namespace) -> tuple[Tree, Dra
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitevals.run.targets import ProcessRegistry
+
+    ray = args.ray_address is not None and args.executor != "local"
+    # The supervisor of a local run's targets (a Python start of its own) boots while
+    # gitevals imports what it needs and reads the plan, not after.
+    registry = ProcessRegistry() if not ray and args.executor != "ray" else None
+    if registry is not None:
+        registry.prestart()
+    try:
+        # Likewise, with --ray-address, joining the cluster (seconds: importing Ray,
+        # starting a host per node) goes on while the plan is made; an address nobody
+        # answers on stops it here.
+        early = _join(args.ray_address, args.jobs or _default_jobs()) if ray else None
+        try:
+            return _run(args, early, registry)
+        finally:
+            if early is not None:
+                early.close()
+    finally:
+        if registry is not None:
+            registry.close()
+
+
+def _default_jobs() -> int:
     from gitevals.run.runner import DEFAULT_JOBS
 
-    # With --ray-address, joining the cluster (seconds: importing Ray, starting a host per
-    # node) goes on while the plan is made; an address nobody answers on stops it here.
-    early = (_join(args.ray_address, args.jobs or DEFAULT_JOBS)
-             if args.ray_address is not None and args.executor != "local" else None)
-    try:
-        return _run(args, early)
-    finally:
-        if early is not None:
-            early.close()
+    return DEFAULT_JOBS
 
 
-def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
+def _run(args: argparse.Namespace, early: RayExecutor | None,
+         registry: ProcessRegistry | None = None) -> int:
     from gitevals import api
     from gitevals.errors import UsageError
     from gitevals.git.repo import require_repo
@@ -358,7 +376,7 @@ def _run(args: argparse.Namespace, early: RayExecutor | None) -> int:
         goldens_only = args.goldens_only and _has_cases(tree, the_plan.settings)
         options = api.RunOptions(tuple(args.cases), jobs, not args.no_preflight, target_env,
                                  public, rounds, bwrap, cluster, args.graders_on_workers,
-                                 sendable, args.cost_limit, goldens_only, draft)
+                                 sendable, args.cost_limit, goldens_only, draft, registry)
         artifact = api.run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
