@@ -15,11 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.findings import Finding, has_errors
-from gitevals.model import Case, load_case
-from gitevals.settings import Settings, load_settings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case model
     from types import FrameType
 
     from gitevals.diff import Diff
@@ -27,12 +23,14 @@ if TYPE_CHECKING:
     from gitevals.experiment.lanes import Lane
     from gitevals.experiment.results import Doc as ExperimentDoc
     from gitevals.experiment.results import LaneResult, Meta
+    from gitevals.findings import Finding
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
+    from gitevals.model import Case
     from gitevals.report.history import History
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
@@ -42,6 +40,8 @@ if TYPE_CHECKING:
     from gitevals.run.ray_executor import RayExecutor
     from gitevals.run.runner import Plan, Provenance
     from gitevals.run.sequential import Rounds
+    from gitevals.run.targets import ProcessRegistry
+    from gitevals.settings import Settings
     from gitevals.tasks.selection import Selected
 
 
@@ -123,6 +123,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     are what the run sends."""
     from gitevals.errors import UsageError
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
+    from gitevals.settings import load_settings
 
     settings, bad = load_settings(tree)
     if bad:
@@ -216,6 +217,8 @@ def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
 
 def load_case_file(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
     """Parse and model one case; a failure is a finding, never an exception."""
+    from gitevals.findings import Finding, has_errors
+    from gitevals.model import load_case
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(tree.read(path) or b"", path)
@@ -279,6 +282,9 @@ class RunOptions:
     goldens_only: bool = False
     #: ``run --draft``: the file the draft case was read from (recorded on that case)
     draft: DraftFile | None = None
+    #: the run's processes, when the caller made them early (``ProcessRegistry.prestart``:
+    #: the supervisor boots while the plan is read); closed when the run ends
+    registry: ProcessRegistry | None = None
 
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
@@ -312,7 +318,8 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
     return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
                     options.target_env, options.rounds, options.bwrap, options.cluster,
                     options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress, options.goldens_only, options.draft)
+                    options.cost_limit, progress, options.goldens_only, options.draft,
+                    options.registry)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
@@ -443,6 +450,7 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
 
     from gitevals.errors import UsageError
     from gitevals.run import runner
+    from gitevals.settings import load_settings
 
     notes: list[str] = []
     if selection.goldens_only and selection.cases:
@@ -524,7 +532,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
              cluster: RayExecutor | None = None, graders_on_workers: bool = False,
              suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
              cost_limit: float | None = None, progress: ProgressFactory = silent,
-             goldens_only: bool = False, draft: DraftFile | None = None) -> Run:
+             goldens_only: bool = False, draft: DraftFile | None = None,
+             registry: ProcessRegistry | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
     import signal
     import time
@@ -541,7 +550,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
         from gitevals.run import preflight
         from gitevals.run.targets import ProcessRegistry
 
-        registry = ProcessRegistry()
+        registry = registry or ProcessRegistry()
         if cluster is None and target is not None:
             registry.prestart()  # while the commit is materialized
         tree.materialize(tmp)
@@ -774,20 +783,33 @@ def run_rev(request: RunRequest, repo: Repo | None = None,
     ``<root>/results/<run_id>.json`` (a temp file when that cannot be written) and the
     git note. ``say`` gets the lines ``gitevals run`` prints on stderr (findings, notes,
     warnings); ``UsageError`` for what cannot run. ``repo`` None: the current directory's."""
+    from gitevals.run.targets import ProcessRegistry
+
     jobs = request.jobs or _default_jobs()
-    # With ray_address, joining the cluster (seconds: importing Ray, starting a host per
-    # node) goes on while the plan is made; an address nobody answers on stops it here.
-    early = (_join(request.ray_address)
-             if request.ray_address is not None and request.executor != "local" else None)
+    ray = request.ray_address is not None and request.executor != "local"
+    # The supervisor of a local run's targets (a Python start of its own) boots while
+    # gitevals imports what it needs and reads the plan, not after.
+    registry = ProcessRegistry() if not ray and request.executor != "ray" else None
+    if registry is not None:
+        registry.prestart()
     try:
-        return _run_rev(request, repo, jobs, early, progress, say)
+        # Likewise, with ray_address, joining the cluster (seconds: importing Ray,
+        # starting a host per node) goes on while the plan is made; an address nobody
+        # answers on stops it here.
+        early = _join(request.ray_address) if ray else None
+        try:
+            return _run_rev(request, repo, jobs, early, registry, progress, say)
+        finally:
+            if early is not None:
+                early.close()
     finally:
-        if early is not None:
-            early.close()
+        if registry is not None:
+            registry.close()
 
 
 def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecutor | None,
-             progress: ProgressFactory, say: Say) -> RunResult:
+             registry: ProcessRegistry | None, progress: ProgressFactory, say: Say
+             ) -> RunResult:
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.run import runner
@@ -821,7 +843,7 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
         goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
         options = RunOptions(staged.names, jobs, request.check, target_env, public, rounds,
                              staged.bwrap, cluster, request.graders_on_workers, sendable,
-                             request.cost_limit, goldens_only, staged.draft)
+                             request.cost_limit, goldens_only, staged.draft, registry)
         artifact = run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
@@ -865,6 +887,7 @@ def _with_draft(tree: RevisionTree, request: RunRequest, names: tuple[str, ...]
         return tree, None
     from gitevals.errors import UsageError
     from gitevals.run.draft import DraftTree, read_draft
+    from gitevals.settings import load_settings
 
     if names:
         raise UsageError("--draft runs the draft alone: name no CASE with it")
@@ -1029,6 +1052,7 @@ def goldens_run(what: str, repo: Repo | None = None) -> Run:
     from gitevals.git.trees import WorkingTree
     from gitevals.goldens.verify import goldens_run_of_commit, pinned
     from gitevals.run.artifact import load
+    from gitevals.settings import load_settings
 
     if is_path(what):
         run = load(what)
@@ -1055,6 +1079,7 @@ def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResul
     from gitevals.goldens.gate import baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.settings import load_settings
     from gitevals.stats.multiplicity import CONTROLS
 
     if options.control is not None and options.control not in CONTROLS:
@@ -1098,12 +1123,14 @@ def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Fin
     read from git objects: the published tree, the baseline in it, and the runs in git
     notes (never the working tree's results/, which anyone with the checkout can write)."""
     from gitevals.errors import GitevalsError
+    from gitevals.findings import Finding
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.goldens.gate import Refused, baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
     from gitevals.report.gate import headline
+    from gitevals.settings import load_settings
 
     repo = repo or require_repo()
     tree = RevisionTree(repo, commit)
@@ -1608,6 +1635,7 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
             options: ExperimentOptions, say: Say) -> ExperimentResult:
     from gitevals.experiment.results import build, dumps
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
     doc = build(meta, results, options.test,
@@ -1626,6 +1654,7 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
 
     from gitevals.errors import UsageError
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     options = options or ExperimentOptions()
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gitevals.diff.goldens import GoldensDiff
     from gitevals.diff.graders import GraderChange, GraderUse
     from gitevals.diff.rules import CaseFileChange
+    from gitevals.diff.suite import SuiteResult
     from gitevals.diff.tasks import TaskChange
     from gitevals.diff.verdicts import VerdictRow
     from gitevals.git.repo import Repo
@@ -185,9 +186,11 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
 
 def _partial(run: Run | None) -> str | None:
     """Why ``run`` is not its commit's complete run (None: it is, or there is none)."""
+    if run is None:
+        return None
     from gitevals.run.artifact import complete, is_draft
 
-    if run is None or complete(run):
+    if complete(run):
         return None
     if run["interrupted"]:
         return "interrupted"
@@ -271,8 +274,6 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     ``control`` default to A's ``[tool.gitevals.statistics]``: the base revision sets
     the bar, so a change cannot loosen the test that judges it."""
     from gitevals.diff import Diff
-    from gitevals.diff.suite import SuiteResult, assess
-    from gitevals.diff.verdicts import clusters, compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
     s = _Sides(*_resolvable(repo, rev_a, rev_b))
@@ -306,6 +307,10 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
                                 "transcripts are not local): A is not re-scored under B's "
                                 "rules; `gitevals fetch-run A` brings them")
         if run_a is not None and run_b is not None:
+            # here: a diff of other parts never loads the statistics of verdicts
+            from gitevals.diff.suite import assess
+            from gitevals.diff.verdicts import clusters, compare_verdicts, mark_grader_users
+
             verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha,
                                                           powered=False), users)
             verdicts = _left_out(s, verdicts)
@@ -387,6 +392,8 @@ def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],
 
 
 def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:
+    if run_a is None and run_b is None:
+        return ()
     from gitevals.diff.calibration import advisory_notes
 
     return tuple(advisory_notes(run_a, run_b))

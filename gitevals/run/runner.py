@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice
@@ -49,6 +48,7 @@ from gitevals.run.targets import (
     target_argv,
     zygote_argv,
 )
+from gitevals.run.threads import Slots
 from gitevals.settings import Settings
 
 if TYPE_CHECKING:
@@ -378,14 +378,14 @@ class Execution:
             ((self._trial, ci, t) for ci, t in (work if work is not None
                                                 else _trial_major(counts))),
             ((self._task, ti, t) for ti, t in _trial_major(runs if tasks else [])))
-        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
+        pool = Slots(self.jobs, "gitevals-trial")
         try:
             self._feed(pool, items, progress)
         finally:
             if self.stop.is_set():
-                pool.shutdown(wait=False, cancel_futures=True)
+                pool.cancel()
                 self.registry.kill_all()
-            pool.shutdown(wait=True)
+            pool.close()
             if last or self.stop.is_set():
                 self.graders.close()
                 if self.shared is not None:
@@ -407,24 +407,20 @@ class Execution:
                                                  self.task_trials.bwrap,
                                                  realized.root if realized else None)
 
-    def _feed(self, pool: ThreadPoolExecutor,
+    def _feed(self, pool: Slots,
               items: Iterator[tuple[Callable[[int, int], None], int, int]],
               progress: Progress | None) -> None:
         """Submit ``items`` to ``pool``, keeping at most ``2 * jobs`` in flight, until
         they are all done or the run is interrupted; a bug in a trial thread surfaces
         here once everything stopped, not silently."""
-        running: set[Future[None]] = set()
         failed: list[BaseException] = []
         ahead, shown = 2 * self.jobs, 0.0
         while not self.stop.is_set():
-            for fn, index, trial in islice(items, max(0, ahead - len(running))):
-                running.add(pool.submit(fn, index, trial))
-            if not running:
+            for fn, index, trial in islice(items, max(0, ahead - pool.pending)):
+                pool.submit(fn, index, trial)
+            if not pool.pending:
                 break
-            done, running = wait(running, timeout=0.1 if progress else 0.5,
-                                 return_when=FIRST_COMPLETED)
-            failed += [e for f in done if not f.cancelled()
-                       for e in [f.exception()] if e is not None]
+            failed += pool.wait(timeout=0.1 if progress else 0.5)
             if progress is not None and time.monotonic() - shown >= 0.1:
                 progress(self.tally())
                 shown = time.monotonic()
