@@ -150,6 +150,7 @@ class ProcessRegistry:
         self._channels: list[Channel] = []  # the supervisor, and any that replaced it
         self._idle: list[Supervisor] = []
         self._direct = not available()  # no supervisors here: start targets directly
+        self._prestarted = False
 
     def add(self, proc: HasPid) -> None:
         with self._lock:
@@ -193,9 +194,14 @@ class ProcessRegistry:
 
     def prestart(self) -> None:
         """Start the supervisor in the background now (it takes a Python start): the first
-        conversation finds it ready, or waits for the start under way."""
+        conversation finds it ready, or waits for the start under way. Once per registry:
+        ``run`` asks before it reads the plan, the run again before it materializes."""
         import threading
 
+        with self._lock:
+            if self._prestarted:
+                return
+            self._prestarted = True
         threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
 
     def _channel(self) -> Channel | None:
@@ -221,8 +227,9 @@ class ProcessRegistry:
                 self._idle.append(sup)
 
     def close(self) -> None:
-        """Stop the supervisor; it first kills whatever is still beneath it."""
-        with self._lock:
+        """Stop the supervisor; it first kills whatever is still beneath it. A start under
+        way (``prestart``) is waited for, so what it starts is stopped too."""
+        with self._starting, self._lock:
             channels, self._channels, self._idle = self._channels, [], []
         for channel in channels:
             channel.close()
