@@ -13,9 +13,15 @@
    150 MB), and of its PSS beside it.
 5. ``--peers``: the 1,000 samples of (1) side by side with Inspect AI (``mockllm``) and
    promptfoo (``echo`` provider), interleaved rounds. Targets: gitevals <= 0.5x Inspect's
-   CPU and <= 1.0x promptfoo's. The peers are installed by this script into its own
-   environment under ``benchmarks/out/`` (a venv for inspect-ai, npm for promptfoo); a
-   peer that cannot be installed is skipped with one line.
+   CPU and <= 1.0x promptfoo's. Each tool does the same work: it runs every sample and
+   keeps every sample's transcript on disk (gitevals in its run artifact, promptfoo in
+   ``-o pf.json``, Inspect in its log with its default logging: samples logged, the
+   default ``.eval`` format, a zip of JSON). The target is judged against that Inspect.
+   Inspect with ``--no-log-samples`` (the log keeps only the header and the metrics, not
+   one sample) is measured beside it and its ratio printed for transparency, not judged:
+   the others do not get to skip their transcripts. The peers are installed by this
+   script into its own environment under ``benchmarks/out/`` (a venv for inspect-ai, npm
+   for promptfoo); a peer that cannot be installed is skipped with one line.
 
 CPU is user + system time of every process the command started (``RUSAGE_CHILDREN``),
 which stays stable on a loaded machine where wall time does not.
@@ -161,28 +167,58 @@ def peers(root: Path, repo: Path, cases: int, rounds: int) -> bool:
     config.write_text(PROMPTFOO.format(tests="\n".join(
         f"  - vars: {{q: 'sample {n}'}}\n    assert: [{{type: contains, value: sample}}]"
         for n in range(cases))))
-    env = {**ENV, "INSPECT_LOG_DIR": str(root / "inspect-logs"), "PROMPTFOO_DISABLE_TELEMETRY": "1",
+    env = {**ENV, "PROMPTFOO_DISABLE_TELEMETRY": "1",
            "PROMPTFOO_CONFIG_DIR": str(root / "promptfoo-home"), "NO_COLOR": "1"}
+    inspect = [str(inspect_py), "-m", "inspect_ai", "eval", task.name, "--model",
+               "mockllm/model", "--display", "none"] if inspect_py is not None else []
+    runs: dict[str, tuple[list[str], tuple[int, ...], dict[str, str]]] = {
+        "gitevals": ([], (0,), env)}
+    if inspect:
+        # Inspect's defaults log every sample (``log_samples`` defaults to True) into an
+        # ``.eval`` file: the same work as gitevals' artifact and promptfoo's pf.json.
+        # ``--no-log-samples`` drops the samples from the log (header and metrics only);
+        # measured for transparency, never the judged row.
+        runs["inspect"] = (inspect, (0,), {**env, "INSPECT_LOG_DIR": str(root / "logged")})
+        runs["inspect --no-log-samples"] = ([*inspect, "--no-log-samples"], (0,),
+                                            {**env, "INSPECT_LOG_DIR": str(root / "light")})
+    if promptfoo is not None:
+        runs["promptfoo"] = ([str(promptfoo), "eval", "-c", str(config), "--no-cache",
+                              "--no-table", "--no-progress-bar", "-o", str(root / "pf.json")],
+                             (0, 100), env)
     best: dict[str, float] = {}
     for _ in range(rounds):  # interleaved: the machine's load hits every tool alike
-        best["gitevals"] = min(best.get("gitevals", 1e9), gitevals_run(repo))
-        if inspect_py is not None:
-            cpu = cpu_of([str(inspect_py), "-m", "inspect_ai", "eval", task.name, "--model",
-                          "mockllm/model", "--display", "none", "--no-log-samples"], root, env)
-            best["inspect"] = min(best.get("inspect", 1e9), cpu)
-        if promptfoo is not None:
-            cpu = cpu_of([str(promptfoo), "eval", "-c", str(config), "--no-cache", "--no-table",
-                          "--no-progress-bar", "-o", str(root / "pf.json")], root, env, (0, 100))
-            best["promptfoo"] = min(best.get("promptfoo", 1e9), cpu)
+        for name, (cmd, ok_codes, its_env) in runs.items():
+            cpu = (gitevals_run(repo) if name == "gitevals"
+                   else cpu_of(cmd, root, its_env, ok_codes))
+            best[name] = min(best.get(name, 1e9), cpu)
+    if inspect:
+        print("Inspect's logs (.eval: a zip of JSON), samples in each: logged "
+              f"{_logged_samples(root / 'logged')}, --no-log-samples "
+              f"{_logged_samples(root / 'light')}")
     print(f"{cases} samples x 1, CPU-s (best of {rounds}): " + ", ".join(
         f"{k} {v:.2f}" for k, v in best.items()))
     ok = True
     if "inspect" in best:
-        ok = verdict("gitevals / Inspect AI", best["gitevals"] / best["inspect"], 0.5, "x") and ok
+        ok = verdict("gitevals / Inspect AI (samples logged, as gitevals and promptfoo keep "
+                     "theirs)", best["gitevals"] / best["inspect"], 0.5, "x") and ok
+        light = best["gitevals"] / best["inspect --no-log-samples"]
+        print(f"gitevals / Inspect AI --no-log-samples (no transcripts kept; not judged): "
+              f"{light:.2f}x")
     if "promptfoo" in best:
         ok = verdict("gitevals / promptfoo", best["gitevals"] / best["promptfoo"], 1.0, "x") and ok
     return ok
 
+
+def _logged_samples(log_dir: Path) -> list[int]:
+    """How many samples each Inspect log in ``log_dir`` holds (an ``.eval`` log is a zip
+    with one ``samples/*.json`` entry a sample): the proof of what each configuration wrote."""
+    import zipfile
+
+    counts = []
+    for log in sorted(log_dir.glob("*.eval")):
+        with zipfile.ZipFile(log) as z:
+            counts.append(sum(name.startswith("samples/") for name in z.namelist()))
+    return counts
 
 WAITING = """\
 import json, sys, time

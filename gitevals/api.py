@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case
     from gitevals.report.history import History
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
+    from gitevals.report.runs import Refused
     from gitevals.run.artifact import GraderCalibration, Run
     from gitevals.run.draft import DraftFile
     from gitevals.run.ray_executor import RayExecutor
@@ -295,6 +296,15 @@ def silent(label: str, total: int, unit: str = "trials",
            groups: tuple[str, int] | None = None) -> Iterator[Update]:
     """No progress shown: what ``run_commit`` uses unless it is handed a display."""
     yield lambda done, failures, running=None, groups_done=None: None
+
+
+#: Receives the lines a command prints on stderr as it goes (``print`` to stderr, or
+#: ``_quiet``): lint findings, which lane runs, a fallback directory.
+Say = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    """Say nothing: what the API does unless it is handed somewhere to say it."""
 
 
 def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
@@ -677,6 +687,346 @@ def grader_timeout() -> float:
     return value if 0 < value <= 3600 else GRADER_TIMEOUT  # NaN fails both
 
 
+# -- run a revision and keep its run: what `gitevals run` does -------------------------------
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``run_rev`` is asked, as ``gitevals run`` takes it (docs/run.md): ``rev``; the
+    ``cases`` (names, or ``<name>.yaml``; ``()``: every case and task) and ``trials`` (None:
+    each scenario's own); ``jobs`` (None: 16); ``allow_dirty`` (run although tracked files
+    have uncommitted changes; recorded); ``note`` (attach the run as the commit's git
+    note); ``draft`` (the path of a case file from outside the tree, run alone against the
+    commit); ``target_env`` (``KEY=VALUE`` each) and ``public_env`` (the names recorded in
+    clear); a sequential run ``against`` a base revision with ``max_trials``, ``looks``,
+    ``drop`` (points), ``alpha`` and ``control``; ``sandbox`` (task verifiers in
+    bubblewrap) and ``task_controls``; the goldens (``goldens``, ``goldens_only``,
+    ``buckets``); ``check`` (the preflight); ``executor`` (``local`` or ``ray``; None: the
+    ``[executor]`` settings), ``ray_address``, ``graders_on_workers``; ``cost_limit`` (USD)."""
+
+    rev: str = "HEAD"
+    cases: tuple[str, ...] = ()
+    trials: int | None = None
+    jobs: int | None = None
+    allow_dirty: bool = False
+    note: bool = True
+    draft: str | None = None
+    target_env: tuple[str, ...] = ()
+    public_env: tuple[str, ...] = ()
+    against: str | None = None
+    max_trials: int | None = None
+    looks: int | None = None
+    drop: float = 20.0
+    alpha: float | None = None
+    control: str | None = None
+    sandbox: bool = True
+    task_controls: bool = False
+    goldens: bool = False
+    goldens_only: bool = False
+    buckets: tuple[str, ...] = ()
+    check: bool = True
+    executor: str | None = None
+    ray_address: str | None = None
+    graders_on_workers: bool = False
+    cost_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run of a revision, kept: ``run`` the artifact, ``text`` it as written (JSON),
+    ``path`` where (a temp file when the results directory could not be written),
+    ``noted`` whether the commit's git note now holds it. ``refused`` the cases lint kept
+    from running (reporters show them as failures), ``blocked`` something asked for did
+    not run (a case, or the goldens, did not lint). ``run`` and ``path`` are None when
+    nothing ran: nothing to send, or (``blocked``) every selected case refused; then
+    nothing was written, so the commit's last real run stays its run."""
+
+    run: Run | None
+    path: Path | None = None
+    text: str = ""
+    noted: bool = False
+    refused: tuple[Refused, ...] = ()
+    blocked: bool = False
+    draft: DraftFile | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.run is not None and self.run["interrupted"]
+
+    @property
+    def ok(self) -> bool:
+        """It ran, nothing asked for was refused, and no verdict failed."""
+        from gitevals.run.artifact import failed
+
+        return self.run is not None and not self.blocked and not failed(self.run)
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A run made ready: the plans, the draft, what the artifact records of the tree's
+    state (``dirty``, ``digest``), the refused cases, the sandbox, the names asked for."""
+
+    plans: RunPlans
+    draft: DraftFile | None
+    dirty: bool
+    digest: str | None
+    refused: tuple[Refused, ...]
+    bwrap: str | None
+    names: tuple[str, ...]
+
+
+def run_rev(request: RunRequest, repo: Repo | None = None,
+            progress: ProgressFactory = silent, say: Say = _quiet) -> RunResult:
+    """Run ``request.rev`` as committed and keep the run, as ``gitevals run`` does: plan
+    it (lint refuses a case that does not lint), refuse uncommitted changes unless
+    ``allow_dirty``, run it (``run_commit``, on the Ray cluster when asked), write
+    ``<root>/results/<run_id>.json`` (a temp file when that cannot be written) and the
+    git note. ``say`` gets the lines ``gitevals run`` prints on stderr (findings, notes,
+    warnings); ``UsageError`` for what cannot run. ``repo`` None: the current directory's."""
+    from gitevals.run.targets import ProcessRegistry
+
+    ray = request.ray_address is not None and request.executor != "local"
+    # The supervisor of a local run's targets (a Python start of its own) boots while
+    # gitevals imports what it needs and reads the plan, not after (#27: the start).
+    registry = ProcessRegistry() if not ray and request.executor != "ray" else None
+    if registry is not None:
+        registry.prestart()
+    try:
+        jobs = request.jobs or _default_jobs()
+        # With ray_address, joining the cluster (seconds: importing Ray, starting a host
+        # per node) goes on while the plan is made; an address nobody answers on stops it.
+        early = _join(request.ray_address) if ray else None
+        try:
+            return _run_rev(request, repo, jobs, early, progress, say, registry)
+        finally:
+            if early is not None:
+                early.close()
+    finally:
+        if registry is not None:
+            registry.close()
+
+
+def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecutor | None,
+             progress: ProgressFactory, say: Say,
+             registry: ProcessRegistry | None = None) -> RunResult:
+    from gitevals.git.repo import require_repo
+    from gitevals.git.trees import RevisionTree
+    from gitevals.run import runner
+    from gitevals.run.targetenv import collect, public_names
+
+    target_env = collect(list(request.target_env))
+    public = public_names(list(request.public_env), target_env)
+    repo = repo if repo is not None else require_repo()
+    tree = RevisionTree(repo, request.rev)
+    assert tree.commit is not None and tree.tree_sha is not None
+    staged = _stage(repo, tree, request, say)
+    the_plan, sendable = staged.plans.plan, staged.plans.sendable
+    if runner.empty(the_plan) and sendable is None:  # --goldens-only, or no case to run
+        return RunResult(None)
+    if sendable is not None and (request.trials or 1) > 1:
+        say(f"gitevals: --trials {request.trials} is for cases and tasks: each golden is "
+            "sent once, as its baseline was measured (docs/goldens.md)")
+    if not the_plan.cases and not the_plan.tasks and sendable is None:
+        # An empty artifact would become the commit's newest run (and replace its note),
+        # hiding the last real run from `show` and `diff`: write nothing.
+        return RunResult(None, refused=staged.refused, blocked=True, draft=staged.draft)
+    prov = runner.Provenance(request.rev, tree.commit, tree.tree_sha, staged.dirty,
+                             staged.digest)
+    if request.check:
+        preflight_judge(tree, the_plan, sendable)
+    rounds = _rounds(repo, request, the_plan)
+    cluster = early if early is not None else _cluster(the_plan, request)
+    try:  # joined before anything starts
+        # --goldens-only is recorded where the tree has cases (in a tree of goldens alone,
+        # this is its complete run, as a plain run is)
+        goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
+        options = RunOptions(staged.names, jobs, request.check, target_env, public, rounds,
+                             staged.bwrap, cluster, request.graders_on_workers, sendable,
+                             request.cost_limit, goldens_only, staged.draft, registry)
+        artifact = run_commit(tree, the_plan, prov, options, progress)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    blocked = bool(the_plan.blocked) or (staged.plans.suite is not None and sendable is None)
+    return _keep_run(repo, artifact, request.note, staged, blocked, say)
+
+
+def _stage(repo: Repo, tree: RevisionTree, request: RunRequest, say: Say) -> _Staged:
+    """Plan the run and check it may run here; say what lint found and what will not run."""
+    from gitevals.errors import UsageError
+    from gitevals.model import case_name
+
+    # `gitevals run evals/cases/tone.yaml` (shell completion) means the case `tone`
+    names = tuple(case_name(c) if c.endswith((".yaml", ".yml")) else c for c in request.cases)
+    planned, draft = _with_draft(tree, request, names)
+    names = names if draft is None else (draft.name,)
+    plans = _plans(planned, request, names, say)
+    the_plan = plans.plan
+    if the_plan.settings.target is None:
+        table = ("[target] in gitevals.toml" if the_plan.settings.source == "gitevals.toml"
+                 else "[tool.gitevals.target] in pyproject.toml")
+        raise UsageError(f"no target configured in {tree.label}: set {table}: "
+                         "command = [...], python = \"module:function\", or an endpoint "
+                         "(openai, http: docs/integrations.md)")
+    dirty, digest = _refuse_dirty(repo, the_plan.settings.results, request.allow_dirty, draft)
+    _say_findings(the_plan, draft, request.draft, say)
+    refused = _refused(the_plan)
+    for line in task_notes(the_plan):
+        say(line)
+    bwrap = find_sandbox(the_plan, not request.sandbox)
+    for line in plans.suite_notes:  # the goldens do not lint: not sent
+        say(line)
+    return _Staged(plans, draft, dirty, digest, refused, bwrap, names)
+
+
+def _with_draft(tree: RevisionTree, request: RunRequest, names: tuple[str, ...]
+                ) -> tuple[Tree, DraftFile | None]:
+    """The tree to plan from: ``tree``, or ``tree`` with the draft case laid over it."""
+    if request.draft is None:
+        return tree, None
+    from gitevals.errors import UsageError
+    from gitevals.run.draft import DraftTree, read_draft
+    from gitevals.settings import load_settings
+
+    if names:
+        raise UsageError("--draft runs the draft alone: name no CASE with it")
+    draft = read_draft(request.draft, load_settings(tree)[0].root)
+    return DraftTree(tree, draft), draft
+
+
+def _plans(tree: Tree, request: RunRequest, names: tuple[str, ...], say: Say) -> RunPlans:
+    """The run's plans (``run_plans``), its notes about them said."""
+    from gitevals.errors import UsageError
+
+    if request.task_controls and not request.sandbox:
+        raise UsageError("--task-controls runs a task's solution and verifier in the "
+                         "sandbox: drop --no-sandbox")
+    plans = run_plans(tree, RunSelection(
+        names, request.trials, request.goldens_only, request.goldens, request.buckets,
+        request.draft is not None, request.task_controls))
+    for line in plans.notes:
+        say(line)
+    return plans
+
+
+def _refuse_dirty(repo: Repo, results: str, allow: bool,
+                  draft: DraftFile | None = None) -> tuple[bool, str | None]:
+    """Whether tracked files have uncommitted changes (a UsageError unless ``allow``),
+    and then the digest of the diff the artifact records."""
+    from gitevals.errors import UsageError
+
+    dirty = repo.dirty_paths(ignore_prefix=results)
+    if draft is not None:  # a draft may be the edited copy of a tracked case
+        mine = os.path.relpath(os.path.abspath(draft.given), repo.work_root)
+        dirty = [p for p in dirty if p != mine]
+    if not dirty:
+        return False, None
+    if not allow:
+        raise UsageError(f"uncommitted changes to {', '.join(dirty)}: commit them, or pass "
+                         "--allow-dirty to run the commit anyway (recorded as dirty)")
+    return True, repo.diff_digest()
+
+
+def _say_findings(the_plan: Plan, draft: DraftFile | None, given: str | None,
+                  say: Say) -> None:
+    """Every finding of the plan (a draft's under the draft's own path), then one line
+    per case or task that does not lint and will not run."""
+    for f in the_plan.findings:
+        if not _calibration_warning(f.code):  # the run states calibration itself
+            say(str(draft.rename(f) if draft else f))
+    tasks_dir = f"{the_plan.settings.root}/tasks/{{}}/"
+    for name in the_plan.blocked:
+        is_task = any(f.path.startswith(tasks_dir.format(name)) for f in the_plan.findings)
+        what = (f"draft {given}" if draft else f"task {name!r}" if is_task
+                else f"case {name!r}")
+        say(f"gitevals: {what} does not lint and was not run")
+
+
+def _calibration_warning(code: str) -> bool:
+    """GE510-GE519: an advisory judge grader; the run's report says so in its own words."""
+    return code.startswith("GE51") and len(code) == 5
+
+
+def _refused(the_plan: Plan) -> tuple[Refused, ...]:
+    """The cases lint kept from running, each with its error findings: reporters show
+    them as failures (a JUnit consumer must not see a blocked case as absent)."""
+    if not the_plan.blocked:
+        return ()  # (a --format json run never loads the reporters)
+    from gitevals.model import case_name
+    from gitevals.report.runs import Refused
+
+    cases_dir = f"{the_plan.settings.root}/cases/"
+    tasks_dir = f"{the_plan.settings.root}/tasks/"
+
+    def owner(path: str) -> str | None:  # the case or task a finding belongs to
+        if path.startswith(cases_dir):
+            return case_name(path)
+        return path[len(tasks_dir):].split("/")[0] if path.startswith(tasks_dir) else None
+
+    return tuple(Refused(name, tuple(str(f) for f in the_plan.findings
+                                     if f.severity == "error" and owner(f.path) == name))
+                 for name in the_plan.blocked)
+
+
+def _rounds(repo: Repo, request: RunRequest, the_plan: Plan) -> Rounds | None:
+    """``against``: the sequential design (``sequential_design``), or None."""
+    from gitevals.errors import UsageError
+
+    if request.against is None:
+        if request.max_trials or request.looks:
+            raise UsageError("--max-trials and --looks shape a sequential run: give "
+                             "--against REV with them")
+        return None
+    if request.draft is not None:
+        raise UsageError("--draft and --against do not go together: a draft has no base")
+    return sequential_design(repo, the_plan, AgainstOptions(
+        request.against, request.max_trials, request.looks, request.drop, request.alpha,
+        request.control))
+
+
+def _has_cases(tree: Tree, settings: Settings) -> bool:
+    """Whether ``tree`` has a case file or a task directory (a run can leave them out)."""
+    from gitevals.run.runner import case_paths
+    from gitevals.tasks.load import task_dirs
+
+    return bool(case_paths(tree, settings.root)) or bool(task_dirs(tree, settings.root))
+
+
+def _cluster(the_plan: Plan, request: RunRequest) -> RayExecutor | None:
+    """The Ray executor, connected, when the run asked for one (request over settings)."""
+    from gitevals.errors import UsageError
+    from gitevals.run.executors import choose
+
+    choice = choose(the_plan.settings.raw, request.executor, request.ray_address)
+    if choice.kind != "ray":
+        if request.graders_on_workers:
+            raise UsageError("--graders-on-workers needs --executor ray: drop it, or run on "
+                             "a cluster")
+        return None
+    return _join(choice.address)
+
+
+def _join(address: str | None) -> RayExecutor:
+    from gitevals.run.ray_executor import RayExecutor
+
+    cluster = RayExecutor(address)
+    cluster.connect()
+    return cluster
+
+
+def _keep_run(repo: Repo, artifact: Run, note: bool, staged: _Staged, blocked: bool,
+              say: Say) -> RunResult:
+    """Keep the finished run: its file, and its note unless a draft (a draft is not the
+    commit's: its run is never the commit's note)."""
+    from gitevals.run import keep
+    from gitevals.run.artifact import dumps
+
+    text = keep.writable(dumps(artifact), artifact, say)
+    path = keep.keep(repo.work_root, artifact, text, staged.draft is not None, say)
+    noted = note and staged.draft is None and keep.attach(repo, artifact, say)
+    return RunResult(artifact, path, text, noted, staged.refused, blocked, staged.draft)
+
+
 # -- gate: a goldens run against the base model's baseline ---------------------------------
 
 
@@ -1017,13 +1367,6 @@ def _report_diff(repo: Repo, got: Gathered) -> tuple[Diff | None, str]:
 
 #: Where experiments keep their samples and reports, under ``<results>/``.
 EXPERIMENTS_DIR = "experiments"
-#: Receives the lines a command prints on stderr as it goes (``print`` to stderr, or
-#: ``_quiet``): lint findings, which lane runs, a fallback directory.
-Say = Callable[[str], None]
-
-
-def _quiet(line: str) -> None:
-    """Say nothing: what the API does unless it is handed somewhere to say it."""
 
 
 @dataclass(frozen=True)

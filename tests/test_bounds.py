@@ -99,13 +99,16 @@ def test_a_non_utf8_env_value_is_refused_before_anything_runs(
 
 
 def test_a_run_with_text_utf8_cannot_write_is_kept_with_escapes() -> None:
-    from gitevals.commands.run import _writable
     from gitevals.run.artifact import dumps
+    from gitevals.run.keep import writable
 
     run: Any = {"run_id": "r", "note": "a\udcffb"}
-    text = _writable(dumps(run), run)
+    said: list[str] = []
+    text = writable(dumps(run), run, said.append)
     text.encode("utf-8")  # writable now
     assert json.loads(text) == run  # and the same run, read back
+    assert said == ["gitevals: warning: the run holds text that is not valid UTF-8; it is "
+                    "kept with JSON escapes (\\u...)"]
 
 
 # -- item 15: lane names, FIFOs ----------------------------------------------------------

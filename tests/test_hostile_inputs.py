@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import Repo, run_cli
+from tests.support.fresh_cli import run_cli_fresh
 
 CASE = """\
 scenarios:
@@ -135,14 +136,15 @@ def test_a_grader_nested_past_the_parser_is_a_finding_and_an_unreadable_row(
         repo: Repo, code: str, line: int, message: str) -> None:
     a = repo.commit({"evals/cases/c.yaml": CASE, "evals/graders/g.py": GRADER})
     b = repo.commit({"evals/graders/g.py": GRADER + code + "\nz = 3\n"})
-    # A fresh process: how deep the parser gets depends on the stack it starts with.
-    lint = run_cli("lint", cwd=repo.path, subprocess_=True)
+    # A fresh process: how deep the parser gets depends on the stack a call starts with
+    # (one child, each call from the top of its stack, as `python -m gitevals` makes it).
+    formats = ("text", "json", "markdown")
+    lint, *diffs = run_cli_fresh(["lint"], *(["diff", a, b, "--only", "graders", "--format", f]
+                                             for f in formats), cwd=repo.path)
     assert lint.code == 1, lint.err
     assert lint.out.startswith(f"evals/graders/g.py:{line}:1: GE503 grader module does not parse: "
                                f"{message}"), lint.out
-    for fmt in ("text", "json", "markdown"):
-        res = run_cli("diff", a, b, "--only", "graders", "--format", fmt, cwd=repo.path,
-                      subprocess_=True)
+    for fmt, res in zip(formats, diffs, strict=True):
         assert (res.code, res.err) == (0, ""), fmt
         assert "unreadable" in res.out and message.replace("'", "") in res.out.replace("'", "")
 

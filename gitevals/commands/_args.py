@@ -124,6 +124,18 @@ def add_rev(parser: argparse._ActionsContainer, help: str, default: str | None =
     parser.add_argument("--rev", default=default, metavar=metavar, help=help)
 
 
+#: diff's exact tests on pass counts and its default (``gitevals.diff.stats``'s, written
+#: here: importing gitevals.diff at every start costs ~40 ms; tests/test_shared_options.py
+#: checks they agree).
+TESTS = ("boschloo", "fisher")
+DEFAULT_TEST = "boschloo"
+
+
+def add_test(parser: argparse._ActionsContainer, help: str) -> None:
+    """``--test``: the two-sided exact test on pass counts, as ``diff`` runs it."""
+    parser.add_argument("--test", choices=TESTS, default=DEFAULT_TEST, help=help)
+
+
 def add_jobs(parser: argparse._ActionsContainer, help: str, default: int | None = None,
              least: int = 1, short: bool = True) -> None:
     """``--jobs N`` (``-j``), bounded by ``MAX_JOBS``: how much runs at once."""

@@ -15,6 +15,7 @@ from gitevals.commands._args import (
     MAX_ROWS,
     add_control,
     add_format,
+    add_test,
     count,
     points,
 )
@@ -57,8 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--equivalence", type=points, metavar="PTS",
                         help="also require the suite to show no drop larger than PTS points "
                              "(two one-sided tests): exit 1 unless it does")
-    parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
-                        help="two-sided exact test on pass counts (default boschloo)")
+    add_test(parser, "two-sided exact test on pass counts (default boschloo)")
     parser.add_argument("--only", type=_parts, metavar="PARTS",
                         help=f"compare only these parts (comma list of {', '.join(PARTS)})")
     parser.add_argument("--limit", type=count(MAX_ROWS, least=0), default=50, metavar="N",

@@ -16,6 +16,7 @@ from gitevals.commands._args import (
     add_control,
     add_format,
     add_jobs,
+    add_test,
     count,
 )
 
@@ -44,9 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_format(parser, ("text", "json", "markdown"),
                "what to print on stdout (default text); the JSON report is "
                "written to <results>/experiments/<id>.json either way")
-    parser.add_argument("--test", choices=("boschloo", "fisher"), default="boschloo",
-                        help="two-sided exact test of the pairwise comparisons, as diff's "
-                             "(default boschloo; beyond noise when q < alpha)")
+    add_test(parser, "two-sided exact test of the pairwise comparisons, as diff's "
+                     "(default boschloo; beyond noise when q < alpha)")
     add_control(parser, "every lane pair and scenario (fdr is Benjamini-Yekutieli here: "
                         "pairs that share a lane are dependent)")
     parser.add_argument("--recheck", metavar="ID",

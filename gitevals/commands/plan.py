@@ -8,7 +8,15 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from gitevals.commands._args import add_control, add_format, level, points, rate
+from gitevals.commands._args import (
+    DEFAULT_TEST,
+    add_control,
+    add_format,
+    add_test,
+    level,
+    points,
+    rate,
+)
 
 if TYPE_CHECKING:
     from gitevals.run.artifact import Run
@@ -23,7 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # arguments are built at each start, and importing gitevals.diff costs ~40 ms
     # (tests/diff/test_power.py checks they agree)
     DEFAULT_DROP, DEFAULT_POWER, DEFAULT_PRIOR = 0.20, 0.8, 0.5
-    DEFAULT_TEST, TESTS = "boschloo", ("boschloo", "fisher")
 
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV",
                         help="the revision whose cases and run to plan from (default HEAD)")
@@ -40,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior", type=rate, default=DEFAULT_PRIOR, metavar="RATE",
                         help=f"the pass rate assumed for a scenario with no run at REV "
                              f"(default {DEFAULT_PRIOR}: the rate that needs the most trials)")
-    parser.add_argument("--test", choices=TESTS, default=DEFAULT_TEST,
-                        help=f"diff's exact test (default {DEFAULT_TEST})")
+    add_test(parser, f"diff's exact test (default {DEFAULT_TEST})")
     add_format(parser, ("text", "json"))
 
 

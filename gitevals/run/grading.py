@@ -1,4 +1,4 @@
-"""Graders at run time: a long-lived worker process per job slot.
+"""Graders at run time: long-lived worker processes the job slots share.
 
 The worker runs in the materialized commit, imports ``<root>/graders/<file>.py``
 by path and calls ``fn(t, case, run)``. The parent talks to it over two pipes
@@ -240,7 +240,10 @@ class GraderWorker:
 
 
 class GraderPool:
-    """One warm worker per thread (= per job slot), created on first use."""
+    """Warm workers the job slots share: a call takes an idle worker, and a new one is
+    started only when every worker is busy. Grader calls are short next to the
+    conversations between them, so a few workers serve many slots (a worker per slot
+    started a Python for each of 16 slots, most of them to sit idle)."""
 
     def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
                  timeout: float = GRADER_TIMEOUT,
@@ -248,25 +251,25 @@ class GraderPool:
         import threading
 
         self.args = (tree_dir, root, judge, timeout, registry)
-        self._local = threading.local()
         self._lock = threading.Lock()
+        self._idle: list[GraderWorker] = []  # the last one used on top: it is warm
         self._workers: list[GraderWorker] = []
 
-    def worker(self) -> GraderWorker:
-        w: GraderWorker | None = getattr(self._local, "worker", None)
-        if w is None:
-            w = GraderWorker(*self.args)
-            self._local.worker = w
-            with self._lock:
-                self._workers.append(w)
-        return w
-
     def call(self, name: str, case: JSONObject, run: JSONObject) -> GraderReply:
-        return self.worker().call(name, case, run)
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                worker = GraderWorker(*self.args)
+                self._workers.append(worker)
+        try:
+            return worker.call(name, case, run)
+        finally:
+            with self._lock:
+                self._idle.append(worker)
 
     def close(self) -> None:
         with self._lock:
-            workers, self._workers = self._workers, []
+            workers, self._workers, self._idle = self._workers, [], []
         for w in workers:
             w.stop()
 

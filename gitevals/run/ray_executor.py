@@ -41,9 +41,10 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeGuard, TypeVar, overload
 
 from gitevals import __version__
 from gitevals.errors import UsageError
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from gitevals.run.artifact import ErrorRecord, ExecutorRecord, Placement, Trial
     from gitevals.run.executors import Job
     from gitevals.run.runner import Done, Execution
+
+R = TypeVar("R")
 
 #: Attempts a conversation gets when the nodes under it die: the first and two retries.
 ATTEMPTS = 3
@@ -67,6 +70,111 @@ WATCH_EVERY = float(os.environ.get("GITEVALS_RAY_WATCH", "2"))
 #: How long a node that joined during the run may take to start its host (seconds).
 JOIN_TIMEOUT = 60.0
 _MIB = 1024 * 1024
+
+
+# --- the parts of Ray's API the driver calls ---------------------------------------------
+#
+# Ray is an optional extra, imported only when a run asks for a cluster. What gitevals
+# calls of it is written down here, once, as Protocols; ``_import_ray`` checks the module
+# it imported has each of them (``_is_ray``) before the driver calls any.
+
+#: An object reference (``ray.put``, ``.remote(...)``): opaque here, handed back to Ray.
+ObjectRef = object
+
+
+class _RemoteMethod(Protocol):
+    """A method of an actor, called on the cluster (``actor.load.remote(...)``)."""
+
+    def remote(self, *args: object) -> ObjectRef: ...
+
+
+class _HostHandle(Protocol):
+    """The driver's handle on a ``HostActor``: its methods, each called remotely."""
+
+    @property
+    def load(self) -> _RemoteMethod: ...
+    @property
+    def run(self) -> _RemoteMethod: ...
+    @property
+    def interrupt(self) -> _RemoteMethod: ...
+    @property
+    def finish(self) -> _RemoteMethod: ...
+
+
+class _HostClass(Protocol):
+    """``ray.remote(HostActor)``: placed by ``options``, started by ``remote``."""
+
+    def options(self, **options: object) -> _HostClass: ...
+    def remote(self) -> _HostHandle: ...
+
+
+class _SizedTask(Protocol):
+    """``ray.remote(run_sized_job)``: a task asking for the resources ``options`` name."""
+
+    def options(self, **options: float) -> _SizedTask: ...
+    def remote(self, *args: object) -> ObjectRef: ...
+
+
+class _RayErrors(Protocol):
+    """``ray.exceptions``: the errors the driver tells apart."""
+
+    RayError: type[Exception]
+    RayActorError: type[Exception]
+    TaskCancelledError: type[Exception]
+    NodeDiedError: type[Exception]
+    ObjectLostError: type[Exception]
+    WorkerCrashedError: type[Exception]
+    LocalRayletDiedError: type[Exception]
+
+
+#: What a sized job's task runs (``run_sized_job``), as ``ray.remote`` takes it.
+_SizedJob = Callable[["Job[object]", bytes, str, RunShared], tuple[object, str]]
+
+
+class _Ray(Protocol):
+    """The ``ray`` module, as far as the driver uses it."""
+
+    @property
+    def exceptions(self) -> _RayErrors: ...
+    def init(self, *, address: str, log_to_driver: bool, logging_level: int,
+             namespace: str) -> object: ...
+    def nodes(self) -> list[Mapping[str, object]]: ...
+    def put(self, value: object) -> ObjectRef: ...
+    def get(self, ref: ObjectRef, *, timeout: float | None = None) -> object: ...
+    def wait(self, refs: list[ObjectRef], *, num_returns: int, timeout: float) -> object: ...
+    def cancel(self, ref: ObjectRef) -> None: ...
+    def shutdown(self) -> None: ...
+    @overload
+    def remote(self, target: type[HostActor]) -> _HostClass: ...
+    @overload
+    def remote(self, target: _SizedJob) -> _SizedTask: ...
+
+
+_RAY_CALLS = ("init", "nodes", "put", "get", "wait", "cancel", "shutdown", "remote")
+_RAY_ERRORS = ("RayError", "RayActorError", "TaskCancelledError", "NodeDiedError",
+               "ObjectLostError", "WorkerCrashedError", "LocalRayletDiedError")
+
+
+def _is_ray(module: object) -> TypeGuard[_Ray]:
+    """Whether ``module`` has every function and error class the driver calls (``_Ray``):
+    a Ray too old or too new for them is refused in one line, not met mid-run."""
+    errors = getattr(module, "exceptions", None)
+    return (all(callable(getattr(module, name, None)) for name in _RAY_CALLS)
+            and all(isinstance(e := getattr(errors, name, None), type)
+                    and issubclass(e, Exception) for name in _RAY_ERRORS))
+
+
+def _is_reply(value: object, job: Job[R]) -> TypeGuard[tuple[R, str]]:
+    """Whether ``value``, what ``ray.get`` gave for ``job``, is ``(result, node id)``, as
+    ``HostActor.run`` and ``run_sized_job`` return it. The result is what ``job`` itself
+    returned on the node (the same gitevals: hosts are named by version)."""
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str)
+
+
+def _alive(nodes: list[Mapping[str, object]]) -> list[str]:
+    """The ids of the live nodes of ``ray.nodes()``, sorted."""
+    return sorted(n for n in (node.get("NodeID") for node in nodes if node.get("Alive"))
+                  if isinstance(n, str))
 
 
 # --- the driver side ------------------------------------------------------------------
@@ -88,13 +196,18 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
                          "--ray-address") from None
 
 
-def _import_ray() -> Any:
+def _import_ray() -> _Ray:
     try:
         import ray
     except ImportError:
         raise UsageError("--executor ray needs Ray installed: pip install 'gitevals[ray]' "
                          "(on the driver and on every node of the cluster)") from None
-    return ray
+    module: object = ray
+    if not _is_ray(module):
+        raise UsageError(f"Ray {getattr(module, '__version__', '(unknown version)')} lacks "
+                         "calls gitevals makes: pip install 'gitevals[ray]' for a Ray it "
+                         "knows (on the driver and on every node of the cluster)")
+    return module
 
 
 def pack_tree(tree_dir: str) -> bytes:
@@ -110,10 +223,19 @@ def pack_tree(tree_dir: str) -> bytes:
 class _Host:
     """The driver's handle on one node's host actor."""
 
-    actor: Any
+    actor: _HostHandle
     node: str
     inflight: int = 0
     alive: bool = True
+
+
+@dataclass(frozen=True)
+class _Shipped:
+    """A run's tree and plan, put in the cluster's object store once (``start``)."""
+
+    tree_sha: str
+    tree: ObjectRef
+    shared: ObjectRef
 
 
 class RayExecutor:
@@ -121,17 +243,18 @@ class RayExecutor:
 
     kind = "ray"
 
-    def __init__(self, address: str | None, jobs: int) -> None:
+    def __init__(self, address: str | None) -> None:
         self.address = address
-        self.jobs = max(1, jobs)
-        self.ray: Any = None
+        self.ray: _Ray | None = None
         self._hosts: list[_Host] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._refs: set[Any] = set()
+        self._refs: set[ObjectRef] = set()
         self._nodes: set[str] = set()
-        self._tree: Any = None  # (tree sha, object ref of the packed tree, shared ref)
-        self._remote: dict[str, Any] = {}  # HostActor and run_sized_job, made remote once
+        self._tree: _Shipped | None = None
+        # HostActor and run_sized_job, made remote once
+        self._host_class: _HostClass | None = None
+        self._sized: _SizedTask | None = None
         self._run = os.urandom(4).hex()
         self._stdout = sys.stdout
         self._joining: threading.Thread | None = None
@@ -169,8 +292,7 @@ class RayExecutor:
                 raise UsageError(f"cannot join the Ray cluster at {where}: {first}; start "
                                  "one with `ray start --head` (docs/run.md)") from None
             self.ray = ray
-            nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-            self._hosts = [self._host(n) for n in nodes]
+            self._hosts = [self._host(n) for n in _alive(ray.nodes())]
         except UsageError as exc:
             self._failed = exc
 
@@ -180,9 +302,8 @@ class RayExecutor:
             self._joining.join()
         if self._failed is not None:
             raise self._failed
-        ray = self.ray
-        tree_ref, shared_ref = ray.put(pack_tree(tree_dir)), ray.put(shared)
-        self._tree = (tree_sha, tree_ref, shared_ref)
+        ray = self._api()
+        self._tree = _Shipped(tree_sha, ray.put(pack_tree(tree_dir)), ray.put(shared))
         self._load(self._hosts)
         if not any(h.alive for h in self._hosts):
             raise UsageError("no node of the Ray cluster could start a gitevals host: is "
@@ -194,9 +315,9 @@ class RayExecutor:
     def _load(self, hosts: list[_Host], timeout: float | None = None) -> None:
         """Give each of ``hosts`` the run's tree and plan; a node that cannot start a host
         (or unpack the tree, within ``timeout`` seconds) is left out of the run."""
-        ray = self.ray
-        sha, tree_ref, shared_ref = self._tree
-        loading = [(h, h.actor.load.remote(self._run, tree_ref, sha, shared_ref))
+        ray, shipped = self._api(), self._shipped()
+        loading = [(h, h.actor.load.remote(self._run, shipped.tree, shipped.tree_sha,
+                                           shipped.shared))
                    for h in hosts]
         for h, ref in loading:
             try:
@@ -211,7 +332,7 @@ class RayExecutor:
         since gets a host and the tree, and takes work from then on."""
         while not self._ended.wait(WATCH_EVERY) and not self._stop.is_set():
             try:
-                alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+                alive = set(_alive(self._api().nodes()))
             except Exception:  # the head is busy or going: look again later
                 continue
             with self._lock:
@@ -227,19 +348,31 @@ class RayExecutor:
                 self._hosts += hosts
 
     def _reload(self, host: _Host) -> None:
-        ray = self.ray
-        _sha, tree_ref, shared_ref = self._tree
+        ray, shipped = self._api(), self._shipped()
         try:
             host.actor = self._host(host.node).actor
-            ray.get(host.actor.load.remote(self._run, tree_ref, _sha, shared_ref))
+            ray.get(host.actor.load.remote(self._run, shipped.tree, shipped.tree_sha,
+                                           shipped.shared))
         except ray.exceptions.RayError:
             host.alive = False
 
+    def _api(self) -> _Ray:
+        """Ray, once joined (``connect``, then ``start``); a RuntimeError before."""
+        if self.ray is None:
+            raise RuntimeError("the Ray executor is used before it joined the cluster")
+        return self.ray
+
+    def _shipped(self) -> _Shipped:
+        if self._tree is None:
+            raise RuntimeError("the Ray executor is used before start() shipped the tree")
+        return self._tree
+
     def _host(self, node: str) -> _Host:
-        ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        cls = self._remote.setdefault("host", ray.remote(HostActor))
+        if self._host_class is None:
+            self._host_class = self._api().remote(HostActor)
+        cls = self._host_class
         # One host per node and gitevals version, shared by the runs of every driver:
         # named in the gitevals namespace, found if it exists, kept warm between runs.
         actor = cls.options(num_cpus=0, max_concurrency=HOST_THREADS, max_restarts=0,
@@ -281,7 +414,7 @@ class RayExecutor:
         trial_result["placement"] = placement
         return trial_result
 
-    def submit(self, job: Job[Any]) -> tuple[Any, Placement]:
+    def submit(self, job: Job[R]) -> tuple[R | None, Placement]:
         """Run ``job`` on some node; its result (None when every attempt lost its node,
         or the run was interrupted) and where it ran."""
         lost: list[str] = []
@@ -289,7 +422,7 @@ class RayExecutor:
             host = self._pick()
             if host is None or self._stop.is_set():
                 return None, {"node": "", "attempts": attempt - 1, "lost": lost}
-            errors = self.ray.exceptions
+            errors = self._api().exceptions
             try:
                 result, node = self._call(host, job)
             except errors.TaskCancelledError:
@@ -317,25 +450,29 @@ class RayExecutor:
             host.inflight += 1
             return host
 
-    def _call(self, host: _Host, job: Job[Any]) -> tuple[Any, str]:
-        ray = self.ray
+    def _call(self, host: _Host, job: Job[R]) -> tuple[R, str]:
+        ray = self._api()
         res = job.resources
         if res is not None and _sized(job):
-            options: dict[str, Any] = {"max_retries": 0}
+            options: dict[str, float] = {"max_retries": 0}
             if res.cpus:
                 options["num_cpus"] = res.cpus
             if res.memory_mb:
                 options["memory"] = res.memory_mb * _MIB
-            _tree_sha, tree_ref, shared_ref = self._tree
-            sized = self._remote.setdefault("sized", ray.remote(run_sized_job))
-            ref = sized.options(**options).remote(
-                job, tree_ref, _tree_sha, shared_ref)
+            shipped = self._shipped()
+            if self._sized is None:
+                self._sized = ray.remote(run_sized_job)
+            ref = self._sized.options(**options).remote(job, shipped.tree, shipped.tree_sha,
+                                                        shipped.shared)
         else:
             ref = host.actor.run.remote(self._run, job)
         with self._lock:
             self._refs.add(ref)
         try:
-            out: tuple[Any, str] = ray.get(ref)
+            out = ray.get(ref)
+            if not _is_reply(out, job):
+                raise RuntimeError(f"a Ray call of {type(job).__name__} returned "
+                                   f"{type(out).__name__}, not (result, node)")
             return out
         finally:
             with self._lock:
@@ -395,7 +532,7 @@ class RayExecutor:
         return {"kind": "ray", "address": self.address, "nodes": nodes}
 
 
-def _sized(job: Job[Any]) -> bool:
+def _sized(job: Job[object]) -> bool:
     """A job that asked for resources runs as its own task, sized as asked."""
     res = job.resources
     return res is not None and bool(res.cpus or res.memory_mb)
@@ -519,7 +656,7 @@ class HostActor:
             found = self.runs.get(run)
         return found[1] if found else None
 
-    def run(self, run: str, job: Job[Any]) -> tuple[Any, str]:
+    def run(self, run: str, job: Job[R]) -> tuple[R, str]:
         ctx = self._context(run)
         if ctx is None:
             raise RuntimeError(f"run {run} is not loaded on this host")
@@ -562,8 +699,8 @@ class HostActor:
             return {run: self.inflight.get(run, 0) for run in self.runs}
 
 
-def run_sized_job(job: Job[Any], archive: bytes, tree_sha: str,
-                  shared: RunShared) -> tuple[Any, str]:
+def run_sized_job(job: Job[R], archive: bytes, tree_sha: str,
+                  shared: RunShared) -> tuple[R, str]:
     """A job with resource hints, as a plain Ray task on whichever node has them."""
     from gitevals.run.targets import ProcessRegistry
 

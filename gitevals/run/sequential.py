@@ -163,7 +163,7 @@ def _look(execution: Execution, rounds: Rounds, advisory: frozenset[str]) -> boo
 
     The first look computes the design's exact bounds (seconds to minutes with many
     trials) in this thread: ``execution.looking`` lets an interrupt raise
-    ``KeyboardInterrupt`` here (``commands.run``'s handler), so SIGINT or SIGTERM stops
+    ``KeyboardInterrupt`` here (``api.run_commit``'s handler), so SIGINT or SIGTERM stops
     the run at once, and the trials that finished are kept."""
     from gitevals.run.scoring import expect_of, rescore_trials
 

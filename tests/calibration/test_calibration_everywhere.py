@@ -31,7 +31,7 @@ def _judge_table(judge: FakeJudge) -> str:
 
 
 def _goldens_settings(judge: FakeJudge) -> str:
-    return (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n\n'
+    return ('[tool.gitevals.target]\npython = "harness:respond"\n\n'  # gate's HARNESS
             '[tool.gitevals.goldens]\n'
             'graders = {format = "checks.exact", tone = "judged.tone"}\n'
             + _judge_table(judge))

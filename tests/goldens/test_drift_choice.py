@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
 from gitevals.goldens import choice
 from tests.conftest import Repo, run_cli
 from tests.support import fake_openai
-from tests.support.gate import HARNESS, commit
+from tests.support.gate import SETTINGS, commit
 
-# Goldens as in test_goldens_gate; a drift row's text ends with its correct label and its
-# id says how the target answers: lp* reports log-probabilities (its text a preamble),
-# pre* preambles under 100 tokens and states the answer with more, never* never gives one.
-MCQ_HARNESS = HARNESS.replace('    sid = msg["scenario"]\n', '''\
+# A command target (the choices and the token budget travel in its JSON lines), started
+# with -S (it imports the standard library only). Goldens are answered as by the harness
+# of test_goldens_gate; a drift row's text ends with its correct label and its id says how
+# the target answers: lp* reports log-probabilities (its text a preamble), pre* preambles
+# under 100 tokens and states the answer with more, never* never gives one.
+MCQ_HARNESS = """\
+import json, sys
+passes = json.load(open("passes.json"))
+for line in sys.stdin:
+    msg = json.loads(line)
     sid = msg["scenario"]
     if msg["case"].startswith("drift:"):
         want, budget = msg["text"].split()[-1], msg.get("max_tokens", 0)
@@ -33,8 +40,13 @@ MCQ_HARNESS = HARNESS.replace('    sid = msg["scenario"]\n', '''\
             reply["choice_logprobs"] = {"A": -1.0, "B": -1.0}
         print(json.dumps(reply), flush=True)
         continue
-''')
-assert MCQ_HARNESS != HARNESS
+    ok = int(sid[1:]) < passes.get(sid[0], 0)
+    print(json.dumps({"final_answer": "ok" if ok else "no", "tool_calls": [], "hooks": [],
+                      "error": None}), flush=True)
+"""
+MCQ_SETTINGS = SETTINGS.replace('python = "harness:respond"',
+                                f'command = ["{sys.executable}", "-S", "harness.py"]')
+assert MCQ_SETTINGS != SETTINGS
 
 SUITE = """\
 frozen_benchmarks:
@@ -59,7 +71,8 @@ def mcq_rows() -> str:
 
 
 def test_choice_rows_are_scored_by_logprob_else_extracted_with_one_retry(repo: Repo) -> None:
-    commit(repo, 4, 12, {"harness.py": MCQ_HARNESS, "evals/drift-suite.yaml": SUITE,
+    commit(repo, 4, 12, {"harness.py": MCQ_HARNESS, "pyproject.toml": MCQ_SETTINGS,
+                         "evals/drift-suite.yaml": SUITE,
                          "bench/mcq.jsonl": mcq_rows()})
     assert not re.search(r"GE63\d", run_cli("lint", cwd=repo.path).out)  # the suite lints
     res = run_cli("run", "--goldens-only", cwd=repo.path)

@@ -4,12 +4,11 @@ repositories, with a harness whose pass count per bucket is set in the commit.""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo, run_cli
-from tests.support.gate import GRADERS, SETTINGS, based, commit, goldens, goldens_run
+from tests.support.gate import GRADERS, SETTINGS, TARGET, based, commit, goldens, goldens_run
 
 __all__ = ["based"]  # the fixture, imported for pytest
 
@@ -19,7 +18,7 @@ def test_baseline_records_commit_target_rates_and_blobs(based: tuple[Repo, Path]
     doc = json.loads((repo.path / "evals/baseline-base-7b.json").read_text())
     run = load_artifact(artifact)
     assert doc["commit"] == run["commit"] and doc["run_id"] == run["run_id"]
-    assert doc["target"] == {"command": [sys.executable, "harness.py"]}
+    assert doc["target"] == TARGET
     assert doc["target_env"] is None  # this run recorded no target environment
     assert [(s["name"], s["passed"], s["total"], s["rate"]) for s in doc["slices"]] == [
         ("format", 15, 20, 0.75), ("tone", 10, 20, 0.5)]

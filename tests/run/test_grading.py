@@ -52,6 +52,14 @@ def asks_judge(t, case, run):
 def pid(t, case, run):
     return os.getpid()
 
+def meet(t, case, run):
+    # waits (up to 10 s) until two calls are in at once, each in its own worker
+    open(os.path.join(case["dir"], str(os.getpid())), "w").close()
+    deadline = time.monotonic() + 10
+    while len(os.listdir(case["dir"])) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.getpid()
+
 NOT_A_FUNCTION = 3
 '''
 
@@ -138,25 +146,39 @@ def test_os_exit_in_a_grader_is_an_error_and_the_worker_restarts(worker: GraderW
     assert _call(worker, "q.ok")["error"] is None
 
 
-def test_a_pool_keeps_one_worker_per_thread(tmp_path: Path) -> None:
+def test_a_pool_shares_idle_workers_and_starts_one_only_when_all_are_busy(
+        tmp_path: Path) -> None:
     import threading
 
     graders = tmp_path / "evals" / "graders"
     graders.mkdir(parents=True)
     (graders / "q.py").write_text(GRADERS)
     pool = GraderPool(str(tmp_path), "evals", None)
-    seen: list[Any] = []
 
-    def work() -> None:
-        seen.extend(pool.call("q.pid", CASE, RUN)["raw"] for _ in range(3))
+    def on_threads(n: int, name: str, case: dict[str, Any], together: bool) -> list[Any]:
+        seen: list[Any] = []
+        threads = [threading.Thread(target=lambda: seen.append(pool.call(name, case, RUN)))
+                   for _ in range(n)]
+        for t in threads:
+            t.start()
+            if not together:
+                t.join()
+        for t in threads:
+            t.join()
+        return [a["raw"] for a in seen]
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    pool.close()
-    assert len(seen) == 6 and len(set(seen)) == 2
+    try:
+        # four job slots, one after another: the one warm worker serves them all
+        serial = on_threads(4, "q.pid", CASE, together=False)
+        assert len(serial) == 4 and len(set(serial)) == 1
+        # two calls at once: the second starts a worker of its own (no slot waits)
+        meet = tmp_path / "meet"
+        meet.mkdir()
+        both = on_threads(2, "q.meet", {**CASE, "dir": str(meet)}, together=True)
+        assert len(set(both)) == 2 and serial[0] in both
+        assert len(list(meet.iterdir())) == 2
+    finally:
+        pool.close()
 
 
 @pytest.mark.parametrize(("name", "parts"), [("quality.answers", ("quality", "answers")),

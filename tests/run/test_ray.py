@@ -276,7 +276,7 @@ from gitevals.run.executors import RunShared
 from gitevals.run.ray_executor import RayExecutor
 from tests.support.raycluster import SizedProbe
 
-executor = RayExecutor(sys.argv[1], jobs=2)
+executor = RayExecutor(sys.argv[1])
 executor.connect()
 try:
     executor.start(sys.argv[2], "0" * 40, RunShared(None, 2, 30.0))
@@ -342,6 +342,35 @@ def test_placement_and_executor_records_match_the_schema() -> None:
         assert model.__required_keys__ | model.__optional_keys__ == set(part["properties"])
 
 
+def test_a_ray_without_a_call_gitevals_makes_is_refused_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What the driver calls of Ray is checked when Ray is imported (``_is_ray``): a Ray
+    lacking one of its calls or error classes is a usage error before anything runs,
+    not an AttributeError in the middle of a run."""
+    import types
+
+    from gitevals.errors import UsageError
+    from gitevals.run.executors import RunShared
+    from gitevals.run.ray_executor import RayExecutor
+
+    fake = types.ModuleType("ray")
+    fake.__dict__.update(__version__="0.1", init=print, nodes=list, put=id, get=id, wait=id,
+                         cancel=id, shutdown=print, remote=id,
+                         exceptions=types.SimpleNamespace(RayError=Exception))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    executor = RayExecutor(None)
+    executor.connect()
+    try:
+        with pytest.raises(UsageError) as got:
+            executor.start(str(tmp_path), "0" * 40, RunShared(None, 2, 30.0))
+    finally:
+        executor.close()
+    assert str(got.value) == ("Ray 0.1 lacks calls gitevals makes: pip install 'gitevals[ray]' "
+                              "for a Ray it knows (on the driver and on every node of the "
+                              "cluster)")
+    assert executor.ray is None  # it never joined: nothing of the run started
+
+
 def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path) -> None:
     """The driver's side of the last retry: every node of the run is gone (no cluster
     needed: the executor has no live host), so each conversation is a ``node_lost``
@@ -362,7 +391,7 @@ def test_a_conversation_with_no_node_left_is_broken_never_dropped(tmp_path: Path
         "    expect: [{no_error: true}]\n  - id: b\n    user: [x, y]\n    trials: 1\n"
         "    expect: [{no_error: true}]\n")
     the_plan = api.plan(WorkingTree(tmp_path), [])
-    execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None, 2))
+    execution = runner.Execution(the_plan, str(tmp_path), 2, executor=RayExecutor(None))
     execution.run()
     prov = runner.Provenance("HEAD", "a" * 40, "b" * 40)
     run = checked(build_artifact(ArtifactParts(prov, the_plan, execution, [], 2, clock.time(),

@@ -4,30 +4,34 @@
 from __future__ import annotations
 
 import json
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, built_once, git, run_cli
 
-# Answers "ok" to the first N goldens of a bucket (ids f00.., t00..), "no" to the rest;
-# N per id prefix comes from passes.json in the commit.
+#: Answers "ok" to the first N goldens of a bucket (ids f00.., t00..), "no" to the rest;
+#: N per id prefix comes from passes.json in the commit. A python target: imported once
+#: per run and forked per golden (a command harness started a Python per golden, 40 a
+#: run; the goldens' own command-target path is tested in test_goldens_run).
 HARNESS = """\
-import json, sys
+import json
+
 passes = json.load(open("passes.json"))
-for line in sys.stdin:
-    msg = json.loads(line)
-    sid = msg["scenario"]
+
+
+def respond(messages):
+    sid = messages[-1]["scenario"]
     ok = int(sid[1:]) < passes.get(sid[0], 0)
-    print(json.dumps({"final_answer": "ok" if ok else "no", "tool_calls": [], "hooks": [],
-                      "error": None}), flush=True)
+    return {"final_answer": "ok" if ok else "no", "tool_calls": [], "hooks": [], "error": None}
 """
 
+TARGET = {"python": "harness:respond"}
 
 SETTINGS = f"""\
 [tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
+python = "{TARGET['python']}"
 
 [tool.gitevals.goldens]
 graders = {{format = "checks.exact", tone = "checks.exact"}}
@@ -67,13 +71,28 @@ def goldens_run(repo: Repo, rev: str = "HEAD", note: bool = False) -> Path:
     return newest
 
 
-@pytest.fixture
-def based(repo: Repo) -> tuple[Repo, Path]:
-    """A repo whose base model passes 15/20 format and 10/20 tone, with that baseline."""
+def _build_based(root: Path) -> None:
+    """The repository of ``based`` in ``root/repo``; the artifact's path in it in
+    ``root/artifact``."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     commit(repo, 15, 10)
     artifact = goldens_run(repo, note=True)  # a baseline is checked against its run's note
     res = run_cli("baseline", str(artifact), "--model", "base-7b", cwd=repo.path)
     assert res.code == 0, res.err
     assert res.out.startswith("wrote evals/baseline-base-7b.json: 2 slices of run ")
     repo.commit(msg="baseline")
-    return repo, artifact
+    (root / "artifact").write_text(artifact.relative_to(path).as_posix())
+
+
+@pytest.fixture
+def based(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Repo, Path]:
+    """A repo whose base model passes 15/20 format and 10/20 tone, with that baseline: built
+    once for the test run (a goldens run, its note, the baseline and its commit), each test
+    getting its own copy of the repository (notes, results and all) to change."""
+    built = built_once(tmp_path_factory, "gate-based", _build_based)
+    path = tmp_path / "repo"
+    shutil.copytree(built / "repo", path, symlinks=True)
+    return Repo(path), path / (built / "artifact").read_text()

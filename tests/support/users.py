@@ -17,6 +17,7 @@ environment's packages on ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -98,6 +99,31 @@ def _user_problem(env: dict[str, str], python: str) -> str | None:
             f"raise sysctl {USERNS[0]} (or set {USERNS[1]}=1, {USERNS[2]}=0)")
 
 
+def _user_home() -> Path:
+    """A fresh directory the unprivileged user may enter (under the system's temp dir)."""
+    home = Path(tempfile.mkdtemp(prefix="gitevals-user-"))
+    os.chmod(home, 0o755)
+    return home
+
+
+@functools.cache
+def _user_setup() -> tuple[str, dict[str, str]] | str:
+    """The unprivileged user's Python and the environment it needs, or why the user's
+    tests skip. Probed once per test process: the answer is the machine's, not a test's,
+    and the probe starts two or three interpreters (importing gitevals) and bubblewrap."""
+    home = _user_home()
+    try:
+        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+        found = _user_python(env)
+        if found is None:
+            return "no Python the unprivileged user may run gitevals with"
+        python, extra = found
+        problem = _user_problem({**env, **extra}, python)
+        return (python, extra) if problem is None else problem
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @pytest.fixture(params=["root", "user"])
 def who(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Who]:
     """The CLI as root and as an unprivileged user, each with a fresh repository."""
@@ -122,18 +148,13 @@ def _who(name: str, tmp_path: Path) -> Iterator[Who]:
         git(path, "init", "-q", "-b", "main")
         yield Who(name, Repo(path), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
         return
-    home = Path(tempfile.mkdtemp(prefix="gitevals-user-"))
+    setup = _user_setup()
+    if isinstance(setup, str):
+        pytest.skip(setup)
+    python, extra = setup
+    home = _user_home()
     try:
-        os.chmod(home, 0o755)
-        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
-        found = _user_python(env)
-        if found is None:
-            pytest.skip("no Python the unprivileged user may run gitevals with")
-        python, extra = found
-        env.update(extra)
-        problem = _user_problem(env, python)
-        if problem is not None:
-            pytest.skip(problem)
+        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **extra}
         path = home / "repo"
         path.mkdir()
         git(path, "init", "-q", "-b", "main")
