@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitevals import bounds
 from gitevals.findings import Finding, has_errors
 from gitevals.model import Case, load_case
 from gitevals.settings import Settings, load_settings
@@ -74,6 +75,9 @@ class LintOptions:
     cache: bool = True
     jobs: int | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("LintOptions.jobs", self.jobs, 1, bounds.MAX_JOBS)
+
 
 def lint(tree: Tree, paths: Sequence[str] | None = None,
          options: LintOptions = LintOptions(),
@@ -102,6 +106,10 @@ class DiffOptions:
     control: str | None = None
     equivalence: float | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_alpha("DiffOptions.alpha", self.alpha)
+        bounds.check_points("DiffOptions.equivalence", self.equivalence, optional=True)
+
 
 def diff(repo: Repo, a: str, b: str, options: DiffOptions | None = None) -> Diff:
     """What changed from revision ``a`` to ``b``: rules, graders, goldens and, from the
@@ -126,6 +134,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     from gitevals.errors import UsageError
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
 
+    bounds.check_whole("plan trials", trials, 1, bounds.MAX_TRIALS)
     settings, bad = load_settings(tree)
     if bad:
         raise UsageError(f"{bad[0]}")
@@ -282,6 +291,10 @@ class RunOptions:
     #: ``run --draft``: the file the draft case was read from (recorded on that case)
     draft: DraftFile | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("RunOptions.jobs", self.jobs, 1, bounds.MAX_JOBS, optional=False)
+        bounds.check_usd("RunOptions.cost_limit", self.cost_limit)
+
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
 ProgressFactory = Callable[..., AbstractContextManager["Update"]]
@@ -418,6 +431,9 @@ class RunSelection:
     draft: bool = False
     task_controls: bool = False
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("RunSelection.trials", self.trials, 1, bounds.MAX_TRIALS)
+
 
 @dataclass(frozen=True)
 class RunPlans:
@@ -487,6 +503,18 @@ class AgainstOptions:
     drop: float = 20.0
     alpha: float | None = None
     control: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_sequential("AgainstOptions", self.max_trials, self.looks, self.drop)
+        bounds.check_alpha("AgainstOptions.alpha", self.alpha)
+
+
+def _check_sequential(owner: str, max_trials: object, looks: object, drop: object) -> None:
+    """The bounds of a sequential run's design, as ``run --max-trials``, ``--looks`` and
+    ``--drop`` have them."""
+    bounds.check_whole(f"{owner}.max_trials", max_trials, 1, bounds.MAX_SEQUENTIAL_TRIALS)
+    bounds.check_whole(f"{owner}.looks", looks, 1, bounds.MAX_LOOKS)
+    bounds.check_points(f"{owner}.drop", drop)
 
 
 def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Rounds:
@@ -776,6 +804,14 @@ class RunRequest:
     ray_address: str | None = None
     graders_on_workers: bool = False
     cost_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        """A value past what ``gitevals run`` takes is refused as the flag would be."""
+        bounds.check_whole("RunRequest.trials", self.trials, 1, bounds.MAX_TRIALS)
+        bounds.check_whole("RunRequest.jobs", self.jobs, 1, bounds.MAX_JOBS)
+        _check_sequential("RunRequest", self.max_trials, self.looks, self.drop)
+        bounds.check_alpha("RunRequest.alpha", self.alpha)
+        bounds.check_usd("RunRequest.cost_limit", self.cost_limit)
 
 
 @dataclass(frozen=True)
@@ -1074,6 +1110,9 @@ class GateOptions:
     control: str | None = None
     alpha: float | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_alpha("GateOptions.alpha", self.alpha)
+
 
 def goldens_run(what: str, repo: Repo | None = None) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what`` (its note's
@@ -1195,6 +1234,11 @@ class HistoryOptions:
     control: str | None = None
     alpha: float | None = None
     keep_tip: bool = False
+
+    def __post_init__(self) -> None:
+        bounds.check_whole("HistoryOptions.limit", self.limit, 1, bounds.MAX_ROWS,
+                           optional=False)
+        bounds.check_alpha("HistoryOptions.alpha", self.alpha)
 
 
 def history(repo: Repo, spec: str, options: HistoryOptions) -> Gathered:
@@ -1326,6 +1370,12 @@ class ReportOptions:
     limit: int
     static: int
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("ReportOptions.limit", self.limit, 1, bounds.MAX_ROWS,
+                           optional=False)
+        bounds.check_whole("ReportOptions.static", self.static, 0, bounds.MAX_ROWS,
+                           optional=False)
+
 
 @dataclass(frozen=True)
 class ReportResult:
@@ -1417,6 +1467,14 @@ class ExperimentOptions:
     control: str | None = None
     alpha: float | None = None
     check: bool = True
+
+    def __post_init__(self) -> None:
+        bounds.check_whole("ExperimentOptions.repeat", self.repeat, 1, bounds.MAX_REPEAT,
+                           optional=False)
+        bounds.check_whole("ExperimentOptions.jobs", self.jobs, 1, bounds.MAX_JOBS)
+        bounds.check_whole("ExperimentOptions.max_samples", self.max_samples, 1,
+                           bounds.MOST_SAMPLES)
+        bounds.check_alpha("ExperimentOptions.alpha", self.alpha)
 
 
 @dataclass(frozen=True)
