@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitevals import bounds
 from gitevals.findings import Finding, has_errors
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
+    from gitevals.jsontypes import JSON, JSONObject
     from gitevals.lint import LintResult
     from gitevals.report.history import History
     from gitevals.report.html import Report
@@ -1731,6 +1732,10 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
     return ExperimentResult(doc, path)
 
 
+#: An experiment's id: when it started, and six hex digits (``_new_id``).
+_EXPERIMENT_ID = r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$"
+
+
 def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | None = None,
                        say: Say = _quiet) -> ExperimentResult:
     """Run nothing: re-read experiment ``exp_id``'s kept samples, re-check each against
@@ -1739,34 +1744,32 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
     import re
 
     from gitevals.errors import UsageError
+    from gitevals.experiment.results import kept_meta
     from gitevals.git.trees import WorkingTree
 
     options = options or ExperimentOptions()
-    if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
+    if not re.match(_EXPERIMENT_ID, exp_id):
         raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
                          "20261130T211500Z-1a2b3c (the name of its report, without .json)")
     kept = load_settings(WorkingTree(repo.work_root))[0].results
     path = experiments_dir(repo.work_root, kept) / f"{exp_id}.json"
     doc = _read_report(path)
-    results = [_recheck_lane(repo.work_root, kept, doc, lane) for lane in doc["lanes"]]
+    lanes, kept_id = doc.get("lanes"), doc.get("id")
+    if not isinstance(lanes, list) or not isinstance(kept_id, str) or not re.match(
+            _EXPERIMENT_ID, kept_id):
+        raise UsageError("the experiment report is damaged (no 'lanes' list, or no 'id' "
+                         "of an experiment): it cannot be re-checked; run the experiment "
+                         "again")
+    results = [_recheck_lane(repo.work_root, kept, kept_id, doc, lane) for lane in lanes]
     try:
-        meta = _meta_of(doc)
+        meta = kept_meta(doc)
     except (KeyError, TypeError) as exc:
         raise UsageError(f"the experiment report is damaged (no {exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
     return _finish(repo, kept, meta, results, options, say)
 
 
-def _meta_of(doc: dict[str, Any]) -> Meta:
-    """What a kept report says of its experiment (``_meta``), to report it again."""
-    return {"id": doc["id"], "tool_version": doc["tool_version"], "root": doc["root"],
-            "cases": doc["cases"], "repeat": doc["repeat"], "jobs": doc["jobs"],
-            "conversations": doc["conversations"], "max_samples": doc["max_samples"],
-            "settings": doc["settings"], "started_at": doc["started_at"],
-            "finished_at": doc["finished_at"]}
-
-
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path) -> JSONObject:
     import json
 
     from gitevals.errors import UsageError
@@ -1784,21 +1787,15 @@ def _read_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _recheck_lane(work_root: Path, kept: str, doc: dict[str, Any],
-                  lane: dict[str, Any]) -> LaneResult:
+def _recheck_lane(work_root: Path, kept: str, exp_id: str, doc: JSONObject,
+                  lane: JSON) -> LaneResult:
     from gitevals.errors import UsageError
-    from gitevals.experiment.controls import Pins
-    from gitevals.experiment.lanes import valid_name
+    from gitevals.experiment.results import kept_lane
 
     try:
-        name = lane["name"]
-        if not valid_name(name):
-            raise ValueError(f"lane name {name!r}")
-        timing = {k: (int(v[0]), float(v[1])) for k, v in lane["pins"]["timing"].items()}
-        pins = Pins(lane["commit"], lane["tree"], lane["target_env"], lane["pins"]["files"],
-                    doc["settings"], timing, doc["tool_version"], doc["root"])
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        name, rev, pins = kept_lane(doc, lane)
+    except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
-    path = _lane_path(work_root, kept, doc["id"], name)
-    return _read_lane(work_root, name, lane.get("rev", ""), pins, path)
+    path = _lane_path(work_root, kept, exp_id, name)
+    return _read_lane(work_root, name, rev, pins, path)
