@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitevals import bounds
-from gitevals.findings import Finding, has_errors
-from gitevals.model import Case, load_case
-from gitevals.settings import Settings, load_settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case model
     from types import FrameType
 
     from gitevals.diff import Diff
@@ -28,6 +25,7 @@ if TYPE_CHECKING:
     from gitevals.experiment.lanes import Lane
     from gitevals.experiment.results import Doc as ExperimentDoc
     from gitevals.experiment.results import LaneResult, Meta
+    from gitevals.findings import Finding
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from gitevals.goldens.plan import SuitePlan
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.lint import LintResult
+    from gitevals.model import Case
     from gitevals.report.history import History
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
@@ -46,6 +45,8 @@ if TYPE_CHECKING:
     from gitevals.run.runner import Execution, Plan, Provenance
     from gitevals.run.runner import Tally as RunTally
     from gitevals.run.sequential import Rounds
+    from gitevals.run.targets import ProcessRegistry
+    from gitevals.settings import Settings
     from gitevals.tasks.selection import Selected
 
 
@@ -134,6 +135,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     are what the run sends."""
     from gitevals.errors import UsageError
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
+    from gitevals.settings import load_settings
 
     bounds.check_whole("plan trials", trials, 1, bounds.MAX_TRIALS)
     settings, bad = load_settings(tree)
@@ -228,6 +230,8 @@ def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
 
 def load_case_file(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
     """Parse and model one case; a failure is a finding, never an exception."""
+    from gitevals.findings import Finding, has_errors
+    from gitevals.model import load_case
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(tree.read(path) or b"", path)
@@ -291,6 +295,9 @@ class RunOptions:
     goldens_only: bool = False
     #: ``run --draft``: the file the draft case was read from (recorded on that case)
     draft: DraftFile | None = None
+    #: the run's processes, when the caller made them early (``ProcessRegistry.prestart``:
+    #: the supervisor boots while the plan is read); closed when the run ends
+    registry: ProcessRegistry | None = None
 
     def __post_init__(self) -> None:
         bounds.check_whole("RunOptions.jobs", self.jobs, 1, bounds.MAX_JOBS, optional=False)
@@ -458,6 +465,7 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
 
     from gitevals.errors import UsageError
     from gitevals.run import runner
+    from gitevals.settings import load_settings
 
     notes: list[str] = []
     if selection.goldens_only and selection.cases:
@@ -582,7 +590,7 @@ def _start(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOpt
     from gitevals.run.targets import ProcessRegistry
 
     target, cluster = the_plan.settings.target, options.cluster
-    registry = ProcessRegistry()
+    registry = options.registry or ProcessRegistry()
     if cluster is None and target is not None:
         registry.prestart()  # while the commit is materialized
     tree.materialize(tmp)
@@ -867,20 +875,33 @@ def run_rev(request: RunRequest, repo: Repo | None = None,
     ``<root>/results/<run_id>.json`` (a temp file when that cannot be written) and the
     git note. ``say`` gets the lines ``gitevals run`` prints on stderr (findings, notes,
     warnings); ``UsageError`` for what cannot run. ``repo`` None: the current directory's."""
+    from gitevals.run.targets import ProcessRegistry
+
     jobs = request.jobs or _default_jobs()
-    # With ray_address, joining the cluster (seconds: importing Ray, starting a host per
-    # node) goes on while the plan is made; an address nobody answers on stops it here.
-    early = (_join(request.ray_address)
-             if request.ray_address is not None and request.executor != "local" else None)
+    ray = request.ray_address is not None and request.executor != "local"
+    # The supervisor of a local run's targets (a Python start of its own) boots while
+    # gitevals imports what it needs and reads the plan, not after.
+    registry = ProcessRegistry() if not ray and request.executor != "ray" else None
+    if registry is not None:
+        registry.prestart()
     try:
-        return _run_rev(request, repo, jobs, early, progress, say)
+        # Likewise, with ray_address, joining the cluster (seconds: importing Ray,
+        # starting a host per node) goes on while the plan is made; an address nobody
+        # answers on stops it here.
+        early = _join(request.ray_address) if ray else None
+        try:
+            return _run_rev(request, repo, jobs, early, registry, progress, say)
+        finally:
+            if early is not None:
+                early.close()
     finally:
-        if early is not None:
-            early.close()
+        if registry is not None:
+            registry.close()
 
 
 def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecutor | None,
-             progress: ProgressFactory, say: Say) -> RunResult:
+             registry: ProcessRegistry | None, progress: ProgressFactory, say: Say
+             ) -> RunResult:
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.run import runner
@@ -914,7 +935,7 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
         goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
         options = RunOptions(staged.names, jobs, request.check, target_env, public, rounds,
                              staged.bwrap, cluster, request.graders_on_workers, sendable,
-                             request.cost_limit, goldens_only, staged.draft)
+                             request.cost_limit, goldens_only, staged.draft, registry)
         artifact = run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
@@ -958,6 +979,7 @@ def _with_draft(tree: RevisionTree, request: RunRequest, names: tuple[str, ...]
         return tree, None
     from gitevals.errors import UsageError
     from gitevals.run.draft import DraftTree, read_draft
+    from gitevals.settings import load_settings
 
     if names:
         raise UsageError("--draft runs the draft alone: name no CASE with it")
@@ -1125,6 +1147,7 @@ def goldens_run(what: str, repo: Repo | None = None) -> Run:
     from gitevals.git.trees import WorkingTree
     from gitevals.goldens.verify import goldens_run_of_commit, pinned
     from gitevals.run.artifact import load
+    from gitevals.settings import load_settings
 
     if is_path(what):
         run = load(what)
@@ -1151,6 +1174,7 @@ def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResul
     from gitevals.goldens.gate import baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.settings import load_settings
     from gitevals.stats.multiplicity import CONTROLS
 
     if options.control is not None and options.control not in CONTROLS:
@@ -1194,12 +1218,14 @@ def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Fin
     read from git objects: the published tree, the baseline in it, and the runs in git
     notes (never the working tree's results/, which anyone with the checkout can write)."""
     from gitevals.errors import GitevalsError
+    from gitevals.findings import Finding
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.goldens.gate import Refused, baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
     from gitevals.report.gate import headline
+    from gitevals.settings import load_settings
 
     repo = repo or require_repo()
     tree = RevisionTree(repo, commit)
@@ -1723,6 +1749,7 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
             options: ExperimentOptions, say: Say) -> ExperimentResult:
     from gitevals.experiment.results import build, dumps
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
     doc = build(meta, results, options.test,
@@ -1746,6 +1773,7 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
     from gitevals.errors import UsageError
     from gitevals.experiment.results import kept_meta
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     options = options or ExperimentOptions()
     if not re.match(_EXPERIMENT_ID, exp_id):

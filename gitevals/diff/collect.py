@@ -187,9 +187,11 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
 
 def _partial(run: Run | None) -> str | None:
     """Why ``run`` is not its commit's complete run (None: it is, or there is none)."""
+    if run is None:
+        return None
     from gitevals.run.artifact import complete, is_draft
 
-    if run is None or complete(run):
+    if complete(run):
         return None
     if run["interrupted"]:
         return "interrupted"
@@ -429,6 +431,8 @@ def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],
 
 
 def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:
+    if run_a is None and run_b is None:
+        return ()
     from gitevals.diff.calibration import advisory_notes
 
     return tuple(advisory_notes(run_a, run_b))
