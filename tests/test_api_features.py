@@ -15,63 +15,20 @@ from gitevals.errors import GitevalsError, UsageError
 from gitevals.git.repo import require_repo
 from gitevals.report import html
 from gitevals.report.gate import REPORTERS
+from tests.support import gate
+from tests.support.gate import based
 
 from .conftest import Repo, run_cli
 
-# Answers "ok" to the first N goldens of a bucket (ids f00.., t00..), "no" to the rest;
-# N per id prefix comes from passes.json in the commit.
-GOLDENS_HARNESS = """\
-import json, sys
-passes = json.load(open("passes.json"))
-for line in sys.stdin:
-    msg = json.loads(line)
-    sid = msg["scenario"]
-    ok = int(sid[1:]) < passes.get(sid[0], 0)
-    print(json.dumps({"final_answer": "ok" if ok else "no"}), flush=True)
-"""
-GOLDENS_SETTINGS = f"""\
-[tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
-
-[tool.gitevals.goldens]
-graders = {{format = "checks.exact", tone = "checks.exact"}}
-"""
-GRADERS = 'def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n'
-SUITE = "drift_budget:\n  noise_tolerance_pts: 2\n  hard_fail_threshold_pts: 10\n"
-GOLDENS = "".join(json.dumps({"id": f"{p}{i:02d}", "bucket": b, "input": f"q{i}",
-                              "expected": "ok"}) + "\n"
-                  for p, b in (("f", "format"), ("t", "tone")) for i in range(20))
-
-
-def _goldens_commit(repo: Repo, f: int, t: int) -> str:
-    return repo.commit({"harness.py": GOLDENS_HARNESS, "pyproject.toml": GOLDENS_SETTINGS,
-                        "passes.json": json.dumps({"f": f, "t": t}),
-                        "evals/graders/checks.py": GRADERS, "evals/goldens.jsonl": GOLDENS,
-                        "evals/drift-suite.yaml": SUITE})
-
-
-def _goldens_run(repo: Repo) -> Path:
-    res = run_cli("run", "--goldens-only", cwd=repo.path)
-    assert res.code in (0, 1), res.err
-    return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
-
-
-@pytest.fixture
-def based(repo: Repo) -> Repo:
-    """The base model passes 15/20 format and 10/20 tone; its baseline is committed."""
-    _goldens_commit(repo, 15, 10)
-    artifact = _goldens_run(repo)  # and its git note: a baseline is checked against it
-    res = run_cli("baseline", str(artifact), "--model", "base-7b", cwd=repo.path)
-    assert res.code == 0, res.err
-    repo.commit(msg="baseline")
-    return repo
+__all__ = ["based"]  # the fixture, imported for pytest
 
 
 def test_gate_through_the_api_returns_the_typed_result(
-        based: Repo, capsys: pytest.CaptureFixture[str]) -> None:
-    git = require_repo(based.path)
-    _goldens_commit(based, 3, 20)  # format -60 pts (beyond 10 and beyond noise), tone +50
-    artifact = _goldens_run(based)
+        based: tuple[Repo, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo, _ = based
+    git = require_repo(repo.path)
+    gate.commit(repo, 3, 20)  # format -60 pts (beyond 10 and beyond noise), tone +50
+    artifact = gate.goldens_run(repo, note=True)
     capsys.readouterr()
     by_file = api.gate(str(artifact), api.GateOptions("base-7b"), git)
     assert not by_file.passed
@@ -90,8 +47,8 @@ def test_gate_through_the_api_returns_the_typed_result(
 
 
 def test_gate_refuses_in_one_line_without_a_baseline(repo: Repo) -> None:
-    _goldens_commit(repo, 15, 10)
-    artifact = _goldens_run(repo)
+    gate.commit(repo, 15, 10)
+    artifact = gate.goldens_run(repo, note=True)
     with pytest.raises(GitevalsError, match=r"^no baseline, no comparison: "
                                             r"evals/baseline-base-7b\.json does not exist"):
         api.gate(str(artifact), api.GateOptions("base-7b"), require_repo(repo.path))
@@ -100,13 +57,14 @@ def test_gate_refuses_in_one_line_without_a_baseline(repo: Repo) -> None:
         api.gate("HEAD~0", api.GateOptions("base-7b"), require_repo(repo.path))
 
 
-def test_gate_findings_name_a_publish_that_fails_the_gate(based: Repo) -> None:
-    git = require_repo(based.path)
-    head = based.git("rev-parse", "HEAD")
+def test_gate_findings_name_a_publish_that_fails_the_gate(based: tuple[Repo, Path]) -> None:
+    repo, _ = based
+    git = require_repo(repo.path)
+    head = repo.git("rev-parse", "HEAD")
     [found] = api.gate_findings(head, "base-7b", git)  # no run of HEAD in its note yet
     assert (found.path, found.code) == ("evals/baseline-base-7b.json", "GE639")
     assert "no goldens run pinned to" in found.message
-    _goldens_run(based)  # HEAD, the same counts as the baseline, noted on HEAD
+    gate.goldens_run(repo, note=True)  # HEAD, the same counts as the baseline, noted on HEAD
     assert api.gate_findings(head, "base-7b", git) == []
 
 
@@ -226,7 +184,7 @@ def test_run_plans_and_the_sequential_design_through_the_api(repo: Repo) -> None
 def test_run_plans_send_the_goldens_alone_and_refuse_ones_that_do_not_lint(repo: Repo) -> None:
     from gitevals.git.trees import RevisionTree
 
-    _goldens_commit(repo, 15, 10)
+    gate.commit(repo, 15, 10)
     tree = RevisionTree(require_repo(repo.path), "HEAD")
     plans = api.run_plans(tree, api.RunSelection())  # no case: the goldens alone
     assert plans.plan.cases == () and plans.suite is not None
@@ -235,7 +193,8 @@ def test_run_plans_send_the_goldens_alone_and_refuse_ones_that_do_not_lint(repo:
                            f"{tree.label}: sending the goldens alone, as --goldens-only does",)
     tone = api.run_plans(tree, api.RunSelection(goldens_only=True, buckets=("tone",)))
     assert tone.suite is not None and {i.slice for i in tone.suite.items} == {"tone"}
-    repo.commit({"evals/goldens.jsonl": GOLDENS + GOLDENS.splitlines(keepends=True)[0]})
+    rows = gate.goldens()
+    repo.commit({"evals/goldens.jsonl": rows + rows.splitlines(keepends=True)[0]})
     broken = api.run_plans(RevisionTree(require_repo(repo.path), "HEAD"),
                            api.RunSelection(goldens_only=True))
     assert broken.suite is not None and broken.sendable is None  # a duplicate id: not sent

@@ -14,6 +14,7 @@ from tests.conftest import Repo, run_cli
 from tests.support.diffs import (
     HARNESS,
     RANDOM_HARNESS,
+    RANDOM_SETTINGS,
     SETTINGS,
     case,
     commit_and_run,
@@ -207,7 +208,7 @@ def test_cli_corrupt_note_is_one_line(repo: Repo) -> None:
 
 def _random_commit(repo: Repo, rates: dict[str, float], trials: int, seed: str) -> str:
     ids = tuple(sorted(rates))
-    sha = repo.commit({"harness.py": RANDOM_HARNESS, "pyproject.toml": SETTINGS,
+    sha = repo.commit({"harness.py": RANDOM_HARNESS, "pyproject.toml": RANDOM_SETTINGS,
                        "rates.json": json.dumps(rates), "seed.txt": seed,
                        "evals/cases/sim.yaml": case(trials, ids)}, seed)
     r = run_cli("run", cwd=repo.path)

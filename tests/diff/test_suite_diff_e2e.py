@@ -8,13 +8,12 @@ Scenarios live in several case files: each case is a cluster of the suite interv
 from __future__ import annotations
 
 import json
-import sys
 import xml.etree.ElementTree as ET
 
 from tests.conftest import Repo, run_cli
 from tests.support.diffs import RANDOM_HARNESS as HARNESS
+from tests.support.diffs import RANDOM_SETTINGS as SETTINGS
 
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 PER_CASE = 5
 
 

@@ -9,20 +9,27 @@ from tests.conftest import Repo, run_cli
 from tests.support.paths import HARNESS_SETTINGS
 
 # A harness whose every scenario passes with probability rates.json[scenario], seeded by
-# seed.txt (different at each commit) so two commits draw independent trials.
+# seed.txt (different at each commit) so two commits draw independent trials. A python
+# target (RANDOM_SETTINGS): imported once per run and forked per conversation, where a
+# command harness started a Python per conversation (thousands in the diff tests that
+# use it, none of which is about command targets); the draw per (seed, scenario, trial)
+# is the one the command harness made, so every seeded outcome is the same.
 RANDOM_HARNESS = """\
-import json, random, sys
+import json, random
 from pathlib import Path
 here = Path(__file__).parent
 rates = json.loads((here / "rates.json").read_text())
 seed = (here / "seed.txt").read_text().strip()
-for line in sys.stdin:
-    msg = json.loads(line)
+
+
+def respond(messages):
+    msg = messages[-1]
     rng = random.Random(f"{seed}/{msg['scenario']}/{msg['trial']}")
     ok = rng.random() < rates[msg["scenario"]]
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
+    return {"final_answer": "Paris" if ok else "Lyon", "tool_calls": [], "hooks": [],
+            "error": None}
 """
+RANDOM_SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 # A deterministic harness: scenario s passes on trials below passes.json[s].
 HARNESS = """\
