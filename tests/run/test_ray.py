@@ -26,7 +26,9 @@ from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.support.paths import PROJECT
 from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
-pytestmark = pytest.mark.needs_ray
+# one worker runs them all (pyproject's --dist loadgroup): the cluster is a session
+# fixture, and a second xdist worker would start a second cluster of its own
+pytestmark = [pytest.mark.needs_ray, pytest.mark.xdist_group("ray")]
 
 DEMO = PROJECT / "examples" / "demo" / "v1"
 
