@@ -574,7 +574,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[s
             except BaseException:
                 execution.registry.close()
                 raise
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
+        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter,
+                                   execution.registry)
         started = time.time()
 
         def halt() -> None:
@@ -653,13 +654,14 @@ def _calibration(tree: RevisionTree, the_plan: Plan, started: float
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
                      jobs: int, target_env: Mapping[str, str] | None = None,
-                     interpreter: str | None = None) -> SuiteExecution | None:
+                     interpreter: str | None = None,
+                     registry: ProcessRegistry | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.goldens.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, grader_timeout(),
-                          target_env, interpreter)
+                          target_env, interpreter, registry)
 
 
 def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
