@@ -37,8 +37,10 @@ if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import GraderCalibration, Run
     from gitevals.run.draft import DraftFile
+    from gitevals.run.pricing import CostMeter
     from gitevals.run.ray_executor import RayExecutor
-    from gitevals.run.runner import Plan, Provenance
+    from gitevals.run.runner import Execution, Plan, Provenance
+    from gitevals.run.runner import Tally as RunTally
     from gitevals.run.sequential import Rounds
     from gitevals.run.targets import ProcessRegistry
     from gitevals.settings import Settings
@@ -314,12 +316,7 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
     artifact (``run.build``: scored by its judge graders' calibration at its start, as
     ``calibrated`` would). The caller keeps it (``run.store``) and renders it; nothing
     is printed here but ``progress``."""
-    options = options or RunOptions()
-    return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
-                    options.target_env, options.rounds, options.bwrap, options.cluster,
-                    options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress, options.goldens_only, options.draft,
-                    options.registry)
+    return _execute(tree, the_plan, prov, options or RunOptions(), progress)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
@@ -526,116 +523,172 @@ def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Ro
     return sequential.Rounds(settings, planned, bases)
 
 
-def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
-             rounds: Rounds | None = None, bwrap: str | None = None,
-             cluster: RayExecutor | None = None, graders_on_workers: bool = False,
-             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
-             cost_limit: float | None = None, progress: ProgressFactory = silent,
-             goldens_only: bool = False, draft: DraftFile | None = None,
-             registry: ProcessRegistry | None = None) -> Run:
-    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
-    import signal
+def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+             progress: ProgressFactory) -> Run:
+    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
+    artifact. gitevals adopts what escapes its targets and graders, and kills it all
+    before the materialized tree is removed (gitevals.run.reaper)."""
     import time
 
-    from gitevals.run import runner
     from gitevals.run.reaper import subreaper
     from gitevals.run.workdir import workdir
 
-    # gitevals adopts what escapes its targets and graders, and kills it all before the
-    # materialized tree is removed (gitevals.run.reaper).
-    target = the_plan.settings.target
     interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
-        from gitevals.run import preflight
-        from gitevals.run.targets import ProcessRegistry
-
-        registry = registry or ProcessRegistry()
-        if cluster is None and target is not None:
-            registry.prestart()  # while the commit is materialized
-        tree.materialize(tmp)
-        # A python target run here is imported once, by the worker its conversations fork
-        # from (after the execution exists); anything else is checked now.
-        warm = check and target is not None and preflight.warms(target, cluster is None)
-        if check and target is not None and not warm:
-            preflight.check_target(target, str(tmp), interpreter, target_env)
-        if cluster is not None:
-            from gitevals.run.executors import RunShared
-
-            cluster.start(str(tmp), prov.tree,
-                          RunShared(the_plan, jobs, grader_timeout(), graders_on_workers,
-                                    dict(target_env or {}), sandboxed=bwrap is not None))
-        execution = runner.Execution(the_plan, str(tmp), jobs, grader_timeout(), target_env,
-                                     bwrap, executor=cluster, interpreter=interpreter,
-                                     public_env=public_env, registry=registry)
-        if warm and target is not None:
-            try:
-                preflight.check_warm(execution, target, str(tmp), interpreter)
-            except BaseException:
-                execution.registry.close()
-                raise
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter,
-                                   execution.registry)
+        execution = _start(tree, the_plan, prov, options, tmp, interpreter)
+        goldens = _suite_execution(options.suite, the_plan, str(tmp), options.jobs,
+                                   options.target_env, interpreter, execution.registry)
         started = time.time()
-
-        def halt() -> None:
-            execution.interrupt()
-            if goldens is not None:
-                goldens.interrupt()
-
-        def stop(signum: int, frame: FrameType | None) -> None:
-            halt()
-            if execution.looking:  # a look's computation checks no flag: end it here
-                raise KeyboardInterrupt
-
-        meter = None
-        if cost_limit is not None:
-            from gitevals.run.pricing import CostMeter
-
-            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
-            execution.on_trial = meter.add
-
-        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        cases = len(the_plan.cases)
-        label = f"{cases} case{'s' * (cases != 1)}" + (
-            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
-            if the_plan.tasks else "")
-        try:
-            # a sequential run (--against) may go to every scenario's last look
-            total = the_plan.total() if rounds is None else (
-                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
-            with progress(label, total, groups=("cases", cases)) as update:
-                def report(t: runner.Tally) -> None:
-                    update(t.done, t.failures, t.running, t.cases_done)
-
-                if rounds is None:
-                    execution.run(report)
-                else:
-                    from gitevals.run.sequential import run_rounds
-
-                    run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
-            if goldens is not None and not execution.stop.is_set():
-                with progress("goldens", len(goldens.plan.items), unit="items") as sent:
-                    goldens.run(lambda done, bad: sent(done, bad))
-        finally:
-            execution.registry.close()
-            if cluster is not None:
-                cluster.close()
-            if goldens is not None:
-                goldens.registry.close()
-            for s, handler in old.items():
-                signal.signal(s, handler)
+        halt = _halt(execution, goldens)
+        meter = _cost_meter(the_plan, options.cost_limit, execution, halt)
+        with _signals_stop(execution, halt):
+            try:
+                _run_trials(tree, the_plan, options.rounds, execution, started, progress)
+                _send_goldens(goldens, execution, progress)
+            finally:
+                _close(execution, options.cluster, goldens)
         finished = time.time()
+    return _artifact(tree, the_plan, prov, options, execution, goldens, meter,
+                     (started, finished))
+
+
+def _start(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+           tmp: Path, interpreter: str | None) -> Execution:
+    """The commit materialized in ``tmp``, its target checked (the preflight, unless
+    ``options.check`` is off), the cluster started, and the execution of the plan there."""
+    from gitevals.run import preflight, runner
+    from gitevals.run.targets import ProcessRegistry
+
+    target, cluster = the_plan.settings.target, options.cluster
+    registry = options.registry or ProcessRegistry()
+    if cluster is None and target is not None:
+        registry.prestart()  # while the commit is materialized
+    tree.materialize(tmp)
+    where = str(tmp)
+    # A python target run here is imported once, by the worker its conversations fork
+    # from (after the execution exists); anything else is checked now.
+    warm = options.check and target is not None and preflight.warms(target, cluster is None)
+    if options.check and target is not None and not warm:
+        preflight.check_target(target, where, interpreter, options.target_env)
+    if cluster is not None:
+        from gitevals.run.executors import RunShared
+
+        cluster.start(where, prov.tree,
+                      RunShared(the_plan, options.jobs, grader_timeout(),
+                                options.graders_on_workers, dict(options.target_env or {}),
+                                sandboxed=options.bwrap is not None))
+    execution = runner.Execution(the_plan, where, options.jobs, grader_timeout(),
+                                 options.target_env, options.bwrap, executor=cluster,
+                                 interpreter=interpreter, public_env=options.public_env,
+                                 registry=registry)
+    if warm and target is not None:
+        try:
+            preflight.check_warm(execution, target, where, interpreter)
+        except BaseException:
+            execution.registry.close()
+            raise
+    return execution
+
+
+def _halt(execution: Execution, goldens: SuiteExecution | None) -> Callable[[], None]:
+    """What stops the run cleanly (a signal, the cost limit): the trials and the goldens
+    stop starting; what finished is kept and the artifact is marked interrupted."""
+    def halt() -> None:
+        execution.interrupt()
+        if goldens is not None:
+            goldens.interrupt()
+
+    return halt
+
+
+def _cost_meter(the_plan: Plan, limit: float | None, execution: Execution,
+                halt: Callable[[], None]) -> CostMeter | None:
+    """With ``cost_limit``: the meter each finished trial is added to, which ``halt``s
+    the run once the trials have cost ``limit`` USD."""
+    if limit is None:
+        return None
+    from gitevals.run.pricing import CostMeter
+
+    meter = CostMeter(the_plan.settings.pricing, limit, halt)
+    execution.on_trial = meter.add
+    return meter
+
+
+@contextmanager
+def _signals_stop(execution: Execution, halt: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM ``halt`` the run (what finished becomes
+    the interrupted run); the handlers before are put back after."""
+    import signal
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        halt()
+        if execution.looking:  # a look's computation checks no flag: end it here
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _run_trials(tree: RevisionTree, the_plan: Plan, rounds: Rounds | None,
+                execution: Execution, started: float, progress: ProgressFactory) -> None:
+    """Run the plan's trials (a sequential run's rounds with ``rounds``), shown by
+    ``progress`` as cases (and tasks)."""
+    cases = len(the_plan.cases)
+    label = f"{cases} case{'s' * (cases != 1)}" + (
+        f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
+        if the_plan.tasks else "")
+    # a sequential run (--against) may go to every scenario's last look
+    total = the_plan.total() if rounds is None else (
+        rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
+    with progress(label, total, groups=("cases", cases)) as update:
+        def report(t: RunTally) -> None:
+            update(t.done, t.failures, t.running, t.cases_done)
+
+        if rounds is None:
+            execution.run(report)
+        else:
+            from gitevals.run.sequential import run_rounds
+
+            run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
+
+
+def _send_goldens(goldens: SuiteExecution | None, execution: Execution,
+                  progress: ProgressFactory) -> None:
+    """Send the goldens after the trials, unless the run was stopped."""
+    if goldens is not None and not execution.stop.is_set():
+        with progress("goldens", len(goldens.plan.items), unit="items") as sent:
+            goldens.run(lambda done, bad: sent(done, bad))
+
+
+def _close(execution: Execution, cluster: RayExecutor | None,
+           goldens: SuiteExecution | None) -> None:
+    """End what the run started: its processes, its cluster's, the goldens'."""
+    execution.registry.close()
+    if cluster is not None:
+        cluster.close()
+    if goldens is not None:
+        goldens.registry.close()
+
+
+def _artifact(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+              execution: Execution, goldens: SuiteExecution | None, meter: CostMeter | None,
+              times: tuple[float, float]) -> Run:
+    """The artifact of the finished (or stopped) run, from every part (``run.build``)."""
     from gitevals.run.build import ArtifactParts, GoldensPart, build_artifact
 
+    started, finished = times
     part = None if goldens is None else GoldensPart(goldens.part(), goldens.plan.files,
                                                     goldens.stop.is_set())
     return build_artifact(ArtifactParts(
-        prov, the_plan, execution, names, jobs, started, finished,
-        _calibration(tree, the_plan, started), rounds, part,
+        prov, the_plan, execution, list(options.names), options.jobs, started, finished,
+        _calibration(tree, the_plan, started), options.rounds, part,
         None if meter is None else meter.limit,
         meter.reason() if meter is not None and meter.reached else None,
-        goldens_only, draft))
+        options.goldens_only, options.draft))
 
 
 def _calibration(tree: RevisionTree, the_plan: Plan, started: float

@@ -47,8 +47,10 @@ def test_every_item_runs_once_on_at_most_jobs_threads() -> None:
     ran: list[tuple[int, str]] = []
     _Slots(_Execution(3), _items(ran, 40, pause=0.001)).run(None)
     assert sorted(i for i, _ in ran) == list(range(40))
-    assert {name for _, name in ran} == {"gitevals-trial_0", "gitevals-trial_1",
-                                          "gitevals-trial_2"}
+    # at most three slots; under load the first slots may drain the work before the
+    # third is started, so fewer is allowed (the next test pins the count when it is sure)
+    assert {name for _, name in ran} <= {"gitevals-trial_0", "gitevals-trial_1",
+                                         "gitevals-trial_2"}
 
 
 def test_fewer_items_than_jobs_start_only_as_many_threads() -> None:
