@@ -567,7 +567,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunO
     with workdir("run") as tmp, subreaper():
         execution = _start(tree, the_plan, prov, options, tmp, interpreter)
         goldens = _suite_execution(options.suite, the_plan, str(tmp), options.jobs,
-                                   options.target_env, interpreter)
+                                   options.target_env, interpreter, execution.registry)
         started = time.time()
         halt = _halt(execution, goldens)
         meter = _cost_meter(the_plan, options.cost_limit, execution, halt)
@@ -737,13 +737,14 @@ def _calibration(tree: RevisionTree, the_plan: Plan, started: float
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
                      jobs: int, target_env: Mapping[str, str] | None = None,
-                     interpreter: str | None = None) -> SuiteExecution | None:
+                     interpreter: str | None = None,
+                     registry: ProcessRegistry | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.goldens.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, grader_timeout(),
-                          target_env, interpreter)
+                          target_env, interpreter, registry)
 
 
 def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
