@@ -1,3 +1,3 @@
-from gitevals.cli import main
+from gitevals.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -15,11 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitevals.findings import Finding, has_errors
-from gitevals.model import Case, load_case
-from gitevals.settings import Settings, load_settings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case model
     from types import FrameType
 
     from gitevals.diff import Diff
@@ -27,21 +23,27 @@ if TYPE_CHECKING:
     from gitevals.experiment.lanes import Lane
     from gitevals.experiment.results import Doc as ExperimentDoc
     from gitevals.experiment.results import LaneResult, Meta
+    from gitevals.findings import Finding
     from gitevals.git.repo import Repo
     from gitevals.git.trees import RevisionTree, Tree
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
     from gitevals.lint import LintResult
+    from gitevals.model import Case
     from gitevals.report.history import History
     from gitevals.report.html import Report
     from gitevals.report.progress import Update
     from gitevals.report.runs import Refused
     from gitevals.run.artifact import GraderCalibration, Run
     from gitevals.run.draft import DraftFile
+    from gitevals.run.pricing import CostMeter
     from gitevals.run.ray_executor import RayExecutor
-    from gitevals.run.runner import Plan, Provenance
+    from gitevals.run.runner import Execution, Plan, Provenance
+    from gitevals.run.runner import Tally as RunTally
     from gitevals.run.sequential import Rounds
+    from gitevals.run.targets import ProcessRegistry
+    from gitevals.settings import Settings
     from gitevals.tasks.selection import Selected
 
 
@@ -123,6 +125,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     are what the run sends."""
     from gitevals.errors import UsageError
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
+    from gitevals.settings import load_settings
 
     settings, bad = load_settings(tree)
     if bad:
@@ -216,6 +219,8 @@ def _lint(tree: Tree, paths: list[str]) -> list[Finding]:
 
 def load_case_file(tree: Tree, path: str) -> tuple[Case | None, list[Finding]]:
     """Parse and model one case; a failure is a finding, never an exception."""
+    from gitevals.findings import Finding, has_errors
+    from gitevals.model import load_case
     from gitevals.yamlsafe import parse
 
     doc, findings = parse(tree.read(path) or b"", path)
@@ -279,6 +284,9 @@ class RunOptions:
     goldens_only: bool = False
     #: ``run --draft``: the file the draft case was read from (recorded on that case)
     draft: DraftFile | None = None
+    #: the run's processes, when the caller made them early (``ProcessRegistry.prestart``:
+    #: the supervisor boots while the plan is read); closed when the run ends
+    registry: ProcessRegistry | None = None
 
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
@@ -308,11 +316,7 @@ def run_commit(tree: RevisionTree, the_plan: Plan, prov: Provenance,
     artifact (``run.build``: scored by its judge graders' calibration at its start, as
     ``calibrated`` would). The caller keeps it (``run.store``) and renders it; nothing
     is printed here but ``progress``."""
-    options = options or RunOptions()
-    return _execute(tree, the_plan, prov, list(options.names), options.jobs, options.check,
-                    options.target_env, options.rounds, options.bwrap, options.cluster,
-                    options.graders_on_workers, options.suite, options.public_env,
-                    options.cost_limit, progress, options.goldens_only, options.draft)
+    return _execute(tree, the_plan, prov, options or RunOptions(), progress)
 
 
 def task_notes(the_plan: Plan) -> list[str]:
@@ -443,6 +447,7 @@ def run_plans(tree: Tree, selection: RunSelection) -> RunPlans:
 
     from gitevals.errors import UsageError
     from gitevals.run import runner
+    from gitevals.settings import load_settings
 
     notes: list[str] = []
     if selection.goldens_only and selection.cases:
@@ -518,114 +523,172 @@ def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Ro
     return sequential.Rounds(settings, planned, bases)
 
 
-def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, names: list[str],
-             jobs: int, check: bool = True, target_env: Mapping[str, str] | None = None,
-             rounds: Rounds | None = None, bwrap: str | None = None,
-             cluster: RayExecutor | None = None, graders_on_workers: bool = False,
-             suite: SuitePlan | None = None, public_env: frozenset[str] = frozenset(),
-             cost_limit: float | None = None, progress: ProgressFactory = silent,
-             goldens_only: bool = False, draft: DraftFile | None = None) -> Run:
-    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the artifact."""
-    import signal
+def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+             progress: ProgressFactory) -> Run:
+    """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
+    artifact. gitevals adopts what escapes its targets and graders, and kills it all
+    before the materialized tree is removed (gitevals.run.reaper)."""
     import time
 
-    from gitevals.run import runner
     from gitevals.run.reaper import subreaper
     from gitevals.run.workdir import workdir
 
-    # gitevals adopts what escapes its targets and graders, and kills it all before the
-    # materialized tree is removed (gitevals.run.reaper).
-    target = the_plan.settings.target
     interpreter = _interpreter(tree, the_plan)
     with workdir("run") as tmp, subreaper():
-        from gitevals.run import preflight
-        from gitevals.run.targets import ProcessRegistry
-
-        registry = ProcessRegistry()
-        if cluster is None and target is not None:
-            registry.prestart()  # while the commit is materialized
-        tree.materialize(tmp)
-        # A python target run here is imported once, by the worker its conversations fork
-        # from (after the execution exists); anything else is checked now.
-        warm = check and target is not None and preflight.warms(target, cluster is None)
-        if check and target is not None and not warm:
-            preflight.check_target(target, str(tmp), interpreter, target_env)
-        if cluster is not None:
-            from gitevals.run.executors import RunShared
-
-            cluster.start(str(tmp), prov.tree,
-                          RunShared(the_plan, jobs, grader_timeout(), graders_on_workers,
-                                    dict(target_env or {}), sandboxed=bwrap is not None))
-        execution = runner.Execution(the_plan, str(tmp), jobs, grader_timeout(), target_env,
-                                     bwrap, executor=cluster, interpreter=interpreter,
-                                     public_env=public_env, registry=registry)
-        if warm and target is not None:
-            try:
-                preflight.check_warm(execution, target, str(tmp), interpreter)
-            except BaseException:
-                execution.registry.close()
-                raise
-        goldens = _suite_execution(suite, the_plan, str(tmp), jobs, target_env, interpreter)
+        execution = _start(tree, the_plan, prov, options, tmp, interpreter)
+        goldens = _suite_execution(options.suite, the_plan, str(tmp), options.jobs,
+                                   options.target_env, interpreter)
         started = time.time()
-
-        def halt() -> None:
-            execution.interrupt()
-            if goldens is not None:
-                goldens.interrupt()
-
-        def stop(signum: int, frame: FrameType | None) -> None:
-            halt()
-            if execution.looking:  # a look's computation checks no flag: end it here
-                raise KeyboardInterrupt
-
-        meter = None
-        if cost_limit is not None:
-            from gitevals.run.pricing import CostMeter
-
-            meter = CostMeter(the_plan.settings.pricing, cost_limit, halt)
-            execution.on_trial = meter.add
-
-        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        cases = len(the_plan.cases)
-        label = f"{cases} case{'s' * (cases != 1)}" + (
-            f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
-            if the_plan.tasks else "")
-        try:
-            # a sequential run (--against) may go to every scenario's last look
-            total = the_plan.total() if rounds is None else (
-                rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
-            with progress(label, total, groups=("cases", cases)) as update:
-                def report(t: runner.Tally) -> None:
-                    update(t.done, t.failures, t.running, t.cases_done)
-
-                if rounds is None:
-                    execution.run(report)
-                else:
-                    from gitevals.run.sequential import run_rounds
-
-                    run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
-            if goldens is not None and not execution.stop.is_set():
-                with progress("goldens", len(goldens.plan.items), unit="items") as sent:
-                    goldens.run(lambda done, bad: sent(done, bad))
-        finally:
-            execution.registry.close()
-            if cluster is not None:
-                cluster.close()
-            if goldens is not None:
-                goldens.registry.close()
-            for s, handler in old.items():
-                signal.signal(s, handler)
+        halt = _halt(execution, goldens)
+        meter = _cost_meter(the_plan, options.cost_limit, execution, halt)
+        with _signals_stop(execution, halt):
+            try:
+                _run_trials(tree, the_plan, options.rounds, execution, started, progress)
+                _send_goldens(goldens, execution, progress)
+            finally:
+                _close(execution, options.cluster, goldens)
         finished = time.time()
+    return _artifact(tree, the_plan, prov, options, execution, goldens, meter,
+                     (started, finished))
+
+
+def _start(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+           tmp: Path, interpreter: str | None) -> Execution:
+    """The commit materialized in ``tmp``, its target checked (the preflight, unless
+    ``options.check`` is off), the cluster started, and the execution of the plan there."""
+    from gitevals.run import preflight, runner
+    from gitevals.run.targets import ProcessRegistry
+
+    target, cluster = the_plan.settings.target, options.cluster
+    registry = options.registry or ProcessRegistry()
+    if cluster is None and target is not None:
+        registry.prestart()  # while the commit is materialized
+    tree.materialize(tmp)
+    where = str(tmp)
+    # A python target run here is imported once, by the worker its conversations fork
+    # from (after the execution exists); anything else is checked now.
+    warm = options.check and target is not None and preflight.warms(target, cluster is None)
+    if options.check and target is not None and not warm:
+        preflight.check_target(target, where, interpreter, options.target_env)
+    if cluster is not None:
+        from gitevals.run.executors import RunShared
+
+        cluster.start(where, prov.tree,
+                      RunShared(the_plan, options.jobs, grader_timeout(),
+                                options.graders_on_workers, dict(options.target_env or {}),
+                                sandboxed=options.bwrap is not None))
+    execution = runner.Execution(the_plan, where, options.jobs, grader_timeout(),
+                                 options.target_env, options.bwrap, executor=cluster,
+                                 interpreter=interpreter, public_env=options.public_env,
+                                 registry=registry)
+    if warm and target is not None:
+        try:
+            preflight.check_warm(execution, target, where, interpreter)
+        except BaseException:
+            execution.registry.close()
+            raise
+    return execution
+
+
+def _halt(execution: Execution, goldens: SuiteExecution | None) -> Callable[[], None]:
+    """What stops the run cleanly (a signal, the cost limit): the trials and the goldens
+    stop starting; what finished is kept and the artifact is marked interrupted."""
+    def halt() -> None:
+        execution.interrupt()
+        if goldens is not None:
+            goldens.interrupt()
+
+    return halt
+
+
+def _cost_meter(the_plan: Plan, limit: float | None, execution: Execution,
+                halt: Callable[[], None]) -> CostMeter | None:
+    """With ``cost_limit``: the meter each finished trial is added to, which ``halt``s
+    the run once the trials have cost ``limit`` USD."""
+    if limit is None:
+        return None
+    from gitevals.run.pricing import CostMeter
+
+    meter = CostMeter(the_plan.settings.pricing, limit, halt)
+    execution.on_trial = meter.add
+    return meter
+
+
+@contextmanager
+def _signals_stop(execution: Execution, halt: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM ``halt`` the run (what finished becomes
+    the interrupted run); the handlers before are put back after."""
+    import signal
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        halt()
+        if execution.looking:  # a look's computation checks no flag: end it here
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _run_trials(tree: RevisionTree, the_plan: Plan, rounds: Rounds | None,
+                execution: Execution, started: float, progress: ProgressFactory) -> None:
+    """Run the plan's trials (a sequential run's rounds with ``rounds``), shown by
+    ``progress`` as cases (and tasks)."""
+    cases = len(the_plan.cases)
+    label = f"{cases} case{'s' * (cases != 1)}" + (
+        f", {len(the_plan.tasks)} task{'s' * (len(the_plan.tasks) != 1)}"
+        if the_plan.tasks else "")
+    # a sequential run (--against) may go to every scenario's last look
+    total = the_plan.total() if rounds is None else (
+        rounds.most() + len(the_plan.tasks) * the_plan.task_trials())
+    with progress(label, total, groups=("cases", cases)) as update:
+        def report(t: RunTally) -> None:
+            update(t.done, t.failures, t.running, t.cases_done)
+
+        if rounds is None:
+            execution.run(report)
+        else:
+            from gitevals.run.sequential import run_rounds
+
+            run_rounds(execution, rounds, report, _advisory(tree, the_plan, started))
+
+
+def _send_goldens(goldens: SuiteExecution | None, execution: Execution,
+                  progress: ProgressFactory) -> None:
+    """Send the goldens after the trials, unless the run was stopped."""
+    if goldens is not None and not execution.stop.is_set():
+        with progress("goldens", len(goldens.plan.items), unit="items") as sent:
+            goldens.run(lambda done, bad: sent(done, bad))
+
+
+def _close(execution: Execution, cluster: RayExecutor | None,
+           goldens: SuiteExecution | None) -> None:
+    """End what the run started: its processes, its cluster's, the goldens'."""
+    execution.registry.close()
+    if cluster is not None:
+        cluster.close()
+    if goldens is not None:
+        goldens.registry.close()
+
+
+def _artifact(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
+              execution: Execution, goldens: SuiteExecution | None, meter: CostMeter | None,
+              times: tuple[float, float]) -> Run:
+    """The artifact of the finished (or stopped) run, from every part (``run.build``)."""
     from gitevals.run.build import ArtifactParts, GoldensPart, build_artifact
 
+    started, finished = times
     part = None if goldens is None else GoldensPart(goldens.part(), goldens.plan.files,
                                                     goldens.stop.is_set())
     return build_artifact(ArtifactParts(
-        prov, the_plan, execution, names, jobs, started, finished,
-        _calibration(tree, the_plan, started), rounds, part,
+        prov, the_plan, execution, list(options.names), options.jobs, started, finished,
+        _calibration(tree, the_plan, started), options.rounds, part,
         None if meter is None else meter.limit,
         meter.reason() if meter is not None and meter.reached else None,
-        goldens_only, draft))
+        options.goldens_only, options.draft))
 
 
 def _calibration(tree: RevisionTree, the_plan: Plan, started: float
@@ -774,20 +837,33 @@ def run_rev(request: RunRequest, repo: Repo | None = None,
     ``<root>/results/<run_id>.json`` (a temp file when that cannot be written) and the
     git note. ``say`` gets the lines ``gitevals run`` prints on stderr (findings, notes,
     warnings); ``UsageError`` for what cannot run. ``repo`` None: the current directory's."""
+    from gitevals.run.targets import ProcessRegistry
+
     jobs = request.jobs or _default_jobs()
-    # With ray_address, joining the cluster (seconds: importing Ray, starting a host per
-    # node) goes on while the plan is made; an address nobody answers on stops it here.
-    early = (_join(request.ray_address)
-             if request.ray_address is not None and request.executor != "local" else None)
+    ray = request.ray_address is not None and request.executor != "local"
+    # The supervisor of a local run's targets (a Python start of its own) boots while
+    # gitevals imports what it needs and reads the plan, not after.
+    registry = ProcessRegistry() if not ray and request.executor != "ray" else None
+    if registry is not None:
+        registry.prestart()
     try:
-        return _run_rev(request, repo, jobs, early, progress, say)
+        # Likewise, with ray_address, joining the cluster (seconds: importing Ray,
+        # starting a host per node) goes on while the plan is made; an address nobody
+        # answers on stops it here.
+        early = _join(request.ray_address) if ray else None
+        try:
+            return _run_rev(request, repo, jobs, early, registry, progress, say)
+        finally:
+            if early is not None:
+                early.close()
     finally:
-        if early is not None:
-            early.close()
+        if registry is not None:
+            registry.close()
 
 
 def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecutor | None,
-             progress: ProgressFactory, say: Say) -> RunResult:
+             registry: ProcessRegistry | None, progress: ProgressFactory, say: Say
+             ) -> RunResult:
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.run import runner
@@ -821,7 +897,7 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
         goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
         options = RunOptions(staged.names, jobs, request.check, target_env, public, rounds,
                              staged.bwrap, cluster, request.graders_on_workers, sendable,
-                             request.cost_limit, goldens_only, staged.draft)
+                             request.cost_limit, goldens_only, staged.draft, registry)
         artifact = run_commit(tree, the_plan, prov, options, progress)
     finally:
         if cluster is not None:
@@ -865,6 +941,7 @@ def _with_draft(tree: RevisionTree, request: RunRequest, names: tuple[str, ...]
         return tree, None
     from gitevals.errors import UsageError
     from gitevals.run.draft import DraftTree, read_draft
+    from gitevals.settings import load_settings
 
     if names:
         raise UsageError("--draft runs the draft alone: name no CASE with it")
@@ -1029,6 +1106,7 @@ def goldens_run(what: str, repo: Repo | None = None) -> Run:
     from gitevals.git.trees import WorkingTree
     from gitevals.goldens.verify import goldens_run_of_commit, pinned
     from gitevals.run.artifact import load
+    from gitevals.settings import load_settings
 
     if is_path(what):
         run = load(what)
@@ -1055,6 +1133,7 @@ def gate(what: str, options: GateOptions, repo: Repo | None = None) -> GateResul
     from gitevals.goldens.gate import baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import read_baseline, verified_baseline
+    from gitevals.settings import load_settings
     from gitevals.stats.multiplicity import CONTROLS
 
     if options.control is not None and options.control not in CONTROLS:
@@ -1098,12 +1177,14 @@ def gate_findings(commit: str, model: str, repo: Repo | None = None) -> list[Fin
     read from git objects: the published tree, the baseline in it, and the runs in git
     notes (never the working tree's results/, which anyone with the checkout can write)."""
     from gitevals.errors import GitevalsError
+    from gitevals.findings import Finding
     from gitevals.git.repo import require_repo
     from gitevals.git.trees import RevisionTree
     from gitevals.goldens.gate import Refused, baseline_path
     from gitevals.goldens.gate import gate as compare
     from gitevals.goldens.verify import goldens_run_of_commit, read_baseline, verified_baseline
     from gitevals.report.gate import headline
+    from gitevals.settings import load_settings
 
     repo = repo or require_repo()
     tree = RevisionTree(repo, commit)
@@ -1608,6 +1689,7 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
             options: ExperimentOptions, say: Say) -> ExperimentResult:
     from gitevals.experiment.results import build, dumps
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     settings = load_settings(WorkingTree(repo.work_root))[0]
     doc = build(meta, results, options.test,
@@ -1626,6 +1708,7 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
 
     from gitevals.errors import UsageError
     from gitevals.git.trees import WorkingTree
+    from gitevals.settings import load_settings
 
     options = options or ExperimentOptions()
     if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):

@@ -172,6 +172,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def entry() -> NoReturn:
+    """The ``gitevals`` program (the console script, ``python -m gitevals``): ``main``,
+    then an exit that skips the interpreter's last garbage collections.
+
+    At exit Python runs its cycle collector over every object the command made: a fifth
+    of a one-case run's CPU, more after a large diff. ``gc.freeze`` moves those objects
+    out of its reach, so the process ends without walking them. Nothing else changes:
+    atexit handlers, thread joins and the flush of stdout and stderr still run; what is
+    skipped are finalizers of objects kept alive only by reference cycles, which Python
+    never promises at exit (every file gitevals writes is closed where it is written).
+    ``main`` itself stays a plain function, so a caller in-process keeps its collector."""
+    import gc
+
+    code = main()
+    gc.freeze()
+    raise SystemExit(code)
+
+
 def _bug_log(exc: BaseException, argv: Sequence[str]) -> str | None:
     """Write what a bug report needs (versions, the command line, the traceback) to a
     file of its own in the cache directory, as pre-commit's error handler does; its path,

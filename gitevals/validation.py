@@ -48,9 +48,14 @@ _EXC_IMPORT = "from fastjsonschema import JsonSchemaValueException, JsonSchemaVa
 _EXC_STANDIN = ("class JsonSchemaValueException(ValueError):\n"
                 "    pass\n"
                 "JsonSchemaValuesException = JsonSchemaValueException\n")
+# Its number checks also accept ``decimal.Decimal``, which no value checked here can be
+# (JSON, YAML and TOML are parsed into int and float): a class of its own stands in, so
+# a check does not import ``decimal`` (a start of every run and lint, #27).
+_DECIMAL_IMPORT = "from decimal import Decimal\n"
+_DECIMAL_STANDIN = "class Decimal:  # never instantiated: see gitevals.validation\n    pass\n"
 
 #: Bump when ``_compilable`` or ``_generate`` change: part of the cache key.
-_GENERATOR = b"gitevals-schema-3"
+_GENERATOR = b"gitevals-schema-4"
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
 JsonPath = tuple[str | int, ...]
@@ -243,7 +248,8 @@ def _generate(name: str, definition: str | None, defs: Mapping[str, JSON] | None
     fn = re.search(r"^def (\w+)\(", code, re.M)
     if fn is None:  # pragma: no cover - fastjsonschema always defines one
         raise RuntimeError("fastjsonschema generated no function")
-    return code.replace(_EXC_IMPORT, _EXC_STANDIN) + f"\nVALIDATE = {fn.group(1)}\n"
+    code = code.replace(_EXC_IMPORT, _EXC_STANDIN).replace(_DECIMAL_IMPORT, _DECIMAL_STANDIN)
+    return code + f"\nVALIDATE = {fn.group(1)}\n"
 
 
 def _compilable(schema: JSON, root: JSON = None, named: bool = False,

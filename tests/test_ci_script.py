@@ -1,6 +1,6 @@
-"""``.ci/run``: the checks (``.ci/lint``: ruff, import order, mypy --strict, the layers and
-the Any/cast budget) run before the tests and fail CI when they fail; the last command is
-exactly the README's test command."""
+"""``.ci/run``: the checks (``.ci/lint``: ruff, import order, mypy --strict, the layers,
+the Any/cast budget and the size of a function) run before the tests and fail CI when
+they fail; the last command is exactly the README's test command."""
 
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ def test_ci_runs_the_readme_test_command_last_after_the_checks() -> None:
     assert "pip install -q -e '.[test,ray]'" in run[run.index(".ci/lint") - 1]
 
 
-def test_the_checks_are_ruff_import_order_strict_mypy_and_the_layers() -> None:
+def test_the_checks_are_ruff_import_order_strict_mypy_the_layers_and_function_size() -> None:
     lint = [c for c in commands(ROOT / ".ci" / "lint") if not c.startswith(("echo", "set", "cd"))]
     assert lint == [".venv/bin/ruff check gitevals tests benchmarks",
                     ".venv/bin/ruff check --select I gitevals tests benchmarks",
                     ".venv/bin/mypy",
                     ".venv/bin/python -m pytest -q -p no:randomly -p no:cacheprovider "
-                    "tests/test_layers.py tests/test_typing_budget.py"]
+                    "tests/test_layers.py tests/test_typing_budget.py tests/test_function_size.py"]
     assert 'strict = true\npython_version = "3.11"\nfiles = ["gitevals"]' in (
         ROOT / "pyproject.toml").read_text(encoding="utf-8")
 

@@ -10,13 +10,14 @@ PATH for ``pre-commit``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, built_once, git, run_cli
 
 BAD = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 GOOD = "scenarios:\n  - id: greets\n    user: Hello\n"
@@ -24,14 +25,19 @@ GOOD = "scenarios:\n  - id: greets\n    user: Hello\n"
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    shim = tmp_path / "bin" / "gitevals"
+    return _env(tmp_path)
+
+
+def _env(base: Path) -> dict[str, str]:
+    """The shim on PATH and a pre-commit store of this test's own, under ``base``."""
+    shim = base / "bin" / "gitevals"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitevals "$@"\n')
     shim.chmod(0o755)
     path = os.pathsep.join([str(shim.parent), str(Path(sys.executable).parent),
                             os.environ["PATH"]])
     return {**os.environ, **GIT_ENV, "PATH": path,
-            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+            "PRE_COMMIT_HOME": str(base / "pre-commit-home")}
 
 
 def sh(repo: Repo, env: dict[str, str], command: str) -> tuple[int, str]:
@@ -58,10 +64,33 @@ def init_and_install(repo: Repo, env: dict[str, str], reverse: bool = False) -> 
     assert code == 0, out
 
 
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository set up as ``init`` prints (its commands in order), built once for
+    the run: the tests that start from it copy it (``installed_copy``)."""
+    def build(into: Path) -> None:
+        path = into / "repo"
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        init_and_install(Repo(path), _env(into))
+
+    return built_once(tmp_path_factory, "init-hooks-installed", build) / "repo"
+
+
+def installed_copy(repo: Repo, installed: Path) -> None:
+    """Make ``repo`` a copy of ``installed`` (hooks, scaffold commit and all)."""
+    shutil.rmtree(repo.path)
+    shutil.copytree(installed, repo.path, symlinks=True)
+
+
 @pytest.mark.parametrize("reverse", [False, True], ids=["as-printed", "reversed"])
 def test_release_tag_on_an_already_pushed_bad_commit_is_refused(
-        repo: Repo, env: dict[str, str], tmp_path: Path, reverse: bool) -> None:
-    init_and_install(repo, env, reverse)
+        repo: Repo, env: dict[str, str], tmp_path: Path, reverse: bool,
+        installed: Path) -> None:
+    if reverse:
+        init_and_install(repo, env, reverse)
+    else:  # the commands as printed: what ``installed`` ran once for the run
+        installed_copy(repo, installed)
     remote = tmp_path / "remote.git"
     repo.git("init", "-q", "--bare", str(remote))
     repo.git("remote", "add", "origin", str(remote))
@@ -86,8 +115,8 @@ def test_release_tag_on_an_already_pushed_bad_commit_is_refused(
 
 
 def test_deleting_a_grader_a_committed_case_names_is_refused(
-        repo: Repo, env: dict[str, str]) -> None:
-    init_and_install(repo, env)
+        repo: Repo, env: dict[str, str], installed: Path) -> None:
+    installed_copy(repo, installed)
     repo.git("rm", "-q", "evals/graders/example.py")
     code, out = sh(repo, env, "git commit -q -m 'drop grader'")
     assert code != 0, out
@@ -102,8 +131,9 @@ def test_deleting_a_grader_a_committed_case_names_is_refused(
     assert repo.git("log", "--format=%s") == "scaffold"
 
 
-def test_a_broken_settings_table_is_refused(repo: Repo, env: dict[str, str]) -> None:
-    init_and_install(repo, env)
+def test_a_broken_settings_table_is_refused(repo: Repo, env: dict[str, str],
+                                            installed: Path) -> None:
+    installed_copy(repo, installed)
     with open(repo.path / "gitevals.toml", "a") as f:
         f.write('\n[target]\ncommand = "python3 harness.py"\n')
     code, out = sh(repo, env, "git commit -q -am 'target'")
@@ -112,8 +142,9 @@ def test_a_broken_settings_table_is_refused(repo: Repo, env: dict[str, str]) -> 
     assert repo.git("log", "--format=%s") == "scaffold"
 
 
-def test_a_commit_without_eval_files_passes(repo: Repo, env: dict[str, str]) -> None:
-    init_and_install(repo, env)
+def test_a_commit_without_eval_files_passes(repo: Repo, env: dict[str, str],
+                                            installed: Path) -> None:
+    installed_copy(repo, installed)
     repo.write({"README.md": "hi\n"})
     code, out = sh(repo, env, "git add README.md && git commit -q -m readme")
     assert code == 0, out

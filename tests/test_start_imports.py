@@ -23,6 +23,7 @@ NOT_IN_THE_HOOK = {
     "gitevals.run.pricing", "gitevals.prices",  # priced runs only
     "gitevals.text",  # only to escape what is printed from the tree
     "gitevals.run.runner", "gitevals.stats", "gitevals.diff", "gitevals.calibration",
+    "concurrent", "logging", "decimal",  # a thread pool's imports; generated validators'
 }
 
 
@@ -64,6 +65,8 @@ NOT_IN_A_ONE_CASE_RUN = {
     "gitevals.calibration.tree", "gitevals.calibration.status",  # no judge grader
     "gitevals.report.runs",  # --format json prints the artifact as written
     "gitevals.stats", "gitevals.diff", "gitevals.suite", "gitevals.run.pricing",
+    "concurrent", "logging",  # the trials' threads are started with threading alone
+    "decimal",  # generated schema checks: no value they see is a Decimal
 }
 
 
@@ -77,3 +80,22 @@ def test_a_one_case_run_imports_only_what_it_runs(repo: Repo) -> None:
     assert code == 0
     assert "gitevals.run.runner" in names  # the probe sees the run's own imports
     assert not NOT_IN_A_ONE_CASE_RUN & _top(names), sorted(NOT_IN_A_ONE_CASE_RUN & _top(names))
+
+
+#: Never needed to diff the goldens of two commits (#27 item 4, issue 4's benchmark): the
+#: verdicts' statistics, the case model and its schema checks, the run artifact's types.
+NOT_IN_A_GOLDENS_DIFF = {
+    "numpy", "rich", "jsonschema", "statistics", "decimal",
+    "gitevals.diff.suite", "gitevals.diff.verdicts", "gitevals.diff.power",
+    "gitevals.diff.graders", "gitevals.diff.rules", "gitevals.stats",
+    "gitevals.model", "gitevals.validation", "gitevals.run.artifact", "gitevals.lint",
+}
+
+
+def test_a_goldens_diff_imports_only_what_comparing_goldens_needs(repo: Repo) -> None:
+    a = repo.commit({"evals/goldens.jsonl": '{"id": "g1", "bucket": "b", "q": "x"}\n'})
+    b = repo.commit({"evals/goldens.jsonl": '{"id": "g1", "bucket": "b", "q": "y"}\n'})
+    code, names = _imported(["diff", a, b, "--only", "goldens"], repo.path)
+    assert code == 0
+    assert "gitevals.diff.goldens" in names  # the probe sees the diff's own imports
+    assert not NOT_IN_A_GOLDENS_DIFF & _top(names), sorted(NOT_IN_A_GOLDENS_DIFF & _top(names))

@@ -36,6 +36,19 @@ EXIT_INTERRUPTED = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags, in the order ``--help`` lists them: what runs, what is recorded of it,
+    the target's environment, a sequential run, the sandbox and the goldens, where and
+    how it executes."""
+    _add_selection(parser)
+    _add_recording(parser)
+    _add_target_env(parser)
+    _add_sequential(parser)
+    _add_tasks_and_goldens(parser)
+    _add_execution(parser)
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    """The cases, the revision, the trials and the jobs."""
     parser.add_argument("cases", nargs="*", metavar="NAME",
                         help="case names (file name without directory or .yaml) or task "
                              "names (directory under tasks/); default all")
@@ -45,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"most {MAX_TRIALS:,}, as a case file may set)")
     add_jobs(parser, "conversations in parallel (default 16: conversations mostly wait "
                      f"on model APIs, not on the CPU; at most {MAX_JOBS})")
+
+
+def _add_recording(parser: argparse.ArgumentParser) -> None:
+    """What the run records and prints: a dirty tree, the note, the format, a draft."""
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run although tracked files have uncommitted changes "
                              "(the commit still runs; the artifact says dirty)")
@@ -56,12 +73,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run this case file, from outside the tree, against the commit's "
                              "graders and harness (linted first; kept in results/drafts/, "
                              "never as the commit's run or note)")
+
+
+def _add_target_env(parser: argparse.ArgumentParser) -> None:
+    """The target's environment, hashed in the artifact unless named public."""
     parser.add_argument("--target-env", action="append", metavar="KEY=VALUE",
                         help="give the target this environment variable (repeatable); the "
                              "artifact records the SHA-256 of its value, not the value")
     parser.add_argument("--target-env-public", action="append", metavar="KEY",
                         help="record the value of --target-env KEY in clear (repeatable; "
                              "e.g. MODEL); never a name holding KEY, TOKEN or SECRET")
+
+
+def _add_sequential(parser: argparse.ArgumentParser) -> None:
+    """``--against`` and the design of a sequential run."""
     seq = parser.add_argument_group(
         "sequential runs (docs/statistics.md)",
         "run each scenario's trials in rounds against the run pinned to REV, and stop a "
@@ -79,6 +104,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "stops a scenario early (default 20)")
     add_control(seq, "scenarios: under fdr and fwer each scenario's design is held at "
                      "alpha / scenarios (Bonferroni)")
+
+
+def _add_tasks_and_goldens(parser: argparse.ArgumentParser) -> None:
+    """The task verifiers' sandbox and controls; which goldens are sent."""
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run task verifiers directly on this machine, without "
                              "bubblewrap (no isolation; recorded in the artifact)")
@@ -95,6 +124,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bucket", action="append", metavar="B",
                         help="send only the goldens of bucket B (repeatable; implies --goldens; "
                              "no drift suite)")
+
+
+def _add_execution(parser: argparse.ArgumentParser) -> None:
+    """The preflight, the executor, the cost limit."""
     parser.add_argument("--no-preflight", action="store_true",
                         help="skip the checks made before any trial (target executable or "
                              "importable, judge configured, keyed and answering)")

@@ -4,7 +4,10 @@ is read as such."""
 
 from __future__ import annotations
 
-from gitevals.run.artifact import Run
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitevals.run.artifact import Run
 
 
 def advisory_notes(run_a: Run | None, run_b: Run | None) -> list[str]:

@@ -7,6 +7,7 @@ blob SHA differs are read. ``gitevals.api.diff`` calls it; it prints nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from gitevals.diff.goldens import GoldensDiff
     from gitevals.diff.graders import GraderChange, GraderUse
     from gitevals.diff.rules import CaseFileChange
+    from gitevals.diff.suite import SuiteResult
     from gitevals.diff.tasks import TaskChange
     from gitevals.diff.verdicts import VerdictRow
     from gitevals.git.repo import Repo
@@ -185,9 +187,11 @@ def _side(s: _Sides, i: int, run: Run | None, source: str | None,
 
 def _partial(run: Run | None) -> str | None:
     """Why ``run`` is not its commit's complete run (None: it is, or there is none)."""
+    if run is None:
+        return None
     from gitevals.run.artifact import complete, is_draft
 
-    if run is None or complete(run):
+    if complete(run):
         return None
     if run["interrupted"]:
         return "interrupted"
@@ -271,13 +275,11 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     ``control`` default to A's ``[tool.gitevals.statistics]``: the base revision sets
     the bar, so a change cannot loosen the test that judges it."""
     from gitevals.diff import Diff
-    from gitevals.diff.suite import SuiteResult, assess
-    from gitevals.diff.verdicts import clusters, compare_verdicts, mark_grader_users
     from gitevals.errors import UsageError
 
     s = _Sides(*_resolvable(repo, rev_a, rev_b))
-    alpha = s.settings[0].alpha if alpha is None else alpha
-    control = s.settings[0].control if control is None else control
+    bar = _Bar(test, s.settings[0].alpha if alpha is None else alpha,
+               s.settings[0].control if control is None else control, equivalence)
     if not any(s.has_evals) and not (a_run or b_run):
         a, b = (t.commit or "" for t in s.trees)
         raise UsageError(f"neither A ({a[:12]}) nor B ({b[:12]}) has an eval tree "
@@ -286,46 +288,88 @@ def collect(repo: Repo, rev_a: str, rev_b: str, a_run: str | None, b_run: str | 
     graders, users = _graders(s, b_cases) if "graders" in parts else ([], ())
     goldens = _goldens(s) if "goldens" in parts else None
     tasks = _tasks(s) if "rules" in parts else []
-    runs: list[tuple[Run | None, str | None]] = [(None, None), (None, None)]
-    verdicts: tuple[VerdictRow, ...] = ()
-    slices: tuple[SliceRow, ...] = ()
-    rescored = None
-    suite: SuiteResult | None = None
-    summary_note: str | None = None
-    if "verdicts" in parts:
-        runs = [_find_run(repo, s.settings[i].results, s.trees[i].commit or "", given)
-                for i, given in enumerate((a_run, b_run))]
-        (run_a, _), (run_b, _) = runs
-        if run_a is not None and cases and b_cases:
-            from gitevals.run.scoring import score_run
-
-            full_a = _transcripts_of(repo, run_a)
-            rescored = score_run(full_a, rules=b_cases) if full_a is not None else None
-            if full_a is None:
-                summary_note = (f"note: A's run {run_a['run_id']} is a summary here (its "
-                                "transcripts are not local): A is not re-scored under B's "
-                                "rules; `gitevals fetch-run A` brings them")
-        if run_a is not None and run_b is not None:
-            verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, test, alpha,
-                                                          powered=False), users)
-            verdicts = _left_out(s, verdicts)
-            from gitevals.diff.buckets import compare_slices, control_slices
-
-            slices = compare_slices(run_a, run_b, test, alpha)
-            verdicts, suite = assess(verdicts, clusters(run_a, run_b), control, alpha,
-                                     equivalence, test, others=int(_measured(slices)))
-            slices = control_slices(slices, control, alpha, suite.share)
-            verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
-            from gitevals.diff.corrected import corrected_suite
-
-            suite = corrected_suite(suite, verdicts, clusters(run_a, run_b))
     looked = "verdicts" in parts
+    got = (_compare_runs(repo, s, (a_run, b_run), bool(cases), b_cases, users, bar)
+           if looked else _Compared())
+    runs = got.runs
     sides = (_side(s, 0, *runs[0], looked), _side(s, 1, *runs[1], looked))
     return Diff(sides[0], sides[1], tuple(cases if "rules" in parts else ()), tuple(graders),
-                users, goldens, verdicts, rescored is not None and bool(verdicts), test, alpha,
-                tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0])
-                + ((summary_note,) if summary_note else ()), slices=slices,
-                tasks=tuple(tasks), suite=suite, control=control)
+                users, goldens, got.verdicts, got.rescored and bool(got.verdicts), test,
+                bar.alpha, tuple(_run_notes(sides)) + _advisory(runs[0][0], runs[1][0])
+                + ((got.note,) if got.note else ()), slices=got.slices,
+                tasks=tuple(tasks), suite=got.suite, control=bar.control)
+
+
+@dataclass(frozen=True)
+class _Bar:
+    """What decides a move: the exact ``test`` at ``alpha`` under ``control``, and the
+    ``equivalence`` margin (points; None: none)."""
+
+    test: str
+    alpha: float
+    control: str
+    equivalence: float | None
+
+
+_NO_RUNS: tuple[tuple[Run | None, str | None], ...] = ((None, None), (None, None))
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """The runs of both sides (each with where it was found) and what comparing them
+    gave: the verdict and slice rows, the suite's assessment, whether A was re-scored
+    under B's rules, and a note when it could not be."""
+
+    runs: tuple[tuple[Run | None, str | None], ...] = _NO_RUNS
+    verdicts: tuple[VerdictRow, ...] = ()
+    slices: tuple[SliceRow, ...] = ()
+    rescored: bool = False
+    suite: SuiteResult | None = None
+    note: str | None = None
+
+
+def _compare_runs(repo: Repo, s: _Sides, given: tuple[str | None, str | None],
+                  has_cases: bool, b_cases: dict[str, Case], users: tuple[GraderUse, ...],
+                  bar: _Bar) -> _Compared:
+    """Find each side's run and compare them: A re-scored under B's rules (when its
+    transcripts are here), the verdicts, slices and suite as ``diff`` decides them."""
+    from gitevals.diff.suite import assess
+    from gitevals.diff.verdicts import clusters, compare_verdicts, mark_grader_users
+
+    runs = tuple(_find_run(repo, s.settings[i].results, s.trees[i].commit or "", named)
+                 for i, named in enumerate(given))
+    (run_a, _), (run_b, _) = runs
+    rescored, note = (_rescore(repo, run_a, b_cases) if run_a is not None and has_cases
+                      and b_cases else (None, None))
+    if run_a is None or run_b is None:
+        return _Compared(runs, rescored=rescored is not None, note=note)
+    verdicts = mark_grader_users(compare_verdicts(run_a, run_b, rescored, bar.test, bar.alpha,
+                                                  powered=False), users)
+    verdicts = _left_out(s, verdicts)
+    from gitevals.diff.buckets import compare_slices, control_slices
+
+    slices = compare_slices(run_a, run_b, bar.test, bar.alpha)
+    verdicts, suite = assess(verdicts, clusters(run_a, run_b), bar.control, bar.alpha,
+                             bar.equivalence, bar.test, others=int(_measured(slices)))
+    slices = control_slices(slices, bar.control, bar.alpha, suite.share)
+    verdicts, slices = _corrected(verdicts, slices, run_a, run_b)
+    from gitevals.diff.corrected import corrected_suite
+
+    suite = corrected_suite(suite, verdicts, clusters(run_a, run_b))
+    return _Compared(runs, verdicts, slices, rescored is not None, suite, note)
+
+
+def _rescore(repo: Repo, run_a: Run, b_cases: dict[str, Case]) -> tuple[Run | None, str | None]:
+    """A's run scored under B's rules, or None and why when its transcripts are not here
+    (a summary fetched from the notes)."""
+    from gitevals.run.scoring import score_run
+
+    full_a = _transcripts_of(repo, run_a)
+    if full_a is None:
+        return None, (f"note: A's run {run_a['run_id']} is a summary here (its "
+                      "transcripts are not local): A is not re-scored under B's "
+                      "rules; `gitevals fetch-run A` brings them")
+    return score_run(full_a, rules=b_cases), None
 
 
 def _left_out(s: _Sides, verdicts: tuple[VerdictRow, ...]) -> tuple[VerdictRow, ...]:
@@ -387,6 +431,8 @@ def _corrected(verdicts: tuple[VerdictRow, ...], slices: tuple[SliceRow, ...],
 
 
 def _advisory(run_a: Run | None, run_b: Run | None) -> tuple[str, ...]:
+    if run_a is None and run_b is None:
+        return ()
     from gitevals.diff.calibration import advisory_notes
 
     return tuple(advisory_notes(run_a, run_b))

@@ -304,67 +304,93 @@ def check_sources(suite: Suite, path: str, read: Callable[[str], bytes | None],
                   ) -> list[Finding]:
     """GE631/GE632/GE635/GE637 for each slice against the files of the tree, and a named
     source (``source: mmlu``) against what ``named`` reads of the local cache."""
-    from gitevals.benchcache import is_named
-
     out: list[Finding] = []
     for s in suite.slices:
-        why = source_problem(s.source)
-        if named is not None and s.kind == "benchmark" and is_named(s.source):
-            data, missing = named(s.source)
-            if data is None:
-                out.append(Finding(path, *s.at, "GE631",
-                                   f"{s.name}: the named benchmark {s.source!r} is not in the "
-                                   f"local cache: {missing}; put its JSONL file there "
-                                   "(GITEVALS_BENCHMARK_CACHE; nothing is downloaded)"))
-                continue
-        elif why is not None:
-            out.append(Finding(path, *s.at, "GE631",
-                               f"{s.name}: source {s.source!r} {why}; name a JSONL file by its "
-                               "path from the repository root, e.g. evals/bench/mmlu.jsonl"))
-            continue
+        data = _slice_source(s, path, read, named)
+        if isinstance(data, Finding):
+            out.append(data)
         else:
-            data = read(s.source)
-        if data is None:
-            out.append(Finding(path, *s.at, "GE631",
-                               f"{s.name}: {s.source!r} is not a file of this tree; sources "
-                               "are JSONL files committed beside the evals (repository-"
-                               "relative path), so the suite is frozen with the commit"))
-            continue
-        bad = _bad_lines(data)
-        if bad:
-            out.append(Finding(s.source, bad[0], 1, "GE637",
-                               f"not a JSON object (and {len(bad) - 1} more lines); "
-                               f"the drift slice {s.name} reads one JSON object a line"))
-        have = sum(1 for _ in _eligible(s, data))
-        need = s.low if s.kind == "domain" else s.n
-        if have < need:
-            which = f"of split {s.split!r}" if s.kind == "benchmark" else "passing the filter"
-            out.append(Finding(path, *s.at, "GE632",
-                               f"{s.name}: {s.source} holds {have} rows {which}, fewer than "
-                               f"the {need} asked; add rows or lower the count"))
-        picked = sample(s, data)
-        unsendable = [ln for ln, r in picked if turns(r) is None]
-        if unsendable:
-            out.append(Finding(s.source, unsendable[0], 1, "GE613",
-                               f"\"input\" of this row of drift slice {s.name} (and "
-                               f"{len(unsendable) - 1} more) is not a string or a non-empty "
-                               "list of strings, so it cannot be sent; write the user turn(s)"))
-        if s.choice is not None:
-            labels = s.choice.labels
-            orphan = next((ln for ln, r in picked if choice.expected(r, labels) is None), None)
-            if orphan is not None:
-                out.append(Finding(path, *s.at, "GE635",
-                                   f"{s.name}: row at {s.source}:{orphan} has no \"expected\" "
-                                   f"among the choices {'/'.join(labels)}, so nothing could "
-                                   "score it; give each row its correct label"))
-        elif s.grader is None:
-            orphan = next((ln for ln, r in picked if (bucket(r) or "") not in mapping), None)
-            if orphan is not None:
-                out.append(Finding(path, *s.at, "GE635",
-                                   f"{s.name}: row at {s.source}:{orphan} has no bucket with a "
-                                   "grader, so nothing would grade it; set `grader: "
-                                   "file.function` on the slice or give the rows a mapped bucket"))
+            out += _check_rows(s, path, data, mapping)
     return out
+
+
+def _slice_source(s: Slice, path: str, read: Callable[[str], bytes | None],
+                  named: Callable[[str], tuple[bytes | None, str]] | None
+                  ) -> bytes | Finding:
+    """The bytes of the slice's source (from the local cache for a named benchmark, else
+    the tree's file), or the GE631 that says why there are none to read."""
+    from gitevals.benchcache import is_named
+
+    why = source_problem(s.source)
+    if named is not None and s.kind == "benchmark" and is_named(s.source):
+        data, missing = named(s.source)
+        if data is None:
+            return Finding(path, *s.at, "GE631",
+                           f"{s.name}: the named benchmark {s.source!r} is not in the "
+                           f"local cache: {missing}; put its JSONL file there "
+                           "(GITEVALS_BENCHMARK_CACHE; nothing is downloaded)")
+    elif why is not None:
+        return Finding(path, *s.at, "GE631",
+                       f"{s.name}: source {s.source!r} {why}; name a JSONL file by its "
+                       "path from the repository root, e.g. evals/bench/mmlu.jsonl")
+    else:
+        data = read(s.source)
+    if data is None:
+        return Finding(path, *s.at, "GE631",
+                       f"{s.name}: {s.source!r} is not a file of this tree; sources "
+                       "are JSONL files committed beside the evals (repository-"
+                       "relative path), so the suite is frozen with the commit")
+    return data
+
+
+def _check_rows(s: Slice, path: str, data: bytes, mapping: Mapping[str, str]
+                ) -> list[Finding]:
+    """GE637/GE632/GE613/GE635 for the rows of a slice's source: lines that are not
+    JSON objects, too few eligible rows, a sampled row that cannot be sent or scored."""
+    out: list[Finding] = []
+    bad = _bad_lines(data)
+    if bad:
+        out.append(Finding(s.source, bad[0], 1, "GE637",
+                           f"not a JSON object (and {len(bad) - 1} more lines); "
+                           f"the drift slice {s.name} reads one JSON object a line"))
+    have = sum(1 for _ in _eligible(s, data))
+    need = s.low if s.kind == "domain" else s.n
+    if have < need:
+        which = f"of split {s.split!r}" if s.kind == "benchmark" else "passing the filter"
+        out.append(Finding(path, *s.at, "GE632",
+                           f"{s.name}: {s.source} holds {have} rows {which}, fewer than "
+                           f"the {need} asked; add rows or lower the count"))
+    picked = sample(s, data)
+    unsendable = [ln for ln, r in picked if turns(r) is None]
+    if unsendable:
+        out.append(Finding(s.source, unsendable[0], 1, "GE613",
+                           f"\"input\" of this row of drift slice {s.name} (and "
+                           f"{len(unsendable) - 1} more) is not a string or a non-empty "
+                           "list of strings, so it cannot be sent; write the user turn(s)"))
+    unscored = _unscored(s, path, picked, mapping)
+    return out if unscored is None else [*out, unscored]
+
+
+def _unscored(s: Slice, path: str, picked: list[tuple[int, JSONObject]],
+              mapping: Mapping[str, str]) -> Finding | None:
+    """GE635 for the first sampled row nothing could score: no expected label among the
+    choices (a choice slice), or no bucket mapped to a grader (a slice without one)."""
+    if s.choice is not None:
+        labels = s.choice.labels
+        orphan = next((ln for ln, r in picked if choice.expected(r, labels) is None), None)
+        if orphan is not None:
+            return Finding(path, *s.at, "GE635",
+                           f"{s.name}: row at {s.source}:{orphan} has no \"expected\" "
+                           f"among the choices {'/'.join(labels)}, so nothing could "
+                           "score it; give each row its correct label")
+    elif s.grader is None:
+        orphan = next((ln for ln, r in picked if (bucket(r) or "") not in mapping), None)
+        if orphan is not None:
+            return Finding(path, *s.at, "GE635",
+                           f"{s.name}: row at {s.source}:{orphan} has no bucket with a "
+                           "grader, so nothing would grade it; set `grader: "
+                           "file.function` on the slice or give the rows a mapped bucket")
+    return None
 
 
 def source_problem(source: str) -> str | None:

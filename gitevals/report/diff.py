@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from gitevals.diff import Diff, Side
 from gitevals.jsontypes import JSON
-from gitevals.run.artifact import duration_text
 from gitevals.text import md_inert, visible, xml_text
 
 if TYPE_CHECKING:  # the parts' types only: rendering one part loads only that part
@@ -231,6 +230,8 @@ DURATION = "duration A -> B"
 
 def _durations(r: VerdictRow) -> str:
     """``1.2 s -> 3.4 s``: what each side's trials of the scenario took ("-": not run)."""
+    from gitevals.run.artifact import duration_text  # here: a diff of goldens alone needs none
+
     return " -> ".join("-" if ms is None else duration_text(ms) for ms in (r.ms_a, r.ms_b))
 
 

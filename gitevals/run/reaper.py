@@ -70,6 +70,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
+    import mmap
     import socket
     import subprocess
 
@@ -483,6 +484,7 @@ class _Zygote:
         self.sock.settimeout(wait)
         self.slow = False
         self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
+        self._buffer = _buffer()
         ready = self._receive()
         self.sock.settimeout(None)
         self.error: str | None = None if ready.get("ready") else str(
@@ -490,13 +492,13 @@ class _Zygote:
 
     def _receive(self) -> dict[str, object]:
         try:
-            data = self.sock.recv(_MAX_MESSAGE)
+            size = self.sock.recv_into(self._buffer)
         except TimeoutError:
             self.slow = True
-            data = b""
+            size = 0
         except OSError:
-            data = b""
-        answer = json.loads(data) if data else {}
+            size = 0
+        answer = json.loads(self._buffer[:size]) if size else {}
         return answer if isinstance(answer, dict) else {}
 
     def fork(self, fds: Sequence[int], lifeline: int, program: str | None
@@ -678,6 +680,30 @@ class _Holders:
                     os.waitpid(pid, os.WNOHANG)
 
 
+def _buffer() -> mmap.mmap:
+    """A receive buffer as large as the largest message, reused for every message: a
+    fresh megabyte a message cost a map, a remap and an unmap of memory each time. Pages
+    are only touched as far as a message reaches, so it costs no resident megabyte."""
+    import mmap
+
+    return mmap.mmap(-1, _MAX_MESSAGE, flags=mmap.MAP_PRIVATE)
+
+
+def _request(sock: socket.socket, buffer: mmap.mmap) -> tuple[bytes, list[int]]:
+    """One request and the (up to three) descriptors it carries, close-on-exec from
+    the moment they arrive, or the holder would keep the pipes open."""
+    import array
+    import socket
+
+    fds = array.array("i")
+    size, anc, _, _ = sock.recvmsg_into([buffer], socket.CMSG_LEN(3 * fds.itemsize),
+                                        socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return buffer[:size], list(fds)
+
+
 def supervisor_main() -> None:
     """Serve every job slot of ``gitevals run`` over the socket on fd 0, then sweep and exit."""
     import socket
@@ -688,12 +714,11 @@ def supervisor_main() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     holders = _Holders()
+    buffer = _buffer()
     sock.send(b'{"ready": true}')
     try:
         while True:
-            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3)
-            for fd in fds:  # recv_fds drops its flags (MSG_CMSG_CLOEXEC): close-on-exec here,
-                os.set_inheritable(fd, False)  # or the holder would keep the pipes open
+            data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done (or gone)
             sock.send(json.dumps(holders.serve(json.loads(data), fds)).encode())
@@ -724,6 +749,7 @@ class Channel:
         self.sock = sock
         self.gone = False
         self._lock = threading.Lock()
+        self._buffer = _buffer()  # one answer at a time: read under ``_lock``
 
     @classmethod
     def start(cls) -> Channel | None:
@@ -763,12 +789,12 @@ class Channel:
     def _receive(self, limit: float) -> Answer:
         try:
             self.sock.settimeout(limit)
-            data = self.sock.recv(_MAX_MESSAGE)
+            size = self.sock.recv_into(self._buffer)
         except OSError as exc:  # TimeoutError included
             raise self._lost(f"no answer: {exc}") from None
-        if not data:
+        if not size:
             raise self._lost("it exited")
-        answer: Answer = json.loads(data)  # the supervisor's own message (``serve``)
+        answer: Answer = json.loads(self._buffer[:size])  # the supervisor's own (``serve``)
         return answer
 
     def ask(self, request: Request, limit: float, fds: Sequence[int] = ()) -> Answer:

@@ -13,10 +13,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, islice
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -364,7 +363,7 @@ class Execution:
         finished) once interrupted. ``last=False`` keeps the grader workers for another
         call.
 
-        The work is drawn lazily and at most twice ``jobs`` trials wait in the pool: a
+        The work is drawn lazily, one item at a time by the thread that will run it: a
         plan of many trials never becomes a list of them in memory, and an interrupt
         stops the drawing at once."""
         counts = [self.plan.conversations(c) for c in self.plan.cases]
@@ -378,14 +377,9 @@ class Execution:
             ((self._trial, ci, t) for ci, t in (work if work is not None
                                                 else _trial_major(counts))),
             ((self._task, ti, t) for ti, t in _trial_major(runs if tasks else [])))
-        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="gitevals-trial")
         try:
-            self._feed(pool, items, progress)
+            _Slots(self, items).run(progress)
         finally:
-            if self.stop.is_set():
-                pool.shutdown(wait=False, cancel_futures=True)
-                self.registry.kill_all()
-            pool.shutdown(wait=True)
             if last or self.stop.is_set():
                 self.graders.close()
                 if self.shared is not None:
@@ -406,30 +400,6 @@ class Execution:
                 self.controls[ti] = run_controls(task, Path(self.tree_dir) / task.path,
                                                  self.task_trials.bwrap,
                                                  realized.root if realized else None)
-
-    def _feed(self, pool: ThreadPoolExecutor,
-              items: Iterator[tuple[Callable[[int, int], None], int, int]],
-              progress: Progress | None) -> None:
-        """Submit ``items`` to ``pool``, keeping at most ``2 * jobs`` in flight, until
-        they are all done or the run is interrupted; a bug in a trial thread surfaces
-        here once everything stopped, not silently."""
-        running: set[Future[None]] = set()
-        failed: list[BaseException] = []
-        ahead, shown = 2 * self.jobs, 0.0
-        while not self.stop.is_set():
-            for fn, index, trial in islice(items, max(0, ahead - len(running))):
-                running.add(pool.submit(fn, index, trial))
-            if not running:
-                break
-            done, running = wait(running, timeout=0.1 if progress else 0.5,
-                                 return_when=FIRST_COMPLETED)
-            failed += [e for f in done if not f.cancelled()
-                       for e in [f.exception()] if e is not None]
-            if progress is not None and time.monotonic() - shown >= 0.1:
-                progress(self.tally())
-                shown = time.monotonic()
-        if failed:
-            raise failed[0]
 
     def cases(self) -> list[CaseRun]:
         """The run's ``cases`` from what finished (results in trial order)."""
@@ -474,6 +444,75 @@ class Execution:
                                                else "rlimit")))
             out.sort(key=lambda c: c["name"])
         return out
+
+
+class _Slots:
+    """The job slots of one ``Execution.run``: ``jobs`` threads, each drawing its next item
+    itself (under a lock) as it finishes one, until the work is done or the run stops.
+
+    Why not a pool fed by the main thread: handing each conversation over woke the main
+    thread and then a pool thread through a queue, futures and a waiter, system calls
+    and switches of the GIL for every conversation; here a slot goes from one
+    conversation to the next without waking anyone. The main thread only shows progress
+    and, once the run is interrupted, kills what is running."""
+
+    def __init__(self, execution: Execution,
+                 items: Iterator[tuple[Callable[[int, int], None], int, int]]) -> None:
+        self.execution = execution
+        self.items = items
+        self.failed: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._closed = False  # no more drawing: the main thread is leaving
+
+    def _draw(self) -> tuple[Callable[[int, int], None], int, int] | None:
+        with self._lock:
+            if self._closed or self.execution.stop.is_set():
+                return None
+            try:
+                return next(self.items, None)
+            except BaseException as exc:  # a bug making the work: raised once all stopped
+                self.failed.append(exc)
+                self._closed = True
+                return None
+
+    def _serve(self, first: tuple[Callable[[int, int], None], int, int]) -> None:
+        item: tuple[Callable[[int, int], None], int, int] | None = first
+        while item is not None:
+            fn, index, trial = item
+            try:
+                fn(index, trial)
+            except BaseException as exc:  # a bug in a trial: raised once all stopped
+                with self._lock:
+                    self.failed.append(exc)
+            item = self._draw()
+
+    def run(self, progress: Progress | None) -> None:
+        """Run every item; a bug in a trial thread surfaces here once everything stopped,
+        not silently."""
+        stop = self.execution.stop
+        threads: list[threading.Thread] = []
+        try:
+            # a slot for each of the first ``jobs`` items: no idle thread when there are fewer
+            while len(threads) < self.execution.jobs and (first := self._draw()) is not None:
+                threads.append(threading.Thread(target=self._serve, args=(first,),
+                                                name=f"gitevals-trial_{len(threads)}"))
+                threads[-1].start()
+            shown = 0.0
+            for thread in threads:
+                while thread.is_alive() and not stop.is_set():
+                    thread.join(0.1 if progress is not None else 0.5)
+                    if progress is not None and time.monotonic() - shown >= 0.1:
+                        progress(self.execution.tally())
+                        shown = time.monotonic()
+        finally:
+            with self._lock:
+                self._closed = True
+            if stop.is_set():
+                self.execution.registry.kill_all()
+            for thread in threads:
+                thread.join()
+        if self.failed:
+            raise self.failed[0]
 
 
 def _trial_major(counts: Sequence[int]) -> Iterator[tuple[int, int]]:

@@ -150,6 +150,7 @@ class ProcessRegistry:
         self._channels: list[Channel] = []  # the supervisor, and any that replaced it
         self._idle: list[Supervisor] = []
         self._direct = not available()  # no supervisors here: start targets directly
+        self._prestarted = False
 
     def add(self, proc: HasPid) -> None:
         with self._lock:
@@ -193,9 +194,14 @@ class ProcessRegistry:
 
     def prestart(self) -> None:
         """Start the supervisor in the background now (it takes a Python start): the first
-        conversation finds it ready, or waits for the start under way."""
+        conversation finds it ready, or waits for the start under way. Once per registry:
+        ``run`` asks before it reads the plan, the run again before it materializes."""
         import threading
 
+        with self._lock:
+            if self._prestarted:
+                return
+            self._prestarted = True
         threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
 
     def _channel(self) -> Channel | None:
@@ -221,8 +227,9 @@ class ProcessRegistry:
                 self._idle.append(sup)
 
     def close(self) -> None:
-        """Stop the supervisor; it first kills whatever is still beneath it."""
-        with self._lock:
+        """Stop the supervisor; it first kills whatever is still beneath it. A start under
+        way (``prestart``) is waited for, so what it starts is stopped too."""
+        with self._starting, self._lock:
             channels, self._channels, self._idle = self._channels, [], []
         for channel in channels:
             channel.close()
@@ -373,7 +380,7 @@ class Conversation:
         self.registry.add(self.proc)
         for fd in ours:
             os.set_blocking(fd, False)
-        self._sel = selectors.DefaultSelector()
+        self._sel = _selector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self._sel.register(self.proc.stderr, selectors.EVENT_READ)
 
@@ -544,6 +551,16 @@ class Conversation:
         self.close()
 
 
+def _selector() -> selectors.BaseSelector:
+    """A selector for one conversation's two pipes: ``poll`` where there is one (a
+    conversation's two descriptors cost no ``epoll`` instance of their own to create,
+    fill and close, four system calls a conversation for nothing), else the default."""
+    import selectors
+
+    return (selectors.PollSelector if hasattr(selectors, "PollSelector")
+            else selectors.DefaultSelector)()
+
+
 def _wait_writable(fd: int, deadline: float) -> bool:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -568,10 +585,18 @@ def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
+#: One decoder for every reply: ``json.loads`` given ``parse_constant`` builds a decoder
+#: and its scanner on each call, most of the cost of reading a short reply. (Shared by
+#: the job threads as ``json.loads`` shares its own: a decode holds no state between calls.)
+_REPLY_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_reply(line: bytes) -> JSONObject:
     """One reply line -> its object, or ``TargetError('target_protocol')`` saying what is wrong."""
     try:
-        obj: JSON = json.loads(line, parse_constant=_no_constant)
+        # as ``json.loads`` reads bytes: UTF-8, -16 or -32, told apart by their first bytes
+        obj: JSON = _REPLY_DECODER.decode(line.decode(json.detect_encoding(line),
+                                                      "surrogatepass"))
     except _Constant as exc:
         raise TargetError("target_protocol", f"reply holds {exc}, which JSON does not allow "
                                              "(artifacts must stay valid JSON)") from None

@@ -437,3 +437,56 @@ def test_concurrent_conversations_share_one_supervisor_each_under_a_small_holder
     assert {s["holder"] for s in seen} == {"cat"}
     assert max(s["holder_kib"] for s in seen) < 5000  # an interpreter keeps ~10 MB
     assert len({s["supervisor"] for s in seen}) == 1
+
+
+# --- the supervisor boots while the plan is read (#27 item 4: the start) ---------------
+
+
+def _supervisors() -> set[int]:
+    """This process's children that are a run's supervisor (``python -I -S -c ...``)."""
+    def argv(pid: int) -> list[bytes]:
+        with suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+        return []
+
+    return {pid for pid in reaper.descendants(os.getpid()) if argv(pid)[1:3] == [b"-I", b"-S"]}
+
+
+def test_a_runs_supervisor_is_starting_while_its_plan_is_read(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals import api
+    from gitevals.git.trees import Tree
+
+    repo.commit({"harness.py": "def respond(messages):\n    return {'final_answer': 'ok'}\n",
+                 "pyproject.toml": PYTHON, "evals/cases/a.yaml": _case("s")})
+    seen: list[set[int]] = []
+    plans = api.run_plans
+
+    def reading(tree: Tree, selection: api.RunSelection) -> api.RunPlans:
+        deadline = time.monotonic() + 10
+        while not (found := _supervisors()) and time.monotonic() < deadline:
+            time.sleep(0.01)  # it starts in a thread of its own: give it time
+        seen.append(found)
+        return plans(tree, selection)
+
+    monkeypatch.setattr(api, "run_plans", reading)
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert len(seen) == 1 and len(seen[0]) == 1  # one supervisor, already there
+    assert not _supervisors()  # and stopped with the run
+
+
+def test_a_supervisor_started_ahead_is_stopped_by_a_close_that_comes_first() -> None:
+    # A plan that fails (no target, nothing that lints) closes the run's registry while
+    # its supervisor may still be starting: the start is waited for, then stopped.
+    import threading
+
+    from gitevals.run.targets import ProcessRegistry
+
+    registry = ProcessRegistry()
+    registry.prestart()
+    registry.close()
+    for thread in threading.enumerate():
+        if thread.name == "gitevals-supervisor":
+            thread.join(30)
+    assert not _supervisors()

@@ -317,3 +317,18 @@ def test_nan_in_a_reply_is_a_protocol_error() -> None:
 def test_parse_reply_fills_defaults() -> None:
     assert parse_reply(b'{"final_answer": "a"}') == {"final_answer": "a", "tool_calls": [],
                                                      "hooks": [], "error": None}
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32"])
+def test_a_reply_is_read_in_the_encodings_json_reads(encoding: str) -> None:
+    """``parse_reply`` keeps one decoder for every reply: it reads bytes as ``json.loads``
+    does (UTF-8, -16 or -32, told by the first bytes, a UTF-8 byte order mark skipped)."""
+    line = '{"final_answer": "\u00e9t\u00e9 \U0001f600", "n": [1.5, null]}'.encode(encoding)
+    assert parse_reply(line) == {**json.loads(line), "tool_calls": [], "hooks": [],
+                                 "error": None}
+
+
+def test_a_reply_that_is_not_utf8_is_a_protocol_error() -> None:
+    with pytest.raises(TargetError) as err:
+        parse_reply(b'{"final_answer": "\xff"}')
+    assert err.value.kind == "target_protocol" and "not JSON" in err.value.message

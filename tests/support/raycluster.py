@@ -73,7 +73,12 @@ class LocalCluster:
         common = [f"--temp-dir={node.temp}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                   "--object-store-memory=100000000", "--disable-usage-stats",
                   f"--dashboard-agent-listen-port={free_port()}",
-                  f"--metrics-export-port={free_port()}"]
+                  f"--metrics-export-port={free_port()}",
+                  # Ports given, the raylet does not wait for the agents to write theirs:
+                  # Ray gives them a fixed 15 s, and a loaded machine's agent (a Python
+                  # that imports Ray) overruns it and takes the node down.
+                  f"--dashboard-agent-grpc-port={free_port()}",
+                  f"--runtime-env-agent-port={free_port()}"]
         self.nodes.append(node)  # recorded before it starts: a failed start is cleaned too
         proc = subprocess.run([sys.executable, str(LAUNCHER), "start", *args, *common],
                               env=self._env(node), capture_output=True, text=True,
@@ -99,7 +104,9 @@ class LocalCluster:
         return self
 
     def _head(self) -> Node:
+        # no autoscaler monitor: these clusters never scale (a Python process of Ray the less)
         return self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
+                                    "--no-monitor",
                                     f"--dashboard-port={free_port()}"])
 
     def add_worker(self) -> Node:

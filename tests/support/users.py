@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GIT_ENV, Repo, Result, git
+from tests.conftest import GIT_ENV, Repo, Result, git, run_cli
 
 UID = GID = 65534
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,11 @@ class Who:
     env: dict[str, str] = field(default_factory=dict)
 
     def cli(self, *args: str, timeout: float = 120) -> Result:
-        """The real ``gitevals`` CLI in the repository, as this user."""
+        """The real ``gitevals`` CLI in the repository, as this user: as this process's
+        own user in this process (``run_cli``: no Python start, no re-import), as
+        another user in a child that becomes it."""
+        if not self.prefix:
+            return run_cli(*args, cwd=self.repo.path, env=self.env, timeout=timeout)
         self.hand_over()
         argv = [*self.prefix, self.python, "-m", "gitevals", *args]
         proc = subprocess.run(argv, cwd=self.repo.path, capture_output=True, text=True,
