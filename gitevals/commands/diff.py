@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.bounds import MAX_ROWS
 from gitevals.commands._args import (
-    MAX_ROWS,
     add_control,
     add_format,
     add_test,
