@@ -116,14 +116,26 @@ def verdict(label: str, value: float, bound: float, unit: str = " CPU-s") -> boo
 INSPECT_TASK = """\
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import includes
 from inspect_ai.solver import generate
 
 
+def answers():
+    # Each answer carries its usage, as an API's does. Without it mockllm counts the
+    # tokens itself with tiktoken, whose o200k_base file it downloads: offline, the first
+    # samples fail and the eval ends in an error after a few dozen of the samples.
+    while True:
+        out = ModelOutput.from_content(model="mockllm", content="Default output from mockllm/model")
+        out.usage = ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
+        yield out
+
+
 @task
 def bench():
-    return Task(dataset=[Sample(input=f"sample {n}", target="") for n in range({n})],
-                solver=generate(), scorer=includes())
+    return Task(dataset=[Sample(input=f"sample {{n}}", target="") for n in range({n})],
+                solver=generate(), scorer=includes(),
+                model=get_model("mockllm/model", custom_outputs=answers()))
 """
 PROMPTFOO = """\
 prompts: ["{{{{q}}}}"]
@@ -201,10 +213,13 @@ def peers(root: Path, repo: Path, cases: int, rounds: int) -> bool:
             cpu = (gitevals_run(repo) if name == "gitevals"
                    else cpu_of(cmd, root, its_env, ok_codes))
             best[name] = min(best.get(name, 1e9), cpu)
-    if inspect:
-        print("Inspect's logs (.eval: a zip of JSON), samples in each: logged "
-              f"{_logged_samples(root / 'logged')}, --no-log-samples "
-              f"{_logged_samples(root / 'light')}")
+    if inspect_py is not None:
+        logged = _inspect_logs(inspect_py, root / "logged")
+        light = _inspect_logs(inspect_py, root / "light")
+        print(f"Inspect's logs (.eval): default {logged}; --no-log-samples {light}")
+        if not all(line.startswith(f"success {cases}/{cases}") for line in logged + light):
+            print("inspect-ai: not compared: a run did not finish every sample (see its log)")
+            best = {k: v for k, v in best.items() if not k.startswith("inspect")}
     print(f"{cases} samples x 1, CPU-s (best of {rounds}): " + ", ".join(
         f"{k} {v:.2f}" for k, v in best.items()))
     ok = True
@@ -219,16 +234,19 @@ def peers(root: Path, repo: Path, cases: int, rounds: int) -> bool:
     return ok
 
 
-def _logged_samples(log_dir: Path) -> list[int]:
-    """How many samples each Inspect log in ``log_dir`` holds (an ``.eval`` log is a zip
-    with one ``samples/*.json`` entry a sample): the proof of what each configuration wrote."""
-    import zipfile
-
-    counts = []
-    for log in sorted(log_dir.glob("*.eval")):
-        with zipfile.ZipFile(log) as z:
-            counts.append(sum(name.startswith("samples/") for name in z.namelist()))
-    return counts
+def _inspect_logs(inspect_py: Path, log_dir: Path) -> list[str]:
+    """Each Inspect log in ``log_dir`` as ``status completed/total, N samples kept``, read
+    by Inspect itself (an ``.eval`` log is a zstd zip): the proof that each run did all the
+    work, and what each configuration kept of it."""
+    script = ("import sys\nfrom inspect_ai.log import read_eval_log\n"
+              "for path in sys.argv[1:]:\n"
+              "    log = read_eval_log(path)\n"
+              "    r = log.results\n"
+              "    print(f'{log.status} {r.completed_samples if r else 0}/"
+              "{r.total_samples if r else 0}, {len(log.samples or [])} samples kept')\n")
+    logs = [str(p) for p in sorted(log_dir.glob("*.eval"))]
+    got = subprocess.run([str(inspect_py), "-c", script, *logs], capture_output=True, text=True)
+    return got.stdout.strip().splitlines() if got.returncode == 0 else [got.stderr[-200:]]
 
 WAITING = """\
 import json, sys, time
