@@ -4,9 +4,10 @@
    Target: <= 15 CPU-s.
 2. 200 one-scenario cases against a ``python`` target whose import burns 0.3 s of CPU.
    Target: <= 10 CPU-s.
-3. ``--start``: the CPU of a one-sample run and of the one-file commit hook
-   (``lint --staged``), each beside ``python -c "import pygit2, yaml"``. Targets (wall
-   time on a quiet machine): one-sample start <= 0.35 s; hook <= 1.3x the imports.
+3. ``--start``: the CPU and the wall time of a one-sample run and of the one-file commit
+   hook (``lint --staged``), each beside ``python -c "import pygit2, yaml"``. Targets:
+   one-sample run <= 0.35 s of wall time on a quiet machine; hook <= 1.3x the imports'
+   CPU.
 4. ``--rss``: the resident memory of gitevals' own processes (the run, its supervisor,
    the conversations' holders) while 64 conversations wait on their targets at
    ``--jobs 64``, the targets left out: the sum of each process's RSS (the target: under
@@ -39,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -80,14 +82,22 @@ def make_repo(root: Path, cases: int, agent: str) -> Path:
 def cpu_of(cmd: list[str], cwd: Path, env: dict[str, str] | None = None,
            ok: tuple[int, ...] = (0,)) -> float:
     """User + system CPU seconds of ``cmd`` and everything it started."""
+    return cost_of(cmd, cwd, env, ok)[0]
+
+
+def cost_of(cmd: list[str], cwd: Path, env: dict[str, str] | None = None,
+            ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(CPU seconds of ``cmd`` and everything it started, wall seconds until it exited)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd[:4])} failed ({proc.returncode}): "
                          f"{proc.stderr.strip()[-800:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
 def gitevals_run(repo: Path, jobs: int = 2) -> float:
@@ -315,16 +325,22 @@ def start(root: Path, rounds: int) -> bool:
     imports = [sys.executable, "-c", "import pygit2, yaml"]
     run = [sys.executable, "-m", "gitevals", "run", "--no-note", "--format", "json"]
     hook = [sys.executable, "-m", "gitevals", "lint", "--staged", "evals/cases/c00000.yaml"]
-    best: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    wall: dict[str, float] = {}
     for _ in range(rounds):  # interleaved; the best of each
         for name, cmd, where in (("imports", imports, one), ("run", run, one),
                                  ("hook", hook, edited)):
-            best[name] = min(best.get(name, 1e9), cpu_of(cmd, where))
-    print(f"start, CPU-s (best of {rounds}): import pygit2, yaml {best['imports']:.3f}; "
-          f"one-sample run {best['run']:.3f}; one-file hook {best['hook']:.3f}")
-    return verdict("one-file hook / import pygit2, yaml", best["hook"] / best["imports"],
-                   1.3, "x")
-
+            spent, took = cost_of(cmd, where)
+            cpu[name], wall[name] = min(cpu.get(name, 1e9), spent), min(wall.get(name, 1e9), took)
+    for what, best in (("CPU-s", cpu), ("wall s", wall)):
+        print(f"start, {what} (best of {rounds}): import pygit2, yaml {best['imports']:.3f}; "
+              f"one-sample run {best['run']:.3f} ({best['run'] / best['imports']:.2f}x); "
+              f"one-file hook {best['hook']:.3f} ({best['hook'] / best['imports']:.2f}x)")
+    print(f"start: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (the wall "
+          "target is for a quiet machine)")
+    ok = verdict("one-sample run, wall", wall["run"], 0.35, " s")
+    return verdict("one-file hook / import pygit2, yaml", cpu["hook"] / cpu["imports"],
+                   1.3, "x") and ok
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

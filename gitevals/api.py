@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitevals import bounds
 
 if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case model
     from types import FrameType
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # imported where used: a diff of goldens never loads the case
     from gitevals.goldens.execute import SuiteExecution
     from gitevals.goldens.gate import GateResult
     from gitevals.goldens.plan import SuitePlan
+    from gitevals.jsontypes import JSON, JSONObject
     from gitevals.lint import LintResult
     from gitevals.model import Case
     from gitevals.report.history import History
@@ -74,6 +77,9 @@ class LintOptions:
     cache: bool = True
     jobs: int | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("LintOptions.jobs", self.jobs, 1, bounds.MAX_JOBS)
+
 
 def lint(tree: Tree, paths: Sequence[str] | None = None,
          options: LintOptions = LintOptions(),
@@ -102,6 +108,10 @@ class DiffOptions:
     control: str | None = None
     equivalence: float | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_alpha("DiffOptions.alpha", self.alpha)
+        bounds.check_points("DiffOptions.equivalence", self.equivalence, optional=True)
+
 
 def diff(repo: Repo, a: str, b: str, options: DiffOptions | None = None) -> Diff:
     """What changed from revision ``a`` to ``b``: rules, graders, goldens and, from the
@@ -127,6 +137,7 @@ def plan(tree: Tree, names: Sequence[str], trials: int | None = None,
     from gitevals.run.runner import MAX_TRIALS, Plan, case_paths, select_cases
     from gitevals.settings import load_settings
 
+    bounds.check_whole("plan trials", trials, 1, bounds.MAX_TRIALS)
     settings, bad = load_settings(tree)
     if bad:
         raise UsageError(f"{bad[0]}")
@@ -288,6 +299,10 @@ class RunOptions:
     #: the supervisor boots while the plan is read); closed when the run ends
     registry: ProcessRegistry | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("RunOptions.jobs", self.jobs, 1, bounds.MAX_JOBS, optional=False)
+        bounds.check_usd("RunOptions.cost_limit", self.cost_limit)
+
 
 #: Shows progress while a block runs (``report.progress.progress``, or ``silent``).
 ProgressFactory = Callable[..., AbstractContextManager["Update"]]
@@ -424,6 +439,9 @@ class RunSelection:
     draft: bool = False
     task_controls: bool = False
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("RunSelection.trials", self.trials, 1, bounds.MAX_TRIALS)
+
 
 @dataclass(frozen=True)
 class RunPlans:
@@ -495,6 +513,18 @@ class AgainstOptions:
     alpha: float | None = None
     control: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_sequential("AgainstOptions", self.max_trials, self.looks, self.drop)
+        bounds.check_alpha("AgainstOptions.alpha", self.alpha)
+
+
+def _check_sequential(owner: str, max_trials: object, looks: object, drop: object) -> None:
+    """The bounds of a sequential run's design, as ``run --max-trials``, ``--looks`` and
+    ``--drop`` have them."""
+    bounds.check_whole(f"{owner}.max_trials", max_trials, 1, bounds.MAX_SEQUENTIAL_TRIALS)
+    bounds.check_whole(f"{owner}.looks", looks, 1, bounds.MAX_LOOKS)
+    bounds.check_points(f"{owner}.drop", drop)
+
 
 def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Rounds:
     """The sequential design of a run against ``options.rev`` (``RunOptions.rounds``): the
@@ -537,7 +567,7 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunO
     with workdir("run") as tmp, subreaper():
         execution = _start(tree, the_plan, prov, options, tmp, interpreter)
         goldens = _suite_execution(options.suite, the_plan, str(tmp), options.jobs,
-                                   options.target_env, interpreter)
+                                   options.target_env, interpreter, execution.registry)
         started = time.time()
         halt = _halt(execution, goldens)
         meter = _cost_meter(the_plan, options.cost_limit, execution, halt)
@@ -707,13 +737,14 @@ def _calibration(tree: RevisionTree, the_plan: Plan, started: float
 
 def _suite_execution(suite: SuitePlan | None, the_plan: Plan, tree_dir: str,
                      jobs: int, target_env: Mapping[str, str] | None = None,
-                     interpreter: str | None = None) -> SuiteExecution | None:
+                     interpreter: str | None = None,
+                     registry: ProcessRegistry | None = None) -> SuiteExecution | None:
     if suite is None:
         return None
     from gitevals.goldens.execute import SuiteExecution
 
     return SuiteExecution(suite, the_plan.settings, tree_dir, jobs, grader_timeout(),
-                          target_env, interpreter)
+                          target_env, interpreter, registry)
 
 
 def _interpreter(tree: RevisionTree, the_plan: Plan) -> str | None:
@@ -784,6 +815,14 @@ class RunRequest:
     graders_on_workers: bool = False
     cost_limit: float | None = None
 
+    def __post_init__(self) -> None:
+        """A value past what ``gitevals run`` takes is refused as the flag would be."""
+        bounds.check_whole("RunRequest.trials", self.trials, 1, bounds.MAX_TRIALS)
+        bounds.check_whole("RunRequest.jobs", self.jobs, 1, bounds.MAX_JOBS)
+        _check_sequential("RunRequest", self.max_trials, self.looks, self.drop)
+        bounds.check_alpha("RunRequest.alpha", self.alpha)
+        bounds.check_usd("RunRequest.cost_limit", self.cost_limit)
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -839,17 +878,16 @@ def run_rev(request: RunRequest, repo: Repo | None = None,
     warnings); ``UsageError`` for what cannot run. ``repo`` None: the current directory's."""
     from gitevals.run.targets import ProcessRegistry
 
-    jobs = request.jobs or _default_jobs()
     ray = request.ray_address is not None and request.executor != "local"
     # The supervisor of a local run's targets (a Python start of its own) boots while
-    # gitevals imports what it needs and reads the plan, not after.
+    # gitevals imports what it needs and reads the plan, not after (#27: the start).
     registry = ProcessRegistry() if not ray and request.executor != "ray" else None
     if registry is not None:
         registry.prestart()
     try:
-        # Likewise, with ray_address, joining the cluster (seconds: importing Ray,
-        # starting a host per node) goes on while the plan is made; an address nobody
-        # answers on stops it here.
+        jobs = request.jobs or _default_jobs()
+        # With ray_address, joining the cluster (seconds: importing Ray, starting a host
+        # per node) goes on while the plan is made; an address nobody answers on stops it.
         early = _join(request.ray_address) if ray else None
         try:
             return _run_rev(request, repo, jobs, early, registry, progress, say)
@@ -1095,6 +1133,9 @@ class GateOptions:
     control: str | None = None
     alpha: float | None = None
 
+    def __post_init__(self) -> None:
+        bounds.check_alpha("GateOptions.alpha", self.alpha)
+
 
 def goldens_run(what: str, repo: Repo | None = None) -> Run:
     """The run artifact file ``what``, or the goldens run of revision ``what`` (its note's
@@ -1220,6 +1261,11 @@ class HistoryOptions:
     control: str | None = None
     alpha: float | None = None
     keep_tip: bool = False
+
+    def __post_init__(self) -> None:
+        bounds.check_whole("HistoryOptions.limit", self.limit, 1, bounds.MAX_ROWS,
+                           optional=False)
+        bounds.check_alpha("HistoryOptions.alpha", self.alpha)
 
 
 def history(repo: Repo, spec: str, options: HistoryOptions) -> Gathered:
@@ -1351,6 +1397,12 @@ class ReportOptions:
     limit: int
     static: int
 
+    def __post_init__(self) -> None:
+        bounds.check_whole("ReportOptions.limit", self.limit, 1, bounds.MAX_ROWS,
+                           optional=False)
+        bounds.check_whole("ReportOptions.static", self.static, 0, bounds.MAX_ROWS,
+                           optional=False)
+
 
 @dataclass(frozen=True)
 class ReportResult:
@@ -1442,6 +1494,14 @@ class ExperimentOptions:
     control: str | None = None
     alpha: float | None = None
     check: bool = True
+
+    def __post_init__(self) -> None:
+        bounds.check_whole("ExperimentOptions.repeat", self.repeat, 1, bounds.MAX_REPEAT,
+                           optional=False)
+        bounds.check_whole("ExperimentOptions.jobs", self.jobs, 1, bounds.MAX_JOBS)
+        bounds.check_whole("ExperimentOptions.max_samples", self.max_samples, 1,
+                           bounds.MOST_SAMPLES)
+        bounds.check_alpha("ExperimentOptions.alpha", self.alpha)
 
 
 @dataclass(frozen=True)
@@ -1699,6 +1759,10 @@ def _finish(repo: Repo, kept: str, meta: Meta, results: list[LaneResult],
     return ExperimentResult(doc, path)
 
 
+#: An experiment's id: when it started, and six hex digits (``_new_id``).
+_EXPERIMENT_ID = r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$"
+
+
 def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | None = None,
                        say: Say = _quiet) -> ExperimentResult:
     """Run nothing: re-read experiment ``exp_id``'s kept samples, re-check each against
@@ -1707,35 +1771,33 @@ def recheck_experiment(repo: Repo, exp_id: str, options: ExperimentOptions | Non
     import re
 
     from gitevals.errors import UsageError
+    from gitevals.experiment.results import kept_meta
     from gitevals.git.trees import WorkingTree
     from gitevals.settings import load_settings
 
     options = options or ExperimentOptions()
-    if not re.match(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$", exp_id):
+    if not re.match(_EXPERIMENT_ID, exp_id):
         raise UsageError(f"--recheck {exp_id!r}: an experiment id looks like "
                          "20261130T211500Z-1a2b3c (the name of its report, without .json)")
     kept = load_settings(WorkingTree(repo.work_root))[0].results
     path = experiments_dir(repo.work_root, kept) / f"{exp_id}.json"
     doc = _read_report(path)
-    results = [_recheck_lane(repo.work_root, kept, doc, lane) for lane in doc["lanes"]]
+    lanes, kept_id = doc.get("lanes"), doc.get("id")
+    if not isinstance(lanes, list) or not isinstance(kept_id, str) or not re.match(
+            _EXPERIMENT_ID, kept_id):
+        raise UsageError("the experiment report is damaged (no 'lanes' list, or no 'id' "
+                         "of an experiment): it cannot be re-checked; run the experiment "
+                         "again")
+    results = [_recheck_lane(repo.work_root, kept, kept_id, doc, lane) for lane in lanes]
     try:
-        meta = _meta_of(doc)
+        meta = kept_meta(doc)
     except (KeyError, TypeError) as exc:
         raise UsageError(f"the experiment report is damaged (no {exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
     return _finish(repo, kept, meta, results, options, say)
 
 
-def _meta_of(doc: dict[str, Any]) -> Meta:
-    """What a kept report says of its experiment (``_meta``), to report it again."""
-    return {"id": doc["id"], "tool_version": doc["tool_version"], "root": doc["root"],
-            "cases": doc["cases"], "repeat": doc["repeat"], "jobs": doc["jobs"],
-            "conversations": doc["conversations"], "max_samples": doc["max_samples"],
-            "settings": doc["settings"], "started_at": doc["started_at"],
-            "finished_at": doc["finished_at"]}
-
-
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path) -> JSONObject:
     import json
 
     from gitevals.errors import UsageError
@@ -1753,21 +1815,15 @@ def _read_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _recheck_lane(work_root: Path, kept: str, doc: dict[str, Any],
-                  lane: dict[str, Any]) -> LaneResult:
+def _recheck_lane(work_root: Path, kept: str, exp_id: str, doc: JSONObject,
+                  lane: JSON) -> LaneResult:
     from gitevals.errors import UsageError
-    from gitevals.experiment.controls import Pins
-    from gitevals.experiment.lanes import valid_name
+    from gitevals.experiment.results import kept_lane
 
     try:
-        name = lane["name"]
-        if not valid_name(name):
-            raise ValueError(f"lane name {name!r}")
-        timing = {k: (int(v[0]), float(v[1])) for k, v in lane["pins"]["timing"].items()}
-        pins = Pins(lane["commit"], lane["tree"], lane["target_env"], lane["pins"]["files"],
-                    doc["settings"], timing, doc["tool_version"], doc["root"])
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        name, rev, pins = kept_lane(doc, lane)
+    except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"the experiment report is damaged ({exc}): it cannot be "
                          "re-checked; run the experiment again") from exc
-    path = _lane_path(work_root, kept, doc["id"], name)
-    return _read_lane(work_root, name, lane.get("rev", ""), pins, path)
+    path = _lane_path(work_root, kept, exp_id, name)
+    return _read_lane(work_root, name, rev, pins, path)

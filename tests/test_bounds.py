@@ -179,15 +179,20 @@ def test_a_negative_diff_limit_is_one_line(repo: Repo) -> None:
     assert "must be 0 or more" in r.err
 
 
-#: Appends a line to $MARKS for every answer: the test counts the conversations done.
+#: Appends a line to $MARKS for every answer: the test counts the conversations done. A
+#: python target (imported once per run, forked per conversation): the test is about
+#: SIGTERM during the look, not about command targets, and a command harness started a
+#: Python for each of the 100 conversations of the first round.
 COUNTING = """\
-import json, os, sys
-for line in sys.stdin:
+import os
+
+
+def respond(messages):
     with open(os.environ["MARKS"], "a") as f:
         f.write("x\\n")
-    print(json.dumps({"final_answer": "Paris", "tool_calls": [], "hooks": [],
-                      "error": None}), flush=True)
+    return {"final_answer": "Paris", "tool_calls": [], "hooks": [], "error": None}
 """
+COUNTING_SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 
 def test_sigterm_during_a_sequential_look_keeps_the_trials_and_exits_130(
@@ -195,7 +200,7 @@ def test_sigterm_during_a_sequential_look_keeps_the_trials_and_exits_130(
     """The first look of ``--max-trials 500`` computes the design's exact bounds, minutes
     on a busy machine, in the main thread: SIGTERM stops it at once, as ^C would, and
     the first round's 100 trials are in the artifact, marked interrupted."""
-    base = repo.commit({"harness.py": COUNTING, "pyproject.toml": SETTINGS,
+    base = repo.commit({"harness.py": COUNTING, "pyproject.toml": COUNTING_SETTINGS,
                         "evals/cases/tone.yaml": CASE})
     marks = tmp_path / "marks"
     env = {**os.environ, **GIT_ENV, "MARKS": str(marks)}

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gitevals.bounds import MAX_JOBS
 from gitevals.commands._args import (
     DEFAULT_TEST,
-    MAX_JOBS,
     TESTS,
     add_format,
     add_jobs,

@@ -24,6 +24,7 @@ NOT_IN_THE_HOOK = {
     "gitevals.text",  # only to escape what is printed from the tree
     "gitevals.run.runner", "gitevals.stats", "gitevals.diff", "gitevals.calibration",
     "concurrent", "logging", "decimal",  # a thread pool's imports; generated validators'
+    "gitevals.api",  # its option types: the command calls the feature lint_tree
 }
 
 
@@ -89,6 +90,7 @@ NOT_IN_A_GOLDENS_DIFF = {
     "gitevals.diff.suite", "gitevals.diff.verdicts", "gitevals.diff.power",
     "gitevals.diff.graders", "gitevals.diff.rules", "gitevals.stats",
     "gitevals.model", "gitevals.validation", "gitevals.run.artifact", "gitevals.lint",
+    "gitevals.api",  # its option types: the command calls the feature diff.collect
 }
 
 
@@ -99,3 +101,20 @@ def test_a_goldens_diff_imports_only_what_comparing_goldens_needs(repo: Repo) ->
     assert code == 0
     assert "gitevals.diff.goldens" in names  # the probe sees the diff's own imports
     assert not NOT_IN_A_GOLDENS_DIFF & _top(names), sorted(NOT_IN_A_GOLDENS_DIFF & _top(names))
+
+
+def test_the_python_worker_starts_on_what_it_uses_of_the_standard_library(
+        tmp_path: Path) -> None:
+    # The warm worker's start is on the way to a run's first conversation: it reads no
+    # gitevals module (it may run in another interpreter) and not ``typing`` either.
+    from gitevals.run.targets import PYWORKER
+
+    (tmp_path / "agent.py").write_text("def respond(messages):\n    return {}\n")
+    proc = subprocess.run([sys.executable, "-X", "importtime", PYWORKER, "--check",
+                           "agent:respond"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    names = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:")}
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "json" in names  # the probe sees the worker's imports
+    assert not {"gitevals", "typing"} & _top(names), sorted({"gitevals", "typing"} & _top(names))

@@ -9,7 +9,9 @@ nothing raw reaches stdout or stderr of ``lint``, ``publish-check``, ``run``,
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,7 @@ from gitevals.findings import Finding
 from gitevals.lint import LintResult
 from gitevals.report import diff as diff_report
 from gitevals.report import findings as findings_report
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, built_once, git, run_cli
 
 EVIL_FILE = "evals/cases/evil\x1b]0;owned\x07.yaml"
 TARGET = """\
@@ -69,11 +71,34 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("args", [c[1] for c in COMMANDS], ids=[c[0] for c in COMMANDS])
-def test_no_raw_control_character_reaches_the_terminal(repo: Repo, args: tuple[str, ...]) -> None:
+def _build_evil_ran(root: Path) -> None:
+    """The evil repository with a run of A and one of B (HEAD), in ``root/repo``; A and B
+    in ``root/revs``."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     a, b = _evil_repo(repo)
     run_cli("run", "--rev", a, cwd=repo.path)
     run_cli("run", cwd=repo.path)
+    (root / "revs").write_text(f"{a} {b}")
+
+
+@pytest.fixture
+def evil_ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Repo, str, str]:
+    """The evil repository after its two runs: built once for the test run (the same two
+    runs every command below reads), each test getting its own copy to run and write in."""
+    built = built_once(tmp_path_factory, "terminal-escapes-ran", _build_evil_ran)
+    path = tmp_path / "repo"
+    shutil.copytree(built / "repo", path, symlinks=True)
+    a, b = (built / "revs").read_text().split()
+    return Repo(path), a, b
+
+
+@pytest.mark.parametrize("args", [c[1] for c in COMMANDS], ids=[c[0] for c in COMMANDS])
+def test_no_raw_control_character_reaches_the_terminal(evil_ran: tuple[Repo, str, str],
+                                                       args: tuple[str, ...]) -> None:
+    repo, a, b = evil_ran
     args = tuple(a if x == "A" else b if x == "B" else x for x in args)
     res = run_cli(*args, cwd=repo.path)
     assert not _raw(res.out) and not _raw(res.err), (res.out, res.err)

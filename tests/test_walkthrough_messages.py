@@ -19,6 +19,13 @@ for line in sys.stdin:
     print(json.dumps({"final_answer": "Paris", "tool_calls": [], "hooks": [],
                       "error": None}), flush=True)
 """
+#: The same answers as a python target (imported once per run, forked per conversation),
+#: for a test about progress lines rather than command targets that runs 45 conversations.
+TARGET = """\
+def respond(messages):
+    return {"final_answer": "Paris", "tool_calls": [], "hooks": [], "error": None}
+"""
+TARGET_SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 ONE = ("scenarios:\n  - id: s\n    user: capital of France?\n"
        "    expect: [{final_answer_contains: Paris}]\n")
 
@@ -76,7 +83,7 @@ def test_a_run_right_after_init_with_the_case_uncommitted_says_commit_it(repo: R
 
 def test_against_progress_never_counts_past_its_total(repo: Repo) -> None:
     case = ("defaults: {trials: 5}\n" + ONE.replace("Paris", "Lyon"))
-    a = repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
+    a = repo.commit({"harness.py": TARGET, "pyproject.toml": TARGET_SETTINGS,
                      "evals/cases/a.yaml": case})
     assert run_cli("run", cwd=repo.path).code == 1
     res = run_cli("run", "--against", a, "--max-trials", "40", "--jobs", "1", cwd=repo.path,

@@ -5,17 +5,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-#: The most a count on the command line may be (docs/run.md, "Bounds"): a scenario's
-#: trials as a case file may set them; conversations or processes at once; looks of a
-#: sequential run; rows and commits a report lists. Each keeps a typo (an extra zero
-#: or three) from building a work list or a pool no machine holds.
-MAX_TRIALS = 10_000
-MAX_SEQUENTIAL_TRIALS = 1_000
-MAX_LOOKS = 100
-MAX_JOBS = 256
-MAX_REPEAT = 10_000
-MOST_SAMPLES = 1_000_000
-MAX_ROWS = 1_000_000
+#: The bounds live in ``gitevals.bounds``, which the API checks its values against too.
+from gitevals.bounds import (
+    MAX_JOBS,
+    MAX_ROWS,
+    alpha_problem,
+    points_problem,
+    whole_problem,
+)
 
 
 def positive(text: str) -> int:
@@ -32,11 +29,9 @@ def _whole(text: str, least: int, most: int) -> int:
         if not (digits.isascii() and digits.isdigit()):
             raise argparse.ArgumentTypeError(f"{shown} is not a whole number") from None
         value = most + 1  # more digits than Python converts: past any bound
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{shown} must be {least} or more")
-    if value > most:
-        raise argparse.ArgumentTypeError(f"{shown} is past the bound of {most:,}: give "
-                                         f"{least} to {most:,}")
+    problem = whole_problem(value, least, most, shown)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -58,8 +53,9 @@ def _number(text: str, what: str = "a number") -> float:
 def points(text: str) -> float:
     """Percentage points: above 0, at most 100."""
     value = _number(text, "a number of points")
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most 100 points")
+    problem = points_problem(value, repr(text))
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -79,18 +75,12 @@ def rate(text: str) -> float:
     return value
 
 
-#: The bounds of ``--alpha``: below 1e-6 no trial count a run can afford reaches it (and
-#: the exact tests' floats stop meaning anything); above 0.5 a "beyond noise" call is a
-#: coin toss.
-ALPHA_MIN, ALPHA_MAX = 1e-6, 0.5
-
-
 def alpha(text: str) -> float:
     """A test's level: from 1e-6 to 0.5."""
     value = _number(text)
-    if not ALPHA_MIN <= value <= ALPHA_MAX:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} must be from {ALPHA_MIN:g} to {ALPHA_MAX:g} (e.g. 0.05)")
+    problem = alpha_problem(value, repr(text))
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 

@@ -10,9 +10,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from gitevals.bounds import MAX_REPEAT, MOST_SAMPLES
 from gitevals.commands._args import (
-    MAX_REPEAT,
-    MOST_SAMPLES,
     add_control,
     add_format,
     add_jobs,

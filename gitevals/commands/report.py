@@ -16,7 +16,8 @@ DEFAULT_OUT = "gitevals-report.html"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gitevals.commands._args import MAX_ROWS, count, positive
+    from gitevals.bounds import MAX_ROWS
+    from gitevals.commands._args import count, positive
     from gitevals.commands.log import LIMIT
 
     # gitevals.report.html.STATIC, written here: every command's arguments are built at

@@ -11,11 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitevals.bounds import MAX_JOBS, MAX_LOOKS, MAX_SEQUENTIAL_TRIALS, MAX_TRIALS
 from gitevals.commands._args import (
-    MAX_JOBS,
-    MAX_LOOKS,
-    MAX_SEQUENTIAL_TRIALS,
-    MAX_TRIALS,
     add_control,
     add_format,
     add_jobs,
@@ -147,18 +144,16 @@ def _add_execution(parser: argparse.ArgumentParser) -> None:
 
 
 def _usd(text: str) -> float:
-    """A cost limit in USD: above 0, at most ``MAX_COST_LIMIT``."""
-    import math
-
-    from gitevals.run.pricing import MAX_COST_LIMIT
+    """A cost limit in USD: above 0, at most ``bounds.MAX_COST_LIMIT``."""
+    from gitevals.bounds import usd_problem
 
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of USD") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_COST_LIMIT):
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0 and at most "
-                                         f"{MAX_COST_LIMIT:,.0f} USD")
+    problem = usd_problem(value, repr(text))
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from gitevals.experiment.lanes import Lane
 from gitevals.jsontypes import JSON
@@ -199,17 +199,29 @@ def lane_value(found: Sequence[Sample], field: str) -> str | None:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def realized_counts(found: Sequence[Sample]) -> dict[str, JSON]:
+class RealizedCounts(TypedDict):
+    """Per field of ``REALIZED``, how many samples reported each value, and how many
+    reported none."""
+
+    models: dict[str, int]
+    model_unreported: int
+    drivers: dict[str, int]
+    driver_unreported: int
+
+
+def realized_counts(found: Sequence[Sample]) -> RealizedCounts:
     """Per field, how many samples reported each value, and how many reported none
     (a value not reported is unknown, never taken to be the lane's)."""
     from collections import Counter
 
-    out: dict[str, JSON] = {}
-    for f in REALIZED:
-        counts = Counter(v for s in found for v in s.realized[f])
-        out[f"{f}s"] = dict(sorted(counts.items()))
-        out[f"{f}_unreported"] = sum(1 for s in found if not s.realized[f])
-    return out
+    def counts(f: str) -> dict[str, int]:
+        return dict(sorted(Counter(v for s in found for v in s.realized[f]).items()))
+
+    def unreported(f: str) -> int:
+        return sum(1 for s in found if not s.realized[f])
+
+    return {"models": counts("model"), "model_unreported": unreported("model"),
+            "drivers": counts("driver"), "driver_unreported": unreported("driver")}
 
 
 def within(found: Sequence[Sample]) -> list[str]:

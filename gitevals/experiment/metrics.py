@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from gitevals.jsontypes import JSON, JSONObject
 from gitevals.run.artifact import Trial, trial_usage
@@ -27,6 +27,25 @@ Z95 = 1.959963984540054
 Value = int | float | None
 
 
+class MetricDoc(TypedDict):
+    """A measure of a lane in the experiment report (``Summary.as_json``)."""
+
+    n: int
+    missing: int
+    mean: float | None
+    variance: float | None
+
+
+class RateDoc(TypedDict):
+    """A lane's pass rate in the experiment report (``Rate.as_json``)."""
+
+    passes: int
+    trials: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
 class Summary(NamedTuple):
     """``n`` observed values, ``missing`` not reported; their mean and population variance
     (None, "unknown", when nothing was observed)."""
@@ -36,7 +55,7 @@ class Summary(NamedTuple):
     mean: float | None
     variance: float | None
 
-    def as_json(self) -> dict[str, Value]:
+    def as_json(self) -> MetricDoc:
         return {"n": self.n, "missing": self.missing, "mean": self.mean,
                 "variance": self.variance}
 
@@ -113,8 +132,9 @@ class Rate(NamedTuple):
     low: float | None
     high: float | None
 
-    def as_json(self) -> dict[str, Value]:
-        return dict(self._asdict())
+    def as_json(self) -> RateDoc:
+        return {"passes": self.passes, "trials": self.trials, "rate": self.rate,
+                "low": self.low, "high": self.high}
 
 
 def pass_rate(passes: int, trials: int) -> Rate:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict, TypeGuard
 
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
 from gitevals.experiment.controls import (
     Pins,
+    RealizedCounts,
     Sample,
     across,
     after,
@@ -27,15 +28,12 @@ from gitevals.experiment.controls import (
     samples,
     within,
 )
-from gitevals.experiment.metrics import lane_metrics, pass_rate
-from gitevals.jsontypes import JSONObject
-from gitevals.run.artifact import Run, Trial, scenarios
+from gitevals.experiment.metrics import MetricDoc, RateDoc, lane_metrics, pass_rate
+from gitevals.jsontypes import JSON, JSONObject
+from gitevals.run.artifact import GraderCalibration, Run, TargetEnvValue, Trial, scenarios
 from gitevals.stats.multiplicity import DEFAULT_CONTROL
 
 FORMAT = "gitevals-experiment/1"
-
-Doc = dict[str, Any]
-
 
 class Meta(TypedDict):
     """What an experiment is, as its report begins: its id, the gitevals that ran it, the
@@ -53,6 +51,95 @@ class Meta(TypedDict):
     settings: JSONObject
     started_at: str
     finished_at: str
+
+
+class PinsDoc(TypedDict):
+    """A lane's pins as its report keeps them (the rest are the lane's and the report's
+    own fields): the files' blobs, and each scenario's ``[trials, timeout]``."""
+
+    files: dict[str, str]
+    timing: dict[str, list[float]]
+
+
+class ScenarioDoc(TypedDict):
+    """One scenario's verdict in one lane."""
+
+    case: str
+    scenario: str
+    verdict: str
+    passes: int
+    trials: int
+
+
+class RealizedDoc(RealizedCounts):
+    """What a lane's replies said they used: the model and driver most samples named."""
+
+    model: str | None
+    driver: str | None
+
+
+class ControlsDoc(TypedDict):
+    """Whether a lane's controls held, and every phrase saying why not."""
+
+    held: bool
+    problems: list[str]
+
+
+class LaneDoc(TypedDict):
+    """One lane of the report: what it was to run, what ran, and how it did."""
+
+    name: str
+    rev: str
+    commit: str
+    tree: str
+    target_env: dict[str, TargetEnvValue]
+    artifact: str
+    pins: PinsDoc
+    run_id: str | None
+    interrupted: bool
+    pass_rate: RateDoc
+    scenarios: list[ScenarioDoc]
+    metrics: dict[str, MetricDoc]
+    judge_calibration: dict[str, GraderCalibration] | None
+    realized: RealizedDoc
+    controls: ControlsDoc
+
+
+class ComparisonDoc(TypedDict):
+    """Two lanes' tallies of one scenario and the exact test between them; ``q`` (the
+    p-value adjusted across every comparison) only where both lanes ran trials."""
+
+    a: str
+    b: str
+    case: str
+    scenario: str
+    a_passes: int | None
+    a_trials: int | None
+    b_passes: int | None
+    b_trials: int | None
+    change: str
+    p: float | None
+    beyond_noise: bool
+    q: NotRequired[float | None]
+
+
+class Report(Meta):
+    """The experiment report ``build`` makes: the experiment (``Meta``), the test and
+    its control, every lane, every comparison, and the two decisions."""
+
+    format: str
+    test: str
+    alpha: float
+    control: str
+    control_text: str
+    lanes: list[LaneDoc]
+    comparisons: list[ComparisonDoc]
+    controls_held: bool
+    passed: bool
+
+
+#: The report, as the renderers (``report/experiment.py``) and the API name it.
+Doc = Report
 
 
 @dataclass(frozen=True)
@@ -73,11 +160,11 @@ def _trials(run: Run) -> list[Trial]:
     return [t for _, s in scenarios(run) for t in s["results"]]
 
 
-def _pins_json(p: Pins) -> Doc:
+def _pins_json(p: Pins) -> PinsDoc:
     return {"files": p.files, "timing": {k: list(v) for k, v in p.timing.items()}}
 
 
-def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -> Doc:
+def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -> LaneDoc:
     """``lane``'s part of the report; ``found``: its samples' realized model and driver;
     ``more``: control problems found across lanes."""
     run = lane.run
@@ -106,12 +193,12 @@ def _lane(lane: LaneResult, found: Sequence[Sample], more: Sequence[str] = ()) -
 
 
 def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float,
-                 control: str = DEFAULT_CONTROL) -> list[Doc]:
+                 control: str = DEFAULT_CONTROL) -> list[ComparisonDoc]:
     """Every lane pair, scenario by scenario, under one control across all of them:
     pairs that share a lane share data, so ``fdr`` is Benjamini-Yekutieli here."""
     from gitevals.stats.multiplicity import family
 
-    out: list[Doc] = []
+    out: list[ComparisonDoc] = []
     raw: list[VerdictRow] = []
     for i, a in enumerate(lanes):
         for b in lanes[i + 1:]:
@@ -135,7 +222,7 @@ def _comparisons(lanes: Sequence[LaneResult], test: str, alpha: float,
 
 
 def build(meta: Meta, lanes: Sequence[LaneResult], test: str = DEFAULT_TEST,
-          alpha: float = DEFAULT_ALPHA, control: str = DEFAULT_CONTROL) -> Doc:
+          alpha: float = DEFAULT_ALPHA, control: str = DEFAULT_CONTROL) -> Report:
     """The report of an experiment: ``meta`` (id, root, cases, repeat, jobs, settings,
     times...) with every lane, the pairwise comparisons (``test`` at ``alpha`` under
     ``control`` across every pair and scenario) and the two decisions."""
@@ -166,3 +253,95 @@ def exit_code(doc: Doc) -> int:
 def dumps(doc: Doc) -> str:
     """The canonical text of a report (sorted keys, trailing newline)."""
     return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+# -- a kept report read back (``experiment --recheck``): its JSON is not trusted ------------
+
+
+def kept_meta(doc: JSONObject) -> Meta:
+    """What a kept report says of its experiment, to report it again. ``KeyError`` for
+    a missing field, ``TypeError`` (``'<field>' as <shape>``) for one of the wrong shape."""
+    return {"id": _text(doc, "id"), "tool_version": _text(doc, "tool_version"),
+            "root": _text(doc, "root"), "cases": _texts(doc, "cases"),
+            "repeat": _whole(doc, "repeat"), "jobs": _whole(doc, "jobs"),
+            "conversations": _whole(doc, "conversations"),
+            "max_samples": None if doc["max_samples"] is None else _whole(doc, "max_samples"),
+            "settings": _object(doc, "settings"), "started_at": _text(doc, "started_at"),
+            "finished_at": _text(doc, "finished_at")}
+
+
+def kept_lane(doc: JSONObject, lane: JSON) -> tuple[str, str, Pins]:
+    """A kept lane's name, revision and the pins it recorded before it ran (with the
+    report's settings, gitevals version and root). ``KeyError``, ``TypeError`` or
+    ``ValueError`` (a name no lane may have) for a damaged one."""
+    from gitevals.experiment.lanes import valid_name
+
+    if not isinstance(lane, dict):
+        raise TypeError("a lane as an object")
+    name = _text(lane, "name")
+    if not valid_name(name):
+        raise ValueError(f"lane name {name!r}")
+    pins = _object(lane, "pins")
+    timing = {k: _timing(k, v) for k, v in _object(pins, "timing").items()}
+    env = _object(lane, "target_env")
+    if not all(_is_env_value(v) for v in env.values()):
+        raise TypeError("'target_env' as names and their recorded values")
+    recorded: dict[str, TargetEnvValue] = {k: v for k, v in env.items() if _is_env_value(v)}
+    rev = lane.get("rev", "")
+    return name, rev if isinstance(rev, str) else "", Pins(
+        _text(lane, "commit"), _text(lane, "tree"), recorded, _strings(pins, "files"),
+        _object(doc, "settings"), timing, _text(doc, "tool_version"), _text(doc, "root"))
+
+
+def _is_env_value(value: JSON) -> TypeGuard[TargetEnvValue]:
+    """A recorded target env value: ``{"value": ...}`` or ``{"sha256": ...}``, text."""
+    return (isinstance(value, dict) and set(value) <= {"value", "sha256"}
+            and all(isinstance(v, str) for v in value.values()))
+
+
+def _timing(key: str, value: JSON) -> tuple[int, float]:
+    """A scenario's ``[trials, timeout]``."""
+    if isinstance(value, list) and len(value) == 2:
+        trials, timeout = value
+        if _number(trials) and _number(timeout):
+            return int(trials), float(timeout)
+    raise TypeError(f"timing {key!r} as [trials, timeout]")
+
+
+def _number(value: JSON) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _object(doc: JSONObject, key: str) -> JSONObject:
+    value = doc[key]
+    if not isinstance(value, dict):
+        raise TypeError(f"{key!r} as an object")
+    return value
+
+
+def _text(doc: JSONObject, key: str) -> str:
+    value = doc[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key!r} as text")
+    return value
+
+
+def _whole(doc: JSONObject, key: str) -> int:
+    value = doc[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{key!r} as a whole number")
+    return value
+
+
+def _texts(doc: JSONObject, key: str) -> list[str]:
+    value = doc[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{key!r} as a list of text")
+    return [v for v in value if isinstance(v, str)]
+
+
+def _strings(doc: JSONObject, key: str) -> dict[str, str]:
+    value = _object(doc, key)
+    if not all(isinstance(v, str) for v in value.values()):
+        raise TypeError(f"{key!r} as names and text")
+    return {k: v for k, v in value.items() if isinstance(v, str)}

@@ -64,7 +64,8 @@ class SuiteExecution:
 
     def __init__(self, plan: SuitePlan, settings: Settings, tree_dir: str, jobs: int,
                  grader_timeout: float, target_env: Mapping[str, str] | None = None,
-                 interpreter: str | None = None) -> None:
+                 interpreter: str | None = None,
+                 registry: ProcessRegistry | None = None) -> None:
         target = settings.target
         # the same environment as the run's cases and tasks (``run --target-env``): a
         # baseline that records MODEL=... must have been measured with it
@@ -76,7 +77,9 @@ class SuiteExecution:
                                  target.endpoint) if target else []
         self.python_target = bool(target and not target.command and target.python)
         self.stop = threading.Event()
-        self.registry = ProcessRegistry()
+        # the run's, when given: its supervisor, and the python target's worker the
+        # preflight (or the cases) already imported, serve the goldens too
+        self.registry = registry or ProcessRegistry()
         self.graders = GraderPool(tree_dir, settings.root, judge_config(settings.judge),
                                   grader_timeout, self.registry)
         self.results: dict[int, SuiteItem] = {}

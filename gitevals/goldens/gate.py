@@ -14,14 +14,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict, TypeGuard, cast
+from typing import TYPE_CHECKING, TypedDict, TypeGuard
 
 from gitevals.errors import GitevalsError
 from gitevals.goldens.drift import DEFAULT_BUDGET, Z95, Budget
 from gitevals.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
-    from gitevals.run.artifact import Run
+    from gitevals.run.artifact import Run, TargetEnvValue
     from gitevals.run.goldens import Goldens
     from gitevals.stats.judge_correction import Corrected
 
@@ -53,7 +53,7 @@ class Baseline(TypedDict):
     commit: str
     tree: str
     target: JSON
-    target_env: JSON
+    target_env: dict[str, TargetEnvValue] | None
     graders: dict[str, str]
     files: dict[str, str]
     budget: JSONObject | None
@@ -80,7 +80,7 @@ def baseline_of(run: Run, model: str) -> Baseline:
                       "suite; run `gitevals run --goldens-only` in full")
     target = run["settings"].get("target")
     # The environment the target ran with, when a run records one (experiment lanes do).
-    env = cast(JSONObject, run).get("target_env")
+    env = run.get("target_env")
     return {"format": FORMAT, "model": model, "run_id": run["run_id"], "rev": run["rev"],
             "commit": run["commit"], "tree": run["tree"], "target": target, "target_env": env,
             "graders": dict(part["graders"]), "files": dict(part["files"]),

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeGuard
 
 from gitevals.findings import Finding
 from gitevals.git.trees import Tree
 from gitevals.goldens import choice, drift
 from gitevals.goldens.mapping import Summary, grader_position, lint_mapping, summarize
 from gitevals.goldens.rows import bucket, row_id, rows, turns
-from gitevals.jsontypes import JSONObject
+from gitevals.jsontypes import JSON, JSONObject
 from gitevals.settings import Settings
 
 if TYPE_CHECKING:
     from gitevals.lint.cache import LintCache
+    from gitevals.lint.graders import Index
 
 #: Bumped when ``Summary`` or ``summarize`` changes: old cached summaries are not read.
 SUMMARY_FORMAT = "1"
@@ -64,11 +65,11 @@ def suite_path(root: str) -> str:
     return f"{root}/{drift.SUITE_FILE}" if root else drift.SUITE_FILE
 
 
-def _indexes(tree: Tree, root: str, names: Sequence[str]) -> dict[str, JSONObject | None]:
+def _indexes(tree: Tree, root: str, names: Sequence[str]) -> dict[str, Index | None]:
     from gitevals.lint.graders import index_module, module_path
 
     base = f"{root}/graders/" if root else "graders/"
-    out: dict[str, JSONObject | None] = {
+    out: dict[str, Index | None] = {
         p: {"error": None, "names": {}} for p in tree.blob_shas(base)
         if p.endswith(".py") and "/" not in p[len(base):]}
     for name in names:
@@ -89,16 +90,28 @@ def _summary(tree: Tree, path: str, store: LintCache | None) -> Summary | None:
     k = key("goldens-summary", SUMMARY_FORMAT, sha)
     cached = store.get("suite", k) if store is not None else None
     if _valid_summary(cached):
-        return cast(Summary, cached)
+        return cached
     summary = summarize(tree.read(path) or b"")
     if store is not None:
-        store.put("suite", k, cast(JSONObject, summary))
+        store.put("suite", k, {"buckets": dict(summary["buckets"]),
+                               "unbucketed": list(summary["unbucketed"]),
+                               "unsendable": list(summary["unsendable"])})
     return summary
 
 
-def _valid_summary(doc: object) -> bool:
-    return (isinstance(doc, dict) and isinstance(doc.get("buckets"), dict)
-            and isinstance(doc.get("unbucketed"), list) and isinstance(doc.get("unsendable"), list))
+def _valid_summary(doc: JSON) -> TypeGuard[Summary]:
+    """A cached summary as ``summarize`` makes it (the cache is a file anyone can edit)."""
+    if not isinstance(doc, dict):
+        return False
+    buckets, unbucketed, unsendable = (doc.get("buckets"), doc.get("unbucketed"),
+                                       doc.get("unsendable"))
+    return (isinstance(buckets, dict) and all(_whole(v) for v in buckets.values())
+            and isinstance(unbucketed, list) and all(_whole(v) for v in unbucketed)
+            and isinstance(unsendable, list) and all(_whole(v) for v in unsendable))
+
+
+def _whole(value: JSON) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def lint_suite(tree: Tree, settings: Settings, store: LintCache | None = None) -> list[Finding]:
@@ -166,9 +179,9 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
             for s in suite.slices]
     k = key("drift-sources", SUMMARY_FORMAT, str(tree.blob_sha(suite_path(root))),
             json.dumps(mapping, sort_keys=True), *shas)
-    cached = store.get("suite", k) if store is not None else None
-    if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 6 for r in cached):
-        return [Finding(*r) for r in cached]  # type: ignore[misc]
+    cached = _cached_findings(store.get("suite", k)) if store is not None else None
+    if cached is not None:
+        return cached
     found = drift.check_sources(suite, suite_path(root), tree.read, mapping, benchcache.read)
     if store is not None:
         store.put("suite", k, [[f.path, f.line, f.col, f.code, f.message, f.severity]
@@ -176,8 +189,27 @@ def _sources(tree: Tree, suite: drift.Suite, root: str, mapping: dict[str, str],
     return found
 
 
+def _cached_findings(cached: JSON) -> list[Finding] | None:
+    """The findings a cache entry holds as ``[path, line, col, code, message, severity]``
+    rows; None when it holds anything else (the cache is a file anyone can edit)."""
+    if not isinstance(cached, list):
+        return None
+    out = []
+    for row in cached:
+        if not (isinstance(row, list) and len(row) == 6):
+            return None
+        path, line, col, code, message, severity = row
+        if not (isinstance(path, str) and isinstance(line, int) and isinstance(col, int)
+                and isinstance(code, str) and isinstance(message, str)
+                and severity in ("error", "warning")):
+            return None
+        out.append(Finding(path, line, col, code, message,
+                           "error" if severity == "error" else "warning"))
+    return out
+
+
 def _slice_graders(suite: drift.Suite, root: str,
-                   indexes: dict[str, JSONObject | None]) -> list[Finding]:
+                   indexes: dict[str, Index | None]) -> list[Finding]:
     from gitevals.lint.graders import Ref, resolve
 
     path = suite_path(root)

@@ -430,7 +430,7 @@ class _Run:
                  checked: set[str] | None) -> dict[str, Index]:
         """Index of each grader module that is referenced or checked (``checked`` None:
         all); other present modules map to an empty index (they exist, for "did you mean")."""
-        from gitevals.lint.graders import index_module
+        from gitevals.lint.graders import index_json, index_module
 
         out: dict[str, Index] = {}
         for g in graders:
@@ -439,10 +439,12 @@ class _Run:
             if not (referenced or check):
                 out[g.path] = {"error": None, "names": {}}
                 continue
-            index = self.store.get("grader", g.sha)
-            if not _valid_index(index):
+            cached = self.store.get("grader", g.sha)
+            if _valid_index(cached):
+                index = cached
+            else:
                 index = index_module(self.bytes_of(g))
-                self.store.put("grader", g.sha, index)
+                self.store.put("grader", g.sha, index_json(index))
             out[g.path] = {**index, "referenced": referenced, "checked": check}
         return out
 

@@ -18,14 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict, TypeGuard
 
 from gitevals import graderfile
 from gitevals.findings import Finding
+from gitevals.jsontypes import JSON, JSONObject
 
-#: A module index: ``{"error": [line, col, msg] | None, "names": {name: info}}``
-#: where ``info`` is a ``graderfile.Binding`` as a dict.
-Index = dict[str, Any]
+
+class BindingInfo(TypedDict):
+    """A ``graderfile.Binding`` as a module index (and the lint cache) keeps it."""
+
+    kind: str
+    line: int
+    col: int
+    signature: str | None
+    owner: str | None
+    why: str | None
+
+
+class Index(TypedDict):
+    """A module index: why the module does not parse (``[line, col, message]``; None:
+    it parses) and what each top-level name is bound to; lint adds whether the module
+    is ``referenced`` by a case and ``checked`` by this lint."""
+
+    error: list[int | str] | None
+    names: dict[str, BindingInfo]
+    referenced: NotRequired[bool]
+    checked: NotRequired[bool]
 
 CALL = "(t, case, run)"
 
@@ -65,19 +84,40 @@ def module_path(root: str, name: str) -> str:
 def index_module(source: bytes) -> Index:
     """Parse ``source`` (never executing it) and describe its top-level names."""
     gf = graderfile.read(source)
-    error = list(gf.error) if gf.error else None
-    return {"error": error, "names": {n: b._asdict() for n, b in gf.names.items()}}
+    error: list[int | str] | None = list(gf.error) if gf.error else None
+    return {"error": error, "names": {n: {"kind": b.kind, "line": b.line, "col": b.col,
+                                          "signature": b.signature, "owner": b.owner,
+                                          "why": b.why} for n, b in gf.names.items()}}
 
 
-def valid_index(index: object) -> bool:
+def index_json(index: Index) -> JSONObject:
+    """``index`` as the lint cache stores it (what ``index_module`` made, as JSON)."""
+    return {"error": None if index["error"] is None else list(index["error"]),
+            "names": {n: {"kind": b["kind"], "line": b["line"], "col": b["col"],
+                          "signature": b["signature"], "owner": b["owner"], "why": b["why"]}
+                      for n, b in index["names"].items()}}
+
+
+def valid_index(index: JSON) -> TypeGuard[Index]:
     """Whether ``index`` (read back from the cache) is one :func:`index_module` makes."""
     if not isinstance(index, dict) or not isinstance(index.get("names"), dict):
         return False
     err = index.get("error")
-    if err is not None and not (isinstance(err, list) and len(err) == 3):
+    if err is not None and not (isinstance(err, list) and len(err) == 3 and _whole(err[0])
+                                and _whole(err[1]) and isinstance(err[2], str)):
         return False
-    return all(isinstance(v, dict) and v.keys() == _FIELDS and isinstance(v["line"], int)
-               and v["kind"] in graderfile.WHAT for v in index["names"].values())
+    names = index["names"]
+    return isinstance(names, dict) and all(_valid_binding(v) for v in names.values())
+
+
+def _valid_binding(v: JSON) -> bool:
+    return (isinstance(v, dict) and v.keys() == _FIELDS and _whole(v["line"])
+            and _whole(v["col"]) and isinstance(v["kind"], str) and v["kind"] in graderfile.WHAT
+            and all(v[k] is None or isinstance(v[k], str) for k in ("signature", "owner", "why")))
+
+
+def _whole(x: JSON) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 _FIELDS = set(graderfile.Binding._fields)
@@ -92,7 +132,7 @@ def module_finding(path: str, index: Index) -> Finding | None:
     if not err:
         return None
     line, col, msg = err
-    return Finding(path, line, col, "GE503",
+    return Finding(path, int(line), int(col), "GE503",
                    f"grader module does not parse: {msg}; fix the syntax (graders are "
                    "read with ast, never imported)")
 
@@ -114,7 +154,8 @@ def resolve(ref: RefLike, root: str, indexes: Mapping[str, Index | None]) -> Fin
     info = index["names"].get(func)
     if info is None:
         return _at(ref, "GE504", _missing_function(mpath, func, index))
-    return _check_bound(ref, mpath, func, graderfile.Binding(**info))
+    return _check_bound(ref, mpath, func, graderfile.Binding(
+        info["kind"], info["line"], info["col"], info["signature"], info["owner"], info["why"]))
 
 
 def _check_bound(ref: RefLike, mpath: str, func: str, b: graderfile.Binding) -> Finding | None:

@@ -5,8 +5,8 @@ It reads the document ``experiment/results.build`` made and decides nothing.
 
 from __future__ import annotations
 
-from gitevals.experiment.metrics import METRICS
-from gitevals.experiment.results import Doc, dumps
+from gitevals.experiment.metrics import METRICS, MetricDoc, RateDoc
+from gitevals.experiment.results import Doc, LaneDoc, RealizedDoc, dumps
 from gitevals.run.targetenv import shown
 from gitevals.text import md_inert, visible
 
@@ -15,7 +15,7 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{100 * x:.1f}%"
 
 
-def _rate(r: Doc) -> str:
+def _rate(r: RateDoc) -> str:
     if not r["trials"]:
         return "no trials"
     return f"{r['passes']}/{r['trials']} {_pct(r['rate'])} [{_pct(r['low'])}, {_pct(r['high'])}]"
@@ -27,14 +27,14 @@ def _num(x: float | None) -> str:
     return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:,.4g}"
 
 
-def _metric(m: Doc) -> str:
+def _metric(m: MetricDoc) -> str:
     if not m["n"]:
         return f"unknown (0 of {m['missing']} reported)" if m["missing"] else "unknown"
     miss = f", {m['missing']} missing" if m["missing"] else ""
     return f"mean {_num(m['mean'])}, var {_num(m['variance'])} (n {m['n']}{miss})"
 
 
-def _controls(d: Doc) -> str:
+def _controls(d: LaneDoc) -> str:
     return "held" if d["controls"]["held"] else "FAILED"
 
 
@@ -117,13 +117,24 @@ def _realized(doc: Doc) -> list[str]:
     replies reported either (older reports, and targets that say nothing, have none)."""
     out = []
     for d in doc["lanes"]:
-        r = d.get("realized") or {}
-        parts = [f"{f} {visible(r[f])} ({sum(r[f + 's'].values())} samples"
-                 + (f", {r[f + '_unreported']} unreported" if r[f + "_unreported"] else "")
-                 + ")" for f in ("model", "driver") if r.get(f)]
+        parts = [f"{f} {visible(value)} ({sum(counts.values())} samples"
+                 + (f", {unreported} unreported" if unreported else "") + ")"
+                 for f, value, counts, unreported in _realized_fields(d.get("realized"))
+                 if value]
         if parts:
             out.append(f"lane {visible(d['name'])}: {', '.join(parts)}")
     return out
+
+
+def _realized_fields(r: RealizedDoc | None
+                     ) -> list[tuple[str, str | None, dict[str, int], int]]:
+    """``(field, the lane's value, samples per value, samples naming none)`` for the
+    model and the driver (none for a lane without the part)."""
+    if not r:
+        return []
+    return [("model", r.get("model"), r.get("models") or {}, r.get("model_unreported") or 0),
+            ("driver", r.get("driver"), r.get("drivers") or {},
+             r.get("driver_unreported") or 0)]
 
 
 def _calibration(doc: Doc) -> list[str]:

@@ -238,8 +238,9 @@ def usage_from_json(doc: Mapping[str, object]) -> Usage:
 
 
 def _total(value: object) -> int | float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return value if ok else None  # type: ignore[return-value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def _count(value: object) -> int:

@@ -202,8 +202,9 @@ def render_text(doc: JSONObject) -> str:
         lines.append(f"target error: {_block(doc['target_error'], '  ')}")
     if doc.get("error") is not None:
         lines.append(f"trial error: {_error(doc['error'])}")
-    if isinstance(doc.get("task"), dict):
-        lines += ["", *_iterations(doc["task"])]  # type: ignore[arg-type]
+    task = doc.get("task")
+    if isinstance(task, dict):
+        lines += ["", *_iterations(task)]
     if "row" in doc:  # a golden: what it asked, then its one grader's outcome
         lines += ["", f"golden row: {_value(doc['row'])}", "", "outcome", *_outcome(doc)]
     else:

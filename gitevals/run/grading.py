@@ -96,8 +96,11 @@ class GraderWorker:
 
     def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
                  timeout: float = GRADER_TIMEOUT,
-                 registry: ProcessRegistry | None = None) -> None:
+                 registry: ProcessRegistry | None = None,
+                 on_ready: Callable[[GraderWorker], None] | None = None) -> None:
         self.tree_dir = tree_dir
+        self.on_ready = on_ready  # told when a started process has sent its ready frame
+        self._ready = False
         self.root = root
         self.judge = judge
         self.config = json.dumps({"root": root, "judge": judge, "timeout": timeout})
@@ -123,6 +126,7 @@ class GraderWorker:
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
         self._buf = bytearray()
+        self._ready = False
         os.set_blocking(self._out, False)
         self._poll = select.poll()
         self._poll.register(self._out, select.POLLIN)
@@ -215,6 +219,13 @@ class GraderWorker:
             self._poll.poll(math.ceil(remaining * 1000))
 
     def _read(self, deadline: float) -> JSONObject:
+        if not self._ready:  # a fresh process sends an empty frame once it has started
+            (size,) = _HEADER.unpack(self._fill(_HEADER.size, deadline))
+            if size:
+                raise WorkerGone("no ready frame")
+            self._ready = True
+            if self.on_ready is not None:
+                self.on_ready(self)
         (size,) = _HEADER.unpack(self._fill(_HEADER.size, deadline))
         if size > MAX_FRAME:
             raise WorkerGone(f"answer larger than {MAX_FRAME} bytes")
@@ -240,36 +251,57 @@ class GraderWorker:
 
 
 class GraderPool:
-    """Warm workers the job slots share: a call takes an idle worker, and a new one is
-    started only when every worker is busy. Grader calls are short next to the
-    conversations between them, so a few workers serve many slots (a worker per slot
-    started a Python for each of 16 slots, most of them to sit idle)."""
+    """Warm workers the job slots share: a call takes an idle worker, else starts one,
+    but no more than ``at_once`` (the CPUs) start at a time: a call that finds every
+    worker busy and that many starting waits for whichever comes first, a worker freed
+    or one started. A worker per slot started a Python (~75 ms of CPU) for each of 16
+    slots whose calls took a few ms; slow graders (a judge's seconds) still soon get a
+    worker per slot, the starts paced at the pace the CPUs could run them anyway."""
 
     def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
                  timeout: float = GRADER_TIMEOUT,
-                 registry: ProcessRegistry | None = None) -> None:
+                 registry: ProcessRegistry | None = None,
+                 at_once: int | None = None) -> None:
         import threading
 
         self.args = (tree_dir, root, judge, timeout, registry)
-        self._lock = threading.Lock()
+        self.at_once = max(1, at_once or os.cpu_count() or 1)
+        self._cond = threading.Condition()
         self._idle: list[GraderWorker] = []  # the last one used on top: it is warm
         self._workers: list[GraderWorker] = []
+        self._starting: set[GraderWorker] = set()  # started, no ready frame yet
 
     def call(self, name: str, case: JSONObject, run: JSONObject) -> GraderReply:
-        with self._lock:
-            worker = self._idle.pop() if self._idle else None
-            if worker is None:
-                worker = GraderWorker(*self.args)
-                self._workers.append(worker)
+        worker = self._take()
         try:
             return worker.call(name, case, run)
         finally:
-            with self._lock:
+            with self._cond:
+                self._starting.discard(worker)  # it never got ready: its start is over
                 self._idle.append(worker)
+                self._cond.notify_all()
+
+    def _take(self) -> GraderWorker:
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._idle)
+                                or len(self._starting) < self.at_once)
+            if self._idle:
+                return self._idle.pop()
+            worker = GraderWorker(*self.args, on_ready=self._started)
+            self._workers.append(worker)
+            self._starting.add(worker)
+            return worker
+
+    def _started(self, worker: GraderWorker) -> None:
+        with self._cond:
+            if worker in self._starting:
+                self._starting.discard(worker)
+                self._cond.notify_all()
 
     def close(self) -> None:
-        with self._lock:
+        with self._cond:
             workers, self._workers, self._idle = self._workers, [], []
+            self._starting.clear()
         for w in workers:
             w.stop()
 
@@ -534,6 +566,7 @@ def worker_main(config: str) -> None:
                      else GRADER_TIMEOUT)
     t = T(cfg.get("judge"), clock.paused)
     inbox = _Inbox(proto_in)
+    _write_all(proto_out, _HEADER.pack(0))  # ready: an empty frame before the first answer
     while (head := inbox.read(_HEADER.size)) is not None:
         body = inbox.read(_HEADER.unpack(head)[0])
         if body is None:

@@ -19,10 +19,6 @@ if TYPE_CHECKING:
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.artifact import Run, Trial
 
-#: The highest ``run --cost-limit``, in USD.
-MAX_COST_LIMIT = 1_000_000.0
-
-
 def _count(value: JSON) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
         else None

@@ -27,11 +27,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, TYPE_CHECKING
+
+# Not ``typing.TYPE_CHECKING``: importing ``typing`` is a part of every warm worker's
+# start, on the way to a run's first conversation (#27: the start). Type checkers read
+# any constant of this name as true.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # names for annotations only: this file must run on older Pythons
     import socket
     from collections.abc import Callable
+    from typing import IO
 
     #: The target: ``fn(messages) -> reply``.
     Fn = Callable[..., object]

@@ -14,7 +14,7 @@ from tests.conftest import Repo, run_cli
 from tests.support.paths import EXPERIMENT_HARNESS
 
 HARNESS = EXPERIMENT_HARNESS
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 MATH = """\
 defaults: {trials: 1, timeout: 20s}
 scenarios:

@@ -316,3 +316,47 @@ def test_samples_that_cannot_be_kept_in_results_go_to_a_temp_dir(repo: Repo) -> 
     finally:
         shutil.rmtree(Path(kept[0]).parent.parent if kept else "/nonexistent",
                       ignore_errors=True)
+
+
+def _kept(repo: Repo, exp_id: str, **changes: Any) -> None:
+    """A kept report written by hand, as a forger (or a bad disk) could leave it."""
+    lane = {"name": "a", "rev": "HEAD", "commit": "0" * 40, "tree": "1" * 40,
+            "target_env": {"MODEL": {"value": "m"}},
+            "pins": {"files": {}, "timing": {"math/sum": [1, 60.0]}}}
+    doc = {"format": "gitevals-experiment/1", "id": exp_id, "tool_version": "0",
+           "root": "evals", "cases": ["math"], "repeat": 1, "jobs": 1, "conversations": 1,
+           "max_samples": None, "settings": {}, "started_at": "2026-11-30T00:00:00Z",
+           "finished_at": "2026-11-30T00:00:01Z", "lanes": [lane]}
+    for key, value in changes.items():
+        where, _, field = key.partition("__")
+        if field:  # lane__pins: a field of the lane
+            lane[field] = value
+        elif value is None:
+            del doc[where]
+        else:
+            doc[where] = value
+    kept = repo.path / "evals/results/experiments"
+    kept.mkdir(parents=True, exist_ok=True)
+    (kept / f"{exp_id}.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("damage", [
+    {"lanes": None}, {"lanes": {"a": 1}}, {"id": "../../../outside"},
+    {"lane__pins": {"files": {}, "timing": [[1, 60]]}},
+    {"lane__pins": {"files": {}, "timing": {"math/sum": [1]}}},
+    {"lane__target_env": {"MODEL": 5}}, {"lane__name": "../a"}, {"lane__commit": 7},
+    {"repeat": "3"}, {"cases": "math"}, {"settings": None},
+], ids=lambda d: ",".join(d))
+def test_recheck_of_a_damaged_report_is_one_line(repo: Repo, damage: dict[str, Any]) -> None:
+    """The kept report is read back as untrusted JSON: each damage is refused in one line
+    (exit 2), never a traceback nor a lane file read from outside the experiment."""
+    _base(repo)
+    exp_id = "20261130T000000Z-abcdef"
+    _kept(repo, exp_id)  # intact: it is re-checked (its lane file is missing: exit 1)
+    r = run_cli("experiment", "--recheck", exp_id, "--format", "json", cwd=repo.path)
+    assert r.code == 1, r.err
+    assert _lane(json.loads(r.out), "a")["controls"]["held"] is False
+    _kept(repo, exp_id, **damage)
+    r = run_cli("experiment", "--recheck", exp_id, cwd=repo.path)
+    assert r.code == 2 and r.out == "", (r.code, r.out, r.err)
+    assert len(r.err.splitlines()) == 1 and "the experiment report is damaged" in r.err

@@ -23,7 +23,7 @@ for line in sys.stdin:
     print(json.dumps({"final_answer": "Paris", "tool_calls": [], "hooks": [], "error": None,
                       "model": model, "driver": "loop/1"}), flush=True)
 """
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 GEO = ("scenarios:\n  - id: capital\n    user: What is the capital of France?\n"
        "    expect:\n      - final_answer_contains: Paris\n")
 

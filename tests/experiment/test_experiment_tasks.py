@@ -16,7 +16,7 @@ from tests.support.paths import TASK_HARNESS
 pytestmark = pytest.mark.needs_bwrap
 
 HARNESS = TASK_HARNESS
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 COPY = "cat /app/answer.txt > /logs/verifier/reward.txt\n"
 MATH = ("scenarios:\n  - id: sum\n    user: What is 2 + 2?\n"
         "    expect:\n      - no_error: true\n")

@@ -14,7 +14,7 @@ from tests.conftest import Repo, run_cli
 from tests.support.paths import EXPERIMENT_HARNESS
 
 HARNESS = EXPERIMENT_HARNESS
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 GEO = ("defaults: {trials: 2}\nscenarios:\n  - id: capital\n"
        "    user: [What is the capital of France?, Sure?]\n"
        "    expect:\n      - final_answer_contains: Paris\n")

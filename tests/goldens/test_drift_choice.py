@@ -12,7 +12,7 @@ import pytest
 from gitevals.goldens import choice
 from tests.conftest import Repo, run_cli
 from tests.support import fake_openai
-from tests.support.gate import SETTINGS, commit
+from tests.support.gate import SETTINGS, commit, goldens
 
 # A command target (the choices and the token budget travel in its JSON lines), started
 # with -S (it imports the standard library only). Goldens are answered as by the harness
@@ -71,8 +71,9 @@ def mcq_rows() -> str:
 
 
 def test_choice_rows_are_scored_by_logprob_else_extracted_with_one_retry(repo: Repo) -> None:
+    # 6 goldens a bucket, not 20: this test reads the mcq slice (f04 and f05 still fail)
     commit(repo, 4, 12, {"harness.py": MCQ_HARNESS, "pyproject.toml": MCQ_SETTINGS,
-                         "evals/drift-suite.yaml": SUITE,
+                         "evals/drift-suite.yaml": SUITE, "evals/goldens.jsonl": goldens(6),
                          "bench/mcq.jsonl": mcq_rows()})
     assert not re.search(r"GE63\d", run_cli("lint", cwd=repo.path).out)  # the suite lints
     res = run_cli("run", "--goldens-only", cwd=repo.path)
@@ -160,8 +161,9 @@ def test_logprobs_are_argmaxed_over_the_allowed_labels_only() -> None:
 def test_the_openai_endpoint_target_passes_the_token_budget_on(repo: Repo) -> None:
     suite = SUITE.replace("n_items: 8", "n_items: 1").replace("    max_tokens: [16, 256]\n", "")
     with fake_openai.serve() as fake:
-        commit(repo, 4, 12, {
+        commit(repo, 4, 12, {  # a golden a bucket: this test reads the mcq row's budgets
             "evals/drift-suite.yaml": suite, "bench/mcq.jsonl": mcq_rows(),
+            "evals/goldens.jsonl": goldens(1),
             "pyproject.toml": (f'[tool.gitevals.target]\nopenai = {{ base_url = "{fake.url}", '
                                'model = "m-1" }\n[tool.gitevals.goldens]\n'
                                'graders = {format = "checks.exact", tone = "checks.exact"}\n')})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.conftest import Repo, run_cli
 from tests.support.goldens_run import GOLDENS, SETTINGS, artifacts, golden, rates, setup
@@ -131,3 +132,24 @@ def test_goldens_without_a_mapping_is_one_line_and_exit_2(repo: Repo) -> None:
     assert res.code == 2
     assert res.err.startswith("gitevals: error: no goldens to run in HEAD")
     assert len(res.err.strip().splitlines()) == 1
+
+
+def test_a_python_target_is_imported_once_for_the_cases_and_the_goldens(
+        repo: Repo, tmp_path: Path) -> None:
+    """The goldens share the run's supervisor and the python target's warm worker: the
+    import the preflight paid serves the cases and every golden (the goldens started a
+    supervisor and a worker of their own, importing the module a second time)."""
+    imports = tmp_path / "imports.txt"
+    agent = (f"import os\nwith open({str(imports)!r}, 'a') as f:\n"
+             "    f.write(str(os.getpid()) + '\\n')\n\n\n"
+             "def respond(messages):\n"
+             "    return {'final_answer': 'answer: ' + messages[-1]['text']}\n")
+    settings = SETTINGS.replace(SETTINGS.split("\n\n")[0],
+                                '[tool.gitevals.target]\npython = "agent:respond"')
+    setup(repo, settings=settings, extra={"agent.py": agent, ".gitignore": ".venv/\n"})
+    for options in ((), ("--goldens-only",)):
+        imports.write_text("")
+        res = run_cli("run", *options, "--no-note", cwd=repo.path)
+        assert res.code == 1, res.err  # f3 and t2 fail, as with the command harness
+        assert rates(artifacts(repo)[-1]) == {"bucket:format": (3, 4), "bucket:tone": (1, 2)}
+        assert len(imports.read_text().split()) == 1, options

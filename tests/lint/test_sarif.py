@@ -96,8 +96,8 @@ def test_a_log_over_10_mb_gzipped_is_cut_to_fit() -> None:
     assert 0 < log.kept < log.total == 2_000
     raw = log.text.encode("utf-8")
     assert len(gzip.compress(raw, compresslevel=6)) <= sarif.MAX_GZIPPED
-    assert len(gzip.compress(raw, compresslevel=1)) <= sarif.MAX_GZIPPED
-    assert len(gzip.compress(raw, compresslevel=1)) > 0.9 * sarif.MAX_GZIPPED  # not cut far
+    fastest = len(gzip.compress(raw, compresslevel=1))  # deterministic: compressed once
+    assert 0.9 * sarif.MAX_GZIPPED < fastest <= sarif.MAX_GZIPPED  # fits, and not cut far
     run = run_of(log.text)
     assert len(run["results"]) == log.kept
     assert log.note is not None and f"holds {log.kept:,} of 2,000 findings" in log.note

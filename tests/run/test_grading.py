@@ -153,9 +153,9 @@ def test_a_pool_shares_idle_workers_and_starts_one_only_when_all_are_busy(
     graders = tmp_path / "evals" / "graders"
     graders.mkdir(parents=True)
     (graders / "q.py").write_text(GRADERS)
-    pool = GraderPool(str(tmp_path), "evals", None)
 
-    def on_threads(n: int, name: str, case: dict[str, Any], together: bool) -> list[Any]:
+    def on_threads(pool: GraderPool, n: int, name: str, case: dict[str, Any],
+                   together: bool) -> list[Any]:
         seen: list[Any] = []
         threads = [threading.Thread(target=lambda: seen.append(pool.call(name, case, RUN)))
                    for _ in range(n)]
@@ -167,16 +167,25 @@ def test_a_pool_shares_idle_workers_and_starts_one_only_when_all_are_busy(
             t.join()
         return [a["raw"] for a in seen]
 
+    pool = GraderPool(str(tmp_path), "evals", None, at_once=2)
     try:
         # four job slots, one after another: the one warm worker serves them all
-        serial = on_threads(4, "q.pid", CASE, together=False)
+        serial = on_threads(pool, 4, "q.pid", CASE, together=False)
         assert len(serial) == 4 and len(set(serial)) == 1
         # two calls at once: the second starts a worker of its own (no slot waits)
         meet = tmp_path / "meet"
         meet.mkdir()
-        both = on_threads(2, "q.meet", {**CASE, "dir": str(meet)}, together=True)
+        both = on_threads(pool, 2, "q.meet", {**CASE, "dir": str(meet)}, together=True)
         assert len(set(both)) == 2 and serial[0] in both
         assert len(list(meet.iterdir())) == 2
+    finally:
+        pool.close()
+    # sixteen slots asking at once of a fresh pool, one start at a time: the first
+    # worker, once started, serves every quick call (a worker each started sixteen)
+    pool = GraderPool(str(tmp_path), "evals", None, at_once=1)
+    try:
+        burst = on_threads(pool, 16, "q.pid", CASE, together=True)
+        assert len(burst) == 16 and len(set(burst)) < 4, burst
     finally:
         pool.close()
 

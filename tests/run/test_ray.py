@@ -26,7 +26,9 @@ from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.support.paths import PROJECT
 from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
-pytestmark = pytest.mark.needs_ray
+# one worker runs them all (pyproject's --dist loadgroup): the cluster is a session
+# fixture, and a second xdist worker would start a second cluster of its own
+pytestmark = [pytest.mark.needs_ray, pytest.mark.xdist_group("ray")]
 
 DEMO = PROJECT / "examples" / "demo" / "v1"
 
@@ -99,15 +101,24 @@ SLOW_HARNESS = """\
 import json, os, sys, time
 with open({marks!r}, "a") as f:
     f.write(f"{{os.getpid()}} {{os.getcwd()}}\\n")
+# A target whose work copy is under `held` waits before each answer until the release
+# file exists, at most `hold` seconds from its start; the others answer at once.
+held = {held!r} in os.getcwd()
+until = time.monotonic() + {hold}
 for line in sys.stdin:
-    time.sleep({delay})
+    while held and time.monotonic() < until and not os.path.exists({release!r}):
+        time.sleep(0.02)
     print(json.dumps({{"final_answer": "ok"}}), flush=True)
 """
 
 
-def _slow_repo(repo: Repo, marks: Path, trials: int, delay: float) -> None:
+def _slow_repo(repo: Repo, marks: Path, trials: int, hold: float = 0.0, held: str = "",
+               release: Path | None = None) -> None:
+    """A two-turn case whose targets hold (see SLOW_HARNESS): the tests wait for events
+    (a target started, a node took work), not for fixed turn lengths."""
     repo.commit({
-        "harness.py": SLOW_HARNESS.format(marks=str(marks), delay=delay),
+        "harness.py": SLOW_HARNESS.format(marks=str(marks), hold=hold, held=held,
+                                          release=str(release or marks.with_name("never"))),
         "pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{sys.executable}", '
                           '"harness.py"]\n',
         "evals/cases/slow.yaml": f"defaults: {{trials: {trials}, timeout: 60s}}\nscenarios:\n"
@@ -150,7 +161,10 @@ def test_a_node_killed_mid_run_loses_no_trial(cluster: LocalCluster, repo: Repo,
                                               tmp_path: Path) -> None:
     doomed = cluster.add_worker()
     marks = tmp_path / "marks"
-    _slow_repo(repo, marks, trials=12, delay=1.0)
+    # the targets on the doomed node hold until it dies (50 s at most, under the case's
+    # 60 s timeout), so conversations are in flight there when it is killed; the others
+    # answer at once
+    _slow_repo(repo, marks, trials=12, hold=50, held=str(doomed.cache))
     proc = _popen_run(repo.path, "--format", "json", "--jobs", "6", "--ray-address",
                       cluster.address, env=_ray_env(cluster, repo.path))
     try:
@@ -199,7 +213,8 @@ print(json.dumps(alive))
 def test_sigint_on_the_driver_writes_the_interrupted_run_and_stops_the_cluster_work(
         cluster: LocalCluster, repo: Repo, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
-    _slow_repo(repo, marks, trials=12, delay=3.0)
+    # every target holds (50 s): a target the interrupt failed to stop outlives the check
+    _slow_repo(repo, marks, trials=12, hold=50)
     env = _ray_env(cluster, repo.path)
     proc = _popen_run(repo.path, "--format", "json", "--jobs", "4", "--ray-address",
                       cluster.address, env=env)
@@ -229,7 +244,7 @@ def test_sigint_on_the_driver_writes_the_interrupted_run_and_stops_the_cluster_w
 def test_an_unreachable_cluster_is_one_line_and_exit_2_before_anything_runs(
         repo: Repo, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
-    _slow_repo(repo, marks, trials=1, delay=0)
+    _slow_repo(repo, marks, trials=1)
     port = free_port()  # nothing listens there
     res = run_cli("run", "--ray-address", f"127.0.0.1:{port}", cwd=repo.path)
     assert res.code == 2
@@ -242,7 +257,7 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2_before_anything_runs(
 
 def test_the_executor_can_be_set_in_settings_and_flags_win(repo: Repo, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
-    _slow_repo(repo, marks, trials=1, delay=0)
+    _slow_repo(repo, marks, trials=1)
     port = free_port()
     with (repo.path / "pyproject.toml").open("a") as f:
         f.write(f'\n[tool.gitevals.executor]\nkind = "ray"\naddress = "127.0.0.1:{port}"\n')
@@ -265,7 +280,7 @@ def test_the_executor_can_be_set_in_settings_and_flags_win(repo: Repo, tmp_path:
 ], ids=["address-without-ray", "graders-on-workers-locally", "not-host-port"])
 def test_bad_executor_flags_are_one_line(repo: Repo, tmp_path: Path, args: list[str],
                                          message: str) -> None:
-    _slow_repo(repo, tmp_path / "marks", trials=1, delay=0)
+    _slow_repo(repo, tmp_path / "marks", trials=1)
     res = run_cli("run", *args, cwd=repo.path)
     assert (res.code, res.err.strip()) == (2, message)
 
@@ -457,9 +472,10 @@ def test_a_sequential_run_on_the_cluster_stops_as_the_local_one(cluster: LocalCl
 
 def test_a_node_that_joins_during_a_run_takes_work(cluster: LocalCluster, repo: Repo,
                                                    tmp_path: Path) -> None:
-    marks = tmp_path / "marks"
-    # 200 conversations of 0.4 s, 4 at a time: the run outlasts a node's start
-    _slow_repo(repo, marks, trials=200, delay=0.2)
+    marks, release = tmp_path / "marks", tmp_path / "release"
+    # Until the joined node takes work every conversation holds 3 s, 4 at a time, so the
+    # 100 trials outlast a node's start (75 s); then the rest answer at once.
+    _slow_repo(repo, marks, trials=100, hold=3, release=release)
     proc = _popen_run(repo.path, "--format", "json", "--jobs", "4", "--ray-address",
                       cluster.address,
                       env={**_ray_env(cluster, repo.path), "GITEVALS_RAY_WATCH": "0.5"})
@@ -469,6 +485,7 @@ def test_a_node_that_joins_during_a_run_takes_work(cluster: LocalCluster, repo: 
         on_joined = _wait(lambda: any(str(joined.cache) in cwd for _, cwd in _marks(marks)),
                           120)
         assert on_joined, proc.stderr.read() if proc.poll() is not None else "no work there"
+        release.touch()
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -476,7 +493,7 @@ def test_a_node_that_joins_during_a_run_takes_work(cluster: LocalCluster, repo: 
     assert proc.returncode == 0, err
     run = json.loads(out)
     results = run["cases"][0]["scenarios"][0]["results"]
-    assert sorted(r["trial"] for r in results) == list(range(200))
+    assert sorted(r["trial"] for r in results) == list(range(100))
     assert all(r["passed"] for r in results)
     used = {r["placement"]["node"] for r in results}
     assert used == set(run["executor"]["nodes"]) and len(used) >= 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from tests.conftest import Repo, run_cli
-from tests.support.paths import HARNESS_SETTINGS
 
 # A harness whose every scenario passes with probability rates.json[scenario], seeded by
 # seed.txt (different at each commit) so two commits draw independent trials. A python
@@ -31,20 +30,25 @@ def respond(messages):
 """
 RANDOM_SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
-# A deterministic harness: scenario s passes on trials below passes.json[s].
+# A deterministic harness: scenario s passes on trials below passes.json[s]. A python
+# target too (SETTINGS), for the same reason as RANDOM_HARNESS: the diff, notes, hints and
+# action tests that run it are not about command targets, and it answers as the command
+# harness did (same passes.json rule per scenario and trial).
 HARNESS = """\
-import json, sys
+import json
 from pathlib import Path
 passes = json.loads((Path(__file__).parent / "passes.json").read_text())
-for line in sys.stdin:
-    msg = json.loads(line)
+
+
+def respond(messages):
+    msg = messages[-1]
     ok = msg["trial"] < passes.get(msg["scenario"], 0)
-    print(json.dumps({"final_answer": "Paris" if ok else "Lyon", "tool_calls": [],
-                      "hooks": [], "error": None}), flush=True)
+    return {"final_answer": "Paris" if ok else "Lyon", "tool_calls": [], "hooks": [],
+            "error": None}
 """
 
 
-SETTINGS = HARNESS_SETTINGS
+SETTINGS = RANDOM_SETTINGS
 
 
 IDS = ("capital", "steady", "better", "retired")

@@ -110,7 +110,11 @@ class LocalCluster:
                                     f"--dashboard-port={free_port()}"])
 
     def add_worker(self) -> Node:
-        return self._start(f"w{len(self.nodes)}", [f"--address={self.address}"])
+        # No log monitor on a worker node (a Python process of Ray polling log files): the
+        # driver never takes workers' logs (log_to_driver=False). The head keeps its own,
+        # so a line its host prints would still reach a driver that asked for logs.
+        return self._start(f"w{len(self.nodes)}", [f"--address={self.address}",
+                                                   "--include-log-monitor=false"])
 
     def pids(self, node: Node) -> set[int]:
         """The node's processes: those naming its temp dir, and all beneath them."""

@@ -35,7 +35,9 @@ def commit_attack(who: Who, attack: str, test_sh: str = HONEST, toml: str = "max
     base = "evals/tasks/t"
     who.repo.commit({
         "target.py": TARGET.format(attack=body),
-        "pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{who.python}", "target.py"]\n',
+        # -S: the target imports only the standard library; no site to set up each start
+        "pyproject.toml": ('[tool.gitevals.target]\n'
+                           f'command = ["{who.python}", "-S", "target.py"]\n'),
         "evals/.gitignore": "results/\n",
         f"{base}/task.toml": toml, f"{base}/instruction.md": "Do it.\n",
         f"{base}/tests/test.sh": test_sh, f"{base}/environment/seed.txt": "seed\n",

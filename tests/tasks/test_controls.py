@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap is not installed (Debian: bubblewrap)")
 
 HARNESS = (Path(__file__).parents[1] / "data" / "task_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 CHECKS = ('#!/bin/bash\nif [ "$(cat /app/answer.txt 2>/dev/null)" = 42 ]; then\n'
           '  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n')
 ALWAYS = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"
