@@ -21,6 +21,11 @@ from gitevals.tasks.sandbox import PIDS, TARGET_PIDS
 from tests.support.trust import HONEST, commit_attack, only_trial
 from tests.support.users import Who
 
+# One xdist worker runs this module (pyproject's --dist loadgroup): the fork-bomb tests
+# count the bombs' leftovers machine-wide (``_sleepers``), so a bomb of another variant
+# running at the same moment on the other worker would be counted as this one's.
+pytestmark = pytest.mark.xdist_group("confinement")
+
 #: The target's attack on a verifier: while its turn lasts (the verifier's sandbox is
 #: started then, waiting), look for its processes in /proc and go through each.
 HUNT = r'''
