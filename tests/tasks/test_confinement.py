@@ -21,11 +21,6 @@ from gitevals.tasks.sandbox import PIDS, TARGET_PIDS
 from tests.support.trust import HONEST, commit_attack, only_trial
 from tests.support.users import Who
 
-# One xdist worker runs this module (pyproject's --dist loadgroup): the fork-bomb tests
-# count the bombs' leftovers machine-wide (``_sleepers``), so a bomb of another variant
-# running at the same moment on the other worker would be counted as this one's.
-pytestmark = pytest.mark.xdist_group("confinement")
-
 #: The target's attack on a verifier: while its turn lasts (the verifier's sandbox is
 #: started then, waiting), look for its processes in /proc and go through each.
 HUNT = r'''
@@ -105,9 +100,11 @@ def test_a_python_target_hunts_from_its_namespace_too(who: Who) -> None:
 
 
 #: A verifier that forks (sleeping children, so the test stays gentle on the machine)
-#: until the kernel refuses, or well past its limit; then scores 0.
+#: until the kernel refuses, or well past its limit; then scores 0. ``{token}`` is on
+#: the command line of each of its processes: ``_left`` counts this test's leftovers
+#: only, not those of a bomb another test runs at the same time.
 VERIFIER_BOMB = f'''\
-python3 - <<'EOF'
+python3 - {{token}} <<'EOF'
 import os, time
 n = 0
 while n < {PIDS * 3}:
@@ -140,7 +137,8 @@ with open(os.path.join(ws, "threads.txt"), "w") as f:
 
 
 def test_a_fork_bomb_in_the_verifier_stops_at_its_limit_and_leaves_nothing(who: Who) -> None:
-    commit_attack(who, "pass", test_sh=VERIFIER_BOMB)
+    token = f"gitevals-bomb-{uuid.uuid4().hex}"
+    commit_attack(who, "pass", test_sh=VERIFIER_BOMB.replace("{token}", token))
     started = time.monotonic()
     res = who.cli("run")
     took = time.monotonic() - started
@@ -152,21 +150,25 @@ def test_a_fork_bomb_in_the_verifier_stops_at_its_limit_and_leaves_nothing(who: 
     assert 0 < forked < PIDS, it["verifier_tail"]  # refused at the limit, not at 3 x
     assert took < 90
     assert subprocess.run(["true"], check=False).returncode == 0  # the host still forks
-    assert _sleepers() == 0
+    assert _left(token) == 0
 
 
 def test_a_fork_bomb_in_the_target_stops_at_its_limit(who: Who) -> None:
+    token = f"gitevals-bomb-{uuid.uuid4().hex}"
     commit_attack(who, TARGET_BOMB, test_sh="echo threads $(cat /app/threads.txt); " + HONEST)
+    who.repo.commit({"pyproject.toml": (  # the same target, with the token on its command line
+        f'[tool.gitevals.target]\ncommand = ["{who.python}", "-S", "target.py", "{token}"]\n')})
     res = who.cli("run")
     assert res.code == 1, res.out + res.err
     (it,) = only_trial(who)["task"]["iterations"]
     threads = int(it["verifier_tail"].split("threads", 1)[1].split()[0])
     assert 0 < threads < TARGET_PIDS, it["verifier_tail"]
-    assert _sleepers() == 0
+    assert _left(token) == 0
 
 
-def _sleepers() -> int:
-    """Processes of the bombs still alive (sleeping children of a python3 verifier)."""
+def _left(token: str) -> int:
+    """Processes of this test's bomb still alive: any with ``token`` on its command line
+    (the verifier's sleeping children, the target with its threads)."""
     time.sleep(0.5)
     out = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -175,7 +177,7 @@ def _sleepers() -> int:
                 argv = f.read()
         except OSError:
             continue
-        out += argv.startswith(b"python3\0-\0")
+        out += token.encode() in argv.split(b"\0")
     return out
 
 
