@@ -25,6 +25,10 @@ from tests.support.gate import HARNESS, SUITE, goldens
 from tests.support.judges import FakeJudge, fake_judge
 
 MODEL = "judge-2026-01-15"
+#: Two job slots for the 40-golden runs: the grader workers (a Python start each) stay
+#: about two, where the default 16 slots started up to 16 for 40 quick conversations. No
+#: test here is about concurrency; every golden's answer is the same either way.
+JOBS = ("--jobs", "2")
 CHECKS = 'def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n'
 JUDGED = ('def tone(t, case, run):\n'
           '    return t.judge("Is this polite? PASS or FAIL.\\n" + run["final_answer"])\n')
@@ -78,7 +82,8 @@ def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
 
 
 def _goldens_run(repo: Repo, note: bool = False) -> Path:
-    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), cwd=repo.path)
+    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), *JOBS,
+                  cwd=repo.path)
     assert res.code in (0, 1), res.err
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
@@ -170,12 +175,12 @@ def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
         based: Repo, judge: FakeJudge) -> None:
     repo = based
     answer(judge, "FAIL")
-    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1  # a golden failed
+    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1  # a golden failed
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 0, ok.out + ok.err
     assert "GE639" not in ok.out
     _calibrated(repo, "judged.tone")
-    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1
+    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1
     bad = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert bad.code == 1
     assert ("evals/baseline-base-7b.json:1:1: GE639 --require-gate base-7b: gate: FAILED "
@@ -337,7 +342,7 @@ def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
     _goldens_repo(repo, judge)
     repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
     answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
-    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)
     assert res.code == 0, res.out + res.err
     shown = [ln for ln in res.out.splitlines() if "not passed:" in ln]
     assert shown and all(ln.startswith("advisory, not counted: not passed: bucket tone ")
@@ -346,6 +351,6 @@ def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
     assert doc["goldens"]["failed"] and all(f["advisory"] for f in doc["goldens"]["failed"])
     # calibrated, the same answers fail the run
     _calibrated(repo, "judged.tone")
-    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)
     assert res.code == 1, res.out + res.err
     assert "\nnot passed: bucket tone " in res.out and "advisory, not counted" not in res.out
