@@ -17,6 +17,11 @@ from pathlib import Path
 
 import pytest
 
+# Hypothesis loads every package's "hypothesis" entry point when it is imported: trio's
+# (a dependency of selenium) imports all of trio, ~0.5 CPU-s in each xdist worker and in
+# each pytest run a test starts. No test uses trio.
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
+
 from tests.support.judges import FakeJudge, fake_judge
 from tests.support.otlp import otlp_collector
 
