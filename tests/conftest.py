@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import importlib.util
 import os
 import shutil
@@ -343,3 +344,11 @@ def demo(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     keep = tmp_path_factory.mktemp("demo") / "repo"
     shutil.copytree(demo_run.repo, keep, symlinks=True)
     return keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what collection made (every test module, scipy, Hypothesis...) out of the
+    garbage collector's sight: it lives until the end anyway, and each full collection
+    walked all of it again (the pytest process of tests/lint + tests/diff spent 5.9 s in
+    the collector, 3.0 s with this)."""
+    gc.freeze()
