@@ -1,13 +1,15 @@
-"""A python target's warm worker boots while the plan is read (#27 item 4: the start).
+"""What a run does while it starts (#27 item 4: the start).
 
-The run's supervisor starts the worker (``pyworker.py --boot``) as soon as the settings
-say the target is a python one, before the commit is materialized; the preflight then
-tells it where the tree is and what to import. Each test drives the real ``gitevals
-run`` on a real repository; the plan step is wrapped to look at the processes the run
-has made by then."""
+A python target's warm worker boots while the plan is read: the run's supervisor starts
+the worker (``pyworker.py --boot``) as soon as the settings say the target is a python
+one, before the commit is materialized; the preflight then tells it where the tree is
+and what to import. Python's cycle collector is off until the trials start. Each test
+drives the real ``gitevals run`` on a real repository; the plan step is wrapped to look
+at the run's state by then."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -155,3 +157,35 @@ def test_a_run_interrupted_while_its_worker_boots_leaves_no_process(
         time.sleep(0.05)
     assert not _ours()
     assert not (repo.path / "evals" / "results").exists()
+
+
+def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import AbstractContextManager
+
+    from gitevals.report import progress as progress_module
+    from gitevals.report.progress import Update
+
+    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
+    seen: dict[str, tuple[bool, int]] = {}
+    plans, progress = api.run_plans, progress_module.progress
+
+    def reading(tree: Tree, selection: api.RunSelection) -> api.RunPlans:
+        seen["plan"] = (gc.isenabled(), gc.get_freeze_count())
+        return plans(tree, selection)
+
+    def trials(label: str, total: int, unit: str = "trials",
+               groups: tuple[str, int] | None = None) -> AbstractContextManager[Update]:
+        seen["trials"] = (gc.isenabled(), gc.get_freeze_count())
+        return progress(label, total, unit, groups)
+
+    monkeypatch.setattr(api, "run_plans", reading)
+    monkeypatch.setattr(progress_module, "progress", trials)
+    assert gc.isenabled() and not gc.get_freeze_count()
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert seen["plan"] == (False, 0)  # off while the start reads the plan
+    enabled, frozen = seen["trials"]
+    assert enabled and frozen > 0  # on for the trials, what the start made frozen
+    assert gc.isenabled() and not gc.get_freeze_count()  # and as it was, after the run
