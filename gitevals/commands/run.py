@@ -185,7 +185,7 @@ def _collector_paused(progress: ProgressFactory) -> Iterator[ProgressFactory]:
     if not gc.isenabled():  # a caller's choice: left alone
         yield progress
         return
-    frozen = False
+    frozen, thawed = False, not gc.get_freeze_count()
 
     def started(label: str, total: int, unit: str = "trials",
                 groups: tuple[str, int] | None = None) -> AbstractContextManager[Update]:
@@ -200,8 +200,8 @@ def _collector_paused(progress: ProgressFactory) -> Iterator[ProgressFactory]:
     try:
         yield started
     finally:
-        if frozen:
-            gc.unfreeze()  # a caller in-process keeps collecting what the run made
+        if frozen and thawed:  # a caller in-process collects what the run made, unless
+            gc.unfreeze()     # it had frozen objects of its own (not ours to thaw)
         gc.enable()
 
 

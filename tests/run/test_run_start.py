@@ -182,10 +182,23 @@ def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
 
     monkeypatch.setattr(api, "run_plans", reading)
     monkeypatch.setattr(progress_module, "progress", trials)
-    assert gc.isenabled() and not gc.get_freeze_count()
+    before = gc.get_freeze_count()  # (the test session froze what collection made)
+    assert gc.isenabled()
     res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     assert res.code == 0, res.err
-    assert seen["plan"] == (False, 0)  # off while the start reads the plan
+    assert seen["plan"] == (False, before)  # off while the start reads the plan
     enabled, frozen = seen["trials"]
-    assert enabled and frozen > 0  # on for the trials, what the start made frozen
-    assert gc.isenabled() and not gc.get_freeze_count()  # and as it was, after the run
+    assert enabled and frozen > before  # on for the trials, what the start made frozen
+    assert gc.isenabled() and gc.get_freeze_count() >= before  # nothing of ours thawed
+
+
+def test_a_caller_without_frozen_objects_gets_the_runs_back_to_collect(repo: Repo) -> None:
+    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
+    gc.unfreeze()
+    try:
+        res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+        assert res.code == 0, res.err
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.freeze()  # as the test session had it
