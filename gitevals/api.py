@@ -951,10 +951,14 @@ def _preboot(tree: RevisionTree, registry: ProcessRegistry,
     """A python target's warm worker starts now, while the plan is read and the commit
     materialized (#27: the start); the preflight then only tells it what to import. The
     settings read here are read again by the plan (a few hundred microseconds)."""
+    from gitevals.errors import GitevalsError
     from gitevals.run.targets import resolve_interpreter
     from gitevals.settings import load_settings
 
-    target = load_settings(tree)[0].target
+    try:
+        target = load_settings(tree)[0].target
+    except GitevalsError:  # the plan reads them again, and says what is wrong, in turn
+        return
     if target is None or target.command or not target.python:
         return
     interpreter = resolve_interpreter(target.interpreter, str(tree.repo.work_root))
