@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 
 import pytest
@@ -159,6 +160,20 @@ def test_a_run_interrupted_while_its_worker_boots_leaves_no_process(
     assert not (repo.path / "evals" / "results").exists()
 
 
+@pytest.fixture
+def collecting() -> Iterator[None]:
+    """The collector on, as in a fresh process (an in-process ``report`` or ``log`` of an
+    earlier test leaves it off); as it was afterwards."""
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.usefixtures("collecting")
 def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextlib import AbstractContextManager
@@ -192,6 +207,7 @@ def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
     assert gc.isenabled() and gc.get_freeze_count() >= before  # nothing of ours thawed
 
 
+@pytest.mark.usefixtures("collecting")
 def test_a_caller_without_frozen_objects_gets_the_runs_back_to_collect(repo: Repo) -> None:
     repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
                  "evals/cases/c.yaml": CASE})
