@@ -333,7 +333,7 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
     if len(fds) != 3 or not argv:
         raise OSError(0, "the request carried no argv or not three pipes")
     os.chdir(cwd)
-    env = os.environ if env is None else env
+    env = _environ() if env is None else env
     actions = [(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(fds)]
     exe = argv[0]
     paths = ([exe] if os.path.dirname(exe)
@@ -350,6 +350,18 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
         except OSError as exc:
             found = found or exc
     raise found or error
+
+
+_ENVIRON: dict[str, str] = {}
+
+
+def _environ() -> dict[str, str]:
+    """This process's environment as a plain dict, made once: ``posix_spawn`` given
+    ``os.environ`` decodes every variable again at each start (a tenth of a millisecond
+    per conversation in a kept holder). The supervisor never changes its environment."""
+    if not _ENVIRON:
+        _ENVIRON.update(os.environ)
+    return _ENVIRON
 
 
 def await_exit(pid: int, wait: float, ended: Callable[[], bool] | None = None) -> None:
@@ -462,6 +474,57 @@ def _hold(lifeline: int, program: str | None, said: int) -> None:
         os._exit(0)
 
 
+def _kept_holder(link: int, lifeline: int) -> None:
+    """Be a job slot's kept holder (forked by the supervisor): a subreaper in a session of
+    its own that starts one conversation's target at a time beneath it, asked by gitevals
+    on ``link``, and at the conversation's end kills and reaps everything beneath it
+    (``sweep``), so the next conversation starts with nothing beneath it. Exits when the
+    supervisor is gone (``lifeline``) or gitevals closes ``link``. Never returns."""
+    import socket
+
+    try:
+        os.setsid()
+        if not set_subreaper(True):
+            return
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # the run's other pipes
+            if fd > 2 and fd not in (link, lifeline):  # and sockets are not ours to hold
+                with suppress(OSError):
+                    os.close(fd)
+        sock = socket.socket(fileno=link)
+        buffer = _buffer()
+        while lifeline not in select.select([link, lifeline], [], [])[0]:
+            data, fds = _request(sock, buffer)
+            if not data:
+                break  # gitevals is done with this slot (or gone)
+            sock.send(json.dumps(_kept_turn(json.loads(data), fds)).encode())
+        else:  # the supervisor is gone: as a holder that waits as a program, go at once
+            os._exit(0)  # (what is beneath goes to gitevals' subreaper)
+    finally:  # a slot that closes leaves nothing beneath its holder
+        with suppress(BaseException):
+            sweep()
+        os._exit(0)
+
+
+def _kept_turn(request: Request, fds: list[int]) -> dict[str, object]:
+    """One request to a kept holder: ``spawn`` a target beneath it (``{"pid"}`` or the
+    error), or ``end`` the conversation: kill and reap all that is beneath it."""
+    try:
+        if request.get("op") == "spawn":
+            try:
+                return {"pid": _spawn(request["argv"], request["cwd"], request.get("env"),
+                                      fds)}
+            except OSError as exc:
+                return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+    finally:
+        for fd in fds:
+            os.close(fd)
+    sweep()
+    return {"ended": True}
+
+
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
@@ -539,6 +602,8 @@ class _Holders:
         self.held: dict[int, int] = {}  # holder pid -> its target's pid
         self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
+        self.kept: set[int] = set()  # the job slots' kept holders (``_kept_holder``)
+        self.handed: list[int] = []  # descriptors the answer carries (a kept holder's link)
 
     def serve(self, request: Request, fds: list[int]) -> dict[str, object]:
         op = request.get("op")
@@ -549,8 +614,14 @@ class _Holders:
             for fd in fds:
                 os.close(fd)
         holder = request.get("holder")
+        if op == "end" and isinstance(holder, int) and holder in self.kept:
+            # its link failed (the holder died, or hangs): ended as a holder of ours (its
+            self.kept.discard(holder)  # target, ours once it died, is reaped as a stray)
+            self.held[holder] = 0
         if op == "end" and isinstance(holder, int) and holder in self.held:
             return self._end(holder)
+        if op == "keep":
+            return self._keep()
         if op == "warm":
             return self._ready(request["zygote"], request["cwd"], request.get("env"),
                                float(request.get("wait", 0)))
@@ -648,6 +719,24 @@ class _Holders:
             zygote.stop()
         return None
 
+    def _keep(self) -> dict[str, object]:
+        """Fork a kept holder for a job slot (``_kept_holder``): its pid, and gitevals' end of the
+        socket it listens on, handed over with the answer."""
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        holder = os.fork()
+        if holder == 0:  # one thread here: forking is safe
+            try:
+                ours.close()
+                _kept_holder(theirs.fileno(), self.lifeline)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.kept.add(holder)
+        self.handed.append(ours.detach())
+        return {"holder": holder}
+
     def _end(self, holder: int) -> dict[str, object]:
         """Kill the holder (gitevals killed what was alive beneath it; anything that came
         since is killed here) and reap it with the dead it leaves."""
@@ -670,7 +759,10 @@ class _Holders:
         """Reap our dead children that no running conversation owns: what a holder leaves
         to us when it dies. A running conversation's target keeps its pid, even when its
         holder was killed and it is ours."""
-        kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values())}
+        kept = {*self.held, *self.held.values(), *self.kept,
+                *(z.pid for z in self.zygotes.values())}
+        if any(zombie_code(pid) is not None for pid in self.kept):
+            return  # a kept holder died: its target, ours now, is not known here yet
         kids = _children(os.getpid())
         if kids is None:
             kids = [row[0] for row in _process_tree().get(os.getpid(), [])]
@@ -721,7 +813,14 @@ def supervisor_main() -> None:
             data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done (or gone)
-            sock.send(json.dumps(holders.serve(json.loads(data), fds)).encode())
+            answer = json.dumps(holders.serve(json.loads(data), fds)).encode()
+            if holders.handed:
+                socket.send_fds(sock, [answer], holders.handed)
+            else:
+                sock.send(answer)
+            for fd in holders.handed:
+                os.close(fd)
+            holders.handed.clear()
     finally:  # whatever went wrong, nothing stays behind
         sweep()
         os._exit(0)
@@ -811,6 +910,29 @@ class Channel:
                 raise self._lost(f"cannot send: {exc}") from None
             return self._receive(limit + ANSWER_LIMIT)
 
+    def keep(self) -> tuple[int, socket.socket] | None:
+        """A kept holder for a job slot (``_kept_holder``): its pid and the socket it
+        listens on; None when the supervisor could not make one."""
+        import socket
+
+        with self._lock:
+            if self.gone:
+                raise SupervisorGone("it was killed before")
+            try:
+                self.sock.send(b'{"op": "keep"}')
+                self.sock.settimeout(ANSWER_LIMIT)
+                data, fds = _request(self.sock, self._buffer)
+            except OSError as exc:
+                raise self._lost(f"no answer: {exc}") from None
+            if not data:
+                raise self._lost("it exited")
+        holder = json.loads(data).get("holder")
+        if isinstance(holder, int) and len(fds) == 1:
+            return holder, socket.socket(fileno=fds[0])
+        for fd in fds:
+            os.close(fd)
+        return None
+
     def close(self) -> None:
         """Let the supervisor sweep and exit; kill it if it does not."""
         import subprocess
@@ -832,11 +954,16 @@ class Supervisor:
     """One job slot's use of the run's supervisor: starts, asks about and ends one target
     at a time (with its holder). Not thread-safe: one slot, one thread."""
 
-    def __init__(self, channel: Channel, owner: bool = False) -> None:
+    def __init__(self, channel: Channel, owner: bool = False, keep: bool = False) -> None:
         self.channel = channel
         self.owner = owner  # closing the slot stops the supervisor
         self.target: int | None = None
         self.holder: int | None = None
+        #: the slot keeps one holder for all its conversations (``_kept_holder``): no
+        #: fork and exec of a holder, no round trip to the supervisor, per conversation
+        self.keep = keep
+        self._kept: tuple[int, socket.socket] | None = None  # its pid and socket
+        self._by_kept = False  # the running target is beneath the kept holder
 
     @classmethod
     def start(cls) -> Supervisor | None:
@@ -863,6 +990,8 @@ class Supervisor:
                    "env": None if env is None else dict(env), "wait": wait}
         if zygote:
             request["zygote"] = list(zygote)
+        elif self.keep and (pid := self._spawn_kept(request, fds)) is not None:
+            return pid
         answer = self.channel.ask(request, wait, fds)
         if "start_failed" in answer:
             raise StartFailed(str(answer["start_failed"]))
@@ -870,6 +999,49 @@ class Supervisor:
             raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
         self.target, self.holder = int(answer["pid"]), int(answer["holder"])
         return self.target
+
+    def _spawn_kept(self, request: Request, fds: Sequence[int]) -> int | None:
+        """Start the target beneath the slot's kept holder (forked on first use); None
+        when there is none to be had (then this conversation gets a holder of its own)."""
+        if self._kept is None:
+            self._kept = self.channel.keep()
+            if self._kept is None:
+                self.keep = False
+                return None
+        answer = self._ask_kept(request, fds)
+        if answer is None:  # killed (by a target of its) between conversations
+            self._lose_kept()
+            return None
+        if "pid" not in answer:
+            raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
+        self.target, self.holder = int(answer["pid"]), self._kept[0]
+        self._by_kept = True
+        return self.target
+
+    def _ask_kept(self, request: Request, fds: Sequence[int] = ()) -> Answer | None:
+        """The kept holder's answer; None when it is dead or does not answer in time."""
+        import socket
+
+        assert self._kept is not None
+        link = self._kept[1]
+        try:
+            socket.send_fds(link, [json.dumps(request).encode()], list(fds))
+            link.settimeout(ANSWER_LIMIT + SWEEP_LIMIT)
+            data = link.recv(4096)
+        except OSError:
+            return None
+        answer: Answer | None = json.loads(data) if data else None
+        return answer
+
+    def _lose_kept(self) -> None:
+        """The kept holder is dead or stuck: the supervisor ends it as any holder of its
+        own (what it held is beneath the supervisor now); the next conversation gets a
+        new one."""
+        assert self._kept is not None
+        (holder, link), self._kept = self._kept, None
+        link.close()
+        sweep_beneath(holder)
+        self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
 
     def warm(self, zygote: Sequence[str], cwd: str, env: Mapping[str, str] | None,
              wait: float) -> str | None:
@@ -900,11 +1072,20 @@ class Supervisor:
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(target, signal.SIGKILL)  # unreaped until the holder goes: still its own
         code = target_status(target, SWEEP_LIMIT)
+        if self._by_kept:  # the kept holder kills and reaps all that is beneath it
+            self._by_kept = False
+            if self._ask_kept({"op": "end"}) is None:
+                self._lose_kept()
+            return code
         sweep_beneath(holder)
         self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
         return code
 
     def close(self) -> None:
-        """A slot of its own supervisor stops it (which first kills what is beneath it)."""
+        """Let go of the kept holder (it sweeps what is beneath it and exits); a slot of
+        its own supervisor stops it (which first kills what is beneath it)."""
+        if self._kept is not None:
+            self._kept[1].close()
+            self._kept = None
         if self.owner:
             self.channel.close()
