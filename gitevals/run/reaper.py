@@ -125,10 +125,12 @@ class Request(TypedDict, total=False):
 class Answer(TypedDict, total=False):
     """The supervisor's answer to a ``Request``: a started target (``pid``, ``holder``),
     a failure as ``OSError`` would say it (``errno``, ``error``), a warm worker's state
-    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``)."""
+    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``; a kept
+    holder says the target's exit ``code``)."""
 
     pid: int
     holder: int
+    code: int | None
     errno: int | None
     error: str
     start_failed: str
@@ -495,11 +497,12 @@ def _kept_holder(link: int, lifeline: int) -> None:
                     os.close(fd)
         sock = socket.socket(fileno=link)
         buffer = _buffer()
+        kept = _Kept()
         while lifeline not in select.select([link, lifeline], [], [])[0]:
             data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done with this slot (or gone)
-            sock.send(json.dumps(_kept_turn(json.loads(data), fds)).encode())
+            sock.send(json.dumps(kept.turn(json.loads(data), fds)).encode())
         else:  # the supervisor is gone: as a holder that waits as a program, go at once
             os._exit(0)  # (what is beneath goes to gitevals' subreaper)
     finally:  # a slot that closes leaves nothing beneath its holder
@@ -508,21 +511,47 @@ def _kept_holder(link: int, lifeline: int) -> None:
         os._exit(0)
 
 
-def _kept_turn(request: Request, fds: list[int]) -> dict[str, object]:
-    """One request to a kept holder: ``spawn`` a target beneath it (``{"pid"}`` or the
-    error), or ``end`` the conversation: kill and reap all that is beneath it."""
-    try:
-        if request.get("op") == "spawn":
-            try:
-                return {"pid": _spawn(request["argv"], request["cwd"], request.get("env"),
-                                      fds)}
-            except OSError as exc:
-                return {"errno": exc.errno, "error": exc.strerror or str(exc)}
-    finally:
-        for fd in fds:
-            os.close(fd)
-    sweep()
-    return {"ended": True}
+class _Kept:
+    """A kept holder's one conversation at a time: ``spawn`` starts its target beneath
+    the holder (``{"pid"}`` or the error); ``end`` kills the target and everything else
+    beneath the holder, reaps them all and says the target's exit code (``{"code"}``).
+    The target is our unreaped child until then: its pid cannot have been reused."""
+
+    def __init__(self) -> None:
+        self.target: int | None = None
+
+    def turn(self, request: Request, fds: list[int]) -> dict[str, object]:
+        try:
+            if request.get("op") == "spawn":
+                return self._spawn(request, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return {"ended": True, "code": self._end()}
+
+    def _spawn(self, request: Request, fds: list[int]) -> dict[str, object]:
+        if self.target is not None:  # never ended (cannot happen): end it first
+            self._end()
+        try:
+            self.target = _spawn(request["argv"], request["cwd"], request.get("env"), fds)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        return {"pid": self.target}
+
+    def _end(self) -> int | None:
+        target, self.target = self.target, None
+        code = None
+        if target is not None:
+            with suppress(ProcessLookupError):
+                os.kill(target, signal.SIGKILL)
+            with suppress(ChildProcessError):
+                if (status := os.waitpid(target, os.WNOHANG))[0] == 0:
+                    await_exit(target, SWEEP_LIMIT)  # dying; or stuck, and then bounded
+                    status = os.waitpid(target, os.WNOHANG)
+                if status[0] == target:
+                    code = os.waitstatus_to_exitcode(status[1])
+        sweep()
+        return code
 
 
 class _Zygote:
@@ -1069,13 +1098,14 @@ class Supervisor:
         if target is None or holder is None:
             return None
         self.target = self.holder = None
+        by_kept, self._by_kept = self._by_kept, False
+        if by_kept and (answer := self._ask_kept({"op": "end"})) is not None:
+            return answer.get("code")  # it killed and reaped all that was beneath it
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(target, signal.SIGKILL)  # unreaped until the holder goes: still its own
         code = target_status(target, SWEEP_LIMIT)
-        if self._by_kept:  # the kept holder kills and reaps all that is beneath it
-            self._by_kept = False
-            if self._ask_kept({"op": "end"}) is None:
-                self._lose_kept()
+        if by_kept:  # the kept holder is dead or stuck
+            self._lose_kept()
             return code
         sweep_beneath(holder)
         self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
