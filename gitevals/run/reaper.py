@@ -765,8 +765,16 @@ class _Holders:
         socket it listens on, handed over with the answer."""
         import socket
 
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        holder = os.fork()
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        try:
+            holder = os.fork()
+        except OSError as exc:  # the slot forks a holder per conversation instead
+            ours.close()
+            theirs.close()
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
         if holder == 0:  # one thread here: forking is safe
             try:
                 ours.close()

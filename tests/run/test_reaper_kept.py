@@ -161,6 +161,29 @@ def test_a_kept_holder_says_why_a_command_cannot_start_and_serves_on(
     assert slot.status(10) == 0 and slot.end() == 0
 
 
+def test_a_supervisor_that_cannot_fork_a_kept_holder_says_so_and_serves_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    holders = reaper._Holders()
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert holders.serve({"op": "keep"}, []) == {"errno": 11,
+                                                 "error": "Resource temporarily unavailable"}
+    assert not holders.kept and not holders.handed
+
+
+def test_a_slot_without_a_kept_holder_gives_each_conversation_a_holder_of_its_own(
+        slot: reaper.Supervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slot.channel, "keep", lambda: None)  # as when the fork failed
+    pid, stdin = _start(slot, tmp_path, ["cat"])
+    assert Path(f"/proc/{_parent(pid)}/comm").read_text().strip() == "cat"
+    assert not slot.keep  # not asked again
+    os.close(stdin)
+    assert slot.status(10) == 0 and slot.end() == 0
+
+
 def test_slots_keep_holders_only_when_there_are_no_more_of_them_than_cpus() -> None:
     cpus = len(os.sched_getaffinity(0))
     assert keeps_holders(1)
