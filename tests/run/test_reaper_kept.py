@@ -131,6 +131,28 @@ def test_a_kept_holder_its_target_killed_is_replaced_and_its_leftover_swept_at_t
         _kill_if_ours(left, pidfile)
 
 
+def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_limit(
+        slot: reaper.Supervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reaper, "ANSWER_LIMIT", 0.5)  # how long the slot waits for it
+    monkeypatch.setattr(reaper, "SWEEP_LIMIT", 1.0)  # (beyond its sweep)
+    (tmp_path / "t.py").write_text(LEAVES)
+    pidfile = tmp_path / "a.pid"
+    target, stdin = _start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
+    left = _wait_for(pidfile)
+    try:
+        holder = _parent(target)
+        os.kill(holder, signal.SIGSTOP)  # as a target that stops its parent
+        os.close(stdin)
+        started = time.monotonic()
+        assert slot.end() is not None  # the group killed, the code read from /proc
+        assert time.monotonic() - started < 0.5 + 1.0 + 5
+        assert _gone(left) and _gone(holder)  # what was beneath it too
+        fresh, left_b, code = _conversation(slot, tmp_path, "b", 0)
+        assert fresh != holder and code == 0 and _gone(left_b, grace=0)
+    finally:
+        _kill_if_ours(left, pidfile)
+
+
 def test_a_kept_holder_goes_with_its_supervisor_and_what_is_beneath_it(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
