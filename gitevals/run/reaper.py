@@ -36,10 +36,11 @@ parent: on Linux an orphan goes to the nearest ancestor marked
   gitevals asks directly (a socket of its own) to start each conversation's target and,
   at the conversation's end, to kill and reap everything beneath it (``_Kept``), so one
   conversation at a time is beneath it. No fork, no exec, no round trip to the
-  supervisor per conversation; ~5 MB resident instead of ~1.3 MB, hence only for few
-  slots. It exits when the supervisor is gone (the same pipe as ``cat``); one that dies
-  or stops answering (a target killed or stopped it) is ended by the supervisor as any
-  holder, and its slot gets a new one.
+  supervisor per conversation; ~10 MB resident (~3 MB PSS: the rest is the supervisor's
+  pages, shared) instead of ~1.3 MB, hence only for few slots. It exits when the
+  supervisor is gone (the same pipe as ``cat``); one that dies or stops answering (a
+  target killed or stopped it) is ended by the supervisor as any holder, and its slot
+  gets a new one.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
   escapes elsewhere -- a grader's children, the subtree of a holder that a target
   killed -- is adopted by gitevals and swept when the run ends, before the
