@@ -518,6 +518,8 @@ def _kept_holder(link: int, lifeline: int) -> None:
             if not data:
                 break  # gitevals is done with this slot (or gone)
             sock.send(json.dumps(kept.turn(json.loads(data), fds)).encode())
+            if kept.stuck:  # what cannot be killed must not be beneath the next
+                os._exit(0)  # conversation: it goes to the supervisor, as from ``cat``
         else:  # the supervisor is gone: as a holder that waits as a program, go at once
             os._exit(0)  # (what is beneath goes to gitevals' subreaper)
     finally:  # a slot that closes leaves nothing beneath its holder
@@ -534,6 +536,7 @@ class _Kept:
 
     def __init__(self) -> None:
         self.target: int | None = None
+        self.stuck = False  # a sweep left processes it could not kill: retire
 
     def turn(self, request: Request, fds: list[int]) -> dict[str, object]:
         try:
@@ -565,7 +568,7 @@ class _Kept:
                     status = os.waitpid(target, os.WNOHANG)
                 if status[0] == target:
                     code = os.waitstatus_to_exitcode(status[1])
-        sweep()
+        self.stuck = bool(sweep())
         return code
 
 

@@ -206,6 +206,19 @@ def test_a_slot_without_a_kept_holder_gives_each_conversation_a_holder_of_its_ow
     assert slot.status(10) == 0 and slot.end() == 0
 
 
+def test_a_kept_holder_whose_sweep_left_a_process_retires(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process in uninterruptible sleep outlives every SIGKILL for a while: it must not be
+    # beneath the holder of the next conversation (the holder exits; it goes up).
+    kept = reaper._Kept()
+    monkeypatch.setattr(reaper, "sweep", lambda *a, **k: [])
+    assert kept.turn({"op": "end"}, []) == {"ended": True, "code": None}
+    assert not kept.stuck
+    monkeypatch.setattr(reaper, "sweep", lambda *a, **k: [4242])
+    assert kept.turn({"op": "end"}, []) == {"ended": True, "code": None}
+    assert kept.stuck
+
+
 def test_slots_keep_holders_only_when_there_are_no_more_of_them_than_cpus() -> None:
     cpus = len(os.sched_getaffinity(0))
     assert keeps_holders(1)
