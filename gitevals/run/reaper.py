@@ -1139,8 +1139,8 @@ class Supervisor:
         assert self._kept is not None
         link = self._kept[1]
         try:
-            socket.send_fds(link, [json.dumps(request).encode()], list(fds))
             link.settimeout(ANSWER_LIMIT + SWEEP_LIMIT)
+            socket.send_fds(link, [json.dumps(request).encode()], list(fds))
             data = link.recv(4096)
         except OSError:
             return None
