@@ -912,6 +912,8 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
     repo = repo if repo is not None else require_repo()
     tree = RevisionTree(repo, request.rev)
     assert tree.commit is not None and tree.tree_sha is not None
+    if registry is not None:
+        _preboot(tree, registry, target_env)
     staged = _stage(repo, tree, request, say)
     the_plan, sendable = staged.plans.plan, staged.plans.sendable
     if runner.empty(the_plan) and sendable is None:  # --goldens-only, or no case to run
@@ -942,6 +944,26 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
             cluster.close()
     blocked = bool(the_plan.blocked) or (staged.plans.suite is not None and sendable is None)
     return _keep_run(repo, artifact, request.note, staged, blocked, say)
+
+
+def _preboot(tree: RevisionTree, registry: ProcessRegistry,
+             target_env: Mapping[str, str]) -> None:
+    """A python target's warm worker starts now, while the plan is read and the commit
+    materialized (#27: the start); the preflight then only tells it what to import. The
+    settings read here are read again by the plan (a few hundred microseconds)."""
+    from gitevals.errors import GitevalsError
+    from gitevals.run.targets import resolve_interpreter
+    from gitevals.settings import load_settings
+
+    try:
+        target = load_settings(tree)[0].target
+    except GitevalsError:  # the plan reads them again, and says what is wrong, in turn
+        return
+    if target is None or target.command or not target.python:
+        return
+    interpreter = resolve_interpreter(target.interpreter, str(tree.repo.work_root))
+    # the environment the run's Execution gives its targets (``runner.Execution``)
+    registry.preboot(interpreter, {**os.environ, **target_env} if target_env else None)
 
 
 def _stage(repo: Repo, tree: RevisionTree, request: RunRequest, say: Say) -> _Staged:

@@ -5,6 +5,8 @@ imports nothing but the standard library, and keeps to syntax Python 3.8 reads.
     INTERPRETER pyworker.py SPEC             serve one conversation on stdin/stdout
     INTERPRETER pyworker.py --zygote SPEC    import once, then fork one child a conversation
     INTERPRETER pyworker.py --check SPEC     import and exit: 0, or one line and 97
+    INTERPRETER pyworker.py --boot           start now, then be told where and what to
+                                             import, and serve as ``--zygote``
 
 ``SPEC`` is ``module:function``; the module is imported from the working directory (the
 materialized commit). In ``--zygote`` mode fd 0 is a socket to the run's supervisor
@@ -17,6 +19,12 @@ fresh copy of this process, serves that one conversation and exits, while the ho
 waits as ``PROGRAM`` (``reaper._hold``) until the conversation ends. Every conversation
 starts from the state right after the import: nothing one conversation changes (module
 globals, caches, open files) can reach another, and the import is paid once.
+
+``--boot`` is the same worker started before the commit is materialized (#27: the start):
+the interpreter's own start overlaps gitevals reading the plan, on another core. Its first
+request, ``{"op": "load", "cwd": TREE, "spec": SPEC}``, puts it where ``--zygote SPEC``
+started in TREE would be (working directory, ``sys.path[0]``, ``sys.argv``); from the
+import on the two are the same.
 
 Why a fork and not a thread or a reset: the module's state is whatever its authors made it;
 only a copy of the process is sure to start clean, and a fork copies lazily.
@@ -278,14 +286,42 @@ def _reap(pid: object) -> Message:
     return {"error": f"no holder {pid!r} here", "errno": 0}
 
 
-def zygote(spec: str) -> None:
-    """Import ``spec`` once, then serve fork requests from the supervisor on fd 0."""
+def _channel() -> socket.socket:
+    """The supervisor's socket, on fd 0 (which becomes ``/dev/null``)."""
     import socket
 
     sock = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.close(devnull)
+    return sock
+
+
+def boot() -> None:
+    """Start before the commit is materialized; import what the supervisor's first request
+    names, where it says, then serve as ``zygote``. No request (the supervisor is done, or
+    gone): exit without importing anything of the tree."""
+    sock = _channel()
+    prctl = _prctl()  # what the import may not change, paid before it is asked for
+    request, fds = _receive(sock)
+    for fd in fds:
+        os.close(fd)
+    if request is None or request.get("op") != "load":
+        os._exit(0)
+    cwd, spec = request.get("cwd"), request.get("spec")
+    if not isinstance(cwd, str) or not isinstance(spec, str):
+        os._exit(0)
+    os.chdir(cwd)  # where ``--zygote SPEC`` started in the tree would be
+    sys.path.insert(0, os.getcwd())
+    sys.argv[1:] = ["--zygote", spec]
+    zygote(spec, sock, prctl)
+
+
+def zygote(spec: str, sock: socket.socket | None = None,
+           prctl: Callable[..., int] | None = None) -> None:
+    """Import ``spec`` once, then serve fork requests from the supervisor on fd 0 (or on
+    ``sock``, the socket ``boot`` read its first request from)."""
+    sock = _channel() if sock is None else sock
     try:
         fn = _load(spec)
     except BaseException as exc:  # the target's import may raise anything
@@ -297,7 +333,7 @@ def zygote(spec: str) -> None:
     # The holders are our children until the supervisor has us reap them: none may be
     # reaped behind its back (an import may have set SIGCHLD to be ignored).
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    prctl = _prctl()
+    prctl = _prctl() if prctl is None else prctl
     gc.collect()
     gc.freeze()  # what the import made stays out of the children's collections: fewer copies
     _send(sock, {"ready": True})
@@ -328,6 +364,9 @@ def main(argv: list[str]) -> None:
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(
             sys.path[0] or "."):
         sys.path.pop(0)
+    if argv[1:] == ["--boot"]:
+        boot()  # the tree's directory goes first on sys.path once it is named
+        return
     sys.path.insert(0, os.getcwd())
     mode, spec = (argv[1], argv[2]) if len(argv) > 2 else ("", argv[1])
     if mode == "--zygote":

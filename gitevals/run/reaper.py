@@ -111,10 +111,11 @@ _PRCTL: Callable[..., int] | None = None
 
 class Request(TypedDict, total=False):
     """One request to the supervisor (a JSON message on its socket, with ``fds`` beside it):
-    ``op`` is ``spawn``, ``warm`` or ``end``; each uses only its own keys."""
+    ``op`` is ``spawn``, ``warm``, ``boot`` or ``end``; each uses only its own keys."""
 
     op: str
     argv: list[str]
+    boot: list[str]
     cwd: str
     env: dict[str, str] | None
     wait: float
@@ -135,6 +136,7 @@ class Answer(TypedDict, total=False):
     ready: bool
     slow: bool
     ended: bool
+    booting: bool
 
 
 @contextmanager
@@ -465,30 +467,55 @@ def _hold(lifeline: int, program: str | None, said: int) -> None:
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
-    its child until we have it reaped (see ``pyworker._fork``)."""
+    its child until we have it reaped (see ``pyworker._fork``). Made by ``start``, or by
+    ``load`` from a worker started with ``--boot`` before the tree was there."""
 
-    def __init__(self, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-                 wait: float) -> None:
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock, self.pid = sock, pid
+        self.slow = False
+        self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
+        self._buffer = _buffer()
+        self.error: str | None = "the python worker has imported nothing yet"
+
+    @classmethod
+    def spawn(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None
+              ) -> _Zygote:
+        """``argv`` started in ``cwd`` on one end of a socket pair, the other end ours."""
         import socket
 
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            self.pid = _spawn(argv, cwd, env, (theirs.fileno(), devnull, devnull))
+            pid = _spawn(argv, cwd, env, (theirs.fileno(), devnull, devnull))
         except OSError:
-            self.sock.close()
+            sock.close()
             raise
         finally:
             theirs.close()
             os.close(devnull)
+        return cls(sock, pid)
+
+    @classmethod
+    def start(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
+              wait: float) -> _Zygote:
+        """A worker for ``argv`` (``--zygote SPEC``) started now, once it has imported."""
+        return cls.spawn(argv, cwd, env).loaded(wait)
+
+    def load(self, cwd: str, spec: str, wait: float) -> _Zygote:
+        """This ``--boot`` worker, told to import ``spec`` in ``cwd``, once it has."""
+        with suppress(OSError):  # it died: ``loaded`` reads its end and says so
+            self.sock.send(json.dumps({"op": "load", "cwd": cwd, "spec": spec}).encode())
+        return self.loaded(wait)
+
+    def loaded(self, wait: float) -> _Zygote:
+        """Wait at most ``wait`` s for the worker's word on its import: ``error`` None
+        once it imported, else why not (``slow`` when it took too long)."""
         self.sock.settimeout(wait)
-        self.slow = False
-        self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
-        self._buffer = _buffer()
         ready = self._receive()
         self.sock.settimeout(None)
-        self.error: str | None = None if ready.get("ready") else str(
+        self.error = None if ready.get("ready") else str(
             ready.get("error") or "the python worker exited while importing the target")
+        return self
 
     def _receive(self) -> dict[str, object]:
         try:
@@ -528,6 +555,12 @@ class _Zygote:
             os.waitpid(self.pid, 0)
 
 
+def _boot_key(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
+    """What a ``--boot`` worker and a ``--zygote SPEC`` worker share when one can become
+    the other: the interpreter, the worker script, the environment."""
+    return json.dumps([list(argv[:2]), env], sort_keys=True)
+
+
 class _Holders:
     """The supervisor's state: the holders of the conversations running now (each with
     its target's pid), and the warm workers of the python targets it started."""
@@ -539,6 +572,8 @@ class _Holders:
         self.held: dict[int, int] = {}  # holder pid -> its target's pid
         self.owners: dict[int, _Zygote] = {}  # holder pid -> the warm worker it is a child of
         self.zygotes: dict[str, _Zygote] = {}
+        self.booted: dict[str, _Zygote] = {}  # started ``--boot``, told nothing yet
+        self.started: set[str] = set()  # ``_boot_key`` of every warm worker started
 
     def serve(self, request: Request, fds: list[int]) -> dict[str, object]:
         op = request.get("op")
@@ -554,7 +589,23 @@ class _Holders:
         if op == "warm":
             return self._ready(request["zygote"], request["cwd"], request.get("env"),
                                float(request.get("wait", 0)))
+        if op == "boot":
+            return self._boot(request["boot"], request.get("env"))
         return {"error": f"unexpected request {op!r}"}
+
+    def _boot(self, argv: list[str], env: Mapping[str, str] | None) -> dict[str, object]:
+        """Start a python worker ``--boot`` now, before its tree is there (``argv`` is
+        ``[INTERPRETER, pyworker.py, "--boot"]``); the first ``_zygote`` of the same
+        interpreter, worker and environment makes it its warm worker instead of starting
+        one. Asked again, or once that worker runs, nothing starts. Not waited for."""
+        key = _boot_key(argv, env)
+        if key in self.booted or key in self.started:
+            return {"booting": True}
+        try:
+            self.booted[key] = _Zygote.spawn(argv, "/", env)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        return {"booting": True}
 
     def _ready(self, argv: list[str], cwd: str, env: Mapping[str, str] | None,
                wait: float) -> dict[str, object]:
@@ -576,13 +627,23 @@ class _Holders:
         key = json.dumps([argv, cwd, env], sort_keys=True)
         zygote = self.zygotes.get(key)
         if zygote is None:
-            zygote = _Zygote(argv, cwd, env, wait)
+            self.started.add(_boot_key(argv, env))
+            booted = self.booted.pop(_boot_key(argv, env), None)
+            zygote = (booted.load(cwd, argv[-1], wait)
+                      if booted is not None and argv[2:3] == ["--zygote"] and len(argv) == 4
+                      else _Zygote.start(argv, cwd, env, wait))
+            self._stop_booted()  # one python target a run: any other start was a wrong guess
             if zygote.error is not None:
                 zygote.stop()
                 if zygote.slow:
                     return None
             self.zygotes[key] = zygote
         return zygote
+
+    def _stop_booted(self) -> None:
+        for booted in self.booted.values():
+            booted.stop()
+        self.booted.clear()
 
     def _spawn(self, request: Request, fds: list[int]) -> dict[str, object]:
         argv, cwd, env = request["argv"], request["cwd"], request.get("env")
@@ -670,7 +731,8 @@ class _Holders:
         """Reap our dead children that no running conversation owns: what a holder leaves
         to us when it dies. A running conversation's target keeps its pid, even when its
         holder was killed and it is ours."""
-        kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values())}
+        kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values()),
+                *(z.pid for z in self.booted.values())}
         kids = _children(os.getpid())
         if kids is None:
             kids = [row[0] for row in _process_tree().get(os.getpid(), [])]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from gitevals.jsontypes import JSON, JSONObject
     from gitevals.run.artifact import ErrorRecord
-    from gitevals.run.reaper import Channel, Supervisor
+    from gitevals.run.reaper import Channel, Request, Supervisor
     from gitevals.settings import Endpoint
 
     #: Where a shared target's reader puts one conversation's answer lines (or its end).
@@ -203,6 +203,32 @@ class ProcessRegistry:
                 return
             self._prestarted = True
         threading.Thread(target=self._channel, daemon=True, name="gitevals-supervisor").start()
+
+    def preboot(self, interpreter: str, env: Mapping[str, str] | None) -> None:
+        """Have the supervisor start a python target's warm worker in ``interpreter`` now,
+        before the commit is materialized (#27: the start): its interpreter's start
+        overlaps the plan, and the preflight's ``warm`` tells it only where and what to
+        import. In the background; a guess that turns out wrong is stopped by the
+        supervisor. Not when ``env`` (None: ours) names a relative ``PYTHONPATH`` entry:
+        it would be resolved against where the worker starts, which the tree is not yet."""
+        import threading
+
+        path = (os.environ if env is None else env).get("PYTHONPATH", "")
+        if any(not os.path.isabs(p) for p in path.split(os.pathsep)) and path:
+            return
+        request: Request = {"op": "boot", "boot": [interpreter, PYWORKER, "--boot"],
+                            "env": None if env is None else dict(env)}
+
+        def ask() -> None:
+            from gitevals.run.reaper import SupervisorGone
+
+            with self._starting:  # after a start under way (``prestart``); never one more
+                channel = self._channels[-1] if self._channels else None
+                if channel is not None and not channel.gone:
+                    with suppress(SupervisorGone):
+                        channel.ask(request, 0)
+
+        threading.Thread(target=ask, daemon=True, name="gitevals-preboot").start()
 
     def _channel(self) -> Channel | None:
         from gitevals.run.reaper import Channel
