@@ -5,22 +5,30 @@ do. Real repositories, the real CLI, and the judge of ``test_judge`` on 127.0.0.
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Repo, run_cli
+import pytest
+
+from tests.conftest import Repo, git, run_cli
 from tests.support.calibration import answer
 from tests.support.calibration_records import record
 from tests.support.doctor import JUDGE_TONE, complete_tree
 from tests.support.doctor import SETTINGS as DOCTOR_SETTINGS
 from tests.support.experiments import GEO
 from tests.support.experiments import HARNESS as LANE_HARNESS
+from tests.support.experiments import SETTINGS as LANE_SETTINGS
 from tests.support.gate import HARNESS, SUITE, goldens
-from tests.support.judges import FakeJudge
+from tests.support.judges import FakeJudge, fake_judge
 
 MODEL = "judge-2026-01-15"
+#: Two job slots for the 40-golden runs: the grader workers (a Python start each) stay
+#: about two, where the default 16 slots started up to 16 for 40 quick conversations. No
+#: test here is about concurrency; every golden's answer is the same either way.
+JOBS = ("--jobs", "2")
 CHECKS = 'def exact(t, case, run):\n    return run["final_answer"] == case["expected"]\n'
 JUDGED = ('def tone(t, case, run):\n'
           '    return t.judge("Is this polite? PASS or FAIL.\\n" + run["final_answer"])\n')
@@ -47,6 +55,21 @@ def _calibrated(repo: Repo, grader: str, final: bool = True, fail_judged_pass: f
     repo.commit({f"evals/calibration/{grader}.json": json.dumps(doc)}, msg="calibrated")
 
 
+@pytest.fixture(scope="module")
+def module_judge() -> Iterator[FakeJudge]:
+    """One judge server for the module (its URL is in the repo built once below)."""
+    with fake_judge() as state:
+        yield state
+
+
+@pytest.fixture
+def judge(module_judge: FakeJudge) -> FakeJudge:
+    """The module's judge, as fresh as a judge of the test's own: echoing, no requests."""
+    module_judge.requests.clear()
+    module_judge.status, module_judge.body = 200, None
+    return module_judge
+
+
 # -- the goldens gate ------------------------------------------------------------------
 
 
@@ -59,7 +82,8 @@ def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
 
 
 def _goldens_run(repo: Repo, note: bool = False) -> Path:
-    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), cwd=repo.path)
+    res = run_cli("run", "--goldens-only", *(() if note else ("--no-note",)), *JOBS,
+                  cwd=repo.path)
     assert res.code in (0, 1), res.err
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
@@ -74,9 +98,26 @@ def _based(repo: Repo, judge: FakeJudge) -> None:
     repo.commit(msg="baseline")
 
 
+@pytest.fixture(scope="module")
+def based_once(module_judge: FakeJudge, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The goldens repo with its baseline (a noted 40-golden run), made once a module."""
+    path = tmp_path_factory.mktemp("based") / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    _based(Repo(path), module_judge)
+    return path
+
+
+@pytest.fixture
+def based(based_once: Path, tmp_path: Path) -> Repo:
+    """The test's own copy of the repo with a baseline (``_based``)."""
+    shutil.copytree(based_once, tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
+
+
 def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
-        repo: Repo, judge: FakeJudge) -> None:
-    _based(repo, judge)
+        based: Repo, judge: FakeJudge) -> None:
+    repo = based
     answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
     artifact = _goldens_run(repo)
     recorded = json.loads(artifact.read_text())["judge_calibration"]
@@ -110,8 +151,8 @@ def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
 
 
 def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
-        repo: Repo, judge: FakeJudge) -> None:
-    _based(repo, judge)
+        based: Repo, judge: FakeJudge) -> None:
+    repo = based
     _calibrated(repo, "judged.tone")
     answer(judge, "FAIL")
     artifact = _goldens_run(repo)
@@ -131,15 +172,15 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
 
 
 def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
-        repo: Repo, judge: FakeJudge) -> None:
-    _based(repo, judge)
+        based: Repo, judge: FakeJudge) -> None:
+    repo = based
     answer(judge, "FAIL")
-    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1  # a golden failed
+    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1  # a golden failed
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 0, ok.out + ok.err
     assert "GE639" not in ok.out
     _calibrated(repo, "judged.tone")
-    assert run_cli("run", "--goldens-only", cwd=repo.path).code == 1
+    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1
     bad = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert bad.code == 1
     assert ("evals/baseline-base-7b.json:1:1: GE639 --require-gate base-7b: gate: FAILED "
@@ -222,8 +263,7 @@ LANE_CASE = GEO + "      - grader: {name: q.tone}\n"
 
 
 def _lanes(repo: Repo, judge: FakeJudge) -> str:
-    settings = (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-                + _judge_table(judge))
+    settings = LANE_SETTINGS + _judge_table(judge)  # the harness started with -S
     return repo.commit({"harness.py": LANE_HARNESS, "pyproject.toml": settings,
                         "evals/cases/geo.yaml": LANE_CASE,
                         "evals/graders/q.py": JUDGED})
@@ -302,7 +342,7 @@ def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
     _goldens_repo(repo, judge)
     repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
     answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
-    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)
     assert res.code == 0, res.out + res.err
     shown = [ln for ln in res.out.splitlines() if "not passed:" in ln]
     assert shown and all(ln.startswith("advisory, not counted: not passed: bucket tone ")
@@ -311,6 +351,6 @@ def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
     assert doc["goldens"]["failed"] and all(f["advisory"] for f in doc["goldens"]["failed"])
     # calibrated, the same answers fail the run
     _calibrated(repo, "judged.tone")
-    res = run_cli("run", "--goldens-only", "--no-note", cwd=repo.path)
+    res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)
     assert res.code == 1, res.out + res.err
     assert "\nnot passed: bucket tone " in res.out and "advisory, not counted" not in res.out

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from gitevals.calibration.metrics import split_of
 from gitevals.stats.judge_correction import Calibration, corrected
-from tests.conftest import Repo, run_cli
-from tests.support.judges import FakeJudge
+from tests.conftest import Repo, git, run_cli
+from tests.support.judges import FakeJudge, fake_judge
 
 MODEL = "judge-2026-01-15"
 #: Answers ``good`` to the first N trials of a scenario (N from passes.json by scenario
@@ -99,9 +102,35 @@ def _passes(repo: Repo, tone: int, mixed: int, t: int) -> str:
                        msg=f"tone {tone}")
 
 
-@pytest.fixture
-def calibrated(repo: Repo, judge: FakeJudge) -> tuple[Repo, Calibration]:
-    """A repo whose judge grader is calibrated (final, committed) below 1 on both rates."""
+def _run(repo: Repo) -> Path:
+    # --jobs 2: two slots keep the grader workers (a Python start each) to about two; the
+    # default 16 slots started up to 16 for these 60 quick conversations. No test here is
+    # about concurrency, and what each conversation answers does not depend on it.
+    res = run_cli("run", "--goldens", "--no-note", "--jobs", "2", cwd=repo.path)
+    assert res.code in (0, 1), res.out + res.err
+    return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+
+
+@pytest.fixture(scope="module")
+def module_judge() -> Iterator[FakeJudge]:
+    """One judge for the module: it only echoes, and no test reads its requests."""
+    with fake_judge() as state:
+        yield state
+
+
+@dataclass(frozen=True)
+class Built:
+    """The module's calibrated repo, once before and once after its first run (tone 6/20,
+    bucket tone 6/20): each test copies the one it starts from."""
+
+    calibrated: Path
+    ran: Path
+    artifact: str  # the first run's artifact, relative to the repo
+    cal: Calibration
+
+
+def _calibrate(repo: Repo, judge: FakeJudge) -> Calibration:
+    """Calibrate the judge grader (final, committed) below 1 on both rates."""
     labels, cal = _labels()
     repo.commit({"harness.py": HARNESS, "pyproject.toml": _settings(judge),
                  "evals/graders/judged.py": GRADER, "evals/cases/polite.yaml": CASE,
@@ -115,19 +144,46 @@ def calibrated(repo: Repo, judge: FakeJudge) -> tuple[Repo, Calibration]:
     assert (record["tpr"]["hits"], record["tpr"]["of"], record["tnr"]["hits"],
             record["tnr"]["of"]) == (cal.tp, cal.n_pos, cal.tn, cal.n_neg)
     repo.commit(msg="calibrated")
-    return repo, cal
+    return cal
 
 
-def _run(repo: Repo) -> Path:
-    res = run_cli("run", "--goldens", "--no-note", cwd=repo.path)
-    assert res.code in (0, 1), res.out + res.err
-    return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+@pytest.fixture(scope="module")
+def built(module_judge: FakeJudge, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Calibrated and run once a module (the calibration and a 60-conversation run are
+    the costly part; every test used to make the same ones)."""
+    root = tmp_path_factory.mktemp("corrected")
+    repo = Repo(root / "repo")
+    repo.path.mkdir()
+    git(repo.path, "init", "-q", "-b", "main")
+    cal = _calibrate(repo, module_judge)
+    shutil.copytree(repo.path, root / "calibrated", symlinks=True)
+    artifact = _run(repo).relative_to(repo.path)
+    return Built(root / "calibrated", repo.path, str(artifact), cal)
+
+
+def _copy(src: Path, tmp_path: Path) -> Repo:
+    shutil.copytree(src, tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def calibrated(built: Built, tmp_path: Path) -> tuple[Repo, Calibration]:
+    """A repo whose judge grader is calibrated (final, committed) below 1 on both rates;
+    the test's own copy."""
+    return _copy(built.calibrated, tmp_path), built.cal
+
+
+@pytest.fixture
+def ran(built: Built, tmp_path: Path) -> tuple[Repo, Calibration, Path]:
+    """The calibrated repo after its first run (the test's own copy) and that run's
+    artifact."""
+    repo = _copy(built.ran, tmp_path)
+    return repo, built.cal, repo.path / built.artifact
 
 
 def test_show_corrects_the_scenario_one_calibrated_judge_decided(
-        calibrated: tuple[Repo, Calibration]) -> None:
-    repo, cal = calibrated
-    artifact = _run(repo)
+        ran: tuple[Repo, Calibration, Path]) -> None:
+    repo, cal, artifact = ran
     recorded = json.loads(artifact.read_text())["judge_calibration"]["judged.tone"]
     assert recorded["status"] == "calibrated"
     assert recorded["tpr"] == {"hits": cal.tp, "of": cal.n_pos}
@@ -140,9 +196,10 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
                                     "judge-corrected"]
     tone = next(ln for ln in lines if ln.split()[1:2] == ["tone"])
     assert tone.split()[3] == "6/20"
-    # right after the duration ("5.5 s" or "12.0 s": the column's padding varies with it)
+    # right after the duration ("146 ms", "5.5 s" or "12.0 s": the column's padding
+    # varies with it, and a scenario under a second is shown in ms)
     shown = re.escape(f"{want.rate:.2f} [{want.low:.2f}, {want.high:.2f}]  ")
-    assert re.search(r"\d s +" + shown, tone), tone
+    assert re.search(r"\d m?s +" + shown, tone), tone
     mixed = next(ln for ln in lines if ln.split()[1:2] == ["mixed"])
     assert "[" not in mixed  # failed by a deterministic check too: nothing shown
     assert ("judge-corrected: 1 scenario decided by a calibrated judge alone, pass rate "
@@ -169,9 +226,8 @@ def test_show_corrects_the_scenario_one_calibrated_judge_decided(
 
 
 def test_forged_calibration_counts_show_nothing_or_are_refused_in_one_line(
-        calibrated: tuple[Repo, Calibration]) -> None:
-    repo, _ = calibrated
-    artifact = _run(repo)
+        ran: tuple[Repo, Calibration, Path]) -> None:
+    repo, _, artifact = ran
     doc = json.loads(artifact.read_text())
     doc["judge_calibration"]["judged.tone"]["tnr"] = {"hits": 90, "of": 26}  # hits > of
     forged = repo.path / "forged.json"
@@ -189,9 +245,8 @@ def test_forged_calibration_counts_show_nothing_or_are_refused_in_one_line(
 
 
 def test_diff_gate_and_report_show_each_sides_corrected_rate(
-        calibrated: tuple[Repo, Calibration]) -> None:
-    repo, cal = calibrated
-    a_artifact = _run(repo)  # tone 6/20, bucket tone 6/20
+        ran: tuple[Repo, Calibration, Path]) -> None:
+    repo, cal, a_artifact = ran  # tone 6/20, bucket tone 6/20
     res = run_cli("baseline", str(a_artifact), "--model", "base-7b", cwd=repo.path)
     assert res.code == 0, res.err
     a = repo.git("rev-parse", "HEAD")

@@ -97,7 +97,7 @@ def test_a_failing_endpoint_is_each_trials_error_with_its_kind(
                  "evals/cases/fail.yaml": _case("fail"),
                  "evals/cases/garbage.yaml": _case("garbage"),
                  "evals/cases/nochoices.yaml": _case("nochoices"),
-                 "evals/cases/slow.yaml": _case("slow", timeout="2s"),
+                 "evals/cases/slow.yaml": _case("slow", timeout="1s"),  # only its kind is checked
                  "evals/cases/fine.yaml": _case("hello")})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err
@@ -200,7 +200,8 @@ def http_harness() -> Iterator[tuple[str, list[dict[str, Any]]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # polled every 50 ms: shutdown() waits for the loop to look (0.5 s by default)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/turn", seen
     finally:

@@ -74,6 +74,9 @@ def test_no_judge_configured() -> None:
 def test_a_grader_in_the_worker_reaches_the_judge(judge: FakeJudge, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_KEY", "sk-worker")
+    # the worker inherits it: the 503 is retried after 10 ms, not after 1 s, 2 s (the
+    # retries and their waits are test_judge_retries'; here only the swallowed error)
+    monkeypatch.setenv("GITEVALS_JUDGE_BACKOFF", "0.01")
     graders = tmp_path / "evals" / "graders"
     graders.mkdir(parents=True)
     (graders / "q.py").write_text(

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, run_cli
-from tests.support.calibration import CASE, JUDGED
+from tests.support.calibration import CASE, HARNESS, JUDGED, SETTINGS
 from tests.support.calibration_records import record
-from tests.support.runs import HARNESS, SETTINGS
 
 MODEL = "judge-2026-01-15"
 

@@ -16,7 +16,8 @@ import pytest
 
 from gitevals.run.judge import JudgeError, budget, llm
 from tests.conftest import Repo, run_cli
-from tests.support.runs import SETTINGS, only_artifact, setup
+from tests.support.runs import SETTINGS_NO_SITE as SETTINGS  # the harness with -S
+from tests.support.runs import only_artifact, setup
 
 OK = json.dumps({"choices": [{"message": {"content": "judged"}}]}).encode()
 

@@ -9,7 +9,19 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, run_cli
-from tests.support.runs import SETTINGS, scenario_case, setup
+from tests.support import runs
+from tests.support.runs import scenario_case
+
+#: The example command harness, its interpreter started with -S (it imports only the
+#: standard library): the same target, a cheaper start per conversation.
+SETTINGS = runs.SETTINGS_NO_SITE
+
+
+def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
+          settings: str = SETTINGS) -> str:
+    """``runs.setup`` with the example harness started with -S (``SETTINGS``)."""
+    return runs.setup(repo, cases, graders, settings)
+
 
 JUDGED = "def judged(t, case, run):\n    return {'pass': True, 'why': t.llm('x')}\n"
 PLAIN = "def plain(t, case, run):\n    return True\n"

@@ -12,7 +12,19 @@ import pytest
 
 from gitevals.report.progress import plain_line
 from tests.conftest import GIT_ENV, Repo, run_cli
-from tests.support.runs import scenario_case, setup
+from tests.support import runs
+from tests.support.runs import scenario_case
+
+#: The example command harness, its interpreter started with -S (it imports only the
+#: standard library): the same target, a cheaper start per conversation.
+SETTINGS = runs.SETTINGS_NO_SITE
+
+
+def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
+          settings: str = SETTINGS) -> str:
+    """``runs.setup`` with the example harness started with -S (``SETTINGS``)."""
+    return runs.setup(repo, cases, graders, settings)
+
 
 LINE = re.compile(r"^gitevals: (\d+)/2 cases, (\d+)/(\d+) trials done, (\d+) failed, "
                   r"(\d+) in flight$")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from gitevals.git.repo import require_repo
 from tests.conftest import Repo, run_cli
-from tests.support.runs import HARNESS, SETTINGS, TONE, only_artifact, scenarios
+from tests.support.runs import HARNESS, TONE, only_artifact, scenarios
+from tests.support.runs import SETTINGS_NO_SITE as SETTINGS  # the harness with -S
 
 GRADER = "def strict(t, case, run):\n    return run['final_answer'] == 'Paris'\n"
 CASE = """\

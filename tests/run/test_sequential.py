@@ -11,7 +11,26 @@ import pytest
 from gitevals.run.artifact import load
 from gitevals.stats import sequential as sq
 from tests.conftest import Repo, run_cli
-from tests.support.sequential import CASE, HARNESS, SETTINGS
+from tests.support.sequential import CASE
+
+#: tests/support/sequential.py's harness (trial t passes when t % 10 < rate * 10, rates
+#: per scenario from rates.json), as a python target: imported once a run and forked per
+#: conversation, where the command harness started a Python for each of the 192
+#: conversations. These tests are about sequential runs, not command targets (which
+#: test_ray's sequential run on the cluster keeps).
+HARNESS = """\
+import json
+
+rates = json.load(open("rates.json"))
+
+
+def respond(messages):
+    msg = messages[-1]
+    ok = msg["trial"] % 10 < round(rates[msg["scenario"]] * 10)
+    return {"final_answer": "Paris" if ok else "Lyon", "tool_calls": [], "hooks": [],
+            "error": None}
+"""
+SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 
 def _brute_crossing(design: sq.Design, p: Fraction) -> Fraction:

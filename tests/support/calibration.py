@@ -8,7 +8,18 @@ from typing import Any
 
 from tests.conftest import Repo
 from tests.support.judges import FakeJudge
-from tests.support.runs import HARNESS, SETTINGS
+
+#: The example harness's answer to these cases (``tests/data/run_harness.py``: Paris to a
+#: question about France), as a python target: imported once a run and forked per
+#: conversation, not a Python started per conversation. What these tests check is the
+#: judge's calibration; command targets are tested in tests/run.
+HARNESS = """\
+def respond(messages):
+    text = messages[-1]["text"]
+    answer = "Paris" if "France" in text else "answer: " + text
+    return {"final_answer": answer, "tool_calls": [], "error": None}
+"""
+SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 JUDGED = """\
 def tone(t, case, run):

@@ -7,12 +7,16 @@ from typing import Any
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo
-from tests.support.paths import HARNESS_SETTINGS, RUN_HARNESS
+from tests.support.paths import HARNESS_SETTINGS, HARNESS_SETTINGS_NO_SITE, RUN_HARNESS
 
 HARNESS = RUN_HARNESS
 
 
 SETTINGS = HARNESS_SETTINGS
+
+#: ``SETTINGS`` with the harness's interpreter started with ``-S`` (it imports only the
+#: standard library): still a command target, a cheaper start per conversation.
+SETTINGS_NO_SITE = HARNESS_SETTINGS_NO_SITE
 
 
 TONE = """\
