@@ -271,3 +271,20 @@ def test_a_run_interrupted_while_its_target_imports_stops_at_once_leaving_nothin
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_an_import_over_the_preflights_limit_is_a_warning_and_the_run_goes_on(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals.run import preflight
+
+    monkeypatch.setattr(preflight, "IMPORT_TIMEOUT", 1.0)
+    agent = ("import time\ntime.sleep(2)\n\n\ndef respond(messages):\n"
+             "    return {'final_answer': 'ok'}\n")
+    repo.commit({"agent.py": agent, "pyproject.toml": SETTINGS, "evals/cases/c.yaml": CASE})
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert res.err.strip().splitlines() == [
+        "gitevals: warning: python target agent:respond took over 1 s to import; running "
+        "anyway"]
+    assert _reply(res.out)["final_answer"] == "ok"
+    assert not _ours()
