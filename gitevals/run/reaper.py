@@ -605,20 +605,28 @@ class _Zygote:
 
     @classmethod
     def start(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-              wait: float) -> _Zygote:
+              wait: float, watch: socket.socket | None = None) -> _Zygote:
         """A worker for ``argv`` (``--zygote SPEC``) started now, once it has imported."""
-        return cls.spawn(argv, cwd, env).loaded(wait)
+        return cls.spawn(argv, cwd, env).loaded(wait, watch)
 
-    def load(self, cwd: str, spec: str, wait: float) -> _Zygote:
+    def load(self, cwd: str, spec: str, wait: float,
+             watch: socket.socket | None = None) -> _Zygote:
         """This ``--boot`` worker, told to import ``spec`` in ``cwd``, once it has."""
         with suppress(OSError):  # it died: ``loaded`` reads its end and says so
             self.sock.send(json.dumps({"op": "load", "cwd": cwd, "spec": spec}).encode())
-        return self.loaded(wait)
+        return self.loaded(wait, watch)
 
-    def loaded(self, wait: float) -> _Zygote:
+    def loaded(self, wait: float, watch: socket.socket | None = None) -> _Zygote:
         """Wait at most ``wait`` s for the worker's word on its import: ``error`` None
-        once it imported, else why not (``slow`` when it took too long)."""
-        self.sock.settimeout(wait)
+        once it imported, else why not (``slow`` when it took too long). Once ``watch``
+        (gitevals' end of this supervisor) has closed -- gitevals was interrupted --
+        nobody waits for the import: it ends at once, as ``slow``, and the supervisor
+        goes on to see gitevals gone and sweep."""
+        deadline = time.monotonic() + wait
+        if not _first(self.sock, watch, wait):
+            self.slow, self.error = True, "gitevals stopped waiting for the import"
+            return self
+        self.sock.settimeout(max(deadline - time.monotonic(), 0.01))
         ready = self._receive()
         self.sock.settimeout(None)
         self.error = None if ready.get("ready") else str(
@@ -663,6 +671,28 @@ class _Zygote:
             os.waitpid(self.pid, 0)
 
 
+def _first(sock: socket.socket, watch: socket.socket | None, wait: float) -> bool:
+    """False when ``watch`` closes before ``sock`` has something to read (or ``wait`` s
+    pass); True otherwise. A message on ``watch`` is left for its reader."""
+    import socket
+
+    deadline = time.monotonic() + wait
+    while watch is not None and (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([sock, watch], [], [], left)
+        if sock in readable or not readable:
+            return True
+        try:
+            closed = not watch.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            closed = False
+        except OSError:
+            closed = True
+        if closed:
+            return False
+        watch = None  # a message, not the end: wait for the worker alone
+    return True
+
+
 def _boot_key(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
     """What a ``--boot`` worker and a ``--zygote SPEC`` worker share when one can become
     the other: the interpreter, the worker script, the environment."""
@@ -673,7 +703,8 @@ class _Holders:
     """The supervisor's state: the holders of the conversations running now (each with
     its target's pid), and the warm workers of the python targets it started."""
 
-    def __init__(self) -> None:
+    def __init__(self, gitevals: socket.socket | None = None) -> None:
+        self.gitevals = gitevals  # gitevals' end: a wait for an import ends when it closes
         # Only the supervisor holds the write end: holders read its end when it is gone.
         self.lifeline, self._lifeline_w = os.pipe()
         self.program = hold_program()
@@ -745,9 +776,9 @@ class _Holders:
         if zygote is None:
             self.started.add(_boot_key(argv, env))
             booted = self.booted.pop(_boot_key(argv, env), None)
-            zygote = (booted.load(cwd, argv[-1], wait)
+            zygote = (booted.load(cwd, argv[-1], wait, self.gitevals)
                       if booted is not None and argv[2:3] == ["--zygote"] and len(argv) == 4
-                      else _Zygote.start(argv, cwd, env, wait))
+                      else _Zygote.start(argv, cwd, env, wait, self.gitevals))
             self._stop_booted()  # one python target a run: any other start was a wrong guess
             if zygote.error is not None:
                 zygote.stop()
@@ -919,7 +950,7 @@ def supervisor_main() -> None:
     sock = socket.socket(fileno=os.dup(0))  # a socket pair end (dup: close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
-    holders = _Holders()
+    holders = _Holders(sock)
     buffer = _buffer()
     sock.send(b'{"ready": true}')
     try:

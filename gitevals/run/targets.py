@@ -226,9 +226,9 @@ class ProcessRegistry:
 
             with self._starting:  # after a start under way (``prestart``); never one more
                 channel = self._channels[-1] if self._channels else None
-                if channel is not None and not channel.gone:
-                    with suppress(SupervisorGone):
-                        channel.ask(request, 0)
+            if channel is not None and not channel.gone:
+                with suppress(SupervisorGone):  # (closed meanwhile: nothing to boot)
+                    channel.ask(request, 0)
 
         threading.Thread(target=ask, daemon=True, name="gitevals-preboot").start()
 

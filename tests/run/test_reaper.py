@@ -109,9 +109,7 @@ if __name__ == "__main__":
         print(json.dumps(turn(msg["case"], msg["scenario"])), flush=True)
 '''
 
-#: The harnesses import only the standard library: started with -S (no site), the same
-#: command target for a third of a Python start.
-COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
+COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 PYTHON = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 GRADER = '''\
