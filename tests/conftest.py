@@ -201,6 +201,27 @@ def _run_cli_inprocess(args: tuple[str, ...], cwd: Path, input: str | None,
     return Result(code, out, err)
 
 
+def run_main(main: Callable[[list[str]], int], args: list[str], env: dict[str, str],
+             cwd: Path | None = None) -> Result:
+    """``main(args)`` run here as ``run_cli`` runs ``gitevals`` (fds 0-2 captured, the
+    process put back after), with exactly ``env`` as its environment: for the other entry
+    points (``python -m gitevals.ci``) that tests start with a clean environment."""
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, \
+            tempfile.TemporaryFile() as ferr:
+        with _process_swapped((fin.fileno(), fout.fileno(), ferr.fileno()),
+                              cwd or Path.cwd(), {}, None):
+            os.environ.clear()
+            os.environ.update(env)
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: usage errors
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = (_text(f.read()) for f in (fout, ferr))
+    return Result(code, out, err)
+
+
 @contextlib.contextmanager
 def _process_swapped(fds: tuple[int, int, int], cwd: Path, env: dict[str, str],
                      umask: int | None) -> Iterator[None]:

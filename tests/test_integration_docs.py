@@ -26,7 +26,7 @@ from tests.conftest import Repo, Result, run_cli
 from tests.support import fake_openai, refdata
 from tests.support.harbor import harbor_job, harbor_trial
 from tests.support.jsonschema_check import check
-from tests.support.runs import only_artifact
+from tests.support.runs import only_artifact, repo_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "integrations"
@@ -248,14 +248,18 @@ for line in sys.stdin:
 """
 
 
-@pytest.fixture
-def ran(repo: Repo) -> Repo:
+def _commit_and_run(repo: Repo) -> None:
     repo.commit({"harness.py": HARNESS, "pyproject.toml":
                  f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n',
                  "evals/cases/geo.yaml": "defaults: {trials: 2}\nscenarios:\n  - id: capital\n"
                  "    user: France?\n    expect: [{final_answer_contains: Paris}]\n"})
     assert run_cli("run", cwd=repo.path).code == 0
-    return repo
+
+
+@pytest.fixture
+def ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of a repository with one run (made once for the test run) to export."""
+    return repo_copy(tmp_path_factory, tmp_path, "integration-docs-ran", _commit_and_run)
 
 
 def test_the_inspect_page(ran: Repo) -> None:

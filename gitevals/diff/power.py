@@ -89,16 +89,14 @@ def _called(test: str, alpha: float, xa: int, n: int, xb: int, n_b: int) -> bool
 
 
 def _boschloo_cutoffs(n: int, n_b: int, alpha: float, lo: int, hi: int,
-                      b_window: tuple[int, int]) -> tuple[int, ...]:
+                      b_window: tuple[int, int], batch: bool | None = None) -> tuple[int, ...]:
     """Boschloo's region is a threshold on Fisher's one-sided p (its statistic): its
     p-value is the sup over the common rate of P[statistic <= observed], which grows
     with the observed statistic. So sort the tables by statistic and bisect for the last
     one whose p is below alpha / 2: about log2(tables) exact tests instead of one or
     two per x_a. (Only tables where B passed less often can be called regressed.)"""
     half = alpha / 2
-    tables = sorted((stats.log_stat(xb, n_b, xa, n), xa, xb)
-                    for xa in range(lo, hi + 1)
-                    for xb in range(b_window[0], b_window[1] + 1) if xb * n < xa * n_b)
+    tables = _by_statistic(n, n_b, lo, hi, b_window, batch)
     first, last = 0, len(tables)  # tables[:first] are called; tables[last:] are not
     while first < last:
         mid = (first + last) // 2
@@ -111,6 +109,58 @@ def _boschloo_cutoffs(n: int, n_b: int, alpha: float, lo: int, hi: int,
     for _, xa, xb in tables[:first]:
         cut[xa] = max(cut[xa], xb)
     return tuple(cut[xa] for xa in range(lo, hi + 1))
+
+
+#: Tables from which the statistics are computed in one numpy pass: below, the pure
+#: per-table loop costs less than importing numpy.
+_BATCH = 400
+
+
+def _by_statistic(n: int, n_b: int, lo: int, hi: int, b_window: tuple[int, int],
+                  batch: bool | None = None) -> list[tuple[float, int, int]]:
+    """(log_stat, x_a, x_b) of every table B could be called regressed at, sorted.
+
+    Past ``_BATCH`` tables (``batch`` forces either way) the statistics come from
+    ``_log_stats`` (numpy: 2-3x faster sample sizes for ``plan``); they agree with
+    ``stats.log_stat`` to ~1e-12 of their value, and the region found from them is the
+    same (``tests/diff/test_power.py`` checks both ways' cutoffs)."""
+    pairs = [(xa, xb) for xa in range(lo, hi + 1)
+             for xb in range(b_window[0], b_window[1] + 1) if xb * n < xa * n_b]
+    if batch is False or (batch is None and len(pairs) <= _BATCH):
+        return sorted((stats.log_stat(xb, n_b, xa, n), xa, xb) for xa, xb in pairs)
+    keys = _log_stats(n, n_b, [xa for xa, _ in pairs], [xb for _, xb in pairs])
+    return sorted(zip(keys, (xa for xa, _ in pairs), (xb for _, xb in pairs), strict=True))
+
+
+def _log_stats(n: int, n_b: int, xas: list[int], xbs: list[int]) -> list[float]:
+    """``stats.log_stat(xb, n_b, xa, n)`` for each pair, in one numpy pass: log
+    P[X_B <= x_b | x_a + x_b passes] from every hypergeometric pmf of the totals seen
+    (log-factorials from ``lgamma``), summed from below where the cdf is at most 1/2 and
+    as log1p(-upper tail) above it, as ``log_stat`` does (its float path, no integers:
+    only the order of the tables is used, and ties share their p-value)."""
+    import numpy as np
+
+    big_n = n + n_b
+    lf = np.array([lgamma(k + 1) for k in range(big_n + 1)])
+    xa_arr, xb_arr = np.array(xas), np.array(xbs)
+    totals = np.unique(xa_arr + xb_arr)
+    k = np.arange(n_b + 1)
+    rest = totals[:, None] - k[None, :]  # A's passes at each (total, B's passes)
+    ok = (rest >= 0) & (rest <= n)
+    safe = np.clip(rest, 0, n)
+    log_h = (lf[n_b] - lf[k] - lf[n_b - k])[None, :] + lf[n] - lf[safe] - lf[n - safe] \
+        - (lf[big_n] - lf[totals] - lf[big_n - totals])[:, None]
+    log_h = np.where(ok, log_h, -np.inf)
+    with np.errstate(divide="ignore"):
+        lower = np.logaddexp.accumulate(log_h, axis=1)
+        upper = np.logaddexp.accumulate(log_h[:, ::-1], axis=1)[:, ::-1]  # P[X_B >= k]
+        above = np.concatenate([upper[:, 1:], np.full((len(totals), 1), -np.inf)], axis=1)
+        from_top = np.log1p(-np.minimum(np.exp(above), 1.0))
+    row = np.searchsorted(totals, xa_arr + xb_arr)
+    low, high = lower[row, xb_arr], from_top[row, xb_arr]
+    top = np.minimum(n_b, xa_arr + xb_arr)
+    out = np.where(xb_arr >= top, 0.0, np.where(low <= log(0.5), low, high))
+    return [float(v) for v in out]
 
 
 def power(n: int, rate: float, drop: float, test: str = DEFAULT_TEST,

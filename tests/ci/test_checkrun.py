@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gitevals.ci import checkrun
-from tests.conftest import Repo
+from gitevals.ci.__main__ import main as ci_main
+from tests.conftest import Repo, run_main
 from tests.support import fake_checks
 
 PR_HEAD, MERGE = "a" * 40, "f" * 40
@@ -46,9 +46,9 @@ def check(cwd: Path, api: fake_checks.FakeChecks, *files: str, code: int = 1,
     env = {"GITHUB_API_URL": api.url, "GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": "o/r",
            "GITHUB_SHA": MERGE, "GITHUB_EVENT_PATH": str(event), "PATH": "/usr/bin:/bin",
            "HOME": str(cwd)}
-    return subprocess.run([sys.executable, "-m", "gitevals.ci", "check-run", *files,
-                           "--markdown", "diff.md", "--exit-code", str(code)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120, env=env)
+    args = ["check-run", *files, "--markdown", "diff.md", "--exit-code", str(code)]
+    r = run_main(ci_main, args, env, cwd)  # in this process: test_action_local runs the step
+    return subprocess.CompletedProcess(["gitevals.ci", *args], r.code, r.out, r.err)
 
 
 def test_many_annotations_go_50_a_request_and_the_summary_fits(repo: Repo) -> None:

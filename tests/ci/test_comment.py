@@ -6,8 +6,8 @@ and its author, never someone else's; an API that refuses is one line, not a fai
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from gitevals.ci import comment
+from gitevals.ci.__main__ import main as ci_main
+from tests.conftest import run_main
 
 BOT = {"login": "github-actions[bot]", "type": "Bot"}
 
@@ -144,9 +146,15 @@ def post(tmp_path: Path, api: FakeApi, code: int, md: str = "| capital | 1/10 â–
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
     base = {"GITHUB_API_URL": api.url, "GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": "o/r",
             "GITHUB_EVENT_PATH": str(event), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "gitevals.ci", "comment",
-                           str(tmp_path / "diff.md"), "--exit-code", str(code)],
-                          capture_output=True, text=True, timeout=60, env={**base, **env})
+    return ci(["comment", str(tmp_path / "diff.md"), "--exit-code", str(code)],
+              {**base, **env})
+
+
+def ci(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m gitevals.ci ARGS`` with exactly ``env`` as its environment, run in this
+    process (``run_main``; test_action_local runs the steps as processes)."""
+    r = run_main(ci_main, args, env)
+    return subprocess.CompletedProcess(["gitevals.ci", *args], r.code, r.out, r.err)
 
 
 def test_one_comment_is_created_then_updated(fake: FakeApi, tmp_path: Path) -> None:
@@ -210,12 +218,10 @@ def test_a_push_event_makes_no_comment(fake: FakeApi, tmp_path: Path) -> None:
 
 
 def test_a_bad_exit_code_or_file_is_one_line(fake: FakeApi, tmp_path: Path) -> None:
-    bad = subprocess.run([sys.executable, "-m", "gitevals.ci", "comment", "x.md",
-                          "--exit-code", "-1"], capture_output=True, text=True, timeout=60)
+    bad = ci(["comment", "x.md", "--exit-code", "-1"], dict(os.environ))
     assert bad.returncode == 2 and "is not an exit code (0-255)" in bad.stderr
-    missing = subprocess.run([sys.executable, "-m", "gitevals.ci", "summary", str(tmp_path),
-                              "--exit-code", "1"], capture_output=True, text=True, timeout=60,
-                             env={"PATH": "/usr/bin:/bin", "GITHUB_STEP_SUMMARY": "/dev/null"})
+    missing = ci(["summary", str(tmp_path), "--exit-code", "1"],
+                 {"PATH": "/usr/bin:/bin", "GITHUB_STEP_SUMMARY": "/dev/null"})
     assert missing.returncode == 2
     assert missing.stderr == (f"gitevals: error: {tmp_path}: not a regular file; give the "
                               "file `gitevals diff --format markdown` wrote\n")

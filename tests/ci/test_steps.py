@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gitevals.ci import steps
-
-CI = [sys.executable, "-m", "gitevals.ci"]
+from gitevals.ci.__main__ import main as ci_main
+from tests.conftest import run_main
 
 
 def ci(*args: str, env: dict[str, str], cwd: Path | None = None
        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CI, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env})
+    """``python -m gitevals.ci ARGS`` with PATH, HOME and ``env`` alone as its environment,
+    run in this process (``run_main``; test_action_local runs the steps as processes)."""
+    r = run_main(ci_main, list(args), {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"],
+                                       **env}, cwd)
+    return subprocess.CompletedProcess(["gitevals.ci", *args], r.code, r.out, r.err)
 
 
 def test_the_summary_is_appended_to_the_step_summary(tmp_path: Path) -> None:

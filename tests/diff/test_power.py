@@ -8,7 +8,15 @@ import json
 import pytest
 from scipy import stats as sps
 
-from gitevals.diff.power import _called, cutoffs, power, trials_needed, underpowered
+from gitevals.diff.power import (
+    _boschloo_cutoffs,
+    _by_statistic,
+    _called,
+    cutoffs,
+    power,
+    trials_needed,
+    underpowered,
+)
 from tests.conftest import Repo, run_cli
 
 
@@ -34,6 +42,9 @@ def _scipy_power(n: int, rate: float, drop: float, test: str, alpha: float = 0.0
     return float(total)
 
 
+#: One worker for the five: their sizes overlap (5 to 36 trials a side), so ``_scipy_p``'s
+#: cache answers a third of the tables (12,500 scipy calls, 8,400 on one worker).
+@pytest.mark.xdist_group("scipy-fisher-power")
 @pytest.mark.parametrize(("rate", "drop"), [(0.9, 0.3), (0.8, 0.4), (1.0, 0.5), (0.6, 0.5),
                                             (0.95, 0.35)])
 def test_planned_trials_match_scipy_fisher(rate: float, drop: float) -> None:
@@ -65,6 +76,22 @@ def test_cutoffs_are_the_tests_own_calls(n: int, n_b: int, test: str) -> None:
             assert (xb <= cut[xa]) == _called(test, 0.05, xa, n, xb, n_b), (xa, xb)
 
 
+@pytest.mark.parametrize(("n", "n_b", "alpha", "window"), [
+    (30, 30, 0.05, (0, 30)), (48, 48, 0.001, (10, 40)), (50, 25, 0.01, (5, 25))])
+def test_batched_statistics_find_the_per_table_region(n: int, n_b: int, alpha: float,
+                                                      window: tuple[int, int]) -> None:
+    """The numpy statistics (past a few hundred tables) give the cutoffs the per-table
+    ``stats.log_stat`` gives, and each statistic within 1e-12 of it."""
+    fast = _by_statistic(n, n_b, 0, n, window, batch=True)
+    slow = _by_statistic(n, n_b, 0, n, window, batch=False)
+    assert len(fast) == len(slow) > 400  # past _BATCH: the numpy path by default
+    exact = {(xa, xb): key for key, xa, xb in slow}  # stats.log_stat, table by table
+    for key, xa, xb in fast:
+        assert key == pytest.approx(exact[xa, xb], rel=1e-12, abs=1e-300), (xa, xb)
+    assert (_boschloo_cutoffs(n, n_b, alpha, 0, n, window, batch=True)
+            == _boschloo_cutoffs(n, n_b, alpha, 0, n, window, batch=False))
+
+
 def test_underpowered_and_impossible_drops() -> None:
     assert underpowered(10, 0.9)
     assert not underpowered(200, 0.9)
@@ -72,25 +99,24 @@ def test_underpowered_and_impossible_drops() -> None:
     assert trials_needed(0.1, 0.2) is None
 
 
+#: A python target (imported once a run, forked per conversation): plan reads the run's
+#: pass counts, not how the target was started.
 PASSING = """\
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    print(json.dumps({"final_answer": "Paris" if msg["scenario"] == "sure" else
-                      ("Paris" if msg["trial"] % 2 else "Lyon"), "tool_calls": [], "hooks": [],
-                      "error": None}), flush=True)
+def respond(messages):
+    msg = messages[-1]
+    return {"final_answer": "Paris" if msg["scenario"] == "sure" else
+            ("Paris" if msg["trial"] % 2 else "Lyon"), "tool_calls": [], "hooks": [],
+            "error": None}
 """
 
 
 def test_plan_cli_reads_the_run_of_rev(repo: Repo) -> None:
-    import sys
-
     case = "defaults: {trials: 4, timeout: 10s}\nscenarios:\n" + "".join(
         f"  - id: {i}\n    user: Capital of France?\n"
         "    expect: [{final_answer_contains: Paris}]\n" for i in ("sure", "coin"))
     repo.commit({"harness.py": PASSING, "evals/cases/geo.yaml": case,
-                 "pyproject.toml": f'[tool.gitevals.target]\ncommand = ["{sys.executable}", '
-                                   '"harness.py"]\n'}, "cases")
+                 "pyproject.toml": '[tool.gitevals.target]\npython = "harness:respond"\n'},
+                "cases")
     before = run_cli("plan", "--format", "json", cwd=repo.path)
     assert before.code == 0, before.err
     doc = json.loads(before.out)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import Repo, git, run_cli
+from tests.support.runs import repo_copy
 
 AGENT = """\
 def respond(messages):
@@ -34,14 +36,18 @@ def rows(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-@pytest.fixture
-def ran(repo: Repo) -> Repo:
+def _commit_and_run(repo: Repo) -> None:
     repo.commit({"agent.py": AGENT, "evals/cases/demo.yaml": CASE,
                  "evals/goldens.jsonl": GOLDEN,
                  "pyproject.toml": '[tool.gitevals.target]\npython = "agent:respond"\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.err
-    return repo
+
+
+@pytest.fixture
+def ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of the repository and its run, made once for the test run."""
+    return repo_copy(tmp_path_factory, tmp_path, "flywheel-ran", _commit_and_run)
 
 
 def test_failed_trials_become_rows_that_lint_clean(ran: Repo) -> None:

@@ -4,9 +4,12 @@ goldens and no case runs them, ``show --trial`` shows a golden, ``--trials`` and
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from tests.conftest import Repo, run_cli
+import pytest
+
+from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.drift import SUITE, tagged_goldens, trivia
 from tests.support.gate import commit as gate_commit
 from tests.support.goldens_run import GOLDENS, SETTINGS, artifacts, rates, setup
@@ -144,9 +147,27 @@ def test_a_named_case_in_a_tree_without_cases_is_still_the_error(repo: Repo) -> 
 # -- 2. show --trial of a golden ------------------------------------------------------
 
 
-def test_show_trial_prints_a_golden_asked_answered_and_graded(repo: Repo) -> None:
+def _setup_and_run(root: Path) -> None:
+    """``setup``'s tree in ``root/repo``, run once (f3 and t2 fail: exit 1)."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     setup(repo)
     assert run_cli("run", cwd=repo.path).code == 1
+
+
+@pytest.fixture
+def ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of ``setup``'s tree and its run: built once for the test run, read by the
+    ``show --trial`` tests (each on its own copy)."""
+    built = built_once(tmp_path_factory, "goldens-gaps-ran", _setup_and_run)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
+
+
+def test_show_trial_prints_a_golden_asked_answered_and_graded(ran: Repo) -> None:
+    repo = ran
     res = run_cli("show", "--trial", "goldens/f4", cwd=repo.path)
     assert res.code == 0, res.err
     lines = res.out.splitlines()
@@ -163,9 +184,8 @@ def test_show_trial_prints_a_golden_asked_answered_and_graded(repo: Repo) -> Non
     assert "  FAIL  grader checks.exact: judged fail" in failed.out
 
 
-def test_show_trial_of_a_golden_as_json_and_with_its_trial_number(repo: Repo) -> None:
-    setup(repo)
-    assert run_cli("run", cwd=repo.path).code == 1
+def test_show_trial_of_a_golden_as_json_and_with_its_trial_number(ran: Repo) -> None:
+    repo = ran
     res = run_cli("show", "--trial", "goldens/t2/0", "--format", "json", cwd=repo.path)
     assert res.code == 1, res.err
     doc = json.loads(res.out)
@@ -179,9 +199,8 @@ def test_show_trial_of_a_golden_as_json_and_with_its_trial_number(repo: Repo) ->
 
 
 def test_show_trial_of_an_unknown_golden_is_one_line_exit_2_with_close_ids(
-        repo: Repo) -> None:
-    setup(repo)
-    assert run_cli("run", cwd=repo.path).code == 1
+        ran: Repo) -> None:
+    repo = ran
     typo = run_cli("show", "--trial", "goldens/f3x", cwd=repo.path)
     assert typo.code == 2 and typo.out == ""
     assert typo.err.strip().splitlines() == [

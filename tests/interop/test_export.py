@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.runs import only_artifact
 
 HARNESS = """\
@@ -46,12 +47,25 @@ scenarios:
 }
 
 
-@pytest.fixture
-def ran(repo: Repo) -> tuple[Repo, dict[str, Any]]:
+def _build_ran(root: Path) -> None:
+    """The run every export test reads, in ``root/repo``."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     repo.commit({"harness.py": HARNESS, **CASES, "pyproject.toml":
                  f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.out + res.err  # moon fails, crash is broken
+
+
+@pytest.fixture
+def ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Repo, dict[str, Any]]:
+    """A copy of one real run's repository (notes, results and all), the run made once
+    for the test run: the tests export it, and some change its artifact or notes."""
+    built = built_once(tmp_path_factory, "export-ran", _build_ran)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    repo = Repo(tmp_path / "repo")
     return repo, only_artifact(repo)
 
 

@@ -9,6 +9,7 @@ element and no script from that data in the page.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.browser import chromium, png_colours, requests
 
 pytestmark = pytest.mark.needs_chromium
@@ -123,8 +124,13 @@ scenarios:
 SETTINGS = '[tool.gitevals.target]\ncommand = ["python3", "harness.py"]\n'
 
 
-@pytest.mark.parametrize("static", ["1000", "0"], ids=["inline", "as-data"])
-def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path, static: str) -> None:
+def _build_hostile(root: Path) -> None:
+    """The repository both ``test_hostile_data_stays_text`` cases report on, in
+    ``root/repo``: two runs whose answers, goldens and commit subject carry markup."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     golden = json.dumps({"id": "g-1", "input": "hi"})
     repo.commit({"pyproject.toml": SETTINGS, "harness.py": HARNESS,
                  "evals/cases/hostile.yaml": CASE, "evals/goldens.jsonl": golden + "\n",
@@ -135,6 +141,20 @@ def test_hostile_data_stays_text(repo: Repo, browser: Any, tmp_path: Path, stati
     bad = json.dumps({"id": P, "input": P, "bucket": P})
     repo.commit({"evals/goldens.jsonl": f"{golden}\n{bad}\n"}, msg=P)
     assert run_cli("run", cwd=repo.path).code == 1
+
+
+@pytest.fixture
+def hostile(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of the hostile repository, built (its two runs) once for the test run."""
+    built = built_once(tmp_path_factory, "report-browser-hostile", _build_hostile)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
+
+
+@pytest.mark.parametrize("static", ["1000", "0"], ids=["inline", "as-data"])
+def test_hostile_data_stays_text(hostile: Repo, browser: Any, tmp_path: Path,
+                                 static: str) -> None:
+    repo = hostile
     page = tmp_path / "report.html"
     made = run_cli("report", "HEAD~2..HEAD", "-o", str(page), "--static-transcripts", static,
                    cwd=repo.path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from gitevals.errors import UsageError
 from gitevals.report import trial
 from gitevals.run.artifact import load as load_artifact
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.artifacts import artifact as make_artifact
 from tests.support.artifacts import grader_answer, result, scenario, transcript
 
@@ -150,13 +151,25 @@ scenarios:
 """
 
 
-@pytest.fixture
-def ran(repo: Repo) -> tuple[Repo, str]:
+def _commit_and_run(root: Path) -> None:
+    """The repository in ``root/repo`` after one run; what the run printed in ``root/out``."""
+    (root / "repo").mkdir()
+    git(root / "repo", "init", "-q", "-b", "main")
+    repo = Repo(root / "repo")
     repo.commit({"agent.py": AGENT, "evals/cases/demo.yaml": CASE,
                  "pyproject.toml": '[tool.gitevals.target]\npython = "agent:respond"\n'})
     res = run_cli("run", cwd=repo.path)
     assert res.code == 1, res.err
-    return repo, res.out
+    (root / "out").write_text(res.out)
+
+
+@pytest.fixture
+def ran(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Repo, str]:
+    """A copy of the repository after its run (made once for the test run) and the run's
+    stdout."""
+    built = built_once(tmp_path_factory, "show-trial-ran", _commit_and_run)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo"), (built / "out").read_text()
 
 
 def test_an_errored_trial_shows_the_error_not_what_it_kept_from_happening(

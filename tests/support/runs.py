@@ -3,10 +3,15 @@ and its settings, case texts, and the artifacts a run leaves."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gitevals.run.artifact import load as load_artifact
-from tests.conftest import Repo
+from tests.conftest import Repo, built_once, git
 from tests.support.paths import HARNESS_SETTINGS, HARNESS_SETTINGS_NO_SITE, RUN_HARNESS
 
 HARNESS = RUN_HARNESS
@@ -61,3 +66,18 @@ def only_artifact(repo: Repo) -> dict[str, Any]:
 
 def scenarios(artifact: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f"{c['name']}/{s['id']}": s for c in artifact["cases"] for s in c["scenarios"]}
+
+
+def repo_copy(factory: pytest.TempPathFactory, tmp_path: Path, name: str,
+              build: Callable[[Repo], None]) -> Repo:
+    """A copy, in ``tmp_path/repo``, of the repository ``build`` makes (from ``git init``)
+    once for the whole test run under ``name`` (``built_once``): for fixtures whose
+    commits and runs many tests read, each test free to change its own copy."""
+    def make(root: Path) -> None:
+        (root / "repo").mkdir()
+        git(root / "repo", "init", "-q", "-b", "main")
+        build(Repo(root / "repo"))
+
+    built = built_once(factory, name, make)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
