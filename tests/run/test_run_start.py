@@ -278,7 +278,8 @@ def test_an_import_over_the_preflights_limit_is_a_warning_and_the_run_goes_on(
     from gitevals.run import preflight
 
     monkeypatch.setattr(preflight, "IMPORT_TIMEOUT", 1.0)
-    agent = ("import time\ntime.sleep(2)\n\n\ndef respond(messages):\n"
+    # the import sleeps past the 1 s limit, counted from before it starts: always over
+    agent = ("import time\ntime.sleep(1.3)\n\n\ndef respond(messages):\n"
              "    return {'final_answer': 'ok'}\n")
     repo.commit({"agent.py": agent, "pyproject.toml": SETTINGS, "evals/cases/c.yaml": CASE})
     res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
