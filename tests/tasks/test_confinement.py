@@ -166,10 +166,17 @@ def test_a_fork_bomb_in_the_target_stops_at_its_limit(who: Who) -> None:
     assert _left(token) == 0
 
 
-def _left(token: str) -> int:
+def _left(token: str, grace: float = 0.5) -> int:
     """Processes of this test's bomb still alive: any with ``token`` on its command line
-    (the verifier's sleeping children, the target with its threads)."""
-    time.sleep(0.5)
+    (the verifier's sleeping children, the target with its threads), counted as soon as
+    none is left, or after ``grace`` s (a process killed has that long to go)."""
+    deadline = time.monotonic() + grace
+    while (out := _count(token)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return out
+
+
+def _count(token: str) -> int:
     out = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
