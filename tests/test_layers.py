@@ -75,10 +75,9 @@ def imports(module: str, path: Path | None = None) -> Iterator[tuple[str, str, i
     """(imported module, imported name or "", line) of every import in ``module`` (read
     from ``path``, default its file), wherever it stands (a function body, ``if
     TYPE_CHECKING:``...)."""
-    own = path is None
     path = path or modules()[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(parsed(path) if own else ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, "", node.lineno
@@ -91,12 +90,6 @@ def imports(module: str, path: Path | None = None) -> Iterator[tuple[str, str, i
                 sub = f"{base}.{alias.name}"
                 yield (sub, "", node.lineno) if sub in modules() else (base, alias.name,
                                                                        node.lineno)
-
-
-@cache
-def parsed(path: Path) -> ast.Module:
-    """A package file's syntax tree, parsed once for the tests that read it."""
-    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 @cache
@@ -195,11 +188,12 @@ def test_no_private_name_crosses_a_module() -> None:
              if name.startswith("_") and not name.startswith("__") and t != m}
     attrs = set()
     for path in modules().values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))  # once: both walks read it
         aliases = {a.asname or a.name.rpartition(".")[2]: f"{n.module}.{a.name}"
-                   for n in ast.walk(parsed(path))
+                   for n in ast.walk(tree)
                    if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("gitevals")
                    for a in n.names if f"{n.module}.{a.name}" in modules()}
-        for n in ast.walk(parsed(path)):
+        for n in ast.walk(tree):
             if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
                     and n.value.id in aliases and n.attr.startswith("_")
                     and not n.attr.startswith("__")):
