@@ -30,6 +30,17 @@ parent: on Linux an orphan goes to the nearest ancestor marked
   each conversation's holder, which forks the conversation's process from the worker's
   memory and becomes a holder. The worker reaps a holder only when the supervisor, having
   killed it, asks: until then its pid is its own.
+- **A kept holder per job slot, when the slots are few** (``_kept_holder``; gitevals
+  asks for one when a run has no more slots than CPUs, ``targets.keeps_holders``): a copy
+  of the supervisor forked once per slot, a subreaper in a session of its own, that
+  gitevals asks directly (a socket of its own) to start each conversation's target and,
+  at the conversation's end, to kill and reap everything beneath it (``_Kept``), so one
+  conversation at a time is beneath it. No fork, no exec, no round trip to the
+  supervisor per conversation; ~10 MB resident (~3 MB PSS: the rest is the supervisor's
+  pages, shared) instead of ~1.3 MB, hence only for few slots. It exits when the
+  supervisor is gone (the same pipe as ``cat``); one that dies or stops answering (a
+  target killed or stopped it) is ended by the supervisor as any holder, and its slot
+  gets a new one.
 - **gitevals itself is a subreaper for the whole run** (``subreaper``): what
   escapes elsewhere -- a grader's children, the subtree of a holder that a target
   killed -- is adopted by gitevals and swept when the run ends, before the
@@ -49,7 +60,9 @@ came from, and killing it could break another conversation still running.
 
 Cost (``benchmarks/bench_run.py``, ``benchmarks/bench_conversations.py``): one supervisor
 start per run; per conversation a fork and an exec of its holder, two round trips on a
-socket, and a few reads of ``/proc`` when it ends.
+socket, and a few reads of ``/proc`` when it ends (~7 ms of CPU in all, measured with a
+trivial target); with kept holders, two round trips with the slot's holder and its
+``posix_spawn`` of the target (~0.5 ms).
 
 Where this cannot work (not Linux, no ``/proc``, ``prctl`` refused) ``available``
 is false and targets are started directly in their own session and killed by
@@ -126,10 +139,12 @@ class Request(TypedDict, total=False):
 class Answer(TypedDict, total=False):
     """The supervisor's answer to a ``Request``: a started target (``pid``, ``holder``),
     a failure as ``OSError`` would say it (``errno``, ``error``), a warm worker's state
-    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``)."""
+    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``; a kept
+    holder says the target's exit ``code``)."""
 
     pid: int
     holder: int
+    code: int | None
     errno: int | None
     error: str
     start_failed: str
@@ -335,7 +350,7 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
     if len(fds) != 3 or not argv:
         raise OSError(0, "the request carried no argv or not three pipes")
     os.chdir(cwd)
-    env = os.environ if env is None else env
+    env = _environ() if env is None else env
     actions = [(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(fds)]
     exe = argv[0]
     paths = ([exe] if os.path.dirname(exe)
@@ -352,6 +367,18 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
         except OSError as exc:
             found = found or exc
     raise found or error
+
+
+_ENVIRON: dict[str, str] = {}
+
+
+def _environ() -> dict[str, str]:
+    """This process's environment as a plain dict, made once: ``posix_spawn`` given
+    ``os.environ`` decodes every variable again at each start (a tenth of a millisecond
+    per conversation in a kept holder). The supervisor never changes its environment."""
+    if not _ENVIRON:
+        _ENVIRON.update(os.environ)
+    return _ENVIRON
 
 
 def await_exit(pid: int, wait: float, ended: Callable[[], bool] | None = None) -> None:
@@ -464,6 +491,87 @@ def _hold(lifeline: int, program: str | None, said: int) -> None:
         os._exit(0)
 
 
+def _kept_holder(link: int, lifeline: int) -> None:
+    """Be a job slot's kept holder (forked by the supervisor): a subreaper in a session of
+    its own that starts one conversation's target at a time beneath it, asked by gitevals
+    on ``link``, and at the conversation's end kills and reaps everything beneath it
+    (``sweep``), so the next conversation starts with nothing beneath it. Exits when the
+    supervisor is gone (``lifeline``) or gitevals closes ``link``. Never returns."""
+    import socket
+
+    try:
+        os.setsid()
+        if not set_subreaper(True):
+            return
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:  # the run's other pipes
+            if fd > 2 and fd not in (link, lifeline):  # and sockets are not ours to hold
+                with suppress(OSError):
+                    os.close(fd)
+        sock = socket.socket(fileno=link)
+        buffer = _buffer()
+        kept = _Kept()
+        while lifeline not in select.select([link, lifeline], [], [])[0]:
+            data, fds = _request(sock, buffer)
+            if not data:
+                break  # gitevals is done with this slot (or gone)
+            sock.send(json.dumps(kept.turn(json.loads(data), fds)).encode())
+            if kept.stuck:  # what cannot be killed must not be beneath the next
+                os._exit(0)  # conversation: it goes to the supervisor, as from ``cat``
+        else:  # the supervisor is gone: as a holder that waits as a program, go at once
+            os._exit(0)  # (what is beneath goes to gitevals' subreaper)
+    finally:  # a slot that closes leaves nothing beneath its holder
+        with suppress(BaseException):
+            sweep()
+        os._exit(0)
+
+
+class _Kept:
+    """A kept holder's one conversation at a time: ``spawn`` starts its target beneath
+    the holder (``{"pid"}`` or the error); ``end`` kills the target and everything else
+    beneath the holder, reaps them all and says the target's exit code (``{"code"}``).
+    The target is our unreaped child until then: its pid cannot have been reused."""
+
+    def __init__(self) -> None:
+        self.target: int | None = None
+        self.stuck = False  # a sweep left processes it could not kill: retire
+
+    def turn(self, request: Request, fds: list[int]) -> dict[str, object]:
+        try:
+            if request.get("op") == "spawn":
+                return self._spawn(request, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return {"ended": True, "code": self._end()}
+
+    def _spawn(self, request: Request, fds: list[int]) -> dict[str, object]:
+        if self.target is not None:  # never ended (cannot happen): end it first
+            self._end()
+        try:
+            self.target = _spawn(request["argv"], request["cwd"], request.get("env"), fds)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        return {"pid": self.target}
+
+    def _end(self) -> int | None:
+        target, self.target = self.target, None
+        code = None
+        if target is not None:
+            with suppress(ProcessLookupError):
+                os.kill(target, signal.SIGKILL)
+            with suppress(ChildProcessError):
+                if (status := os.waitpid(target, os.WNOHANG))[0] == 0:
+                    await_exit(target, SWEEP_LIMIT)  # dying; or stuck, and then bounded
+                    status = os.waitpid(target, os.WNOHANG)
+                if status[0] == target:
+                    code = os.waitstatus_to_exitcode(status[1])
+        self.stuck = bool(sweep())
+        return code
+
+
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
@@ -497,20 +605,28 @@ class _Zygote:
 
     @classmethod
     def start(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-              wait: float) -> _Zygote:
+              wait: float, watch: socket.socket | None = None) -> _Zygote:
         """A worker for ``argv`` (``--zygote SPEC``) started now, once it has imported."""
-        return cls.spawn(argv, cwd, env).loaded(wait)
+        return cls.spawn(argv, cwd, env).loaded(wait, watch)
 
-    def load(self, cwd: str, spec: str, wait: float) -> _Zygote:
+    def load(self, cwd: str, spec: str, wait: float,
+             watch: socket.socket | None = None) -> _Zygote:
         """This ``--boot`` worker, told to import ``spec`` in ``cwd``, once it has."""
         with suppress(OSError):  # it died: ``loaded`` reads its end and says so
             self.sock.send(json.dumps({"op": "load", "cwd": cwd, "spec": spec}).encode())
-        return self.loaded(wait)
+        return self.loaded(wait, watch)
 
-    def loaded(self, wait: float) -> _Zygote:
+    def loaded(self, wait: float, watch: socket.socket | None = None) -> _Zygote:
         """Wait at most ``wait`` s for the worker's word on its import: ``error`` None
-        once it imported, else why not (``slow`` when it took too long)."""
-        self.sock.settimeout(wait)
+        once it imported, else why not (``slow`` when it took too long). Once ``watch``
+        (gitevals' end of this supervisor) has closed -- gitevals was interrupted --
+        nobody waits for the import: it ends at once, as ``slow``, and the supervisor
+        goes on to see gitevals gone and sweep."""
+        deadline = time.monotonic() + wait
+        if not _first(self.sock, watch, wait):
+            self.slow, self.error = True, "gitevals stopped waiting for the import"
+            return self
+        self.sock.settimeout(max(deadline - time.monotonic(), 0.01))
         ready = self._receive()
         self.sock.settimeout(None)
         self.error = None if ready.get("ready") else str(
@@ -555,6 +671,28 @@ class _Zygote:
             os.waitpid(self.pid, 0)
 
 
+def _first(sock: socket.socket, watch: socket.socket | None, wait: float) -> bool:
+    """False when ``watch`` closes before ``sock`` has something to read (or ``wait`` s
+    pass); True otherwise. A message on ``watch`` is left for its reader."""
+    import socket
+
+    deadline = time.monotonic() + wait
+    while watch is not None and (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([sock, watch], [], [], left)
+        if sock in readable or not readable:
+            return True
+        try:
+            closed = not watch.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            closed = False
+        except OSError:
+            closed = True
+        if closed:
+            return False
+        watch = None  # a message, not the end: wait for the worker alone
+    return True
+
+
 def _boot_key(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
     """What a ``--boot`` worker and a ``--zygote SPEC`` worker share when one can become
     the other: the interpreter, the worker script, the environment."""
@@ -565,7 +703,8 @@ class _Holders:
     """The supervisor's state: the holders of the conversations running now (each with
     its target's pid), and the warm workers of the python targets it started."""
 
-    def __init__(self) -> None:
+    def __init__(self, gitevals: socket.socket | None = None) -> None:
+        self.gitevals = gitevals  # gitevals' end: a wait for an import ends when it closes
         # Only the supervisor holds the write end: holders read its end when it is gone.
         self.lifeline, self._lifeline_w = os.pipe()
         self.program = hold_program()
@@ -574,6 +713,8 @@ class _Holders:
         self.zygotes: dict[str, _Zygote] = {}
         self.booted: dict[str, _Zygote] = {}  # started ``--boot``, told nothing yet
         self.started: set[str] = set()  # ``_boot_key`` of every warm worker started
+        self.kept: set[int] = set()  # the job slots' kept holders (``_kept_holder``)
+        self.handed: list[int] = []  # descriptors the answer carries (a kept holder's link)
 
     def serve(self, request: Request, fds: list[int]) -> dict[str, object]:
         op = request.get("op")
@@ -584,8 +725,14 @@ class _Holders:
             for fd in fds:
                 os.close(fd)
         holder = request.get("holder")
+        if op == "end" and isinstance(holder, int) and holder in self.kept:
+            # its link failed (the holder died, or hangs): ended as a holder of ours (its
+            self.kept.discard(holder)  # target, ours once it died, is reaped as a stray)
+            self.held[holder] = 0
         if op == "end" and isinstance(holder, int) and holder in self.held:
             return self._end(holder)
+        if op == "keep":
+            return self._keep()
         if op == "warm":
             return self._ready(request["zygote"], request["cwd"], request.get("env"),
                                float(request.get("wait", 0)))
@@ -629,9 +776,9 @@ class _Holders:
         if zygote is None:
             self.started.add(_boot_key(argv, env))
             booted = self.booted.pop(_boot_key(argv, env), None)
-            zygote = (booted.load(cwd, argv[-1], wait)
+            zygote = (booted.load(cwd, argv[-1], wait, self.gitevals)
                       if booted is not None and argv[2:3] == ["--zygote"] and len(argv) == 4
-                      else _Zygote.start(argv, cwd, env, wait))
+                      else _Zygote.start(argv, cwd, env, wait, self.gitevals))
             self._stop_booted()  # one python target a run: any other start was a wrong guess
             if zygote.error is not None:
                 zygote.stop()
@@ -709,6 +856,32 @@ class _Holders:
             zygote.stop()
         return None
 
+    def _keep(self) -> dict[str, object]:
+        """Fork a kept holder for a job slot (``_kept_holder``): its pid, and gitevals' end of the
+        socket it listens on, handed over with the answer."""
+        import socket
+
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        try:
+            holder = os.fork()
+        except OSError as exc:  # the slot forks a holder per conversation instead
+            ours.close()
+            theirs.close()
+            return {"errno": exc.errno, "error": exc.strerror or str(exc)}
+        if holder == 0:  # one thread here: forking is safe
+            try:
+                ours.close()
+                _kept_holder(theirs.fileno(), self.lifeline)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.kept.add(holder)
+        self.handed.append(ours.detach())
+        return {"holder": holder}
+
     def _end(self, holder: int) -> dict[str, object]:
         """Kill the holder (gitevals killed what was alive beneath it; anything that came
         since is killed here) and reap it with the dead it leaves."""
@@ -731,8 +904,10 @@ class _Holders:
         """Reap our dead children that no running conversation owns: what a holder leaves
         to us when it dies. A running conversation's target keeps its pid, even when its
         holder was killed and it is ours."""
-        kept = {*self.held, *self.held.values(), *(z.pid for z in self.zygotes.values()),
-                *(z.pid for z in self.booted.values())}
+        kept = {*self.held, *self.held.values(), *self.kept,
+                *(z.pid for z in self.zygotes.values()), *(z.pid for z in self.booted.values())}
+        if any(zombie_code(pid) is not None for pid in self.kept):
+            return  # a kept holder died: its target, ours now, is not known here yet
         kids = _children(os.getpid())
         if kids is None:
             kids = [row[0] for row in _process_tree().get(os.getpid(), [])]
@@ -775,7 +950,7 @@ def supervisor_main() -> None:
     sock = socket.socket(fileno=os.dup(0))  # a socket pair end (dup: close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
-    holders = _Holders()
+    holders = _Holders(sock)
     buffer = _buffer()
     sock.send(b'{"ready": true}')
     try:
@@ -783,7 +958,14 @@ def supervisor_main() -> None:
             data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done (or gone)
-            sock.send(json.dumps(holders.serve(json.loads(data), fds)).encode())
+            answer = json.dumps(holders.serve(json.loads(data), fds)).encode()
+            if holders.handed:
+                socket.send_fds(sock, [answer], holders.handed)
+            else:
+                sock.send(answer)
+            for fd in holders.handed:
+                os.close(fd)
+            holders.handed.clear()
     finally:  # whatever went wrong, nothing stays behind
         sweep()
         os._exit(0)
@@ -873,6 +1055,29 @@ class Channel:
                 raise self._lost(f"cannot send: {exc}") from None
             return self._receive(limit + ANSWER_LIMIT)
 
+    def keep(self) -> tuple[int, socket.socket] | None:
+        """A kept holder for a job slot (``_kept_holder``): its pid and the socket it
+        listens on; None when the supervisor could not make one."""
+        import socket
+
+        with self._lock:
+            if self.gone:
+                raise SupervisorGone("it was killed before")
+            try:
+                self.sock.send(b'{"op": "keep"}')
+                self.sock.settimeout(ANSWER_LIMIT)
+                data, fds = _request(self.sock, self._buffer)
+            except OSError as exc:
+                raise self._lost(f"no answer: {exc}") from None
+            if not data:
+                raise self._lost("it exited")
+        holder = json.loads(data).get("holder")
+        if isinstance(holder, int) and len(fds) == 1:
+            return holder, socket.socket(fileno=fds[0])
+        for fd in fds:
+            os.close(fd)
+        return None
+
     def close(self) -> None:
         """Let the supervisor sweep and exit; kill it if it does not."""
         import subprocess
@@ -894,11 +1099,16 @@ class Supervisor:
     """One job slot's use of the run's supervisor: starts, asks about and ends one target
     at a time (with its holder). Not thread-safe: one slot, one thread."""
 
-    def __init__(self, channel: Channel, owner: bool = False) -> None:
+    def __init__(self, channel: Channel, owner: bool = False, keep: bool = False) -> None:
         self.channel = channel
         self.owner = owner  # closing the slot stops the supervisor
         self.target: int | None = None
         self.holder: int | None = None
+        #: the slot keeps one holder for all its conversations (``_kept_holder``): no
+        #: fork and exec of a holder, no round trip to the supervisor, per conversation
+        self.keep = keep
+        self._kept: tuple[int, socket.socket] | None = None  # its pid and socket
+        self._by_kept = False  # the running target is beneath the kept holder
 
     @classmethod
     def start(cls) -> Supervisor | None:
@@ -925,6 +1135,8 @@ class Supervisor:
                    "env": None if env is None else dict(env), "wait": wait}
         if zygote:
             request["zygote"] = list(zygote)
+        elif self.keep and (pid := self._spawn_kept(request, fds)) is not None:
+            return pid
         answer = self.channel.ask(request, wait, fds)
         if "start_failed" in answer:
             raise StartFailed(str(answer["start_failed"]))
@@ -932,6 +1144,49 @@ class Supervisor:
             raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
         self.target, self.holder = int(answer["pid"]), int(answer["holder"])
         return self.target
+
+    def _spawn_kept(self, request: Request, fds: Sequence[int]) -> int | None:
+        """Start the target beneath the slot's kept holder (forked on first use); None
+        when there is none to be had (then this conversation gets a holder of its own)."""
+        if self._kept is None:
+            self._kept = self.channel.keep()
+            if self._kept is None:
+                self.keep = False
+                return None
+        answer = self._ask_kept(request, fds)
+        if answer is None:  # killed (by a target of its) between conversations
+            self._lose_kept()
+            return None
+        if "pid" not in answer:
+            raise OSError(answer.get("errno") or 0, answer.get("error", "cannot start"))
+        self.target, self.holder = int(answer["pid"]), self._kept[0]
+        self._by_kept = True
+        return self.target
+
+    def _ask_kept(self, request: Request, fds: Sequence[int] = ()) -> Answer | None:
+        """The kept holder's answer; None when it is dead or does not answer in time."""
+        import socket
+
+        assert self._kept is not None
+        link = self._kept[1]
+        try:
+            link.settimeout(ANSWER_LIMIT + SWEEP_LIMIT)
+            socket.send_fds(link, [json.dumps(request).encode()], list(fds))
+            data = link.recv(4096)
+        except OSError:
+            return None
+        answer: Answer | None = json.loads(data) if data else None
+        return answer
+
+    def _lose_kept(self) -> None:
+        """The kept holder is dead or stuck: the supervisor ends it as any holder of its
+        own (what it held is beneath the supervisor now); the next conversation gets a
+        new one."""
+        assert self._kept is not None
+        (holder, link), self._kept = self._kept, None
+        link.close()
+        sweep_beneath(holder)
+        self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
 
     def warm(self, zygote: Sequence[str], cwd: str, env: Mapping[str, str] | None,
              wait: float) -> str | None:
@@ -959,14 +1214,24 @@ class Supervisor:
         if target is None or holder is None:
             return None
         self.target = self.holder = None
+        by_kept, self._by_kept = self._by_kept, False
+        if by_kept and (answer := self._ask_kept({"op": "end"})) is not None:
+            return answer.get("code")  # it killed and reaped all that was beneath it
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(target, signal.SIGKILL)  # unreaped until the holder goes: still its own
         code = target_status(target, SWEEP_LIMIT)
+        if by_kept:  # the kept holder is dead or stuck
+            self._lose_kept()
+            return code
         sweep_beneath(holder)
         self.channel.ask({"op": "end", "holder": holder}, SWEEP_LIMIT)
         return code
 
     def close(self) -> None:
-        """A slot of its own supervisor stops it (which first kills what is beneath it)."""
+        """Let go of the kept holder (it sweeps what is beneath it and exits); a slot of
+        its own supervisor stops it (which first kills what is beneath it)."""
+        if self._kept is not None:
+            self._kept[1].close()
+            self._kept = None
         if self.owner:
             self.channel.close()

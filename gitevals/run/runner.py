@@ -45,6 +45,7 @@ from gitevals.run.targets import (
     SharedTarget,
     TargetError,
     Turn,
+    keeps_holders,
     target_argv,
     zygote_argv,
 )
@@ -183,6 +184,7 @@ class Execution:
         #: may then raise there (gitevals.run.sequential)
         self.looking = False
         self.registry = registry or ProcessRegistry()
+        self.registry.keep_holders = keeps_holders(self.jobs)
         # ``[target] conversations = "many"``: one command process serves them all
         self.shared = (SharedTarget(self.argv, tree_dir, self._env, self.registry)
                        if target and target.command and target.conversations == "many"

@@ -30,7 +30,10 @@ PRICING = """
 "agent-2026-01-01" = { input = 1.0, output = 2.0 }
 "judge-2026-01-15" = { input = 10.0, output = 100.0 }
 """
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n' + PRICING
+#: The harness imports only the standard library: started with -S (no site), a third of
+#: a Python start per conversation.
+COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
+SETTINGS = COMMAND + PRICING
 
 
 def _case(trials: int, expect: str = "[{final_answer_contains: Paris}]") -> str:
@@ -103,8 +106,7 @@ def test_a_bad_cost_limit_is_one_line(repo: Repo, given: str) -> None:
                                  '{ input = "1", output = 1.0 }',
                                  "{ input = 1e7, output = 1.0 }"])
 def test_a_bad_price_is_a_settings_finding(repo: Repo, row: str) -> None:
-    settings = (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-                f'[tool.gitevals.pricing.models]\n"m" = {row}\n')
+    settings = COMMAND + f'[tool.gitevals.pricing.models]\n"m" = {row}\n'
     _setup(repo, _case(1), settings)
     res = run_cli("lint", cwd=repo.path)
     assert res.code == 1 and "pyproject.toml:" in res.out + res.err

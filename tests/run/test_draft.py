@@ -8,7 +8,15 @@ from pathlib import Path
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo, run_cli
-from tests.support.runs import only_artifact, scenario_case, setup
+from tests.support import runs
+from tests.support.runs import only_artifact, scenario_case
+
+
+def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None) -> str:
+    """``runs.setup`` with the example harness started with -S (standard library only:
+    the same command target, a third of a Python start per conversation)."""
+    return runs.setup(repo, cases, graders, runs.SETTINGS_NO_SITE)
+
 
 GRADER = "def said_paris(t, case, run):\n    return 'Paris' in run['final_answer']\n"
 DRAFT = ("defaults: {trials: 3, timeout: 5s}\nscenarios:\n  - id: ok-draft\n"

@@ -109,9 +109,7 @@ if __name__ == "__main__":
         print(json.dumps(turn(msg["case"], msg["scenario"])), flush=True)
 '''
 
-#: The harnesses import only the standard library: started with -S (no site), the same
-#: command target for a third of a Python start.
-COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
+COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
 PYTHON = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 GRADER = '''\
@@ -430,7 +428,8 @@ def test_concurrent_conversations_share_one_supervisor_each_under_a_small_holder
     cases = {f"c{n}": _case("s") for n in range(4)}
     files: dict[str, str | bytes] = {f"evals/cases/{n}.yaml": c for n, c in cases.items()}
     repo.commit({"harness.py": harness, "pyproject.toml": settings, **files})
-    res = run_cli("run", "--jobs", "4", "--format", "json", cwd=repo.path,
+    # more slots than CPUs (and than KEPT_HOLDERS): a holder per conversation, not per slot
+    res = run_cli("run", "--jobs", "16", "--format", "json", cwd=repo.path,
                   env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
     seen = [json.loads(s["results"][0]["transcript"]["final_answer"])

@@ -50,8 +50,9 @@ CASE = ("defaults: {trials: 2, timeout: 10s}\nscenarios:\n"
 
 
 def _settings(extra: str = "") -> str:
+    # the harness imports only the standard library: -S skips site at each start
     return (f"[tool.gitevals]\n{extra}\n[tool.gitevals.target]\n"
-            f'command = ["{sys.executable}", "harness.py"]\n')
+            f'command = ["{sys.executable}", "-S", "harness.py"]\n')
 
 
 def test_diff_shows_each_sides_duration(repo: Repo) -> None:

@@ -16,25 +16,16 @@ from gitevals.run.archive import digest
 from gitevals.run.store import local_runs, parse_note, ranked, run_of_commit
 from gitevals.run.summary import pack, summarize
 from tests.conftest import GIT_ENV, Repo, run_cli
-from tests.support import runs
 from tests.support.runs import (
     HARNESS,
+    SETTINGS,
     TONE,
     artifacts,
     only_artifact,
     scenario_case,
     scenarios,
+    setup,
 )
-
-#: The example harness as a command target, its interpreter started with -S (it imports
-#: only the standard library): the same protocol and misbehaviours, a cheaper start for
-#: each of the file's conversations.
-SETTINGS = runs.SETTINGS_NO_SITE
-
-
-def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
-          settings: str = SETTINGS) -> str:
-    return runs.setup(repo, cases, graders, settings)
 
 BAD = """\
 defaults: {trials: 2, timeout: 20s}

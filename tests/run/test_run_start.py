@@ -12,17 +12,20 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from pathlib import Path
 
 import pytest
 
 from gitevals import api
 from gitevals.git.trees import Tree
 from gitevals.run import reaper
-from tests.conftest import Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, run_cli
 
 # What the conversation's process sees of where it runs (it is a fork of the worker, so
 # its /proc cmdline is the worker's as started).
@@ -218,3 +221,70 @@ def test_a_caller_without_frozen_objects_gets_the_runs_back_to_collect(repo: Rep
         assert gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.freeze()  # as the test session had it
+
+
+# A module whose import takes a minute; it says when it has begun.
+SLOW_IMPORT = """\
+import os, time
+
+open(os.environ["IMPORT_BEGUN"], "w").close()
+time.sleep(60)
+
+
+def respond(messages):
+    return {"final_answer": "ok"}
+"""
+
+
+def _gone(pids: set[int], grace: float = 5.0) -> bool:
+    deadline = time.monotonic() + grace
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_run_interrupted_while_its_target_imports_stops_at_once_leaving_nothing(
+        repo: Repo, tmp_path: Path) -> None:
+    # The supervisor waits for the import (up to 20 s) and also watches gitevals: once
+    # gitevals lets go of it, the wait ends, and the worker with everything else.
+    begun = tmp_path / "begun"
+    repo.commit({"agent.py": SLOW_IMPORT, "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run", "--no-note"],
+                            cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **GIT_ENV, "IMPORT_BEGUN": str(begun)})
+    try:
+        deadline = time.monotonic() + 60
+        while not begun.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert begun.exists()
+        beneath = set(reaper.descendants(proc.pid))
+        assert any(b"pyworker" in a for pid in beneath for a in _argv(pid))
+        asked = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and err.strip() == "gitevals: interrupted"
+        assert time.monotonic() - asked < 10  # not the import's 20 s limit waited out
+        assert _gone(beneath)
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_an_import_over_the_preflights_limit_is_a_warning_and_the_run_goes_on(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals.run import preflight
+
+    monkeypatch.setattr(preflight, "IMPORT_TIMEOUT", 1.0)
+    agent = ("import time\ntime.sleep(2)\n\n\ndef respond(messages):\n"
+             "    return {'final_answer': 'ok'}\n")
+    repo.commit({"agent.py": agent, "pyproject.toml": SETTINGS, "evals/cases/c.yaml": CASE})
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert res.err.strip().splitlines() == [
+        "gitevals: warning: python target agent:respond took over 1 s to import; running "
+        "anyway"]
+    assert _reply(res.out)["final_answer"] == "ok"
+    assert not _ours()

@@ -30,7 +30,7 @@ for line in sys.stdin:
 """
 SETTINGS = f"""\
 [tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
+command = ["{sys.executable}", "-S", "harness.py"]
 
 [tool.gitevals.goldens]
 graders = {{tone = "checks.exact"}}

@@ -24,11 +24,9 @@ from tests.support.paths import SCHEMAS
 
 
 def _script(tmp_path: Path, body: str) -> list[str]:
-    """A command target running ``body``; standard library only, so started with -S (no
-    site: a third of a Python start)."""
     path = tmp_path / "target.py"
     path.write_text("import json, os, sys, time\n" + body)
-    return [sys.executable, "-S", str(path)]
+    return [sys.executable, str(path)]
 
 
 def _msg(text: str = "hi", turn: int = 0) -> dict[str, Any]:
