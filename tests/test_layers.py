@@ -188,11 +188,12 @@ def test_no_private_name_crosses_a_module() -> None:
              if name.startswith("_") and not name.startswith("__") and t != m}
     attrs = set()
     for path in modules().values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))  # once: both walks read it
         aliases = {a.asname or a.name.rpartition(".")[2]: f"{n.module}.{a.name}"
-                   for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   for n in ast.walk(tree)
                    if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("gitevals")
                    for a in n.names if f"{n.module}.{a.name}" in modules()}
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for n in ast.walk(tree):
             if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
                     and n.value.id in aliases and n.attr.startswith("_")
                     and not n.attr.startswith("__")):

@@ -24,6 +24,7 @@ import pytest
 from gitevals.run import reaper
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.support.supervised import LEAVES, gone, kill_if_ours, start, wait_for
 
 # Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
 # in a.pid, then answers or hangs. Case b (run after a, with --jobs 1) reports whether
@@ -159,19 +160,6 @@ def _ours(pids: Path) -> list[int]:
     return found
 
 
-def _gone(pid: int, grace: float = 2.0) -> bool:
-    """Whether ``pid`` is gone (not even a zombie), waiting up to ``grace`` s."""
-    deadline = time.monotonic() + grace
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def pids(tmp_path: Path) -> Iterator[Path]:
     """Where leftovers write their pids; whatever of the test is still alive afterwards
@@ -213,7 +201,7 @@ def test_a_leftover_is_gone_when_its_trial_ends(repo: Repo, pids: Path, how: str
     assert res.code == code, res.err
     # b's target looked while the run went on: a's leftover was already gone.
     assert _check(repo) == "a left a process that is gone"
-    assert _gone(_leftovers(pids)["a"])
+    assert gone(_leftovers(pids)["a"])
 
 
 INTERRUPTS = [("SIGINT", signal.SIGINT, 130), ("SIGTERM", signal.SIGTERM, 130),
@@ -237,7 +225,7 @@ def test_a_leftover_is_gone_when_the_run_is_interrupted(repo: Repo, pids: Path, 
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == code, err
-        assert _gone(_leftovers(pids)["a"])
+        assert gone(_leftovers(pids)["a"])
     finally:
         proc.kill()
         proc.communicate()
@@ -248,7 +236,7 @@ def test_a_python_targets_leftover_is_gone_when_its_trial_ends(repo: Repo, pids:
     res = run_cli("run", "--jobs", "1", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
     assert _check(repo) == "a left a process that is gone"
-    assert _gone(_leftovers(pids)["a"])
+    assert gone(_leftovers(pids)["a"])
 
 
 def test_a_graders_leftover_is_gone_when_the_run_ends(repo: Repo, pids: Path) -> None:
@@ -257,7 +245,7 @@ def test_a_graders_leftover_is_gone_when_the_run_ends(repo: Repo, pids: Path) ->
     assert res.code == 0, res.err
     left = _leftovers(pids)
     assert sorted(left) == ["a", "grader"]
-    assert all(_gone(pid) for pid in left.values()), left
+    assert all(gone(pid) for pid in left.values()), left
 
 
 def test_a_program_that_calls_gitevals_keeps_its_own_processes(repo: Repo, pids: Path) -> None:
@@ -269,7 +257,7 @@ def test_a_program_that_calls_gitevals_keeps_its_own_processes(repo: Repo, pids:
     try:
         res = run_cli("run", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
         assert res.code == 0, res.err
-        assert all(_gone(pid) for pid in _leftovers(pids).values())
+        assert all(gone(pid) for pid in _leftovers(pids).values())
         assert mine.poll() is None
         mine.communicate(b"", timeout=30)
         assert mine.returncode == 7
@@ -286,15 +274,10 @@ def test_a_target_that_kills_its_supervisor_leaves_nothing_after_the_run(
     res = run_cli("run", "--jobs", "1", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
     assert res.code == 0, res.err
     assert _check(repo) == "a left a process that is alive"
-    assert _gone(_leftovers(pids)["a"])
+    assert gone(_leftovers(pids)["a"])
 
 
 # --- the supervisor on its own ---------------------------------------------------------
-
-LEAVES = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n"
-          "    open(sys.argv[1], 'w').write(str(os.getpid()))\n    time.sleep(600)\n"
-          "sys.stdin.read()\nsys.exit(int(sys.argv[2]))\n")
-
 
 @pytest.fixture
 def supervisor() -> Iterator[reaper.Supervisor]:
@@ -306,69 +289,45 @@ def supervisor() -> Iterator[reaper.Supervisor]:
         sup.close()
 
 
-def _start(sup: reaper.Supervisor, tmp_path: Path, argv: list[str]) -> tuple[int, int]:
-    """Start ``argv`` with stdin a pipe and stdout/stderr /dev/null; (pid, stdin's fd)."""
-    r, w = os.pipe()
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        return sup.spawn(argv, str(tmp_path), None, (r, null, null)), w
-    finally:
-        os.close(r)
-        os.close(null)
-
-
-def _wait_for(path: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not (path.exists() and path.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return int(path.read_text())
-
-
-def _kill_if_ours(pid: int, path: Path) -> None:
-    cmd = Path(f"/proc/{pid}/cmdline")
-    if cmd.exists() and str(path).encode() in cmd.read_bytes():
-        os.kill(pid, signal.SIGKILL)
-
-
 @pytest.mark.parametrize(("code", "expected"), [(0, 0), (3, 3)], ids=["exit-0", "exit-3"])
 def test_end_reports_the_exit_code_and_kills_what_the_target_left(
         supervisor: reaper.Supervisor, tmp_path: Path, code: int, expected: int) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
     pidfile = tmp_path / "left.pid"
-    _, stdin = _start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
-    left = _wait_for(pidfile)
+    _, stdin = start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
+    left = wait_for(pidfile)
     try:
         os.close(stdin)
         assert supervisor.status(10) == expected
-        assert _gone(left, grace=0) is False  # the target exited; its leftover did not
+        assert gone(left, grace=0) is False  # the target exited; its leftover did not
         assert supervisor.end() == expected
-        assert _gone(left, grace=0)
+        assert gone(left, grace=0)
     finally:
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_supervisor_whose_gitevals_goes_away_kills_what_is_beneath_it(
         supervisor: reaper.Supervisor, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
     pidfile = tmp_path / "left.pid"
-    pid, stdin = _start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = _wait_for(pidfile)
+    pid, stdin = start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
+    left = wait_for(pidfile)
     try:
         supervisor.close()  # no `end`: as if gitevals had been killed
-        assert _gone(left) and _gone(pid)
+        assert gone(left) and gone(pid)
     finally:
         os.close(stdin)
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_command_that_cannot_start_is_an_os_error_as_popen_raises_it(
         supervisor: reaper.Supervisor, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        _start(supervisor, tmp_path, ["no-such-harness-xyz"])
+        start(supervisor, tmp_path, ["no-such-harness-xyz"])
     (tmp_path / "not-executable").write_text("")
     with pytest.raises(PermissionError):
-        _start(supervisor, tmp_path, ["./not-executable"])
-    pid, stdin = _start(supervisor, tmp_path, ["true"])  # found on PATH; still usable
+        start(supervisor, tmp_path, ["./not-executable"])
+    pid, stdin = start(supervisor, tmp_path, ["true"])  # found on PATH; still usable
     os.close(stdin)
     assert pid > 0 and supervisor.status(10) == 0 and supervisor.end() == 0
 

@@ -21,12 +21,7 @@ import pytest
 from gitevals.run import reaper
 from gitevals.run.targets import KEPT_HOLDERS, keeps_holders
 from tests.conftest import Repo, run_cli
-
-# Leaves a process in a session of its own (its pid in argv[1]), then waits for stdin's
-# end and exits with code argv[2].
-LEAVES = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n"
-          "    open(sys.argv[1], 'w').write(str(os.getpid()))\n    time.sleep(600)\n"
-          "sys.stdin.read()\nsys.exit(int(sys.argv[2]))\n")
+from tests.support.supervised import LEAVES, gone, kill_if_ours, start, wait_for
 
 
 @pytest.fixture
@@ -40,45 +35,9 @@ def slot() -> Iterator[reaper.Supervisor]:
         sup.close()
 
 
-def _start(sup: reaper.Supervisor, cwd: Path, argv: list[str]) -> tuple[int, int]:
-    """Start ``argv`` with stdin a pipe and stdout/stderr /dev/null; (pid, stdin's fd)."""
-    r, w = os.pipe()
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        return sup.spawn(argv, str(cwd), None, (r, null, null)), w
-    finally:
-        os.close(r)
-        os.close(null)
-
-
-def _wait_for(path: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not (path.exists() and path.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return int(path.read_text())
-
-
 def _parent(pid: int) -> int:
     data = Path(f"/proc/{pid}/stat").read_text()
     return int(data[data.rindex(")") + 2:].split()[1])
-
-
-def _gone(pid: int, grace: float = 5.0) -> bool:
-    deadline = time.monotonic() + grace
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-
-
-def _kill_if_ours(pid: int, path: Path) -> None:
-    cmd = Path(f"/proc/{pid}/cmdline")
-    if cmd.exists() and str(path).encode() in cmd.read_bytes():
-        os.kill(pid, signal.SIGKILL)
 
 
 def _conversation(sup: reaper.Supervisor, tmp_path: Path, name: str,
@@ -86,8 +45,8 @@ def _conversation(sup: reaper.Supervisor, tmp_path: Path, name: str,
     """One conversation whose target leaves a process in a session of its own: (the
     target's holder, the leftover's pid, the exit code ``end`` reports)."""
     pidfile = tmp_path / f"{name}.pid"
-    target, stdin = _start(sup, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
-    left = _wait_for(pidfile)
+    target, stdin = start(sup, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
+    left = wait_for(pidfile)
     try:
         holder = _parent(target)
         assert left in reaper.descendants(holder)
@@ -95,16 +54,16 @@ def _conversation(sup: reaper.Supervisor, tmp_path: Path, name: str,
         assert sup.status(10) == code
         return holder, left, sup.end()
     finally:
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_slot_runs_its_conversations_beneath_one_kept_holder(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
     first, left_first, code_first = _conversation(slot, tmp_path, "a", 0)
-    assert code_first == 0 and _gone(left_first, grace=0)  # swept when its conversation ended
+    assert code_first == 0 and gone(left_first, grace=0)  # swept when its conversation ended
     second, left_second, code_second = _conversation(slot, tmp_path, "b", 3)
-    assert code_second == 3 and _gone(left_second, grace=0)
+    assert code_second == 3 and gone(left_second, grace=0)
     assert first == second  # one holder, forked once for the slot
     assert _parent(first) == slot.channel.proc.pid  # the supervisor's child
     assert not reaper.descendants(first)  # nothing beneath it between conversations
@@ -114,21 +73,21 @@ def test_a_kept_holder_its_target_killed_is_replaced_and_its_leftover_swept_at_t
         slot: reaper.Supervisor, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
     pidfile = tmp_path / "a.pid"
-    target, stdin = _start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = _wait_for(pidfile)
+    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
+    left = wait_for(pidfile)
     try:
         holder = _parent(target)
         os.kill(holder, signal.SIGKILL)  # as a target that kills its parent
         os.close(stdin)
         assert slot.status(10) == 0  # read from /proc: the target is the supervisor's now
         assert slot.end() == 0  # which ended the dead holder in the slot's stead
-        assert _gone(holder)
+        assert gone(holder, 5.0, 0.02)
         fresh, left_b, code = _conversation(slot, tmp_path, "b", 0)
-        assert fresh != holder and code == 0 and _gone(left_b, grace=0)
+        assert fresh != holder and code == 0 and gone(left_b, grace=0)
         slot.close()  # the run ends: what the dead holder left goes with the supervisor
-        assert _gone(left)
+        assert gone(left, 5.0, 0.02)
     finally:
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_limit(
@@ -137,8 +96,8 @@ def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_l
     monkeypatch.setattr(reaper, "SWEEP_LIMIT", 1.0)  # (beyond its sweep)
     (tmp_path / "t.py").write_text(LEAVES)
     pidfile = tmp_path / "a.pid"
-    target, stdin = _start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = _wait_for(pidfile)
+    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
+    left = wait_for(pidfile)
     try:
         holder = _parent(target)
         os.kill(holder, signal.SIGSTOP)  # as a target that stops its parent
@@ -146,36 +105,36 @@ def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_l
         started = time.monotonic()
         assert slot.end() is not None  # the group killed, the code read from /proc
         assert time.monotonic() - started < 0.5 + 1.0 + 5
-        assert _gone(left) and _gone(holder)  # what was beneath it too
+        assert gone(left, 5.0, 0.02) and gone(holder, 5.0, 0.02)  # what was beneath it too
         fresh, left_b, code = _conversation(slot, tmp_path, "b", 0)
-        assert fresh != holder and code == 0 and _gone(left_b, grace=0)
+        assert fresh != holder and code == 0 and gone(left_b, grace=0)
     finally:
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_kept_holder_goes_with_its_supervisor_and_what_is_beneath_it(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(LEAVES)
     pidfile = tmp_path / "a.pid"
-    target, stdin = _start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = _wait_for(pidfile)
+    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
+    left = wait_for(pidfile)
     try:
         holder = _parent(target)
         slot.close()  # no `end`: as if gitevals had been killed
-        assert _gone(left) and _gone(target) and _gone(holder)
+        assert gone(left, 5.0, 0.02) and gone(target, 5.0, 0.02) and gone(holder, 5.0, 0.02)
     finally:
         os.close(stdin)
-        _kill_if_ours(left, pidfile)
+        kill_if_ours(left, pidfile)
 
 
 def test_a_kept_holder_says_why_a_command_cannot_start_and_serves_on(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        _start(slot, tmp_path, ["no-such-harness-xyz"])
+        start(slot, tmp_path, ["no-such-harness-xyz"])
     (tmp_path / "not-executable").write_text("")
     with pytest.raises(PermissionError):
-        _start(slot, tmp_path, ["./not-executable"])
-    pid, stdin = _start(slot, tmp_path, ["cat"])  # found on PATH
+        start(slot, tmp_path, ["./not-executable"])
+    pid, stdin = start(slot, tmp_path, ["cat"])  # found on PATH
     holder = _parent(pid)
     assert _parent(holder) == slot.channel.proc.pid  # still a kept holder, not ``cat``
     assert Path(f"/proc/{holder}/comm").read_text().strip() != "cat"
@@ -199,7 +158,7 @@ def test_a_supervisor_that_cannot_fork_a_kept_holder_says_so_and_serves_on(
 def test_a_slot_without_a_kept_holder_gives_each_conversation_a_holder_of_its_own(
         slot: reaper.Supervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(slot.channel, "keep", lambda: None)  # as when the fork failed
-    pid, stdin = _start(slot, tmp_path, ["cat"])
+    pid, stdin = start(slot, tmp_path, ["cat"])
     assert Path(f"/proc/{_parent(pid)}/comm").read_text().strip() == "cat"
     assert not slot.keep  # not asked again
     os.close(stdin)
@@ -256,4 +215,4 @@ def test_a_run_with_one_slot_keeps_one_holder_for_all_its_conversations(repo: Re
     assert len(seen) == 3 and len({s["holder"] for s in seen}) == 1
     assert "cat" not in {s["name"] for s in seen}  # the supervisor's copy
     assert len({s["supervisor"] for s in seen}) == 1
-    assert _gone(seen[0]["holder"])  # gone with the run
+    assert gone(seen[0]["holder"], 5.0, 0.02)  # gone with the run
