@@ -10,25 +10,33 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 
+from gitevals.run.reaper import descendants
 from gitevals.tasks.sandbox import PIDS, TARGET_PIDS
 from tests.support.trust import HONEST, commit_attack, only_trial
 from tests.support.users import Who
 
 #: The target's attack on a verifier: while its turn lasts (the verifier's sandbox is
-#: started then, waiting), look for its processes in /proc and go through each.
+#: started then, waiting), look for its processes in /proc and go through each; a byte
+#: in ``scans-TOKEN`` per look, until the test puts ``stop-TOKEN`` in the workspace
+#: (``_hunt_watched``: once it saw the verifier waiting and the hunt look at it a few
+#: times), or 20 s.
 HUNT = r'''
 import ctypes, signal
 libc = ctypes.CDLL(None, use_errno=True)
 seen, did = set(), []
-deadline = time.monotonic() + 3
-while time.monotonic() < deadline:
+deadline = time.monotonic() + 20
+scans = open(os.path.join(ws, "scans-TOKEN"), "wb", buffering=0)
+while time.monotonic() < deadline and not os.path.exists(os.path.join(ws, "stop-TOKEN")):
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -52,6 +60,7 @@ while time.monotonic() < deadline:
                 did.append(f"{what} {pid}")
             except Exception:
                 pass
+    scans.write(b".")
     time.sleep(0.05)
 print(f"SAW {len(seen)} DID {did}", file=sys.stderr, flush=True)
 with open(os.path.join(ws, "report.txt"), "w") as f:
@@ -59,10 +68,62 @@ with open(os.path.join(ws, "report.txt"), "w") as f:
 '''
 
 
+#: Looks the hunt makes after the test saw the verifier's sandboxed process waiting.
+LOOKS = 5
+
+
+@contextmanager
+def _hunt_watched(token: str) -> Iterator[list[str]]:
+    """While the block runs the CLI: wait for the verifier's process in its sandbox (a
+    descendant of this process, not bubblewrap itself) and for the hunt's workspace,
+    let the hunt look ``LOOKS`` more times, then stop it. Yields what was seen, for the
+    test to assert the hunt overlapped a waiting verifier (not only a fixed time)."""
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        ws, verifier, scans = None, None, 0
+        while not done.wait(0.01):
+            if ws is None:
+                ws = next(iter(Path(tempfile.gettempdir()).glob(
+                    f"gitevals-*/tasks/*/*/workspace/scans-{token}")), None)
+            elif verifier is None:
+                verifier = _sandboxed_verifier()
+                if verifier is not None:
+                    scans = ws.stat().st_size
+                    seen.append("verifier")
+            if verifier is not None and ws is not None and ws.stat().st_size >= scans + LOOKS:
+                seen.append(f"{LOOKS} looks")
+                (ws.parent / f"stop-{token}").touch()
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        thread.join()
+
+
+def _sandboxed_verifier() -> int | None:
+    """A waiting verifier beneath this process: its ``gitevals-verifier`` shell, not the
+    bubblewrap that started it."""
+    for pid in descendants(os.getpid()):
+        with suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+            if b"gitevals-verifier" in argv and not argv[0].endswith(b"bwrap"):
+                return pid
+    return None
+
+
 def test_a_target_cannot_see_read_trace_or_signal_the_verifier(who: Who) -> None:
     # the verifier's sandbox is started while the target works: the target hunts it then
-    commit_attack(who, HUNT, test_sh="cat /app/report.txt; " + HONEST)
-    res = who.cli("run")
+    token = uuid.uuid4().hex
+    commit_attack(who, HUNT.replace("TOKEN", token), test_sh="cat /app/report.txt; " + HONEST)
+    with _hunt_watched(token) as watched:
+        res = who.cli("run")
+    assert watched == ["verifier", f"{LOOKS} looks"]  # it hunted while the verifier waited
     assert res.code == 1, res.out + res.err
     trial = only_trial(who)
     assert trial["task"]["state"] == "max_iterations_reached", trial["task"]
@@ -87,12 +148,16 @@ def respond(messages):
 
 def test_a_python_target_hunts_from_its_namespace_too(who: Who) -> None:
     commit_attack(who, "pass", test_sh="cat /app/report.txt; " + HONEST)
-    body = "\n".join("    " + line for line in HUNT.strip("\n").splitlines())
+    token = uuid.uuid4().hex
+    body = "\n".join("    " + line for line in HUNT.replace("TOKEN", token).strip("\n")
+                     .splitlines())
     who.repo.commit({
         "hunter.py": PYTHON_TARGET.format(hunt=body),
         "pyproject.toml": ('[tool.gitevals.target]\npython = "hunter:respond"\n'
                            f'interpreter = "{who.python}"\n')})
-    res = who.cli("run")
+    with _hunt_watched(token) as watched:
+        res = who.cli("run")
+    assert watched == ["verifier", f"{LOOKS} looks"]  # it hunted while the verifier waited
     assert res.code == 1, res.out + res.err
     (it,) = only_trial(who)["task"]["iterations"]
     assert "saw 0 did []" in it["verifier_tail"], it["verifier_tail"]
