@@ -68,7 +68,7 @@ class _Store(http.server.BaseHTTPRequestHandler):
 def store() -> Iterator[tuple[str, type[_Store]]]:
     handler = type("Store", (_Store,), {"objects": {}, "calls": [], "lie": None})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/bucket/runs", handler
