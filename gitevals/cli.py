@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -128,7 +129,20 @@ def _term_as_interrupt() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gitevals`` console script. Returns the exit code."""
+    """Run one command in this process; its exit code. The cycle collector is left as
+    the caller had it: commands that read big acyclic trees turn it off for their work
+    (``commands/score.py``), which a process that goes on (a notebook, a test) must
+    not inherit."""
+    collecting = gc.isenabled()
+    try:
+        return _main(argv)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    """``main`` for a process that ends with the command (``entry``)."""
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_invoked(given))
     if isinstance(parser, _Parser):
@@ -183,9 +197,7 @@ def entry() -> NoReturn:
     skipped are finalizers of objects kept alive only by reference cycles, which Python
     never promises at exit (every file gitevals writes is closed where it is written).
     ``main`` itself stays a plain function, so a caller in-process keeps its collector."""
-    import gc
-
-    code = main()
+    code = _main()
     gc.freeze()
     raise SystemExit(code)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,7 @@ def test_the_program_ends_without_collecting_what_its_command_made(
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     assert scripts["project"]["scripts"]["gitevals"] == "gitevals.cli:entry"
-    monkeypatch.setattr(cli, "main", lambda: 3)
+    monkeypatch.setattr(cli, "_main", lambda: 3)
     try:
         with pytest.raises(SystemExit) as ended:
             runpy.run_module("gitevals", run_name="__main__")
@@ -98,3 +99,25 @@ def test_the_program_ends_without_collecting_what_its_command_made(
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_command_leaves_the_collector_as_the_caller_had_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], enabled: bool) -> None:
+    import gc
+    import subprocess
+
+    from gitevals import cli
+    from tests.conftest import GIT_ENV
+
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "empty"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, env={**os.environ, **GIT_ENV})
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        code = cli.main(["-C", str(tmp_path), "show", "--all"])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    # it got as far as reading the runs (there are none), past where show turns it off
+    assert code == 2 and "no run of HEAD" in capsys.readouterr().err

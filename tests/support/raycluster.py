@@ -140,7 +140,17 @@ class LocalCluster:
         return mine
 
     def kill(self, node: Node) -> None:
-        for pid in self.pids(node):
+        """The node dies at once, as a machine does: every process of it is stopped
+        first (again for any it started meanwhile), then killed. Killed one by one while
+        the others ran, a target could die before its conversation's actor, which then
+        reported a crash of the target instead of going with its node."""
+        stopped: set[int] = set()
+        while more := self.pids(node) - stopped:
+            for pid in more:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= more
+        for pid in stopped:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         node.killed = True
