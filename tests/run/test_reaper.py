@@ -24,7 +24,7 @@ import pytest
 from gitevals.run import reaper
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import GIT_ENV, Repo, run_cli
-from tests.support.supervised import LEAVES, gone, kill_if_ours, start, wait_for
+from tests.support.supervised import gone, kill_if_ours, start, start_leaving
 
 # Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
 # in a.pid, then answers or hangs. Case b (run after a, with --jobs 1) reports whether
@@ -292,10 +292,7 @@ def supervisor() -> Iterator[reaper.Supervisor]:
 @pytest.mark.parametrize(("code", "expected"), [(0, 0), (3, 3)], ids=["exit-0", "exit-3"])
 def test_end_reports_the_exit_code_and_kills_what_the_target_left(
         supervisor: reaper.Supervisor, tmp_path: Path, code: int, expected: int) -> None:
-    (tmp_path / "t.py").write_text(LEAVES)
-    pidfile = tmp_path / "left.pid"
-    _, stdin = start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
-    left = wait_for(pidfile)
+    _, stdin, left, pidfile = start_leaving(supervisor, tmp_path, code=code)
     try:
         os.close(stdin)
         assert supervisor.status(10) == expected
@@ -308,10 +305,7 @@ def test_end_reports_the_exit_code_and_kills_what_the_target_left(
 
 def test_a_supervisor_whose_gitevals_goes_away_kills_what_is_beneath_it(
         supervisor: reaper.Supervisor, tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text(LEAVES)
-    pidfile = tmp_path / "left.pid"
-    pid, stdin = start(supervisor, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = wait_for(pidfile)
+    pid, stdin, left, pidfile = start_leaving(supervisor, tmp_path)
     try:
         supervisor.close()  # no `end`: as if gitevals had been killed
         assert gone(left) and gone(pid)

@@ -21,7 +21,7 @@ import pytest
 from gitevals.run import reaper
 from gitevals.run.targets import KEPT_HOLDERS, keeps_holders
 from tests.conftest import Repo, run_cli
-from tests.support.supervised import LEAVES, gone, kill_if_ours, start, wait_for
+from tests.support.supervised import gone, kill_if_ours, start, start_leaving
 
 
 @pytest.fixture
@@ -44,9 +44,7 @@ def _conversation(sup: reaper.Supervisor, tmp_path: Path, name: str,
                   code: int) -> tuple[int, int, int | None]:
     """One conversation whose target leaves a process in a session of its own: (the
     target's holder, the leftover's pid, the exit code ``end`` reports)."""
-    pidfile = tmp_path / f"{name}.pid"
-    target, stdin = start(sup, tmp_path, [sys.executable, "t.py", str(pidfile), str(code)])
-    left = wait_for(pidfile)
+    target, stdin, left, pidfile = start_leaving(sup, tmp_path, name, code)
     try:
         holder = _parent(target)
         assert left in reaper.descendants(holder)
@@ -59,7 +57,6 @@ def _conversation(sup: reaper.Supervisor, tmp_path: Path, name: str,
 
 def test_a_slot_runs_its_conversations_beneath_one_kept_holder(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text(LEAVES)
     first, left_first, code_first = _conversation(slot, tmp_path, "a", 0)
     assert code_first == 0 and gone(left_first, grace=0)  # swept when its conversation ended
     second, left_second, code_second = _conversation(slot, tmp_path, "b", 3)
@@ -71,10 +68,7 @@ def test_a_slot_runs_its_conversations_beneath_one_kept_holder(
 
 def test_a_kept_holder_its_target_killed_is_replaced_and_its_leftover_swept_at_the_end(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text(LEAVES)
-    pidfile = tmp_path / "a.pid"
-    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = wait_for(pidfile)
+    target, stdin, left, pidfile = start_leaving(slot, tmp_path, "a")
     try:
         holder = _parent(target)
         os.kill(holder, signal.SIGKILL)  # as a target that kills its parent
@@ -94,10 +88,7 @@ def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_l
         slot: reaper.Supervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reaper, "ANSWER_LIMIT", 0.5)  # how long the slot waits for it
     monkeypatch.setattr(reaper, "SWEEP_LIMIT", 1.0)  # (beyond its sweep)
-    (tmp_path / "t.py").write_text(LEAVES)
-    pidfile = tmp_path / "a.pid"
-    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = wait_for(pidfile)
+    target, stdin, left, pidfile = start_leaving(slot, tmp_path, "a")
     try:
         holder = _parent(target)
         os.kill(holder, signal.SIGSTOP)  # as a target that stops its parent
@@ -114,10 +105,7 @@ def test_a_kept_holder_its_target_stopped_is_ended_by_the_supervisor_after_the_l
 
 def test_a_kept_holder_goes_with_its_supervisor_and_what_is_beneath_it(
         slot: reaper.Supervisor, tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text(LEAVES)
-    pidfile = tmp_path / "a.pid"
-    target, stdin = start(slot, tmp_path, [sys.executable, "t.py", str(pidfile), "0"])
-    left = wait_for(pidfile)
+    target, stdin, left, pidfile = start_leaving(slot, tmp_path, "a")
     try:
         holder = _parent(target)
         slot.close()  # no `end`: as if gitevals had been killed

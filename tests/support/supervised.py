@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -54,3 +55,16 @@ def gone(pid: int, grace: float = 2.0, period: float = 0.05) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(period)
+
+
+def start_leaving(sup: reaper.Supervisor, where: Path, name: str = "left",
+                  code: int = 0) -> tuple[int, int, int, Path]:
+    """Start ``LEAVES`` (as ``where/t.py``) exiting with ``code`` once its stdin ends, and
+    wait for the process it leaves: (the target's pid, its stdin's fd, the leftover's
+    pid, the file the leftover's pid is in -- for ``kill_if_ours``)."""
+    script = where / "t.py"
+    if not script.exists():
+        script.write_text(LEAVES)
+    pidfile = where / f"{name}.pid"
+    pid, stdin = start(sup, where, [sys.executable, "t.py", str(pidfile), str(code)])
+    return pid, stdin, wait_for(pidfile), pidfile
