@@ -54,7 +54,8 @@ def test_a_copy_with_no_data_beside_it_skips_with_one_line_each(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     proc = subprocess.run(  # the readers, and a test that passes, so that pytest exits 0
         [sys.executable, "-m", "pytest", *READERS, f"{HERE}::test_here_the_data_is_found",
-         "-q", "-rs", "-p", "no:randomly", "-p", "no:cacheprovider"],
+         "-q", "-rs", "-p", "no:randomly", "-p", "no:cacheprovider",
+         f"--basetemp={tmp_path / 'basetemp'}"],
         cwd=clone, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]

@@ -31,6 +31,7 @@ def test_a_group_runs_on_one_worker(tmp_path: Path) -> None:
     seen = tmp_path / "workers"
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", str(tmp_path),
+         f"--basetemp={tmp_path / 'basetemp'}",
          *(x for p in ("cacheprovider", "langsmith_plugin", "anyio", "hypothesispytest")
            for x in ("-p", f"no:{p}"))],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
