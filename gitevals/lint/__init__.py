@@ -561,7 +561,7 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     _warm_up()
     try:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(jobs, len(chunks))) as pool:
+        with ctx.Pool(min(jobs, len(chunks)), initializer=_worker_signals) as pool:
             answers = []
             for answer in pool.imap(_chunk_worker, chunks):
                 answers.append(answer)
@@ -574,6 +574,16 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
         for n, (findings, refs) in zip(chunk, answer, strict=True):
             results[n] = (findings, [Ref(*r) for r in refs])
     return results
+
+
+def _worker_signals() -> None:
+    """A pool worker leaves ^C to its parent and dies of the pool's SIGTERM at its end.
+    It inherits the program's handlers (``cli``: SIGTERM raises KeyboardInterrupt),
+    which made a worker the pool was stopping print a KeyboardInterrupt traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _may_fork() -> bool:
