@@ -198,9 +198,29 @@ def entry() -> NoReturn:
     never promises at exit (every file gitevals writes is closed where it is written).
     ``main`` itself stays a plain function, so a caller in-process keeps its collector."""
     commands_pkg.PROGRAM = True
+    _closed_streams_to_devnull()
     code = _main()
     gc.freeze()
     raise SystemExit(code)
+
+
+def _closed_streams_to_devnull() -> None:
+    """Fds 0-2 the caller closed (``gitevals lint >&-``) opened on /dev/null, as git
+    does: Python leaves such a ``sys.std*`` None (every write an internal error), and the
+    next file opened would take the fd, so a child inheriting its stdout would write into
+    it."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        mode = "r" if fd == 0 else "w"
+        # the process's stream from now on: it lives as long as the process
+        stream = open(fd, mode, encoding="utf-8", errors="backslashreplace",  # noqa: SIM115
+                      closefd=False)
+        setattr(sys, name, stream)
 
 
 def _bug_log(exc: BaseException, argv: Sequence[str]) -> str | None:

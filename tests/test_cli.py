@@ -125,3 +125,24 @@ def test_a_command_leaves_the_collector_as_the_caller_had_it(
         (gc.enable if was else gc.disable)()
     # it got as far as reading the runs (there are none), past where show turns it off
     assert code == 2 and "no run of HEAD" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("closed, out_or_err", [("1", "err"), ("2", "out")])
+def test_a_closed_standard_stream_is_written_to_nowhere_not_a_crash(
+        tmp_path: Path, closed: str, out_or_err: str) -> None:
+    """``gitevals lint >&-`` (or ``2>&-``, a caller that closed the stream): the command
+    runs as on /dev/null, as git does, instead of an internal error on ``None.write``
+    (printed to stdout when stderr was the closed one)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import GIT_ENV
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert run_cli("init", cwd=tmp_path).code == 0
+    proc = subprocess.run(["sh", "-c", f'exec "$@" {closed}>&-', "sh", sys.executable, "-m",
+                           "gitevals", "lint"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = {"out": proc.stdout, "err": proc.stderr}
+    assert said[out_or_err] == ("2 files checked: no problems\n" if out_or_err == "out" else "")
