@@ -554,10 +554,11 @@ def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Ro
 
 
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
-             progress: ProgressFactory) -> Run:
+             progress: ProgressFactory, hold: Callable[[], None] | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
     artifact. gitevals adopts what escapes its targets and graders, and kills it all
-    before the materialized tree is removed (gitevals.run.reaper)."""
+    before the materialized tree is removed (gitevals.run.reaper). ``hold`` is called as
+    the trials start (``_signals_held``: a signal after them waits for the run's keep)."""
     import time
 
     from gitevals.run.reaper import subreaper
@@ -571,6 +572,8 @@ def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunO
         started = time.time()
         halt = _halt(execution, goldens)
         meter = _cost_meter(the_plan, options.cost_limit, execution, halt)
+        if hold is not None:
+            hold()
         with _signals_stop(execution, halt):
             try:
                 _run_trials(tree, the_plan, options.rounds, execution, started, progress)
@@ -931,19 +934,48 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
         preflight_judge(tree, the_plan, sendable)
     rounds = _rounds(repo, request, the_plan)
     cluster = early if early is not None else _cluster(the_plan, request)
-    try:  # joined before anything starts
-        # --goldens-only is recorded where the tree has cases (in a tree of goldens alone,
-        # this is its complete run, as a plain run is)
-        goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
-        options = RunOptions(staged.names, jobs, request.check, target_env, public, rounds,
-                             staged.bwrap, cluster, request.graders_on_workers, sendable,
-                             request.cost_limit, goldens_only, staged.draft, registry)
-        artifact = run_commit(tree, the_plan, prov, options, progress)
+    with _signals_held() as hold:  # from the trials on, until the run is kept
+        try:  # joined before anything starts
+            # --goldens-only is recorded where the tree has cases (in a tree of goldens
+            # alone, this is its complete run, as a plain run is)
+            goldens_only = request.goldens_only and _has_cases(tree, the_plan.settings)
+            options = RunOptions(staged.names, jobs, request.check, target_env, public,
+                                 rounds, staged.bwrap, cluster, request.graders_on_workers,
+                                 sendable, request.cost_limit, goldens_only, staged.draft,
+                                 registry)
+            artifact = _execute(tree, the_plan, prov, options, progress, hold)
+        finally:
+            if cluster is not None:
+                cluster.close()
+        blocked = bool(the_plan.blocked) or (staged.plans.suite is not None
+                                             and sendable is None)
+        return _keep_run(repo, artifact, request.note, staged, blocked, say)
+
+
+@contextmanager
+def _signals_held() -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM as they were (^C stops the start: nothing to keep yet) until
+    the yielded ``hold`` is called as the trials start. From then, once the trials' own
+    handlers (``_signals_stop``) are gone, a signal is held while the finished run is
+    built and kept, and raised as ``KeyboardInterrupt`` (exit 130) when the block ends:
+    a run paid for is not lost to a second ^C or a CI job's SIGTERM after its trials."""
+    import signal
+
+    held: list[int] = []
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def hold() -> None:
+        for s in old:
+            signal.signal(s, lambda signum, frame: held.append(signum))
+
+    try:
+        yield hold
     finally:
-        if cluster is not None:
-            cluster.close()
-    blocked = bool(the_plan.blocked) or (staged.plans.suite is not None and sendable is None)
-    return _keep_run(repo, artifact, request.note, staged, blocked, say)
+        for s, handler in old.items():
+            if handler is not None:  # (None: set outside Python, then left as it is)
+                signal.signal(s, handler)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _preboot(tree: RevisionTree, registry: ProcessRegistry,

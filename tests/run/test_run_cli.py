@@ -300,6 +300,35 @@ def test_an_interrupted_run_writes_a_complete_artifact_and_exits_130(
     assert "interrupted" in err
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("at", ["_artifact", "_keep_run"])
+def test_a_signal_after_the_trials_keeps_the_finished_run_and_exits_130(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch, signum: int, at: str) -> None:
+    """^C or SIGTERM once every trial has finished, while the run is built or written
+    (a second ^C, a CI job cancelled then): the run, paid for, is kept whole, with its
+    note, and the command then stops as interrupted. The signal is sent to the process
+    at that moment, the real handlers take it."""
+    import os
+
+    from gitevals import api
+
+    commit = setup(repo, {"tone": TONE})
+    real = getattr(api, at)
+
+    def signalled(*args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), signum)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, at, signalled)
+    res = run_cli("run", cwd=repo.path)
+    assert res.code == 130, res.err
+    assert res.err == "gitevals: interrupted\n"
+    art = only_artifact(repo)
+    assert art["commit"] == commit and art["interrupted"] is False
+    assert [len(s["results"]) for s in scenarios(art).values()] == [3, 2]
+    assert repo.git("notes", "--ref=refs/notes/gitevals", "list", commit)  # the note too
+
+
 def test_two_runs_at_once_write_two_intact_artifacts(repo: Repo) -> None:
     setup(repo, {"tone": TONE})
     procs = [_spawn(repo, "run", "--jobs", "2") for _ in range(2)]
