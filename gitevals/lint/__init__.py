@@ -548,9 +548,8 @@ def _chunk_worker(chunk: tuple[int, ...]
 def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str],
               jobs: int, progress: Progress | None = None
               ) -> list[_Result]:
-    import multiprocessing
-
     from gitevals.lint.graders import Ref
+    from gitevals.lint.workers import forked
 
     global _SHARED
     # Goldens first: the biggest single unit starts early, cases fill the other worker.
@@ -559,14 +558,17 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     chunks = big + [tuple(small[k:k + _CHUNK]) for k in range(0, len(small), _CHUNK)]
     _SHARED = (todo, data, refused)
     _warm_up()
+    done = 0
+
+    def answered(answer: list[tuple[list[Finding], list[tuple[str, str, int, int]]]]
+                 ) -> None:
+        nonlocal done
+        done += len(answer)
+        if progress is not None:
+            progress(done, len(todo))
+
     try:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(jobs, len(chunks)), initializer=_worker_signals) as pool:
-            answers = []
-            for answer in pool.imap(_chunk_worker, chunks):
-                answers.append(answer)
-                if progress is not None:
-                    progress(sum(map(len, answers)), len(todo))
+        answers = forked(chunks, min(jobs, len(chunks)), _chunk_worker, answered)
     finally:
         _SHARED = None
     results: list[_Result] = [([], [])] * len(todo)
@@ -574,16 +576,6 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
         for n, (findings, refs) in zip(chunk, answer, strict=True):
             results[n] = (findings, [Ref(*r) for r in refs])
     return results
-
-
-def _worker_signals() -> None:
-    """A pool worker leaves ^C to its parent and dies of the pool's SIGTERM at its end.
-    It inherits the program's handlers (``cli``: SIGTERM raises KeyboardInterrupt),
-    which made a worker the pool was stopping print a KeyboardInterrupt traceback."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _may_fork() -> bool:

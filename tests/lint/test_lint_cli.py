@@ -156,21 +156,21 @@ def test_a_process_with_another_thread_lints_without_forking(
     """A fork while another thread holds a lock can leave the child waiting forever (a
     pool of a notebook's or a test runner's process once hung here): such a process
     lints serially, with the same findings."""
-    import multiprocessing
+    import os
     import threading
 
     files = {f"evals/cases/c{n:03d}.yaml": case("nope.answers" if n % 7 == 0 else
                                                   "quality.answers") for n in range(90)}
     repo.commit({**GOOD, **files})
     serial = run_cli("lint", "--no-cache", "--jobs", "1", cwd=repo.path)
-    forks: list[str] = []
-    get_context = multiprocessing.get_context
+    forks: list[int] = []
+    fork = os.fork
 
-    def context(method: str | None = None) -> object:
-        forks.append(str(method))
-        return get_context(method)
+    def counted() -> int:
+        forks.append(1)
+        return fork()
 
-    monkeypatch.setattr(multiprocessing, "get_context", context)
+    monkeypatch.setattr(os, "fork", counted)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
@@ -181,6 +181,72 @@ def test_a_process_with_another_thread_lints_without_forking(
         other.join()
     assert forks == []
     assert threaded.code == 1 and threaded.out == serial.out
+
+
+def _session(sid: int) -> list[str]:
+    """The processes of session ``sid`` still there (zombies too)."""
+    import os
+
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:
+            left.append(f"{pid} {fields[0]}")
+    return left
+
+
+@pytest.mark.parametrize("how", ["worker-killed", "group-sigterm"])
+def test_a_pooled_lint_stopped_mid_way_ends_with_one_line_and_no_process(
+        repo: Repo, how: str) -> None:
+    """A worker killed mid-way (the OOM killer) or a SIGTERM to the process group (a CI
+    job cancelled) while the workers lint: one line and exit 2 or 130, at once, nothing
+    left. multiprocessing's pool waited forever on the lock of its task queue that a
+    worker killed while it waited for work held (4 times in 4), and left a zombie."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import GIT_ENV
+
+    # a goldens file a worker takes a while over, while the other one waits for work
+    rows = "".join(f'{{"id": "g{n}", "input": "What is the capital of France?"}}\n'
+                   for n in range(60000))
+    repo.commit({**GOOD, "evals/goldens.jsonl": rows,
+                 **{f"evals/cases/c{n:03d}.yaml": case("quality.answers") for n in range(70)}})
+    proc = subprocess.Popen([sys.executable, "-m", "gitevals", "lint", "--no-cache", "--jobs",
+                             "2"], cwd=repo.path, env={**os.environ, **GIT_ENV},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(children) as f:
+            workers = f.read().split()
+        if workers:
+            break
+    assert workers, "no worker was forked"
+    if how == "worker-killed":
+        os.kill(int(workers[0]), signal.SIGKILL)
+    else:  # the worker with no work left now waits for more (the pool's lock held)
+        time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    if how == "worker-killed":
+        assert proc.returncode == 2, err
+        assert err == ("gitevals: error: a lint worker ended before its work was done (killed "
+                       "by SIGKILL); run `gitevals lint` again, or with --jobs 1\n")
+    else:
+        assert (proc.returncode, err) == (130, "gitevals: interrupted\n")
+    assert _session(proc.pid) == []
 
 
 def test_rev_accepts_annotated_tags_and_short_shas(repo: Repo) -> None:
