@@ -197,6 +197,7 @@ def entry() -> NoReturn:
     skipped are finalizers of objects kept alive only by reference cycles, which Python
     never promises at exit (every file gitevals writes is closed where it is written).
     ``main`` itself stays a plain function, so a caller in-process keeps its collector."""
+    commands_pkg.PROGRAM = True
     code = _main()
     gc.freeze()
     raise SystemExit(code)

@@ -91,11 +91,15 @@ def test_the_program_ends_without_collecting_what_its_command_made(
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     assert scripts["project"]["scripts"]["gitevals"] == "gitevals.cli:entry"
+    from gitevals import commands
+
+    monkeypatch.setattr(commands, "PROGRAM", False)  # put back after: the program sets it
     monkeypatch.setattr(cli, "_main", lambda: 3)
     try:
         with pytest.raises(SystemExit) as ended:
             runpy.run_module("gitevals", run_name="__main__")
         assert ended.value.code == 3
+        assert commands.PROGRAM  # a run's start may freeze for good: the process ends
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()

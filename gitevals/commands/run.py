@@ -174,25 +174,32 @@ def run(args: argparse.Namespace) -> int:
 @contextmanager
 def _collector_paused(progress: ProgressFactory) -> Iterator[ProgressFactory]:
     """Python's cycle collector off while the run starts, on again once its trials (or
-    goldens) start (the first ``progress``), with what the start made frozen out of its
-    walks, and as it was afterwards (#27: the start).
+    goldens) start (the first ``progress``), and as it was afterwards (#27: the start).
 
     The start is imports, settings and the plan: objects that live as long as the run and
     that each full collection would walk again (the collections of a one-sample run's
-    start were ~6% of its CPU). The trials, which may run for hours, are collected."""
+    start were ~6% of its CPU). The trials, which may run for hours, are collected. In the
+    program (``commands.PROGRAM``), which ends with the run, what the start made is also
+    frozen out of the trials' collections. An in-process caller gets nothing frozen: it
+    collects what the run made once it is done, and gitevals never asks how many objects
+    the caller froze (``gc.get_freeze_count`` walks them all: 15 ms a run in a process
+    that froze a test session's million objects)."""
     import gc
+
+    from gitevals import commands
 
     if not gc.isenabled():  # a caller's choice: left alone
         yield progress
         return
-    frozen, thawed = False, not gc.get_freeze_count()
+    started_trials = False
 
     def started(label: str, total: int, unit: str = "trials",
                 groups: tuple[str, int] | None = None) -> AbstractContextManager[Update]:
-        nonlocal frozen
-        if not frozen:
-            frozen = True
-            gc.freeze()
+        nonlocal started_trials
+        if not started_trials:
+            started_trials = True
+            if commands.PROGRAM:
+                gc.freeze()
             gc.enable()
         return progress(label, total, unit, groups)
 
@@ -200,8 +207,6 @@ def _collector_paused(progress: ProgressFactory) -> Iterator[ProgressFactory]:
     try:
         yield started
     finally:
-        if frozen and thawed:  # a caller in-process collects what the run made, unless
-            gc.unfreeze()     # it had frozen objects of its own (not ours to thaw)
         gc.enable()
 
 

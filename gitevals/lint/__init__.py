@@ -420,7 +420,7 @@ class _Run:
                     else done[i.path] for i in todo]
         self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
-        if self.jobs < 2 or cost < PARALLEL_THRESHOLD or _in_daemon():
+        if self.jobs < 2 or cost < PARALLEL_THRESHOLD or not _may_fork():
             return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
         return _parallel(todo, self.data, self.refused, self.jobs, self.progress)
 
@@ -561,7 +561,7 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     _warm_up()
     try:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(jobs, len(chunks))) as pool:
+        with ctx.Pool(min(jobs, len(chunks)), initializer=_worker_signals) as pool:
             answers = []
             for answer in pool.imap(_chunk_worker, chunks):
                 answers.append(answer)
@@ -576,11 +576,33 @@ def _parallel(todo: list[Input], data: dict[str, bytes], refused: dict[str, str]
     return results
 
 
-def _in_daemon() -> bool:
-    """True inside a daemonic worker (e.g. of a caller's pool): it may not fork children."""
+def _worker_signals() -> None:
+    """A pool worker leaves ^C to its parent and dies of the pool's SIGTERM at its end.
+    It inherits the program's handlers (``cli``: SIGTERM raises KeyboardInterrupt),
+    which made a worker the pool was stopping print a KeyboardInterrupt traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _may_fork() -> bool:
+    """Whether this process may fork a pool: it is not a daemonic worker (e.g. of a
+    caller's pool, which may not have children) and it runs no other thread. A thread that
+    holds a lock when the process forks (stdio's, the import system's, a C library's)
+    leaves the child waiting for it forever: a notebook, a test runner or a run's own
+    preboot thread has such threads. Every thread of the OS counts, not only
+    ``threading``'s; such a process lints serially, with the same findings."""
     import multiprocessing
 
-    return bool(multiprocessing.current_process().daemon)
+    if multiprocessing.current_process().daemon:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: what threading knows
+        import threading
+
+        return threading.active_count() == 1
 
 
 def _warm_up() -> None:

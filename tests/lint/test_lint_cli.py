@@ -139,12 +139,48 @@ def test_many_files_in_a_pool_match_serial(repo: Repo) -> None:
                                                   "quality.answers") for n in range(90)}
     repo.commit({**GOOD, **files})
     serial = run_cli("lint", "--no-cache", "--jobs", "1", cwd=repo.path)
-    pooled = run_cli("lint", "--no-cache", "--jobs", "2", cwd=repo.path)
+    # a program of its own, with no other thread: the one that forks its pool
+    pooled = run_cli("lint", "--no-cache", "--jobs", "2", cwd=repo.path, subprocess_=True)
     assert serial.code == pooled.code == 1
     assert serial.out == pooled.out
     assert pooled.out.count("GE502") == 13
-    rev = run_cli("lint", "--rev", "HEAD", "--jobs", "2", cwd=repo.path)
+    rev = run_cli("lint", "--rev", "HEAD", "--jobs", "2", cwd=repo.path, subprocess_=True)
     assert rev.out == pooled.out
+    # the pool's workers, stopped at its end, said nothing (they once printed the
+    # KeyboardInterrupt traceback of the program's SIGTERM handler, one run in two)
+    assert pooled.err == rev.err == serial.err == ""
+
+
+def test_a_process_with_another_thread_lints_without_forking(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork while another thread holds a lock can leave the child waiting forever (a
+    pool of a notebook's or a test runner's process once hung here): such a process
+    lints serially, with the same findings."""
+    import multiprocessing
+    import threading
+
+    files = {f"evals/cases/c{n:03d}.yaml": case("nope.answers" if n % 7 == 0 else
+                                                  "quality.answers") for n in range(90)}
+    repo.commit({**GOOD, **files})
+    serial = run_cli("lint", "--no-cache", "--jobs", "1", cwd=repo.path)
+    forks: list[str] = []
+    get_context = multiprocessing.get_context
+
+    def context(method: str | None = None) -> object:
+        forks.append(str(method))
+        return get_context(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", context)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        threaded = run_cli("lint", "--no-cache", "--jobs", "2", cwd=repo.path)
+    finally:
+        stop.set()
+        other.join()
+    assert forks == []
+    assert threaded.code == 1 and threaded.out == serial.out
 
 
 def test_rev_accepts_annotated_tags_and_short_shas(repo: Repo) -> None:

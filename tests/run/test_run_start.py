@@ -176,16 +176,14 @@ def collecting() -> Iterator[None]:
             gc.disable()
 
 
-@pytest.mark.usefixtures("collecting")
-def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
-        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+def _gc_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, int]]:
+    """What the collector was (on, objects frozen) when the run read its plan and when
+    its trials began."""
     from contextlib import AbstractContextManager
 
     from gitevals.report import progress as progress_module
     from gitevals.report.progress import Update
 
-    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
-                 "evals/cases/c.yaml": CASE})
     seen: dict[str, tuple[bool, int]] = {}
     plans, progress = api.run_plans, progress_module.progress
 
@@ -200,14 +198,50 @@ def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
 
     monkeypatch.setattr(api, "run_plans", reading)
     monkeypatch.setattr(progress_module, "progress", trials)
+    return seen
+
+
+@pytest.mark.usefixtures("collecting")
+def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
+    seen = _gc_seen(monkeypatch)
     before = gc.get_freeze_count()  # (the test session froze what collection made)
+    counted = 0
+    count = gc.get_freeze_count
+
+    def counting() -> int:  # it walks every frozen object: the run never asks
+        nonlocal counted
+        counted += 1
+        return count()
+
     assert gc.isenabled()
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
     res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
     assert res.code == 0, res.err
+    assert counted == 2  # this test's own two looks, in _gc_seen
     assert seen["plan"] == (False, before)  # off while the start reads the plan
+    assert seen["trials"] == (True, before)  # on for the trials; in-process, nothing frozen
+    assert gc.isenabled() and count() == before
+
+
+@pytest.mark.usefixtures("collecting")
+def test_the_program_freezes_what_the_start_made_for_the_trials(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals import commands
+
+    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
+    seen = _gc_seen(monkeypatch)
+    monkeypatch.setattr(commands, "PROGRAM", True)  # as `cli.entry` sets it
+    before = gc.get_freeze_count()
+    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    assert res.code == 0, res.err
+    assert seen["plan"] == (False, before)
     enabled, frozen = seen["trials"]
-    assert enabled and frozen > before  # on for the trials, what the start made frozen
-    assert gc.isenabled() and gc.get_freeze_count() >= before  # nothing of ours thawed
+    assert enabled and frozen > before  # what the start made is out of the trials' walks
+    assert gc.isenabled()
 
 
 @pytest.mark.usefixtures("collecting")
