@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from gitevals import jsontext
 from gitevals.calibration.metrics import MIN_ITEMS, RATIOS, Measured, Rate, split_of, wilson
 from gitevals.jsontypes import JSON, JSONObject
 
@@ -115,7 +116,7 @@ def _rate(rate: Rate) -> JSONObject:
 
 def dumps(record: JSONObject) -> str:
     """The canonical text of a record (sorted keys, so a re-run diffs cleanly)."""
-    return json.dumps(record, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return jsontext.dumps(record) + "\n"
 
 
 def sealed_uses(record: JSONObject | None) -> list[JSONObject]:

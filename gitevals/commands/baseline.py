@@ -7,7 +7,6 @@ atomically; an existing baseline is replaced only with ``--force``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 NAME = "baseline"
@@ -25,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitevals import api
+    from gitevals import api, jsontext
     from gitevals.errors import UsageError
     from gitevals.files import write_atomic
     from gitevals.git.repo import require_repo
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.parent.is_dir():
         raise UsageError(f"{artifact['root']}/ does not exist in the working tree: check out "
                          "the eval tree the run measured, then write the baseline")
-    write_atomic(path, json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, jsontext.dumps(doc) + "\n")
     n = len(doc["slices"])
     print(visible(f"wrote {rel}: {n} slice{'s' * (n != 1)} of run {doc['run_id']} (commit "
                   f"{doc['commit'][:12]}); commit it: it is the gate token"))

@@ -78,8 +78,7 @@ def _check_names(limits: Mapping[str, float], convs: Sequence[Conversation]) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
+    from gitevals import jsontext
     from gitevals.errors import UsageError
     from gitevals.experiment import observe
     from gitevals.git.repo import require_repo
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         observe.check(convs)
     _check_names(limits, convs)
     doc = observe.report(args.rev, commit, sources, convs, args.minimum_samples, limits)
-    text = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    text = (jsontext.dumps(doc) + "\n"
             if args.format == "json" else observe.render_text(doc))
     sys.stdout.write(text)
     sys.stdout.flush()

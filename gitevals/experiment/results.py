@@ -10,11 +10,11 @@ scenario, the exact test ``gitevals diff`` uses. ``report/experiment.py`` render
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict, TypeGuard
 
+from gitevals import jsontext
 from gitevals.diff.stats import DEFAULT_ALPHA, DEFAULT_TEST
 from gitevals.diff.verdicts import VerdictRow, compare_verdicts
 from gitevals.experiment.controls import (
@@ -252,7 +252,7 @@ def exit_code(doc: Doc) -> int:
 
 def dumps(doc: Doc) -> str:
     """The canonical text of a report (sorted keys, trailing newline)."""
-    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return jsontext.dumps(doc) + "\n"
 
 
 # -- a kept report read back (``experiment --recheck``): its JSON is not trusted ------------

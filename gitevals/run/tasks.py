@@ -47,6 +47,7 @@ from gitevals.tasks.sandbox import (
     Mounts,
     Pending,
     agent_argv,
+    hidden_program,
     prepare,
     sandbox_user,
     workdir_problem,
@@ -224,11 +225,11 @@ class TaskTrials:
                                 f"workspace: {why}"})
         ran: list[Pending] = []  # their sandboxes wind down while the target shuts down
         if task.agent_sandbox:  # a sandbox of its own, stricter than ``_target``'s
-            if self.bwrap is None:
+            refused = self._agent_refused(places.root is None)
+            if refused is not None:
                 places.close()
-                return self._trial(task, k, [], [], started, {
-                    "kind": "target_start", "message": "[agent] sandbox = true runs the "
-                    "target in bubblewrap: run without --no-sandbox"})
+                return self._trial(task, k, [], [], started, refused)
+            assert self.bwrap is not None
             argv = agent_argv(self.bwrap, self.argv, self.tree_dir, places.workspace,
                               task.environment.workdir, root=places.root)
             python_target, group, places.told = False, None, task.environment.workdir
@@ -248,6 +249,21 @@ class TaskTrials:
         if self.stop.is_set():
             return None
         return self._trial(task, k, iterations, replies, started, error)
+
+    def _agent_refused(self, host: bool) -> ErrorRecord | None:
+        """Why ``[agent] sandbox = true`` cannot start this target, if it cannot: no
+        bubblewrap, or (on the host's system) a program where the sandbox has empty
+        directories of its own."""
+        if self.bwrap is None:
+            return {"kind": "target_start", "message": "[agent] sandbox = true runs the "
+                    "target in bubblewrap: run without --no-sandbox"}
+        hidden = hidden_program(self.argv, self.env) if host else None
+        if hidden is None:
+            return None
+        return {"kind": "target_start", "message": f"[agent] sandbox = true: the target's "
+                f"program {hidden[0]} is under {hidden[1]}, which the sandbox replaces "
+                "with an empty one of its own: install it elsewhere (e.g. a virtualenv "
+                "under your home), or set [agent] sandbox = false"}
 
     def _target(self) -> tuple[list[str], bool, Group | None]:
         """How this trial's target starts: under bubblewrap, in a pid namespace of its own

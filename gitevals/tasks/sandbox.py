@@ -44,7 +44,7 @@ import stat
 import subprocess
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -843,6 +843,30 @@ def protected_paths() -> tuple[str, ...]:
     found = {os.path.realpath(p) for p in (here, sys.prefix)}
     return tuple(sorted(p for p in found
                         if not any(p == d or p.startswith(d + "/") for d in _SYSTEM)))
+
+
+#: What ``agent_argv``'s sandbox replaces with empty directories of its own.
+AGENT_HIDDEN = ("/tmp", "/dev/shm")
+
+
+def hidden_program(argv: Sequence[str], env: Mapping[str, str] | None
+                   ) -> tuple[str, str] | None:
+    """The target's program (``argv[0]`` looked up on the target's PATH, as given and
+    with its links resolved) and the directory of ``AGENT_HIDDEN`` it lies in, when the
+    agent's sandbox has an empty one of its own there: the program cannot start in it, or
+    a bare name would start another program further down PATH. None when it is
+    elsewhere or not found (the start then says so)."""
+    if not argv:
+        return None
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    found = shutil.which(argv[0], path=path)
+    if found is None:
+        return None
+    for where in (os.path.abspath(found), os.path.realpath(found)):
+        for hidden in AGENT_HIDDEN:
+            if where == hidden or where.startswith(hidden + "/"):
+                return os.path.abspath(found), hidden
+    return None
 
 
 def agent_argv(bwrap: str, argv: Sequence[str], tree_dir: str, workspace: str, workdir: str,

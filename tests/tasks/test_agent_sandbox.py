@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,11 +41,12 @@ CHECK = ('#!/bin/bash\nif [ "$(cat /app/answer.txt)" = 42 ]; then echo 1; else e
          ' > /logs/verifier/reward.txt\n')
 
 
-def _run(repo: Repo, sandbox: bool, *extra: str) -> tuple[int, dict[str, Any]]:
+def _run(repo: Repo, sandbox: bool, *extra: str,
+         program: str = sys.executable) -> tuple[int, dict[str, Any]]:
     base = "evals/tasks/t"
     repo.commit({"target.py": TARGET, "evals/.gitignore": "results/\n",
                  "pyproject.toml": ('[tool.gitevals.target]\ncommand = '
-                                    f'["{sys.executable}", "target.py"]\n'),
+                                    f'["{program}", "target.py"]\n'),
                  f"{base}/task.toml": f"[agent]\nsandbox = {str(sandbox).lower()}\n",
                  f"{base}/instruction.md": "Write 42.\n", f"{base}/tests/test.sh": CHECK,
                  f"{base}/environment/seed": "x\n", f"{base}/solution/solve.sh": "true\n"})
@@ -75,6 +77,29 @@ def test_a_sandboxed_target_works_in_its_workspace_and_nowhere_else(repo: Repo) 
     code, entry = _run(repo, False)
     assert (repo.path / "escape.txt").exists()
     assert "agent_sandbox" not in entry["task"]
+
+
+def test_a_target_under_tmp_is_refused_in_one_line_not_a_crash(repo: Repo,
+                                                                tmp_path: Path) -> None:
+    """The sandbox has a /tmp of its own: a program (a virtualenv's python) under the
+    host's /tmp cannot start in it. Said at the start, with what to do, instead of
+    bubblewrap's ``execvp ... No such file or directory`` as a crash of the target."""
+    link = tmp_path / "venv" / "bin" / "python"  # tmp_path is under /tmp
+    link.parent.mkdir(parents=True)
+    link.symlink_to(sys.executable)
+    assert str(link).startswith("/tmp/")
+    code, entry = _run(repo, True, program=str(link))
+    (trial,) = entry["scenarios"][0]["results"]
+    assert code == 1
+    assert trial["error"] == {
+        "kind": "target_start",
+        "message": f"[agent] sandbox = true: the target's program {link} is under /tmp, "
+                   "which the sandbox replaces with an empty one of its own: install it "
+                   "elsewhere (e.g. a virtualenv under your home), or set [agent] sandbox "
+                   "= false"}
+    # without the agent's sandbox the same program runs
+    code, entry = _run(repo, False, program=str(link))
+    assert code == 0, entry["scenarios"][0]["results"][0]["error"]
 
 
 def test_a_sandboxed_target_needs_the_sandbox(repo: Repo) -> None:
