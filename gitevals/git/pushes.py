@@ -48,6 +48,10 @@ class PushedRef:
         return f"{self.local_ref} -> {self.remote_ref}"
 
 
+#: The characters of a malformed pre-push line an error shows.
+_SHOWN = 80
+
+
 def _is_sha(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
@@ -61,8 +65,12 @@ def parse_pre_push(text: str) -> list[PushedRef]:
         # rsplit: the local ref is whatever the user typed and may hold spaces.
         parts = line.rsplit(maxsplit=3)
         if len(parts) != 4 or not (_is_sha(parts[1]) and _is_sha(parts[3])):
+            shown = line.strip()
+            # a line no git would give may be any size: named by its start
+            said = (f"{shown!r}" if len(shown) <= _SHOWN else
+                    f"{shown[:_SHOWN]!r} ({len(shown)} characters)")
             raise UsageError(
-                f"<stdin>:{n}:1: not a pre-push line: {line.strip()!r}; git gives "
+                f"<stdin>:{n}:1: not a pre-push line: {said}; git gives "
                 "'<local ref> <local sha> <remote ref> <remote sha>' (run from a pre-push hook)"
             )
         out.append(PushedRef(*parts))

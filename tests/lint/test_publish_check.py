@@ -134,6 +134,17 @@ def test_pre_push_malformed_stdin_is_a_usage_error(repo: Repo) -> None:
     assert r.err.startswith("gitevals: error: <stdin>:1:1: not a pre-push line: 'refs/heads/main'")
 
 
+def test_a_huge_malformed_pre_push_line_is_shown_clipped(repo: Repo) -> None:
+    """A megabyte on stdin (not git's) is named by its start, not echoed whole as the
+    error 'line'."""
+    commit_case(repo, GOOD, "good")
+    r = pre_push(repo, "x" * 1_000_000 + "\n")
+    assert r.code == 2
+    assert r.err == ("gitevals: error: <stdin>:1:1: not a pre-push line: '" + "x" * 80
+                     + "' (1000000 characters); git gives '<local ref> <local sha> "
+                     "<remote ref> <remote sha>' (run from a pre-push hook)\n")
+
+
 def test_pre_push_too_many_arguments(repo: Repo) -> None:
     r = pre_push(repo, "", "HEAD")
     assert r.code == 2
