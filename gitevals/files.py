@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 
@@ -32,6 +34,7 @@ def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True,
     the user writes. ``private=True`` keeps the temp file's ``0o600`` (caches).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    _refuse_special(path)
     try:
         fd, tmp = _temp_beside(path)
     except FileNotFoundError:  # first file in its directory: make it only then
@@ -50,6 +53,19 @@ def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True,
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """``OSError`` when ``path`` is (or links to) a device, FIFO or socket: the rename
+    would put a regular file in its place (``report -o /dev/null`` run as root replaced
+    the device), and a FIFO's reader would never get the data."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # absent (or unreadable: the write says why)
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise OSError(errno.EINVAL, "cannot replace what is not a regular file (a device, "
+                      "FIFO or socket); name a regular file", str(path))
 
 
 def _mode_for(path: Path) -> int:

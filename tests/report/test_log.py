@@ -130,6 +130,25 @@ def test_report_bad_output_and_outside_a_repo(demo: Path, tmp_path: Path) -> Non
     assert outside.code == 2 and outside.err.count("\n") == 1 and "git" in outside.err
 
 
+def test_a_report_into_a_fifo_or_a_link_to_one_is_refused_and_leaves_it(
+        demo: Path, tmp_path: Path) -> None:
+    """``-o`` naming a FIFO, or a symlink to one (``/dev/stdout``, ``/dev/null``: a
+    device run as root): one line, exit 2, the node left as it was. The atomic write
+    renamed a regular file over it (as root, over /dev/null itself)."""
+    import os
+
+    fifo, link = tmp_path / "fifo", tmp_path / "link"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)
+    for named in (fifo, link):
+        r = run_cli("report", "-o", str(named), cwd=demo)
+        assert (r.code, r.err) == (2, "gitevals: error: cannot replace what is not a regular "
+                                      "file (a device, FIFO or socket); name a regular file: "
+                                      f"{named}\n")
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and link.is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "link"]  # no temp file left
+
+
 def test_a_report_is_as_readable_as_any_file_the_user_writes(demo: Path, tmp_path: Path) -> None:
     shared, private = tmp_path / "shared.html", tmp_path / "private.html"
     assert run_cli("report", "-o", str(shared), cwd=demo, umask=0o022).code == 0
