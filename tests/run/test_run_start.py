@@ -148,8 +148,7 @@ def test_a_relative_pythonpath_entry_is_still_the_commits_directory(
 
 def test_a_run_interrupted_while_its_worker_boots_leaves_no_process(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
-                 "evals/cases/c.yaml": CASE})
+    _commit_agent(repo)
     seen: list[set[int]] = []
     _watch_the_plan(monkeypatch, seen, then=KeyboardInterrupt())  # ^C while it boots
     res = run_cli("run", "--no-note", cwd=repo.path)
@@ -174,6 +173,12 @@ def collecting() -> Iterator[None]:
     finally:
         if not was:
             gc.disable()
+
+
+def _commit_agent(repo: Repo) -> None:
+    """The python target, its helper module and one case, committed."""
+    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
+                 "evals/cases/c.yaml": CASE})
 
 
 def _gc_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, int]]:
@@ -204,8 +209,7 @@ def _gc_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, int]]:
 @pytest.mark.usefixtures("collecting")
 def test_the_collector_pauses_while_the_run_starts_and_runs_for_its_trials(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
-                 "evals/cases/c.yaml": CASE})
+    _commit_agent(repo)
     seen = _gc_seen(monkeypatch)
     before = gc.get_freeze_count()  # (the test session froze what collection made)
     counted = 0
@@ -231,8 +235,7 @@ def test_the_program_freezes_what_the_start_made_for_the_trials(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     from gitevals import commands
 
-    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
-                 "evals/cases/c.yaml": CASE})
+    _commit_agent(repo)
     seen = _gc_seen(monkeypatch)
     monkeypatch.setattr(commands, "PROGRAM", True)  # as `cli.entry` sets it
     before = gc.get_freeze_count()
@@ -246,8 +249,7 @@ def test_the_program_freezes_what_the_start_made_for_the_trials(
 
 @pytest.mark.usefixtures("collecting")
 def test_a_caller_without_frozen_objects_gets_the_runs_back_to_collect(repo: Repo) -> None:
-    repo.commit({"agent.py": AGENT, "helper.py": "WORD = 'ok'\n", "pyproject.toml": SETTINGS,
-                 "evals/cases/c.yaml": CASE})
+    _commit_agent(repo)
     gc.unfreeze()
     try:
         res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
