@@ -554,7 +554,7 @@ def sequential_design(repo: Repo, the_plan: Plan, options: AgainstOptions) -> Ro
 
 
 def _execute(tree: RevisionTree, the_plan: Plan, prov: Provenance, options: RunOptions,
-             progress: ProgressFactory, hold: Callable[[], None] | None = None) -> Run:
+             progress: ProgressFactory, hold: Callable[[], object] | None = None) -> Run:
     """Materialize the commit, run the plan in it (SIGINT/SIGTERM stop it), build the
     artifact. gitevals adopts what escapes its targets and graders, and kills it all
     before the materialized tree is removed (gitevals.run.reaper). ``hold`` is called as
@@ -953,7 +953,7 @@ def _run_rev(request: RunRequest, repo: Repo | None, jobs: int, early: RayExecut
 
 
 @contextmanager
-def _signals_held() -> Iterator[Callable[[], None]]:
+def _signals_held() -> Iterator[Callable[[], list[int]]]:
     """SIGINT and SIGTERM as they were (^C stops the start: nothing to keep yet) until
     the yielded ``hold`` is called as the trials start. From then, once the trials' own
     handlers (``_signals_stop``) are gone, a signal is held while the finished run is
@@ -964,9 +964,10 @@ def _signals_held() -> Iterator[Callable[[], None]]:
     held: list[int] = []
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
-    def hold() -> None:
+    def hold() -> list[int]:  # the signals held so far, as they come
         for s in old:
             signal.signal(s, lambda signum, frame: held.append(signum))
+        return held
 
     try:
         yield hold
@@ -1683,17 +1684,25 @@ def experiment(repo: Repo, options: ExperimentOptions, progress: ProgressFactory
     started = time.time()
     results: list[LaneResult] = []
     stopped = False
-    for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
-        pins = pins_of(lane, the_plan.files, snap, options.repeat, public)
-        if stopped:  # listed, never left out: the report says which lanes did not run
-            results.append(_not_run(repo.work_root, kept, exp_id, lane, pins))
-            continue
-        result = _run_lane(repo, kept, exp_id, lane, tree, repeated(the_plan, options.repeat),
-                           pins, names, options, public, progress, say)
-        results.append(result)
-        stopped = result.run is not None and result.run["interrupted"]
-    meta = _meta(exp_id, root, plans[0], options, total, snaps[0], started, time.time())
-    return _finish(repo, kept, meta, results, options, say)
+    # A signal between lanes (a lane kept, the next starting) or as the report is written
+    # is held: the lanes still to run are not run, and the report is kept (as `run`).
+    with _signals_held() as hold:
+        held = hold()
+        for lane, tree, the_plan, snap in zip(lanes, trees, plans, snaps, strict=True):
+            pins = pins_of(lane, the_plan.files, snap, options.repeat, public)
+            if stopped or held:  # listed, never left out: the report says which did not run
+                results.append(_not_run(repo.work_root, kept, exp_id, lane, pins))
+                continue
+            result = _run_lane(repo, kept, exp_id, lane, tree,
+                               repeated(the_plan, options.repeat), pins, names, options,
+                               public, progress, say)
+            results.append(result)
+            stopped = result.run is not None and result.run["interrupted"]
+        meta = _meta(exp_id, root, plans[0], options, total, snaps[0], started, time.time())
+        finished = _finish(repo, kept, meta, results, options, say)
+        if finished.interrupted:  # said as an interrupted experiment, with its report
+            held.clear()
+        return finished
 
 
 def _new_id() -> str:

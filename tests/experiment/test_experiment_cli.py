@@ -297,6 +297,40 @@ def test_an_interrupted_experiment_keeps_its_report_and_exits_130(
     assert stuck["pass_rate"]["trials"] == 0  # an abandoned conversation is not a sample
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
+def test_a_signal_between_lanes_keeps_the_report_and_runs_no_other_lane(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch, signum: int) -> None:
+    """^C or SIGTERM as a lane has been kept, before the next starts (the real handlers
+    take it): the lanes left are not run, the report is kept and printed, exit 130. It
+    used to end in a bare "interrupted" with no report at all."""
+    import os
+
+    from gitevals import api
+
+    _base(repo)
+    real = api._run_lane
+
+    def then_signalled(*args: Any, **kwargs: Any) -> Any:
+        done = real(*args, **kwargs)
+        os.kill(os.getpid(), signum)
+        return done
+
+    monkeypatch.setattr(api, "_run_lane", then_signalled)
+    r = run_cli("experiment", "math", "--format", "json", "--lane", "first=HEAD,env:MODEL=a",
+                "--lane", "second=HEAD,env:MODEL=b", cwd=repo.path)
+    assert r.code == 130, r.err
+    doc = json.loads(r.out)
+    assert doc == _report(repo)
+    said = r.err.splitlines()
+    assert [line.split(" (")[0] for line in said[:-1]] == ["gitevals: lane first"]  # alone
+    assert said[-1].startswith("gitevals: interrupted; what finished is in ")
+    first, second = _lane(doc, "first"), _lane(doc, "second")
+    assert first["interrupted"] is False and first["pass_rate"]["trials"] > 0
+    assert second["interrupted"] is True
+    assert second["controls"]["problems"] == [
+        "not run: the experiment was interrupted before this lane"]
+
+
 def test_samples_that_cannot_be_kept_in_results_go_to_a_temp_dir(repo: Repo) -> None:
     import re
     import shutil
