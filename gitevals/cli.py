@@ -144,15 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     """``main`` for a process that ends with the command (``entry``)."""
     given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_invoked(given))
+    if isinstance(parser, _Parser):
+        parser.argv = given
+    args = parser.parse_args(given)
     _term_as_interrupt()
-    try:  # building the parser imports every command's module: a start's ^C comes here
-        parser = build_parser(_invoked(given))
-        if isinstance(parser, _Parser):
-            parser.argv = given
-        args = parser.parse_args(given)
-    except KeyboardInterrupt:
-        print("gitevals: interrupted", file=sys.stderr)
-        return 130
     try:
         if args.chdir:
             _chdir(args.chdir)

@@ -90,7 +90,7 @@ def test_the_program_ends_without_collecting_what_its_command_made(
     from gitevals import cli
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
-    assert scripts["project"]["scripts"]["gitevals"] == "gitevals.__main__:main"
+    assert scripts["project"]["scripts"]["gitevals"] == "gitevals.cli:entry"
     from gitevals import commands
 
     monkeypatch.setattr(commands, "PROGRAM", False)  # put back after: the program sets it
@@ -146,38 +146,3 @@ def test_a_closed_standard_stream_is_written_to_nowhere_not_a_crash(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = {"out": proc.stdout, "err": proc.stderr}
     assert said[out_or_err] == ("2 files checked: no problems\n" if out_or_err == "out" else "")
-
-
-#: On PYTHONPATH as ``sitecustomize``: SIGINT to the process as Python looks for the
-#: module named in $SIGINT_AT, so the real handlers take a ^C at that moment of a start.
-SIGINT_AT_IMPORT = """\
-import os, signal, sys
-
-
-class _Finder:
-    def find_spec(self, name, path=None, target=None):
-        if name == os.environ["SIGINT_AT"]:
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-
-sys.meta_path.insert(0, _Finder())
-"""
-
-
-@pytest.mark.parametrize("module", ["gitevals.cli", "gitevals.commands.lint"],
-                         ids=["importing-the-cli", "building-the-parser"])
-def test_a_ctrl_c_as_the_program_starts_is_one_line_and_130(
-        tmp_path: Path, module: str) -> None:
-    """^C while the program imports its command line, or builds its parser (each
-    command's module): ``gitevals: interrupted`` and 130, not the import's traceback."""
-    import subprocess
-    import sys
-
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SIGINT_AT_IMPORT)
-    proc = subprocess.run([sys.executable, "-m", "gitevals", "lint"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(hook), "SIGINT_AT": module})
-    assert (proc.returncode, proc.stderr) == (130, "gitevals: interrupted\n")
