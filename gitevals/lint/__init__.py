@@ -420,19 +420,18 @@ class _Run:
                     else done[i.path] for i in todo]
         self._load(todo)  # read in the parent: workers inherit the bytes (fork)
         cost = sum(1 if i.kind == "case" else len(self.data[i.path]) // 20000 for i in todo)
-        if cost < PARALLEL_THRESHOLD:
-            return [_lint_one(i, self.data[i.path], self.refused) for i in todo]
-        if self.jobs < 2 or not _may_fork():  # a large run, in this process: still told
-            return self._serial(todo)
-        return _parallel(todo, self.data, self.refused, self.jobs, self.progress)
+        large = cost >= PARALLEL_THRESHOLD
+        if large and self.jobs >= 2 and _may_fork():
+            return _parallel(todo, self.data, self.refused, self.jobs, self.progress)
+        return self._serial(todo, self.progress if large else None)
 
-    def _serial(self, todo: list[Input]) -> list[_Result]:
-        """A large run linted in this process, its progress reported as a pool's is."""
+    def _serial(self, todo: list[Input], progress: Progress | None) -> list[_Result]:
+        """The run linted in this process; a large one reports progress as workers do."""
         out: list[_Result] = []
         for i in todo:
             out.append(_lint_one(i, self.data[i.path], self.refused))
-            if self.progress is not None:
-                self.progress(len(out), len(todo))
+            if progress is not None:
+                progress(len(out), len(todo))
         return out
 
     # -- graders --------------------------------------------------------------
