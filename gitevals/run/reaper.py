@@ -77,7 +77,7 @@ cost its start next to nothing (``os``, ``select``, ``_socket``, ``marshal``...)
 ``re``, ``collections`` or ``functools``: ``tests/run/test_reaper.py`` checks the lot).
 gitevals and the supervisor talk ``marshal`` (one interpreter, ``sys.executable``, on
 both ends); its link to a python target's warm worker, which may be another interpreter,
-stays JSON (``_Zygote.fork``).
+stays JSON, written and read without ``json`` (``_to_worker``, ``_from_worker``).
 """
 
 from __future__ import annotations
@@ -605,6 +605,95 @@ class _Kept:
         return code
 
 
+# --- the warm worker's JSON -----------------------------------------------------------
+#
+# The warm worker's link is JSON, not ``marshal`` as gitevals' link to the supervisor: the
+# worker may run another interpreter (``[target] interpreter``, from Python 3.8 on) whose
+# ``marshal`` need not read ours, and it runs the target's code (``marshal`` is not for
+# untrusted data). But ``json`` imports ``re``, and with it ``enum``, ``functools`` and
+# ``collections``: about the CPU of the rest of the supervisor's start, in every run of a
+# python target. Its messages are flat objects (``pyworker`` writes them with ``json.dumps``):
+# these are written and read here with the C parts ``json`` itself uses; anything else
+# goes to ``json`` whole, so what is read (or the error) is always ``json``'s.
+
+if TYPE_CHECKING:
+    _Value = str | int | list[int] | None
+    _Message = dict[str, _Value]
+
+
+def _to_worker(message: _Message) -> bytes:
+    """``json.dumps(message).encode()``, byte for byte, for a flat message (strings,
+    ints, None, lists of ints)."""
+    try:
+        from _json import encode_basestring_ascii as text
+    except ImportError:  # an interpreter without json's C parts
+        import json
+
+        return json.dumps(message).encode()
+
+    def value(v: _Value) -> str:
+        if isinstance(v, str):
+            return text(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(int.__repr__(i) for i in v) + "]"
+        return "null" if v is None else int.__repr__(v)
+
+    return ("{" + ", ".join(f"{text(k)}: {value(v)}" for k, v in message.items())
+            + "}").encode()
+
+
+def _from_worker(data: bytes) -> object:
+    """``json.loads(data)``: a flat object as ``json.dumps`` writes it is read here (keys
+    and strings by ``json``'s own C scanner), anything else by ``json``."""
+    try:
+        return _flat(data.decode("ascii"))
+    except (ImportError, ValueError):  # UnicodeDecodeError and json's errors are ValueErrors
+        import json
+
+        return json.loads(data)
+
+
+#: The literals a flat message's values may be, beside strings and ints.
+_WORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+
+def _flat(text: str) -> dict[str, object]:
+    """The object ``text`` is if it is a flat one written by ``json.dumps`` (", " and ": "
+    between its parts); ``ValueError`` for any other text, even valid JSON."""
+    from _json import scanstring
+
+    if text == "{}":
+        return {}
+    out: dict[str, object] = {}
+    at, before = 0, "{"
+    while text.startswith(before, at) and text.startswith('"', at + len(before)):
+        key, at = scanstring(text, at + len(before) + 1)
+        if not text.startswith(": ", at):
+            break
+        out[key], at = _flat_value(text, at + 2, scanstring)
+        if at == len(text) - 1 and text[at] == "}":
+            return out
+        before = ", "
+    raise ValueError("not a flat JSON object")
+
+
+def _flat_value(text: str, at: int, scanstring: Callable[[str, int], tuple[str, int]]
+                ) -> tuple[object, int]:
+    """The string, int, true, false or null at ``text[at:]``, and where it ends."""
+    if text.startswith('"', at):
+        return scanstring(text, at + 1)
+    end = digits = at + 1 if text.startswith("-", at) else at
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    if end > digits and (text[digits] != "0" or end == digits + 1) and (
+            end == len(text) or text[end] not in ".eE"):
+        return int(text[at:end]), end
+    for word, meaning in _WORDS.items():
+        if text.startswith(word, at):
+            return meaning, at + len(word)
+    raise ValueError("not a flat JSON value")
+
+
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
@@ -643,10 +732,8 @@ class _Zygote:
     def load(self, cwd: str, spec: str, wait: float,
              watch: _socket.socket | None = None) -> _Zygote:
         """This ``--boot`` worker, told to import ``spec`` in ``cwd``, once it has."""
-        import json  # the worker's link is JSON: see ``fork``
-
         with suppress(OSError):  # it died: ``loaded`` reads its end and says so
-            self.sock.send(json.dumps({"op": "load", "cwd": cwd, "spec": spec}).encode())
+            self.sock.send(_to_worker({"op": "load", "cwd": cwd, "spec": spec}))
         return self.loaded(wait, watch)
 
     def loaded(self, wait: float, watch: _socket.socket | None = None) -> _Zygote:
@@ -667,8 +754,6 @@ class _Zygote:
         return self
 
     def _receive(self) -> dict[str, object]:
-        import json  # the worker's link is JSON: see ``fork``
-
         try:
             size = self.sock.recv_into(self._buffer)
         except TimeoutError:
@@ -676,24 +761,16 @@ class _Zygote:
             size = 0
         except OSError:
             size = 0
-        answer = json.loads(self._buffer[:size]) if size else {}
+        answer = _from_worker(self._buffer[:size]) if size else {}
         return answer if isinstance(answer, dict) else {}
 
     def fork(self, fds: Sequence[int], lifeline: int, program: str | None
              ) -> dict[str, object]:
-        """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed.
-
-        The worker's link is JSON, not ``marshal`` as gitevals' link to us: the worker may
-        run another interpreter (``[target] interpreter``, from Python 3.8 on) whose
-        ``marshal`` need not read ours, and it runs the target's code (``marshal`` is not
-        for untrusted data). ``json`` is imported at the first worker's first use: a run
-        of command targets never pays for it."""
-        import json
-
-        request = {"op": "fork", "hold": program, "reap": self.dead}
+        """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
+        request: _Message = {"op": "fork", "hold": program, "reap": self.dead}
         self.dead = []
         try:
-            _send_fds(self.sock, json.dumps(request).encode(), [*fds, lifeline])
+            _send_fds(self.sock, _to_worker(request), [*fds, lifeline])
         except OSError:
             return {}
         return self._receive()

@@ -334,6 +334,8 @@ COSTLY = {"typing", "json", "re", "enum", "socket", "collections", "contextlib",
 
 def test_the_supervisor_and_its_kept_holders_import_nothing_costly(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals.run import pyworker
+
     # The supervisor as gitevals starts it, with one line before its own: on its way out
     # (``os._exit``, after it served) each process writes the modules it has imported.
     seen = tmp_path / "modules"
@@ -348,11 +350,23 @@ def test_the_supervisor_and_its_kept_holders_import_nothing_costly(
     sup = reaper.Supervisor.start()
     assert sup is not None
     kept = reaper.Supervisor(sup.channel, keep=True)  # a job slot with a kept holder
+    (tmp_path / "agent.py").write_text("def respond(messages):\n    return {}\n")
+    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
     try:
         for slot in (sup, kept):  # a conversation beneath a holder of its own, then kept
             pid, stdin = start(slot, tmp_path, ["true"])
             os.close(stdin)
             assert pid > 0 and slot.status(10) == 0 and slot.end() == 0
+        # and one of a python target, forked by its warm worker (spoken to in JSON)
+        r, w = os.pipe()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            pid = sup.spawn(["unused"], str(tmp_path), None, (r, null, null), warm, 30)
+        finally:
+            os.close(r)
+            os.close(null)
+        os.close(w)
+        assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
         assert kept._kept is not None
         holder = kept._kept[0]
         kept.close()  # its holder leaves on its own before the supervisor sweeps
