@@ -252,11 +252,12 @@ class GraderWorker:
 
 class GraderPool:
     """Warm workers the job slots share: a call takes an idle worker, else starts one,
-    but no more than ``at_once`` (the CPUs) start at a time: a call that finds every
-    worker busy and that many starting waits for whichever comes first, a worker freed
-    or one started. A worker per slot started a Python (~75 ms of CPU) for each of 16
-    slots whose calls took a few ms; slow graders (a judge's seconds) still soon get a
-    worker per slot, the starts paced at the pace the CPUs could run them anyway."""
+    but only once it has waited as long as a start takes (a worker freed by then serves
+    it sooner than a new one would), and no more than ``at_once`` (the CPUs) start at a
+    time. Most graders answer in a millisecond or two, while a start is a Python
+    (~60-75 ms of CPU): two slots asking at once started two workers where one served
+    both; sixteen slots started sixteen. Slow graders (a judge's seconds) still soon get
+    a worker per slot, each start only a start's time later than it would have been."""
 
     def __init__(self, tree_dir: str, root: str, judge: JSONObject | None,
                  timeout: float = GRADER_TIMEOUT,
@@ -269,7 +270,9 @@ class GraderPool:
         self._cond = threading.Condition()
         self._idle: list[GraderWorker] = []  # the last one used on top: it is warm
         self._workers: list[GraderWorker] = []
-        self._starting: set[GraderWorker] = set()  # started, no ready frame yet
+        self._starting: dict[GraderWorker, float] = {}  # started, no ready frame yet: when
+        self._patience: float | None = None  # how long the last start took to get ready
+        self._known = 0.0  # when the first start got ready (a wait before it counts not)
 
     def call(self, name: str, case: JSONObject, run: JSONObject) -> GraderReply:
         worker = self._take()
@@ -277,25 +280,41 @@ class GraderPool:
             return worker.call(name, case, run)
         finally:
             with self._cond:
-                self._starting.discard(worker)  # it never got ready: its start is over
+                self._starting.pop(worker, None)  # it never got ready: its start is over
                 self._idle.append(worker)
                 self._cond.notify_all()
 
     def _take(self) -> GraderWorker:
         with self._cond:
-            self._cond.wait_for(lambda: bool(self._idle)
-                                or len(self._starting) < self.at_once)
-            if self._idle:
-                return self._idle.pop()
-            worker = GraderWorker(*self.args, on_ready=self._started)
-            self._workers.append(worker)
-            self._starting.add(worker)
-            return worker
+            since = time.monotonic()
+            while not self._idle:
+                left = self._left(since)
+                if not self._workers or (left == 0 and len(self._starting) < self.at_once):
+                    worker = GraderWorker(*self.args, on_ready=self._started)
+                    self._workers.append(worker)
+                    self._starting[worker] = time.monotonic()
+                    return worker
+                self._cond.wait(left or None)  # woken by a worker freed or started
+            return self._idle.pop()
+
+    def _left(self, since: float) -> float | None:
+        """How much longer a call that began waiting at ``since`` waits before it may start
+        a worker: 0 once it has waited a start's time; None (no limit) while the first
+        start has not told how long a start takes (a worker freed or started wakes it).
+        Waiting for that first start does not count: its worker, just ready, is about to
+        serve the call that started it, and may be free a millisecond later."""
+        if self._patience is None:
+            return None
+        return max(0.0, max(since, self._known) + self._patience - time.monotonic())
 
     def _started(self, worker: GraderWorker) -> None:
         with self._cond:
-            if worker in self._starting:
-                self._starting.discard(worker)
+            began = self._starting.pop(worker, None)
+            if began is not None:
+                now = time.monotonic()
+                if self._patience is None:
+                    self._known = now
+                self._patience = now - began
                 self._cond.notify_all()
 
     def close(self) -> None:
