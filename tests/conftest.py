@@ -134,7 +134,13 @@ class Repo:
         # no `git maintenance run --auto` after each commit: a process that only counts
         # loose objects (far below its threshold in a test repository)
         self.git("-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", msg)
-        return self.git("rev-parse", "HEAD")
+        return self.head()
+
+    def head(self) -> str:
+        """HEAD's commit SHA, read by pygit2 (``git rev-parse HEAD`` is a process)."""
+        import pygit2
+
+        return str(pygit2.Repository(str(self.path)).head.target)
 
 
 @pytest.fixture
