@@ -14,9 +14,11 @@ from tests.support.paths import RUN_HARNESS
 HARNESS = RUN_HARNESS
 
 
+#: The example harness (standard library only) started with ``-S``: still a command target,
+#: a Python per golden, without site's work (the venv's .pth files).
 SETTINGS = f"""\
 [tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
+command = ["{sys.executable}", "-S", "harness.py"]
 
 [tool.gitevals.goldens]
 graders = {{format = "checks.exact", tone = "checks.polite"}}
