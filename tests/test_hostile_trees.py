@@ -18,7 +18,7 @@ import pytest
 
 from gitevals.git.blobs import MAX_FILE
 from gitevals.git.pushes import PushedRef, plan_push
-from gitevals.run.grading import NoGrader, _Graders
+from gitevals.run.grading import GraderSources, NoGrader
 from gitevals.yamlsafe import MAX_BYTES
 from tests.conftest import Repo, git, run_cli
 from tests.support.runs import HARNESS, SETTINGS
@@ -302,7 +302,7 @@ def test_the_grader_worker_runs_no_link(tmp_path: Path, outside: Path, kind: str
     elif kind == "fifo":
         os.mkfifo(graders / "g.py")
     with pytest.raises(NoGrader) as info:
-        _Graders(str(tmp_path / "tree"), "evals").find("g", "f")
+        GraderSources(str(tmp_path / "tree"), "evals").find("g", "f")
     expected = {"symlink": "no grader file evals/graders/g.py in this commit (it is a "
                 "symlink; graders are regular files)",
                 "fifo": "evals/graders/g.py is not a regular file",
