@@ -25,6 +25,26 @@ graders = {{format = "checks.exact", tone = "checks.polite"}}
 """
 
 
+#: The example harness's answers (Paris to a question about France, else "answer: " and
+#: the last user turn) as a python target: imported once a run and forked per conversation
+#: instead of a Python started per conversation or golden. For the tests that are about
+#: goldens, not about how a target is started (command targets: ``SETTINGS``).
+PY_HARNESS = """\
+def respond(messages):
+    text = messages[-1]["text"]
+    answer = "Paris" if "France" in text else "answer: " + text
+    return {"final_answer": answer, "tool_calls": [], "hooks": [], "error": None}
+"""
+
+PY_SETTINGS = """\
+[tool.gitevals.target]
+python = "harness:respond"
+
+[tool.gitevals.goldens]
+graders = {format = "checks.exact", tone = "checks.polite"}
+"""
+
+
 GRADERS = """\
 def exact(t, case, run):
     return run["final_answer"] == case["expected"]
