@@ -12,10 +12,12 @@ only what a start needs: ``os``, ``sys``, ``marshal``, ``select``, ``_signal`` a
 question (``_LazyT``).
 
 Frames are a 4-byte big-endian length and a body: empty (the worker is ready), or a
-tag and a payload: ``M`` and ``marshal`` (format 2: no shared references) when the value
-is plain JSON (``plain``), which marshal carries exactly as JSON would, the parent being
-the same interpreter; else ``J`` and UTF-8 JSON, as every frame was before. A grader
-therefore sees, and returns, what JSON carries: a tuple arrives as a list either way.
+tag and a payload: ``M`` and ``marshal`` (format 2: no shared references), the parent
+being the same interpreter, or ``J`` and UTF-8 JSON, as every frame was before. A call
+is the request after a JSON round trip, as marshal (``grading._request``: both passes in
+C); an answer is marshal when it is plain JSON (``plain``), which marshal carries exactly
+as JSON would, else JSON. A grader therefore sees, and returns, what JSON carries: a
+tuple arrives as a list either way.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ SPIN = 0.0003
 #: (whose encoder finds cycles and says what is too deep, as it always has).
 PLAIN_DEPTH = 100
 PLAIN_VALUES = 100_000
-_MARSHAL_VERSION = 2
+MARSHAL_VERSION = 2
 
 
 def plain(value: object) -> TypeGuard[JSON]:
@@ -105,7 +107,7 @@ def _text(s: str) -> bool:
 def encode(value: object) -> bytes:
     """A frame's body for ``value`` (see the module's docstring)."""
     if plain(value):
-        return b"M" + marshal.dumps(value, _MARSHAL_VERSION)
+        return b"M" + marshal.dumps(value, MARSHAL_VERSION)
     import json
 
     return b"J" + json.dumps(value, ensure_ascii=False).encode()

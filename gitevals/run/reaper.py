@@ -58,34 +58,83 @@ distributions and would run the target as pid 1, with pid 1's signal rules;
 gitevals as the only subreaper cannot tell which conversation an adopted orphan
 came from, and killing it could break another conversation still running.
 
-Cost (``benchmarks/bench_run.py``, ``benchmarks/bench_conversations.py``): one supervisor
-start per run; per conversation a fork and an exec of its holder, two round trips on a
-socket, and a few reads of ``/proc`` when it ends (~7 ms of CPU in all, measured with a
+Cost (``benchmarks/bench_run.py``, ``benchmarks/bench_conversations.py``,
+``benchmarks/bench_supervisor.py``): one supervisor start per run, ~1.5x the CPU of a
+bare ``python -I -S -c pass`` (3.6x when it imported ``json``, ``typing``, ``socket`` and
+what they import); per conversation a fork and an exec of its holder, two round trips on
+a socket, and a few reads of ``/proc`` when it ends (~7 ms of CPU in all, measured with a
 trivial target); with kept holders, two round trips with the slot's holder and its
 ``posix_spawn`` of the target (~0.5 ms).
 
 Where this cannot work (not Linux, no ``/proc``, ``prctl`` refused) ``available``
 is false and targets are started directly in their own session and killed by
 process group, as before: a process that leaves the group can then outlive its
-trial. This module is imported by the supervisor: standard library only.
+trial.
+
+This module is imported by the supervisor, so at its top it imports only modules that
+cost its start next to nothing (``os``, ``select``, ``_socket``, ``marshal``...): no
+``typing``, ``json``, ``socket``, ``signal``, ``contextlib`` (each pulls in ``enum``,
+``re``, ``collections`` or ``functools``: ``tests/run/test_reaper.py`` checks the lot).
+gitevals and the supervisor talk ``marshal`` (one interpreter, ``sys.executable``, on
+both ends); its link to a python target's warm worker, which may be another interpreter,
+stays JSON, written and read without ``json`` (``_to_worker``, ``_from_worker``).
 """
 
 from __future__ import annotations
 
-import json
+import _socket
+import marshal
 import os
 import select
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, TypedDict
 
-if TYPE_CHECKING:
+# Not ``typing.TYPE_CHECKING``: the supervisor imports this module at its start, in every
+# run, and ``typing`` alone costs more CPU than the interpreter's own start. Type
+# checkers read any constant of this name as true.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # names for annotations only
     import mmap
+    import signal as _signal  # (``_signal`` has no stub: ``signal`` re-exports its names)
     import socket
     import subprocess
+    from collections.abc import Callable, Mapping, Sequence
+    from types import TracebackType
+    from typing import TypedDict
+
+    class Request(TypedDict, total=False):
+        """One request to the supervisor (a ``marshal`` message on its socket, with ``fds``
+        beside it): ``op`` is ``spawn``, ``warm``, ``boot``, ``keep`` or ``end``; each
+        uses only its own keys."""
+
+        op: str
+        argv: list[str]
+        boot: list[str]
+        cwd: str
+        env: dict[str, str] | None
+        wait: float
+        zygote: list[str]
+        holder: int
+
+    class Answer(TypedDict, total=False):
+        """The supervisor's answer to a ``Request``: a started target (``pid``,
+        ``holder``), a failure as ``OSError`` would say it (``errno``, ``error``), a warm
+        worker's state (``ready``, ``slow``, ``start_failed``), or an ended holder
+        (``ended``; a kept holder says the target's exit ``code``)."""
+
+        pid: int
+        holder: int
+        code: int | None
+        errno: int | None
+        error: str
+        start_failed: str
+        ready: bool
+        slow: bool
+        ended: bool
+        booting: bool
+else:  # ``signal`` itself only wraps ``_signal``'s numbers in enums: ``enum`` is costly
+    import _signal
 
 PR_SET_CHILD_SUBREAPER = 36
 #: A sweep gives up on processes it cannot kill (uninterruptible sleep) after this long.
@@ -122,51 +171,37 @@ def set_subreaper(on: bool = True) -> bool:
 _PRCTL: Callable[..., int] | None = None
 
 
-class Request(TypedDict, total=False):
-    """One request to the supervisor (a JSON message on its socket, with ``fds`` beside it):
-    ``op`` is ``spawn``, ``warm``, ``boot`` or ``end``; each uses only its own keys."""
+class suppress:
+    """``contextlib.suppress``, without importing ``contextlib`` (and with it
+    ``collections`` and ``functools``) at the supervisor's start."""
 
-    op: str
-    argv: list[str]
-    boot: list[str]
-    cwd: str
-    env: dict[str, str] | None
-    wait: float
-    zygote: list[str]
-    holder: int
+    def __init__(self, *kinds: type[BaseException]) -> None:
+        self.kinds = kinds
 
+    def __enter__(self) -> None:
+        return None
 
-class Answer(TypedDict, total=False):
-    """The supervisor's answer to a ``Request``: a started target (``pid``, ``holder``),
-    a failure as ``OSError`` would say it (``errno``, ``error``), a warm worker's state
-    (``ready``, ``slow``, ``start_failed``), or an ended holder (``ended``; a kept
-    holder says the target's exit ``code``)."""
-
-    pid: int
-    holder: int
-    code: int | None
-    errno: int | None
-    error: str
-    start_failed: str
-    ready: bool
-    slow: bool
-    ended: bool
-    booting: bool
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        return kind is not None and issubclass(kind, self.kinds)
 
 
-@contextmanager
-def subreaper() -> Iterator[bool]:
+class subreaper:
     """Adopt this process's orphaned descendants while inside; on the way out kill and reap
     every process still beneath it but the children it had on the way in (and theirs): a
-    program that calls gitevals keeps its own processes and their exit statuses. Yields
-    whether the kernel made it a subreaper."""
-    on = set_subreaper(True)
-    theirs = frozenset(_children(os.getpid()) or ())
-    try:
-        yield on
-    finally:
-        if on:
-            sweep(spare=theirs)
+    program that calls gitevals keeps its own processes and their exit statuses. ``as``
+    gives whether the kernel made it a subreaper. (A class, not ``contextmanager``: see
+    ``suppress``.)"""
+
+    def __enter__(self) -> bool:
+        self.on = set_subreaper(True)
+        self.theirs = frozenset(_children(os.getpid()) or ())
+        return self.on
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.on:
+            sweep(spare=self.theirs)
             set_subreaper(False)
 
 
@@ -282,11 +317,11 @@ def _kill(pid: int, started: int) -> None:
     except (OSError, AttributeError):  # kernel before 5.3: the check narrows the window
         if (st := _stat(pid)) is not None and st[1] == started:
             with suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, _signal.SIGKILL)
         return
     try:
         if (st := _stat(pid)) is not None and st[1] == started:
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            _signal.pidfd_send_signal(fd, _signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     finally:
@@ -361,7 +396,7 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
         try:
             # SIGPIPE and SIGXFSZ are ignored by Python: give the target the defaults back.
             return os.posix_spawn(path, list(argv), env, file_actions=actions, setsid=True,
-                                  setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+                                  setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
         except (FileNotFoundError, NotADirectoryError) as exc:
             error = exc
         except OSError as exc:
@@ -497,8 +532,6 @@ def _kept_holder(link: int, lifeline: int) -> None:
     on ``link``, and at the conversation's end kills and reaps everything beneath it
     (``sweep``), so the next conversation starts with nothing beneath it. Exits when the
     supervisor is gone (``lifeline``) or gitevals closes ``link``. Never returns."""
-    import socket
-
     try:
         os.setsid()
         if not set_subreaper(True):
@@ -510,14 +543,14 @@ def _kept_holder(link: int, lifeline: int) -> None:
             if fd > 2 and fd not in (link, lifeline):  # and sockets are not ours to hold
                 with suppress(OSError):
                     os.close(fd)
-        sock = socket.socket(fileno=link)
+        sock = _socket.socket(fileno=link)
         buffer = _buffer()
         kept = _Kept()
         while lifeline not in select.select([link, lifeline], [], [])[0]:
             data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done with this slot (or gone)
-            sock.send(json.dumps(kept.turn(json.loads(data), fds)).encode())
+            sock.send(marshal.dumps(kept.turn(marshal.loads(data), fds)))
             if kept.stuck:  # what cannot be killed must not be beneath the next
                 os._exit(0)  # conversation: it goes to the supervisor, as from ``cat``
         else:  # the supervisor is gone: as a holder that waits as a program, go at once
@@ -561,7 +594,7 @@ class _Kept:
         code = None
         if target is not None:
             with suppress(ProcessLookupError):
-                os.kill(target, signal.SIGKILL)
+                os.kill(target, _signal.SIGKILL)
             with suppress(ChildProcessError):
                 if (status := os.waitpid(target, os.WNOHANG))[0] == 0:
                     await_exit(target, SWEEP_LIMIT)  # dying; or stuck, and then bounded
@@ -572,13 +605,102 @@ class _Kept:
         return code
 
 
+# --- the warm worker's JSON -----------------------------------------------------------
+#
+# The warm worker's link is JSON, not ``marshal`` as gitevals' link to the supervisor: the
+# worker may run another interpreter (``[target] interpreter``, from Python 3.8 on) whose
+# ``marshal`` need not read ours, and it runs the target's code (``marshal`` is not for
+# untrusted data). But ``json`` imports ``re``, and with it ``enum``, ``functools`` and
+# ``collections``: about the CPU of the rest of the supervisor's start, in every run of a
+# python target. Its messages are flat objects (``pyworker`` writes them with ``json.dumps``):
+# these are written and read here with the C parts ``json`` itself uses; anything else
+# goes to ``json`` whole, so what is read (or the error) is always ``json``'s.
+
+if TYPE_CHECKING:
+    _Value = str | int | list[int] | None
+    _Message = dict[str, _Value]
+
+
+def _to_worker(message: _Message) -> bytes:
+    """``json.dumps(message).encode()``, byte for byte, for a flat message (strings,
+    ints, None, lists of ints)."""
+    try:
+        from _json import encode_basestring_ascii as text
+    except ImportError:  # an interpreter without json's C parts
+        import json
+
+        return json.dumps(message).encode()
+
+    def value(v: _Value) -> str:
+        if isinstance(v, str):
+            return text(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(int.__repr__(i) for i in v) + "]"
+        return "null" if v is None else int.__repr__(v)
+
+    return ("{" + ", ".join(f"{text(k)}: {value(v)}" for k, v in message.items())
+            + "}").encode()
+
+
+def _from_worker(data: bytes) -> object:
+    """``json.loads(data)``: a flat object as ``json.dumps`` writes it is read here (keys
+    and strings by ``json``'s own C scanner), anything else by ``json``."""
+    try:
+        return _flat(data.decode("ascii"))
+    except (ImportError, ValueError):  # UnicodeDecodeError and json's errors are ValueErrors
+        import json
+
+        return json.loads(data)
+
+
+#: The literals a flat message's values may be, beside strings and ints.
+_WORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+
+def _flat(text: str) -> dict[str, object]:
+    """The object ``text`` is if it is a flat one written by ``json.dumps`` (", " and ": "
+    between its parts); ``ValueError`` for any other text, even valid JSON."""
+    from _json import scanstring
+
+    if text == "{}":
+        return {}
+    out: dict[str, object] = {}
+    at, before = 0, "{"
+    while text.startswith(before, at) and text.startswith('"', at + len(before)):
+        key, at = scanstring(text, at + len(before) + 1)
+        if not text.startswith(": ", at):
+            break
+        out[key], at = _flat_value(text, at + 2, scanstring)
+        if at == len(text) - 1 and text[at] == "}":
+            return out
+        before = ", "
+    raise ValueError("not a flat JSON object")
+
+
+def _flat_value(text: str, at: int, scanstring: Callable[[str, int], tuple[str, int]]
+                ) -> tuple[object, int]:
+    """The string, int, true, false or null at ``text[at:]``, and where it ends."""
+    if text.startswith('"', at):
+        return scanstring(text, at + 1)
+    end = digits = at + 1 if text.startswith("-", at) else at
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    if end > digits and (text[digits] != "0" or end == digits + 1) and (
+            end == len(text) or text[end] not in ".eE"):
+        return int(text[at:end]), end
+    for word, meaning in _WORDS.items():
+        if text.startswith(word, at):
+            return meaning, at + len(word)
+    raise ValueError("not a flat JSON value")
+
+
 class _Zygote:
     """A warm python worker (``gitevals/run/pyworker.py --zygote``) started by this
     supervisor: it imported the target module once and forks one holder a conversation,
     its child until we have it reaped (see ``pyworker._fork``). Made by ``start``, or by
     ``load`` from a worker started with ``--boot`` before the tree was there."""
 
-    def __init__(self, sock: socket.socket, pid: int) -> None:
+    def __init__(self, sock: _socket.socket, pid: int) -> None:
         self.sock, self.pid = sock, pid
         self.slow = False
         self.dead: list[int] = []  # holders we killed, for the worker to reap (``reap``)
@@ -589,9 +711,7 @@ class _Zygote:
     def spawn(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None
               ) -> _Zygote:
         """``argv`` started in ``cwd`` on one end of a socket pair, the other end ours."""
-        import socket
-
-        sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
             pid = _spawn(argv, cwd, env, (theirs.fileno(), devnull, devnull))
@@ -605,18 +725,18 @@ class _Zygote:
 
     @classmethod
     def start(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-              wait: float, watch: socket.socket | None = None) -> _Zygote:
+              wait: float, watch: _socket.socket | None = None) -> _Zygote:
         """A worker for ``argv`` (``--zygote SPEC``) started now, once it has imported."""
         return cls.spawn(argv, cwd, env).loaded(wait, watch)
 
     def load(self, cwd: str, spec: str, wait: float,
-             watch: socket.socket | None = None) -> _Zygote:
+             watch: _socket.socket | None = None) -> _Zygote:
         """This ``--boot`` worker, told to import ``spec`` in ``cwd``, once it has."""
         with suppress(OSError):  # it died: ``loaded`` reads its end and says so
-            self.sock.send(json.dumps({"op": "load", "cwd": cwd, "spec": spec}).encode())
+            self.sock.send(_to_worker({"op": "load", "cwd": cwd, "spec": spec}))
         return self.loaded(wait, watch)
 
-    def loaded(self, wait: float, watch: socket.socket | None = None) -> _Zygote:
+    def loaded(self, wait: float, watch: _socket.socket | None = None) -> _Zygote:
         """Wait at most ``wait`` s for the worker's word on its import: ``error`` None
         once it imported, else why not (``slow`` when it took too long). Once ``watch``
         (gitevals' end of this supervisor) has closed -- gitevals was interrupted --
@@ -641,18 +761,16 @@ class _Zygote:
             size = 0
         except OSError:
             size = 0
-        answer = json.loads(self._buffer[:size]) if size else {}
+        answer = _from_worker(self._buffer[:size]) if size else {}
         return answer if isinstance(answer, dict) else {}
 
     def fork(self, fds: Sequence[int], lifeline: int, program: str | None
              ) -> dict[str, object]:
         """One conversation on ``fds``: ``{"pid", "holder"}``, or what failed."""
-        import socket
-
-        request = {"op": "fork", "hold": program, "reap": self.dead}
+        request: _Message = {"op": "fork", "hold": program, "reap": self.dead}
         self.dead = []
         try:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], [*fds, lifeline])
+            _send_fds(self.sock, _to_worker(request), [*fds, lifeline])
         except OSError:
             return {}
         return self._receive()
@@ -666,23 +784,21 @@ class _Zygote:
     def stop(self) -> None:
         self.sock.close()
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+            os.killpg(self.pid, _signal.SIGKILL)
         with suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
 
-def _first(sock: socket.socket, watch: socket.socket | None, wait: float) -> bool:
+def _first(sock: _socket.socket, watch: _socket.socket | None, wait: float) -> bool:
     """False when ``watch`` closes before ``sock`` has something to read (or ``wait`` s
     pass); True otherwise. A message on ``watch`` is left for its reader."""
-    import socket
-
     deadline = time.monotonic() + wait
     while watch is not None and (left := deadline - time.monotonic()) > 0:
         readable, _, _ = select.select([sock, watch], [], [], left)
         if sock in readable or not readable:
             return True
         try:
-            closed = not watch.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            closed = not watch.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT)
         except BlockingIOError:
             closed = False
         except OSError:
@@ -696,14 +812,20 @@ def _first(sock: socket.socket, watch: socket.socket | None, wait: float) -> boo
 def _boot_key(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
     """What a ``--boot`` worker and a ``--zygote SPEC`` worker share when one can become
     the other: the interpreter, the worker script, the environment."""
-    return json.dumps([list(argv[:2]), env], sort_keys=True)
+    return _key(argv[:2], env)
+
+
+def _key(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str = "") -> str:
+    """One text for a warm worker's ``argv``, ``env`` and ``cwd``, whatever the order of
+    the variables: equal for equal starts, as a dict key."""
+    return repr((list(argv), cwd, None if env is None else sorted(env.items())))
 
 
 class _Holders:
     """The supervisor's state: the holders of the conversations running now (each with
     its target's pid), and the warm workers of the python targets it started."""
 
-    def __init__(self, gitevals: socket.socket | None = None) -> None:
+    def __init__(self, gitevals: _socket.socket | None = None) -> None:
         self.gitevals = gitevals  # gitevals' end: a wait for an import ends when it closes
         # Only the supervisor holds the write end: holders read its end when it is gone.
         self.lifeline, self._lifeline_w = os.pipe()
@@ -771,7 +893,7 @@ class _Holders:
                 wait: float) -> _Zygote | None:
         """The warm worker for ``argv`` (started now when there is none; one whose import
         failed is kept, with its line); None when its import took longer than ``wait``."""
-        key = json.dumps([argv, cwd, env], sort_keys=True)
+        key = _key(argv, env, cwd)
         zygote = self.zygotes.get(key)
         if zygote is None:
             self.started.add(_boot_key(argv, env))
@@ -819,14 +941,14 @@ class _Holders:
                     said: dict[str, object] = {"pid": _spawn(argv, cwd, env, fds)}
                 except OSError as exc:
                     said = {"errno": exc.errno, "error": exc.strerror or str(exc)}
-                os.write(w, json.dumps(said).encode())
+                os.write(w, marshal.dumps(said))
                 if "pid" in said:
                     _hold(self.lifeline, self.program, w)
             finally:
                 os._exit(0)
         os.close(w)
         with os.fdopen(r, "rb") as reader:
-            said = json.loads(reader.read() or b"{}")
+            said = marshal.loads(reader.read() or marshal.dumps({}))
         target = said.get("pid")
         if not isinstance(target, int):
             with suppress(ChildProcessError):
@@ -852,17 +974,15 @@ class _Holders:
                 self.held[holder] = target
                 self.owners[holder] = zygote
                 return {"pid": target, "holder": holder}
-            self.zygotes.pop(json.dumps([argv, cwd, env], sort_keys=True), None)
+            self.zygotes.pop(_key(argv, env, cwd), None)
             zygote.stop()
         return None
 
     def _keep(self) -> dict[str, object]:
         """Fork a kept holder for a job slot (``_kept_holder``): its pid, and gitevals' end of the
         socket it listens on, handed over with the answer."""
-        import socket
-
         try:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         except OSError as exc:
             return {"errno": exc.errno, "error": exc.strerror or str(exc)}
         try:
@@ -890,7 +1010,7 @@ class _Holders:
         for pid, started in _alive_beneath(holder).items():
             _kill(pid, started)
         with suppress(ProcessLookupError):  # unreaped (ours, or a warm worker's child):
-            os.kill(holder, signal.SIGKILL)  # its pid is still its own
+            os.kill(holder, _signal.SIGKILL)  # its pid is still its own
         try:
             os.waitpid(holder, 0)
         except ChildProcessError:  # a warm worker's child: it reaps it when asked
@@ -926,43 +1046,47 @@ def _buffer() -> mmap.mmap:
     return mmap.mmap(-1, _MAX_MESSAGE, flags=mmap.MAP_PRIVATE)
 
 
-def _request(sock: socket.socket, buffer: mmap.mmap) -> tuple[bytes, list[int]]:
+#: The size of a descriptor in ``SCM_RIGHTS`` (a C ``int``, as ``array("i")`` holds).
+_FD_SIZE = 4
+
+
+def _request(sock: _socket.socket, buffer: mmap.mmap) -> tuple[bytes, list[int]]:
     """One request and the (up to three) descriptors it carries, close-on-exec from
     the moment they arrive, or the holder would keep the pipes open."""
-    import array
-    import socket
-
-    fds = array.array("i")
-    size, anc, _, _ = sock.recvmsg_into([buffer], socket.CMSG_LEN(3 * fds.itemsize),
-                                        socket.MSG_CMSG_CLOEXEC)
+    fds: list[int] = []
+    size, anc, _, _ = sock.recvmsg_into([buffer], _socket.CMSG_LEN(3 * _FD_SIZE),
+                                        _socket.MSG_CMSG_CLOEXEC)
     for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    return buffer[:size], list(fds)
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(payload[i:i + _FD_SIZE], sys.byteorder, signed=True)
+                    for i in range(0, len(payload) - _FD_SIZE + 1, _FD_SIZE)]
+    return buffer[:size], fds
+
+
+def _send_fds(sock: _socket.socket, data: bytes, fds: Sequence[int]) -> None:
+    """Send ``data`` with the descriptors ``fds`` beside it (``socket.send_fds``, without
+    importing ``socket``: it imports ``enum`` and ``selectors``)."""
+    rights = b"".join(fd.to_bytes(_FD_SIZE, sys.byteorder) for fd in fds)
+    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)] if fds else [])
 
 
 def supervisor_main() -> None:
     """Serve every job slot of ``gitevals run`` over the socket on fd 0, then sweep and exit."""
-    import socket
-
     if not set_subreaper(True):
         os._exit(3)
-    sock = socket.socket(fileno=os.dup(0))  # a socket pair end (dup: close-on-exec)
+    sock = _socket.socket(fileno=os.dup(0))  # a socket pair end (dup: close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     holders = _Holders(sock)
     buffer = _buffer()
-    sock.send(b'{"ready": true}')
+    sock.send(marshal.dumps({"ready": True}))
     try:
         while True:
             data, fds = _request(sock, buffer)
             if not data:
                 break  # gitevals is done (or gone)
-            answer = json.dumps(holders.serve(json.loads(data), fds)).encode()
-            if holders.handed:
-                socket.send_fds(sock, [answer], holders.handed)
-            else:
-                sock.send(answer)
+            _send_fds(sock, marshal.dumps(holders.serve(marshal.loads(data), fds)),
+                      holders.handed)
             for fd in holders.handed:
                 os.close(fd)
             holders.handed.clear()
@@ -1025,7 +1149,7 @@ class Channel:
         """Kill the supervisor (what was beneath it is adopted by gitevals' own subreaper)."""
         self.gone = True
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, _signal.SIGKILL)
         self.proc.wait()
         self.sock.close()
         return SupervisorGone(why)
@@ -1038,19 +1162,17 @@ class Channel:
             raise self._lost(f"no answer: {exc}") from None
         if not size:
             raise self._lost("it exited")
-        answer: Answer = json.loads(self._buffer[:size])  # the supervisor's own (``serve``)
+        answer: Answer = marshal.loads(self._buffer[:size])  # the supervisor's (``serve``)
         return answer
 
     def ask(self, request: Request, limit: float, fds: Sequence[int] = ()) -> Answer:
         """Send ``request`` (with ``fds``) and wait at most ``limit`` s more than usual for
         the answer; ``SupervisorGone`` when none comes."""
-        import socket
-
         with self._lock:
             if self.gone:
                 raise SupervisorGone("it was killed before")
             try:
-                socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+                _send_fds(self.sock, marshal.dumps(dict(request)), fds)
             except OSError as exc:
                 raise self._lost(f"cannot send: {exc}") from None
             return self._receive(limit + ANSWER_LIMIT)
@@ -1064,14 +1186,14 @@ class Channel:
             if self.gone:
                 raise SupervisorGone("it was killed before")
             try:
-                self.sock.send(b'{"op": "keep"}')
+                self.sock.send(marshal.dumps({"op": "keep"}))
                 self.sock.settimeout(ANSWER_LIMIT)
                 data, fds = _request(self.sock, self._buffer)
             except OSError as exc:
                 raise self._lost(f"no answer: {exc}") from None
             if not data:
                 raise self._lost("it exited")
-        holder = json.loads(data).get("holder")
+        holder = marshal.loads(data).get("holder")
         if isinstance(holder, int) and len(fds) == 1:
             return holder, socket.socket(fileno=fds[0])
         for fd in fds:
@@ -1091,7 +1213,7 @@ class Channel:
             self.proc.wait(timeout=SWEEP_LIMIT + ANSWER_LIMIT)
         except subprocess.TimeoutExpired:
             with suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(self.proc.pid, _signal.SIGKILL)
             self.proc.wait()
 
 
@@ -1165,17 +1287,15 @@ class Supervisor:
 
     def _ask_kept(self, request: Request, fds: Sequence[int] = ()) -> Answer | None:
         """The kept holder's answer; None when it is dead or does not answer in time."""
-        import socket
-
         assert self._kept is not None
         link = self._kept[1]
         try:
             link.settimeout(ANSWER_LIMIT + SWEEP_LIMIT)
-            socket.send_fds(link, [json.dumps(request).encode()], list(fds))
+            _send_fds(link, marshal.dumps(dict(request)), fds)
             data = link.recv(4096)
         except OSError:
             return None
-        answer: Answer | None = json.loads(data) if data else None
+        answer: Answer | None = marshal.loads(data) if data else None
         return answer
 
     def _lose_kept(self) -> None:
@@ -1218,7 +1338,7 @@ class Supervisor:
         if by_kept and (answer := self._ask_kept({"op": "end"})) is not None:
             return answer.get("code")  # it killed and reaped all that was beneath it
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(target, signal.SIGKILL)  # unreaped until the holder goes: still its own
+            os.killpg(target, _signal.SIGKILL)  # unreaped until the holder goes: still its own
         code = target_status(target, SWEEP_LIMIT)
         if by_kept:  # the kept holder is dead or stuck
             self._lose_kept()

@@ -328,6 +328,62 @@ def test_a_command_that_cannot_start_is_an_os_error_as_popen_raises_it(
     assert pid > 0 and supervisor.status(10) == 0 and supervisor.end() == 0
 
 
+#: What the supervisor must not import: each costs its start (every run starts one)
+#: milliseconds of CPU, ``typing`` or ``json`` alone as much as the interpreter's start.
+COSTLY = {"typing", "json", "re", "enum", "socket", "collections", "contextlib", "functools",
+          "selectors", "subprocess", "threading"}
+
+
+def test_the_supervisor_and_its_kept_holders_import_nothing_costly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitevals.run import pyworker
+
+    # The supervisor as gitevals starts it, with one line before its own: on its way out
+    # (``os._exit``, after it served) each process writes the modules it has imported.
+    seen = tmp_path / "modules"
+    leave = ("import os, sys\n"
+             "def _leave(code, _exit=os._exit):\n"
+             "    line = ' '.join([str(os.getpid()), *sorted(sys.modules)]) + '\\n'\n"
+             f"    fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n"
+             "    os.write(fd, line.encode())\n"
+             "    _exit(code)\n"
+             "os._exit = _leave\n")
+    monkeypatch.setattr(reaper, "_BOOT", leave + reaper._BOOT)
+    sup = reaper.Supervisor.start()
+    assert sup is not None
+    kept = reaper.Supervisor(sup.channel, keep=True)  # a job slot with a kept holder
+    (tmp_path / "agent.py").write_text("def respond(messages):\n    return {}\n")
+    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    try:
+        for slot in (sup, kept):  # a conversation beneath a holder of its own, then kept
+            pid, stdin = start(slot, tmp_path, ["true"])
+            os.close(stdin)
+            assert pid > 0 and slot.status(10) == 0 and slot.end() == 0
+        # and one of a python target, forked by its warm worker (spoken to in JSON)
+        r, w = os.pipe()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            pid = sup.spawn(["unused"], str(tmp_path), None, (r, null, null), warm, 30)
+        finally:
+            os.close(r)
+            os.close(null)
+        os.close(w)
+        assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
+        assert kept._kept is not None
+        holder = kept._kept[0]
+        kept.close()  # its holder leaves on its own before the supervisor sweeps
+        assert reaper.target_status(holder, 10) == 0
+    finally:
+        kept.close()
+        sup.close()
+    assert sup.channel.proc.returncode == 0
+    lines = {int(pid): set(names) for pid, *names in
+             (line.split() for line in seen.read_text().splitlines())}
+    assert sup.channel.proc.pid in lines and len(lines) == 2  # it and its kept holder
+    assert all("gitevals.run.reaper" in names and not names & COSTLY
+               for names in lines.values()), {p: names & COSTLY for p, names in lines.items()}
+
+
 def test_descendants_follows_parent_links(tmp_path: Path) -> None:
     child = subprocess.Popen(["sh", "-c", "sleep 600 & wait"], start_new_session=True)
     try:
