@@ -336,10 +336,16 @@ def precommit_home(tmp_path_factory: pytest.TempPathFactory,
                    monkeypatch: pytest.MonkeyPatch) -> Path:
     """One pre-commit store for the whole run, set as ``PRE_COMMIT_HOME`` for the test
     and every git it runs: a hook environment (a pip install of gitevals from a rev) is
-    built once and reused; pre-commit's own lock orders workers that ask at once."""
+    built once and reused; pre-commit's own lock orders workers that ask at once.
+
+    ``PIP_COMPILE=false`` (pip's ``--no-compile``; ``PIP_NO_COMPILE=1`` would turn it
+    *on*): that pip does not byte-compile the ~30 installed packages up front (numpy's
+    alone is seconds of CPU); the hook's Python compiles what it imports when it runs.
+    The hook is still built by pre-commit from the committed rev and runs the same code."""
     home = shared_dir(tmp_path_factory) / "pre-commit-home"
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("PRE_COMMIT_HOME", str(home))
+    monkeypatch.setenv("PIP_COMPILE", "false")
     return home
 
 

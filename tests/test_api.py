@@ -17,7 +17,9 @@ from gitevals.run.runner import Provenance
 from tests.conftest import Repo
 
 HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 CAPITAL = ("scenarios:\n  - id: ok\n    user: What is the capital of France?\n    trials: 2\n"
            "    expect: [{final_answer_contains: Paris}]\n")
 BROKEN = "scenarios:\n  - id: x\n    user: hi\n    expect: [{no_such_check: 1}]\n"

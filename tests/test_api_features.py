@@ -69,7 +69,9 @@ def test_gate_findings_name_a_publish_that_fails_the_gate(based: tuple[Repo, Pat
 
 
 HARNESS = (Path(__file__).parent / "data" / "run_harness.py").read_text()
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 CASE = ("scenarios:\n  - id: ok\n    user: What is the capital of France?\n    trials: 2\n"
         "    expect: [{final_answer_contains: Paris}]\n")
 

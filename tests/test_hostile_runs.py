@@ -20,7 +20,9 @@ from gitevals.run.artifact import load, validate
 from gitevals.run.summary import pack, summarize
 from tests.conftest import Repo, run_cli
 
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 CASE = """\
 defaults: {trials: 1, timeout: 20s}
 scenarios:

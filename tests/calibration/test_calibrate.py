@@ -11,7 +11,16 @@ import pytest
 
 from gitevals.calibration.metrics import split_of, wilson
 from tests.conftest import Repo, run_cli
-from tests.support.calibration import CASE, FAIR, JUDGED, answer, judge_settings, labels, setup
+from tests.support.calibration import (
+    CASE,
+    FAIR,
+    JUDGED,
+    ONE_JOB,
+    answer,
+    judge_settings,
+    labels,
+    setup,
+)
 from tests.support.calibration_records import record
 from tests.support.judges import FakeJudge
 
@@ -32,7 +41,7 @@ def test_an_always_pass_judge_shows_tpr_1_and_tnr_0_never_an_accuracy(
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     answer(judge, " pass\n")  # case and whitespace are tolerated
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     pos, neg = _split_counts(200, "dev")
     assert pos > 0 and neg > 0
     lo_p, hi_p = wilson(pos, pos) or (0, 0)
@@ -50,7 +59,8 @@ def test_an_always_pass_judge_shows_tpr_1_and_tnr_0_never_an_accuracy(
     assert sum(record["splits"].values()) == 200
     assert "accura" not in json.dumps(record).lower()
     assert res.code == 1  # dev numbers below the bar: said, and the exit code says so
-    doc = json.loads(run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--format",
+    doc = json.loads(run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl",
+                             "--format",
                              "json", cwd=repo.path).out)
     assert doc["record"]["tnr"]["of"] == neg and doc["status"]["status"] == "advisory"
 
@@ -59,7 +69,7 @@ def test_fewer_than_100_labels_are_refused_saying_how_many_more(
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     (repo.path / "few.jsonl").write_text(labels(93) + '{"id": "x", "note": "no label"}\n')
-    res = run_cli("calibrate", "q.tone", "--labels", "few.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "few.jsonl", cwd=repo.path)
     assert res.code == 2
     assert res.err.strip() == ("gitevals: error: few.jsonl: 93 labelled items; calibration "
                                "needs at least 100: label 7 more")
@@ -76,7 +86,7 @@ def test_a_bad_labels_file_is_one_line_with_its_position(
     setup(repo, judge)
     rows = labels(120).splitlines()
     (repo.path / "bad.jsonl").write_text("\n".join([rows[0], line, *rows[1:]]) + "\n")
-    res = run_cli("calibrate", "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
     assert res.code == 2 and "Traceback" not in res.err
     assert len(res.err.strip().splitlines()) == 1
     assert where in res.err
@@ -85,7 +95,8 @@ def test_a_bad_labels_file_is_one_line_with_its_position(
 def test_a_second_final_is_refused_and_the_record_kept(repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     answer(judge, "PASS")
-    first = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    first = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
+                    cwd=repo.path)
     assert first.code == 0, first.out + first.err
     assert "status: calibrated" in first.out
     (status,) = [x for x in first.out.splitlines() if x.startswith("status: ")]
@@ -98,12 +109,13 @@ def test_a_second_final_is_refused_and_the_record_kept(repo: Repo, judge: FakeJu
     assert record["final"] is True and record["split"] == "test"
     assert (record["tpr"]["of"], record["tnr"]["of"]) == (pos, neg)
     calls = len(judge.requests)
-    again = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    again = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
+                    cwd=repo.path)
     assert again.code == 2
     assert "the sealed test split was already measured" in again.err
     assert len(judge.requests) == calls and path.read_bytes() == before
     # a dev run afterwards neither replaces the final numbers nor reopens the test split
-    dev = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", cwd=repo.path)
+    dev = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", cwd=repo.path)
     assert dev.code == 0 and "keeps the final measurement" in dev.out
     assert path.read_bytes() == before
 
@@ -120,7 +132,8 @@ def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
     repo.commit({"evals/cases/polite.yaml": case})
     answer(judge, "PASS")
     assert _lint_codes(repo) == ["GE510"]
-    res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
+                  cwd=repo.path)
     assert res.code == 0, res.err
     repo.commit(msg="calibration record")
     assert _lint_codes(repo) == []
@@ -190,7 +203,7 @@ def test_show_states_calibration_na_when_no_grader_asks_the_judge(
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
     shown = run_cli("show", cwd=repo.path)
     assert "calibration: N/A (no grader calls t.llm or t.judge)" in shown.out
-    refused = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    refused = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert refused.code == 2 and "needs no calibration" in refused.err
 
 
@@ -205,7 +218,7 @@ def mixed(t, case, run):
 def test_an_unparseable_answer_is_an_error_never_a_fail(repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge, graders={"q": JUDGED + "\n\n" + MIXED})
     answer(judge, "Maybe")
-    res = run_cli("calibrate", "q.mixed", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.mixed", "--labels", "labels.jsonl", cwd=repo.path)
     pos, neg = _split_counts(200, "dev")
     assert "TPR 1.00" in res.out and f"{pos} of {pos} labelled pass" in res.out, res.err
     assert "TNR n/a [no items]  0 of 0 labelled fail judged FAIL" in res.out
@@ -231,19 +244,22 @@ def test_when_no_item_is_judged_nothing_is_recorded_and_the_test_split_stays_sea
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     answer(judge, "Maybe")
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", "--final",
+                  cwd=repo.path)
     assert res.code == 1
     assert "no item of the test split was judged" in res.err and "nothing was recorded" in res.err
     assert not (repo.path / "evals/calibration").exists()
     answer(judge, "PASS")
-    again = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    again = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", "--final",
+                    cwd=repo.path)
     assert "sealed test, measured once" in again.out, again.err
 
 
 def test_an_unreachable_judge_is_refused_before_anything_is_asked(repo: Repo) -> None:
     fake = FakeJudge("http://127.0.0.1:9/v1")
     setup(repo, fake)
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", "--final",
+                  cwd=repo.path)
     assert res.code == 2, res.err
     assert "the judge at http://127.0.0.1:9/v1 does not answer" in res.err
     assert not (repo.path / "evals/calibration").exists()
@@ -292,7 +308,7 @@ def test_record_is_written_atomically_and_unreadable_records_are_never_overwritt
     bad = repo.path / "evals/calibration/q.tone.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("{ not json")
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2 and "cannot read the calibration record" in res.err
     assert bad.read_text() == "{ not json"
     assert [p.name for p in bad.parent.iterdir()] == ["q.tone.json"]
@@ -301,10 +317,10 @@ def test_record_is_written_atomically_and_unreadable_records_are_never_overwritt
 def test_an_uncommitted_grader_is_refused(repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     Path(repo.path / "evals/graders/q.py").write_text(JUDGED + "\n# edited\n")
-    res = run_cli("calibrate", "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2 and "has uncommitted changes" in res.err
     Path(repo.path / "evals/graders/fresh.py").write_text(JUDGED)
-    res = run_cli("calibrate", "fresh.tone", "--labels", "labels.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "fresh.tone", "--labels", "labels.jsonl", cwd=repo.path)
     assert res.code == 2
     assert re.fullmatch(r"gitevals: error: evals/graders/fresh\.py is not in HEAD "
                         r"\([0-9a-f]{12}\): commit the grader first\n", res.err), res.err

@@ -13,7 +13,7 @@ import pytest
 from gitevals.calibration.metrics import split_of
 from gitevals.calibration.record import items_digest
 from tests.conftest import Repo, run_cli
-from tests.support.calibration import answer, labels, setup
+from tests.support.calibration import ONE_JOB, answer, labels, setup
 from tests.support.calibration_records import LABELS, record
 from tests.support.judges import FakeJudge
 
@@ -24,7 +24,7 @@ def test_labels_that_are_not_a_regular_file_are_one_line(
     setup(repo, judge)
     if path == "fifo":
         os.mkfifo(repo.path / "fifo")
-    res = run_cli("calibrate", "q.tone", "--labels", path, cwd=repo.path, timeout=30)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", path, cwd=repo.path, timeout=30)
     assert res.code == 2 and "Traceback" not in res.err
     assert len(res.err.strip().splitlines()) == 1
     assert "not a regular file" in res.err
@@ -35,7 +35,7 @@ def test_a_nan_label_is_called_nan_not_a_number_too_large(repo: Repo, judge: Fak
     setup(repo, judge)
     rows = labels(120).splitlines()
     (repo.path / "bad.jsonl").write_text("\n".join([*rows, '{"id": "z", "label": NaN}']) + "\n")
-    res = run_cli("calibrate", "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "bad.jsonl", cwd=repo.path)
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1
     assert "bad.jsonl:121:1:" in res.err and "NaN" in res.err
     assert "too large" not in res.err
@@ -103,13 +103,13 @@ def test_a_genuine_record_still_calibrates(repo: Repo, judge: FakeJudge) -> None
 def test_removing_the_record_does_not_unspend_the_sealed_split(
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
-    first = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final",
+    first = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
                     cwd=repo.path)
     assert first.code == 0, first.out + first.err
     repo.commit(msg="calibrated")
     repo.git("rm", "-q", "evals/calibration/q.fair.json")
     repo.commit(msg="forget it")
-    again = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final",
+    again = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
                     cwd=repo.path)
     assert again.code == 2 and len(again.err.strip().splitlines()) == 1, again.err
     assert "already measured" in again.err and "does not unspend it" in again.err
@@ -196,7 +196,7 @@ def test_calibrate_records_the_labels_path_from_the_repository_root(
     setup(repo, judge)
     answer(judge, "PASS")
     (repo.path / "sub").mkdir()
-    res = run_cli("calibrate", "q.fair", "--labels", "../labels.jsonl",
+    res = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "../labels.jsonl",
                   cwd=repo.path / "sub")
     assert res.code in (0, 1), res.out + res.err
     doc = json.loads((repo.path / "evals/calibration/q.fair.json").read_text())

@@ -16,7 +16,9 @@ for line in sys.stdin:
     print(json.dumps({"final_answer": "Paris", "tool_calls": [], "hooks": [],
                       "error": None}), flush=True)
 """
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
+SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 
 
 def _case(n: int) -> str:

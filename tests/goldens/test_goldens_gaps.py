@@ -12,13 +12,28 @@ import pytest
 from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.drift import SUITE, tagged_goldens, trivia
 from tests.support.gate import commit as gate_commit
-from tests.support.goldens_run import GOLDENS, SETTINGS, artifacts, rates, setup
+from tests.support.goldens_run import (
+    GOLDENS,
+    PY_HARNESS,
+    PY_SETTINGS,
+    SETTINGS,
+    artifacts,
+    rates,
+    setup,
+)
 
 ALONE = "sending the goldens alone, as --goldens-only does"
 
 
+def _py_setup(repo: Repo, extra: dict[str, str | bytes] | None = None) -> str:
+    """``setup``'s tree with the example harness as a python target (imported once a run,
+    forked per conversation): these tests are about goldens, not how a target starts;
+    the task test below keeps the command target it needs."""
+    return setup(repo, settings=PY_SETTINGS, extra={"harness.py": PY_HARNESS, **(extra or {})})
+
+
 def _no_cases(repo: Repo) -> None:
-    setup(repo)
+    _py_setup(repo)
     repo.remove("evals/cases/basics.yaml")
     repo.commit(msg="no case")
 
@@ -153,7 +168,7 @@ def _setup_and_run(root: Path) -> None:
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     repo = Repo(path)
-    setup(repo)
+    _py_setup(repo)
     assert run_cli("run", cwd=repo.path).code == 1
 
 
@@ -234,7 +249,7 @@ def test_show_trial_of_a_drift_row(repo: Repo) -> None:
 
 
 def test_a_case_named_goldens_beside_goldens_is_refused_as_ambiguous(repo: Repo) -> None:
-    setup(repo, extra={"evals/cases/goldens.yaml": """\
+    _py_setup(repo, extra={"evals/cases/goldens.yaml": """\
 scenarios:
   - id: f1
     user: hi
@@ -252,7 +267,7 @@ scenarios:
 
 
 def test_trials_repeat_cases_and_say_each_golden_is_sent_once(repo: Repo) -> None:
-    setup(repo)
+    _py_setup(repo)
     res = run_cli("run", "--trials", "3", "--no-note", cwd=repo.path)
     assert res.code == 1, res.err
     said = [line for line in res.err.splitlines() if "--trials" in line]

@@ -19,9 +19,11 @@ for line in sys.stdin:
     print(json.dumps({"final_answer": "ok" if ok else "<script>no</script>",
                       "tool_calls": [], "hooks": [], "error": None}), flush=True)
 """
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
 SETTINGS = f"""\
 [tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
+command = ["{sys.executable}", "-S", "harness.py"]
 
 [tool.gitevals.goldens]
 graders = {{tone = "checks.exact", format = "checks.exact"}}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, run_cli
-from tests.support.calibration import CASE, HARNESS, JUDGED, SETTINGS
+from tests.support.calibration import CASE, HARNESS, JUDGED, ONE_JOB, SETTINGS
 from tests.support.calibration_records import record
 
 MODEL = "judge-2026-01-15"
@@ -243,7 +243,8 @@ def test_calibrate_records_nothing_when_the_judge_answers_as_another_model(
 
     judge.models = ["judge-2026-03-09"]  # the configured name is an alias of this one
     _setup(repo, judge)  # type: ignore[arg-type]  # a Judge: only its url is read
-    res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
+                  cwd=repo.path)
     assert res.code == 1 and len(res.err.strip().splitlines()) == 1, res.err
     assert res.err.startswith(
         "gitevals: error: nothing was recorded of the test split: the judge answered as "
@@ -251,6 +252,7 @@ def test_calibrate_records_nothing_when_the_judge_answers_as_another_model(
     assert "TPR" not in res.out and not (repo.path / "evals/calibration").exists()
     # no rate was shown: the test split is not spent, and the pinned snapshot measures it
     judge.models = [MODEL]
-    res = run_cli("calibrate", "q.fair", "--labels", "labels.jsonl", "--final", cwd=repo.path)
+    res = run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", "labels.jsonl", "--final",
+                  cwd=repo.path)
     assert res.code == 0, res.out + res.err
     assert (repo.path / "evals/calibration/q.fair.json").is_file()

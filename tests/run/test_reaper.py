@@ -110,7 +110,9 @@ if __name__ == "__main__":
         print(json.dumps(turn(msg["case"], msg["scenario"])), flush=True)
 '''
 
-COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
+#: A command target (a Python per conversation) started with -S: its harness imports only
+#: the standard library, and site's work (the venv's .pth files) is not what is tested.
+COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
 PYTHON = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 GRADER = '''\

@@ -21,6 +21,12 @@ def respond(messages):
 """
 SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
+#: ``calibrate``'s grader calls on one worker (default 4 in parallel, a worker's Python
+#: start each, ~60 ms CPU): what these tests check is what the judge's verdicts make of
+#: the labels and the record, the same whichever worker asked; parallel grading is
+#: checked by ``run``'s tests.
+ONE_JOB = ("--jobs", "1")
+
 JUDGED = """\
 def tone(t, case, run):
     return t.judge("Is this answer polite? PASS or FAIL.\\n" + (run["final_answer"] or ""))

@@ -14,12 +14,34 @@ from tests.support.paths import RUN_HARNESS
 HARNESS = RUN_HARNESS
 
 
+#: The example harness (standard library only) started with ``-S``: still a command target,
+#: a Python per golden, without site's work (the venv's .pth files).
 SETTINGS = f"""\
 [tool.gitevals.target]
-command = ["{sys.executable}", "harness.py"]
+command = ["{sys.executable}", "-S", "harness.py"]
 
 [tool.gitevals.goldens]
 graders = {{format = "checks.exact", tone = "checks.polite"}}
+"""
+
+
+#: The example harness's answers (Paris to a question about France, else "answer: " and
+#: the last user turn) as a python target: imported once a run and forked per conversation
+#: instead of a Python started per conversation or golden. For the tests that are about
+#: goldens, not about how a target is started (command targets: ``SETTINGS``).
+PY_HARNESS = """\
+def respond(messages):
+    text = messages[-1]["text"]
+    answer = "Paris" if "France" in text else "answer: " + text
+    return {"final_answer": answer, "tool_calls": [], "hooks": [], "error": None}
+"""
+
+PY_SETTINGS = """\
+[tool.gitevals.target]
+python = "harness:respond"
+
+[tool.gitevals.goldens]
+graders = {format = "checks.exact", tone = "checks.polite"}
 """
 
 

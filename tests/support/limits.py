@@ -8,7 +8,7 @@ from typing import Any
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo, run_cli
-from tests.support.paths import HARNESS_SETTINGS, TASK_HARNESS
+from tests.support.paths import HARNESS_SETTINGS_NO_SITE, TASK_HARNESS
 
 #: Allocates 256 MiB, then writes a passing reward.
 GREEDY = ("#!/bin/bash\npython3 -c 'b = bytearray(256 << 20)' || exit 1\n"
@@ -19,7 +19,7 @@ def run_limited(repo: Repo, test_sh: str, environment: str) -> dict[str, Any]:
     """Commit a task with ``test_sh`` as its verifier and ``environment`` under
     ``[environment]``, run it, and give its entry of the artifact."""
     base = "evals/tasks/t"
-    repo.commit({"harness.py": TASK_HARNESS, "pyproject.toml": HARNESS_SETTINGS,
+    repo.commit({"harness.py": TASK_HARNESS, "pyproject.toml": HARNESS_SETTINGS_NO_SITE,
                  "evals/.gitignore": "results/\n",
                  f"{base}/task.toml": ("[verifier]\ntimeout_sec = 100\n\n[environment]\n"
                                        + environment),

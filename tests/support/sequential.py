@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.paths import HARNESS_SETTINGS
+from tests.support.paths import HARNESS_SETTINGS_NO_SITE
 
 # A harness whose pass pattern per scenario is set by rates.json: trial t passes when
 # t % 10 < rate * 10, so every block of ten trials holds the rate exactly.
@@ -18,7 +18,9 @@ for line in sys.stdin:
 """
 
 
-SETTINGS = HARNESS_SETTINGS
+#: The harness (standard library only) started with ``-S``: 40 trials a scenario start as
+#: many Pythons, each without site's work.
+SETTINGS = HARNESS_SETTINGS_NO_SITE
 
 
 CASE = "defaults: {trials: 40, timeout: 10s}\nscenarios:\n" + "".join(
