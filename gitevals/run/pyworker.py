@@ -32,7 +32,6 @@ only a copy of the process is sure to start clean, and a fork copies lazily.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -41,8 +40,13 @@ import sys
 # any constant of this name as true.
 TYPE_CHECKING = False
 
+if TYPE_CHECKING:
+    import signal
+else:  # the C module ``signal`` wraps in enums: ``enum`` would be a part of every start
+    import _signal as signal
+
 if TYPE_CHECKING:  # names for annotations only: this file must run on older Pythons
-    import socket
+    from _socket import socket
     from collections.abc import Callable
     from typing import IO
 
@@ -53,6 +57,74 @@ if TYPE_CHECKING:  # names for annotations only: this file must run on older Pyt
 #: Exit status when the module:function cannot be loaded (gitevals reads it as target_start).
 START_FAILED = 97
 _MAX_MESSAGE = 1 << 16
+
+
+# --- JSON without importing json ----------------------------------------------------------
+# ``json`` brings ``re`` and ``enum``: ~20 ms of every warm worker's start, most of what it
+# imports beside the interpreter. Its C parts (``_json``, in every CPython since 2.7) are
+# what ``json`` itself runs: a value they take whole is what ``json`` would give; anything
+# else -- whitespace first, an error, an interpreter without them -- goes to ``json``.
+
+_WHITESPACE = " \t\n\r"
+
+
+class _Decoding:
+    """``json.JSONDecoder()``'s settings, as its C scanner reads them."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+
+
+def _loads(text: str) -> object:
+    """``json.loads(text)``."""
+    if text and text[0] not in _WHITESPACE:
+        try:
+            from _json import make_scanner
+
+            value, end = make_scanner(_Decoding)(text, 0)  # type: ignore[arg-type]
+        except (ImportError, StopIteration):
+            pass  # json says why (or reads it in Python)
+        else:
+            if not text[end:].strip(_WHITESPACE):
+                return value
+    import json
+
+    return json.loads(text)
+
+
+def _loads_bytes(data: bytes) -> object:
+    """``json.loads(data)``: ASCII that json would not take for UTF-16 or -32 is text."""
+    if data.isascii() and b"\0" not in data[:2]:
+        return _loads(data.decode("ascii"))
+    import json
+
+    return json.loads(data)
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _dumps(value: object, ensure_ascii: bool, allow_nan: bool) -> str:
+    """``json.dumps(value, ensure_ascii=..., allow_nan=...)`` of a dict."""
+    try:
+        from _json import encode_basestring, encode_basestring_ascii, make_encoder
+
+        encode = make_encoder(
+            {}, _not_json, encode_basestring_ascii if ensure_ascii else encode_basestring,
+            None, ": ", ", ", False, False, allow_nan)
+    except (ImportError, TypeError):  # no C encoder, or one json calls otherwise
+        encode = None
+    if encode is None or not isinstance(value, dict):
+        import json
+
+        return json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=allow_nan)
+    return "".join(encode(value, 0))
 
 
 def _load(spec: str) -> Fn:
@@ -120,13 +192,15 @@ def serve(spec: str, fn: Fn) -> None:
     proto_in, proto_out = _protocol_streams()
     messages: list[Message] = []
     for line in proto_in:
-        turn = json.loads(line)
+        turn = _loads(line)
+        if not isinstance(turn, dict):
+            raise TypeError("a turn that is not an object")
         messages.append({"role": "user", "content": turn.get("text"), **turn})
         reply = _call(fn, messages)
         try:
             if not isinstance(reply, dict):
                 raise TypeError(f"{type(reply).__name__} {reply!r:.100}, not a dict")
-            out = json.dumps(reply, ensure_ascii=False, allow_nan=False)
+            out = _dumps(reply, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             # Not JSON on purpose: gitevals reports it as target_protocol.
             out = f"gitevals: {spec} returned a reply that is not a JSON object: {exc}"
@@ -152,31 +226,33 @@ def _exit(code: int) -> None:
 # --- the zygote --------------------------------------------------------------------------
 
 
-def _send(sock: socket.socket, obj: Message) -> None:
-    sock.send(json.dumps(obj).encode())
+def _send(sock: socket, obj: Message) -> None:
+    sock.send(_dumps(obj, ensure_ascii=True, allow_nan=True).encode())
 
 
-def _receive(sock: socket.socket) -> tuple[Message | None, list[int]]:
+def _receive(sock: socket) -> tuple[Message | None, list[int]]:
     """One request and the fds it carries; None when the supervisor is gone."""
-    import array
-    import socket
+    import _socket  # ``socket`` wraps it in enums: ``enum`` is a part of the start
 
-    fds = array.array("i")
+    fds: list[int] = []
     try:
         data, anc, _, _ = sock.recvmsg(
-            _MAX_MESSAGE, socket.CMSG_LEN(4 * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+            _MAX_MESSAGE, _socket.CMSG_LEN(4 * 4), _socket.MSG_CMSG_CLOEXEC)
     except OSError:
         return None, []
     for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(payload) - len(payload) % 4, 4)]
     if not data:
-        return None, list(fds)
-    request: Message = json.loads(data)
-    return request, list(fds)
+        return None, fds
+    request = _loads_bytes(data)
+    if not isinstance(request, dict):
+        raise TypeError("a request that is not an object")
+    return request, fds
 
 
-def _conversation(spec: str, fn: Fn, sock: socket.socket, fds: list[int]) -> None:
+def _conversation(spec: str, fn: Fn, sock: socket, fds: list[int]) -> None:
     """In the holder's child: a session of its own, the conversation's pipes as 0/1/2."""
     try:
         sock.close()  # the supervisor's channel is not the target's
@@ -230,10 +306,9 @@ def _hold(lifeline: int, program: object, said: int) -> None:
         os._exit(0)
 
 
-def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
+def _holder(spec: str, fn: Fn, sock: socket, fds: list[int], w: int,
             program: object, prctl: Callable[..., int]) -> None:
     """In the holder: fork the conversation's process beneath us, say both pids, hold."""
-    import signal
 
     try:
         os.setsid()  # out of this worker's group: stopping the worker must not kill us
@@ -252,7 +327,7 @@ def _holder(spec: str, fn: Fn, sock: socket.socket, fds: list[int], w: int,
         os._exit(1)
 
 
-def _fork(spec: str, fn: Fn, sock: socket.socket, fds: list[int], program: object,
+def _fork(spec: str, fn: Fn, sock: socket, fds: list[int], program: object,
           prctl: Callable[..., int]) -> Message:
     """Start one conversation: its pid and its holder's.
 
@@ -286,11 +361,11 @@ def _reap(pid: object) -> Message:
     return {"error": f"no holder {pid!r} here", "errno": 0}
 
 
-def _channel() -> socket.socket:
+def _channel() -> socket:
     """The supervisor's socket, on fd 0 (which becomes ``/dev/null``)."""
-    import socket
+    import _socket
 
-    sock = socket.socket(fileno=os.dup(0))
+    sock = _socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -317,7 +392,7 @@ def boot() -> None:
     zygote(spec, sock, prctl)
 
 
-def zygote(spec: str, sock: socket.socket | None = None,
+def zygote(spec: str, sock: socket | None = None,
            prctl: Callable[..., int] | None = None) -> None:
     """Import ``spec`` once, then serve fork requests from the supervisor on fd 0 (or on
     ``sock``, the socket ``boot`` read its first request from)."""
@@ -328,7 +403,6 @@ def zygote(spec: str, sock: socket.socket | None = None,
         _send(sock, {"error": _failure(spec, exc)})
         os._exit(START_FAILED)
     import gc
-    import signal
 
     # The holders are our children until the supervisor has us reap them: none may be
     # reaped behind its back (an import may have set SIGCHLD to be ignored).
