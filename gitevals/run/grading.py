@@ -226,7 +226,7 @@ class GraderWorker:
         if file not in self._sent:
             req["source"] = source.decode("latin-1")  # any bytes, back as they were
         body = _request(req)
-        limit = self.limit(file)
+        limit = self.limit(file, source)
         try:
             _write_all(self._in, frame(body))
             self._sent.add(file)
@@ -251,18 +251,17 @@ class GraderWorker:
         return None, _err("grader_error", f"grader {name}: its worker sent a malformed "
                                           "error record"), None
 
-    def limit(self, file: str) -> float:
+    def limit(self, file: str, source: bytes) -> float:
         """A call's ceiling (``ceiling``): the grader's own limit, plus the judge's budget
-        (every attempt and wait, ``judge.budget``) for a grader file that asks the judge:
-        a slow judge must end as the ``judge_error`` it is, not as this grader's timeout."""
+        (every attempt and wait, ``judge.budget``) for a grader file (``source``, the bytes
+        the worker runs) that asks the judge: a slow judge must end as the
+        ``judge_error`` it is, not as this grader's timeout."""
         if file not in self._limits:
-            from gitevals.run.judge import module_budget
-
             extra = 0.0
-            if self.judge is not None and file.isidentifier():
-                path = os.path.join(self.tree_dir, self.root, "graders", f"{file}.py")
-                with suppress(OSError), open(path, "rb") as f:
-                    extra = module_budget(self.judge, f.read())
+            if self.judge is not None:
+                from gitevals.run.judge import module_budget
+
+                extra = module_budget(self.judge, source)
             self._limits[file] = self.timeout + extra
         return self._limits[file]
 
