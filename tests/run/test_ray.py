@@ -26,14 +26,15 @@ from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.support.paths import PROJECT
 from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
-# one worker runs them all (pyproject's --dist loadgroup): the cluster is a session
-# fixture, and a second xdist worker would start a second cluster of its own
+# one worker runs them all (pyproject's --dist loadgroup: a group's tests run one after
+# another), so the module's one cluster serves them, and stops when they are done: an
+# idle cluster's ~15 daemons burned ~5 CPU-s a minute through the rest of the suite
 pytestmark = [pytest.mark.needs_ray, pytest.mark.xdist_group("ray")]
 
 DEMO = PROJECT / "examples" / "demo" / "v1"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     # Not under pytest's temp root, which lets only its owner through: as on a real node,
     # a task's sandboxed verifier (uid 65534 when run as root) must reach the workspaces
