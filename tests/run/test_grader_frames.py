@@ -5,30 +5,17 @@ lone surrogates, cycles, depth) -- a property test against ``json`` itself."""
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gitevals.run.graderworker import PLAIN_DEPTH, decode, encode, plain
+from tests.support.values import same
 
 
 class Text(str):
     pass
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, with the same types all the way down (1 is not 1.0 nor True; NaN is NaN)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
 
 
 TEXT = st.text(st.characters(codec=None, categories=None), max_size=8)
@@ -51,7 +38,7 @@ def test_a_frame_carries_what_a_json_round_trip_carries(value: Any) -> None:
             return
         raise AssertionError(f"{value!r} framed, but JSON refuses it") from None
     body = encode(value)
-    assert _same(decode(body), expected), (value, body[:1])
+    assert same(decode(body), expected), (value, body[:1])
     if body[:1] == b"M":
         assert plain(value)
 
@@ -63,7 +50,7 @@ def test_plain_values_go_as_marshal_and_the_rest_as_json() -> None:
     deep: list[Any] = []
     for _ in range(PLAIN_DEPTH + 1):
         deep = [deep]
-    assert encode(deep)[:1] == b"J" and _same(decode(encode(deep)), deep)
+    assert encode(deep)[:1] == b"J" and same(decode(encode(deep)), deep)
 
 
 def test_a_cycle_is_refused_as_json_refuses_it() -> None:

@@ -7,13 +7,13 @@ very error, for any text and any reply (what it imports at its start:
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gitevals.run import pyworker
+from tests.support.values import same
 
 TEXT = st.text(st.characters(codec=None, categories=None), max_size=6)
 SCALARS = (st.none() | st.booleans() | st.integers() | st.floats() | TEXT)
@@ -35,26 +35,14 @@ def _outcome(call: Any, *args: Any) -> tuple[str, Any]:
         return type(exc).__name__, str(exc)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
 @given(LINES)
 def test_what_it_reads_is_json_loads(text: str) -> None:
     got, expected = _outcome(pyworker._loads, text), _outcome(json.loads, text)
-    assert got[0] == expected[0] and (_same(got[1], expected[1]) if got[0] == "value"
+    assert got[0] == expected[0] and (same(got[1], expected[1]) if got[0] == "value"
                                       else got[1] == expected[1]), (text, got, expected)
     data = text.encode("utf-8", "surrogatepass")
     got, expected = _outcome(pyworker._loads_bytes, data), _outcome(json.loads, data)
-    assert got[0] == expected[0] and (_same(got[1], expected[1]) if got[0] == "value"
+    assert got[0] == expected[0] and (same(got[1], expected[1]) if got[0] == "value"
                                       else got[1] == expected[1]), (data, got, expected)
 
 
