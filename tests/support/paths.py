@@ -15,9 +15,8 @@ DOCS = PROJECT / "docs"
 RUN_HARNESS = (DATA / "run_harness.py").read_text()
 TASK_HARNESS = (DATA / "task_harness.py").read_text()
 EXPERIMENT_HARNESS = (DATA / "experiment_harness.py").read_text()
-#: Settings whose target is ``harness.py`` run by this interpreter.
-HARNESS_SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "harness.py"]\n'
-#: The same with the interpreter started with ``-S``: no site (the venv's .pth files, about
-#: two thirds of a start), for the example harnesses, which import only the standard library.
+#: Settings whose target is ``harness.py`` run by this interpreter started with ``-S``: no
+#: site (the venv's .pth files, about a third of a start), for the example harnesses, which
+#: import only the standard library. (Tests about command targets write the plain command.)
 HARNESS_SETTINGS_NO_SITE = (f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", '
                             '"harness.py"]\n')
