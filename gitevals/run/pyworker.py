@@ -80,15 +80,25 @@ class _Decoding:
                       "NaN": float("nan")}.__getitem__
 
 
+def _scanner() -> Callable[[str, int], tuple[object, int]] | None:
+    """json's C scanner with ``json.JSONDecoder()``'s settings; None where there is none
+    (or it asks for settings of another shape)."""
+    try:
+        from _json import make_scanner
+
+        return make_scanner(_Decoding)  # type: ignore[arg-type]  # the settings it reads
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+
 def _loads(text: str) -> object:
     """``json.loads(text)``."""
-    if text and text[0] not in _WHITESPACE:
+    scan = _scanner() if text and text[0] not in _WHITESPACE else None
+    if scan is not None:
         try:
-            from _json import make_scanner
-
-            value, end = make_scanner(_Decoding)(text, 0)  # type: ignore[arg-type]
-        except (ImportError, StopIteration):
-            pass  # json says why (or reads it in Python)
+            value, end = scan(text, 0)
+        except StopIteration:
+            pass  # json says why
         else:
             if not text[end:].strip(_WHITESPACE):
                 return value
