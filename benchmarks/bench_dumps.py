@@ -12,7 +12,6 @@ waits for a core. The bar: new <= 0.5x old on both; exit 1 over it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -22,14 +21,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BAR = 0.5
-
-
-def _bench_score() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_score", HERE / "bench_score.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def old(run: Any) -> str:
@@ -61,7 +52,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    make = _bench_score().make_artifact
+    from bench_score import make_artifact as make  # a sibling script: its dir is on sys.path
     rows = [("small: 1 case, 1 scenario, 3 trials", make(3, cases=1, scenarios=1), 200),
             (f"large: {args.trials} trials", make(args.trials), 1)]
     worst = 0.0

@@ -23,7 +23,6 @@ page's size, and the size of a report on one 1,000-trial run.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -49,14 +48,6 @@ def git(cwd: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def _bench_score() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_score", HERE / "bench_score.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _drift(doc: dict[str, Any], k: int) -> None:
     """Fail a few more trials of some scenarios at commit ``k`` (rescored verdicts)."""
     from gitevals.run.scoring import verdict
@@ -71,7 +62,8 @@ def _drift(doc: dict[str, Any], k: int) -> None:
 
 def build(dest: Path, commits: int, trials: int) -> list[str]:
     """The repository: ``commits`` commits, each with a run of ``trials`` trials."""
-    make = _bench_score().make_artifact
+    from bench_score import make_artifact as make  # a sibling script: its dir is on sys.path
+
     dest.mkdir(parents=True)
     git(dest, "init", "-q", "-b", "main")
     (dest / "evals/cases").mkdir(parents=True)
