@@ -162,7 +162,6 @@ class GraderWorker:
         self.tree_dir = tree_dir
         self.on_ready = on_ready  # told when a started process has sent its ready frame
         self._ready = False
-        self.root = root
         self.judge = judge
         self.sources = sources or GraderSources(tree_dir, root)
         self._sent: set[str] = set()  # files whose bytes this process has been sent
