@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Repo, git, run_cli
-from tests.support.notes import FILES, clone, kept, note_of, note_run, remote_with_commit
+from tests.support.notes import FILES, clone, kept, note_of, note_run, noted, remote_with_commit
 
 
 def _lines(cwd: Path, sha: str) -> list[dict[str, Any]]:
@@ -41,9 +43,10 @@ def _all_pass(run: dict[str, Any]) -> None:
             v.update(verdict="pass", passes=v["trials"], pass_hat_k=True, first_failure=None)
 
 
-def test_a_forged_run_never_becomes_the_run_that_counts(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    genuine_id = note_run(repo.path)
+def test_a_forged_run_never_becomes_the_run_that_counts(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    # the commit and its one run, made once a test run (noted): this test forges from it
+    repo, sha, genuine_id = noted(tmp_path_factory, tmp_path)
     genuine = _lines(repo.path, sha)[0]
     assert genuine["cases"][0]["scenarios"][1]["verdict"]["verdict"] == "flaky"  # geo/steady
 
@@ -74,9 +77,9 @@ def test_a_forged_run_never_becomes_the_run_that_counts(repo: Repo) -> None:
     assert _shown(repo.path) == later
 
 
-def test_a_note_of_forgeries_only_is_one_line_naming_why(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    note_run(repo.path)
+def test_a_note_of_forgeries_only_is_one_line_naming_why(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, _ = noted(tmp_path_factory, tmp_path)
     forged = _forged(_lines(repo.path, sha)[0], "f00001", finished_at="2999-01-01T00:00:00Z")
     _set_note(repo.path, sha, [forged])
     r = run_cli("show", cwd=repo.path)
@@ -86,9 +89,10 @@ def test_a_note_of_forgeries_only_is_one_line_naming_why(repo: Repo) -> None:
                      "finished at 2999-01-01T00:00:00Z, in the future\n")
 
 
-def test_the_run_added_last_counts_not_the_one_claiming_to_finish_last(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    first, second = note_run(repo.path), note_run(repo.path)
+def test_the_run_added_last_counts_not_the_one_claiming_to_finish_last(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, first = noted(tmp_path_factory, tmp_path)  # the first run, made once
+    second = note_run(repo.path)
     a, b = _lines(repo.path, sha)
     assert [a["run_id"], b["run_id"]] == [first, second]  # note order: order added
     assert _shown(repo.path) == second
@@ -97,9 +101,9 @@ def test_the_run_added_last_counts_not_the_one_claiming_to_finish_last(repo: Rep
     assert _shown(repo.path) == first
 
 
-def test_notes_are_written_with_fan_out_and_git_reads_them(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    note_run(repo.path)
+def test_notes_are_written_with_fan_out_and_git_reads_them(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, _ = noted(tmp_path_factory, tmp_path)  # its note written by a real run
     listed = repo.git("ls-tree", "-r", "--name-only", "refs/notes/gitevals").splitlines()
     assert listed == [f"{sha[:2]}/{sha[2:]}"]
     assert json.loads(note_of(repo.path, sha))["commit"] == sha

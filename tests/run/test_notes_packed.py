@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gitevals.run.summary import MAX_CELLS, columns, rows
 from tests.conftest import Repo, run_cli
-from tests.support.notes import FILES, kept, note_of, note_run
+from tests.support.notes import kept, note_of, noted
 
 
 def _line(cwd: Path, sha: str) -> dict[str, Any]:
@@ -45,9 +47,9 @@ def _log_run_ids(cwd: Path) -> list[str | None]:
 
 
 def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
-        repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    genuine_id = note_run(repo.path)
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    # the commit and its one run, made once a test run (noted): this test forges from it
+    repo, sha, genuine_id = noted(tmp_path_factory, tmp_path)
     genuine = _line(repo.path, sha)
     steady = _steady(genuine)
     assert steady["results"] == [] and steady["packed"]["outcomes"] == "10"
@@ -72,9 +74,9 @@ def test_a_forged_verdict_or_outcome_is_refused_by_log_and_by_what_reads_trials(
     assert trial.code == 1 and json.loads(trial.out)["final_answer"] == "Lyon", trial.err
 
 
-def test_a_summary_written_before_packing_reads_and_compact_packs_it(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    run_id = note_run(repo.path)
+def test_a_summary_written_before_packing_reads_and_compact_packs_it(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, run_id = noted(tmp_path_factory, tmp_path)
     packed = note_of(repo.path, sha)
     old = _line(repo.path, sha)
     for case in old["cases"]:
@@ -122,9 +124,9 @@ def test_columns_give_back_every_json_value_exactly_and_refuse_a_bomb() -> None:
             rows(bad, 2, [MAX_CELLS])
 
 
-def test_a_note_line_saved_to_a_file_reads_with_its_trials(repo: Repo, tmp_path: Path) -> None:
-    sha = repo.commit(FILES, "evals")
-    note_run(repo.path)
+def test_a_note_line_saved_to_a_file_reads_with_its_trials(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, _ = noted(tmp_path_factory, tmp_path)
     line = _line(repo.path, sha)
     saved = tmp_path / "summary.json"
     saved.write_text(json.dumps(line))
@@ -142,9 +144,9 @@ def test_a_note_line_saved_to_a_file_reads_with_its_trials(repo: Repo, tmp_path:
         "geo/steady are damaged or not what its outcomes say\n")
 
 
-def test_a_hostile_line_in_a_note_is_refused_in_one_line_never_a_crash(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    genuine_id = note_run(repo.path)
+def test_a_hostile_line_in_a_note_is_refused_in_one_line_never_a_crash(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    repo, sha, genuine_id = noted(tmp_path_factory, tmp_path)
     genuine = _line(repo.path, sha)
     shapes: list[dict[str, Any]] = []
     for n, broken in enumerate(({"cases": 5}, {"cases": [{"scenarios": [7]}]},

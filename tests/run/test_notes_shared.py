@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Repo, git, run_cli
-from tests.support.notes import FILES, clone, kept, note_of, note_run, remote_with_commit
+from tests.support.notes import FILES, clone, kept, note_of, note_run, noted, remote_with_commit
 
 
 def test_two_machines_push_notes_of_one_commit_and_a_fresh_clone_sees_both(
@@ -77,9 +79,10 @@ def test_an_old_single_document_note_is_read_and_kept(repo: Repo, tmp_path: Path
     assert len(note_of(repo.path, sha).splitlines()) == 2  # rewritten as JSONL, both kept
 
 
-def test_a_line_that_is_no_run_is_skipped(repo: Repo) -> None:
-    sha = repo.commit(FILES, "evals")
-    run_id = note_run(repo.path)
+def test_a_line_that_is_no_run_is_skipped(tmp_path_factory: pytest.TempPathFactory,
+                                         tmp_path: Path) -> None:
+    # the commit and its one run, made once a test run (noted)
+    repo, sha, run_id = noted(tmp_path_factory, tmp_path)
     text = note_of(repo.path, sha) + "\nnot json\n{\"format\": \"gitevals-run/9\"}\n[1, 2\n"
     repo.git("notes", "--ref", "gitevals", "add", "-f", "-m", text, sha)
     shown = run_cli("show", "--format", "json", cwd=repo.path)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import pytest
 
 from tests.conftest import Repo, git, run_cli
 from tests.support.diffs import HARNESS, SETTINGS, case
+from tests.support.runs import repo_copy
 
 FILES = {"harness.py": HARNESS, "pyproject.toml": SETTINGS,
          "passes.json": json.dumps({"capital": 2, "steady": 1}),
@@ -47,3 +50,27 @@ def clone(tmp_path: Path, bare: Path, name: str) -> Path:
 
 def note_of(cwd: Path, sha: str) -> str:
     return git(cwd, "notes", "--ref", "gitevals", "show", sha)
+
+
+class Noted(NamedTuple):
+    """A repository whose one commit (``sha``) holds ``FILES`` and whose note holds one
+    run of every case (``run_id``), its results/ thrown away as a CI job's are."""
+
+    repo: Repo
+    sha: str
+    run_id: str
+
+
+def _commit_and_note_run(repo: Repo) -> None:
+    repo.commit(FILES, "evals")
+    note_run(repo.path)
+
+
+def noted(factory: pytest.TempPathFactory, tmp_path: Path) -> Noted:
+    """A copy (``tmp_path/repo``) of the ``Noted`` repository, committed and run through
+    the real CLI once a test run (``repo_copy``): the tests that only read that run, or
+    forge notes from it, need not each make it again; each is free to change its copy."""
+    repo = repo_copy(factory, tmp_path, "notes-one-run", _commit_and_note_run)
+    sha = repo.head()
+    (line,) = note_of(repo.path, sha).splitlines()
+    return Noted(repo, sha, json.loads(line)["run_id"])
