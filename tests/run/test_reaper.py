@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
@@ -23,7 +24,7 @@ import pytest
 
 from gitevals.run import reaper
 from gitevals.run.artifact import load as load_artifact
-from tests.conftest import GIT_ENV, Repo, run_cli
+from tests.conftest import GIT_ENV, Repo, Result, run_cli
 from tests.support.supervised import gone, kill_if_ours, start, start_leaving
 
 # Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
@@ -217,6 +218,15 @@ def test_a_leftover_is_gone_when_the_run_is_interrupted(repo: Repo, pids: Path, 
                                                         signum: int, code: int) -> None:
     # Killed outright, gitevals cannot clean up: the supervisor sees it go and does.
     _setup(repo, {"a": _case(f"{how}-hangs", "600s")})
+    if signum != signal.SIGKILL:
+        # ^C and SIGTERM reach gitevals' own handlers as in a process of its own: the
+        # CLI runs in this one (a Python start and gitevals' imports fewer), the signal
+        # is sent to it once the leftover is there; test_run_cli's interrupted runs keep
+        # both signals on a `python -m gitevals` of their own.
+        res = _interrupted_in_process(repo, pids, signum)
+        assert res.code == code, res.err
+        assert gone(_leftovers(pids)["a"])
+        return
     proc = subprocess.Popen([sys.executable, "-m", "gitevals", "run"], cwd=repo.path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **GIT_ENV, "REAPER_PIDS": str(pids)})
@@ -231,6 +241,28 @@ def test_a_leftover_is_gone_when_the_run_is_interrupted(repo: Repo, pids: Path, 
     finally:
         proc.kill()
         proc.communicate()
+
+
+def _interrupted_in_process(repo: Repo, pids: Path, signum: int) -> Result:
+    """``gitevals run`` in this process, sent ``signum`` once case a's leftover wrote its
+    pid (a thread waits for it; nothing is sent if the run ended first)."""
+    ended = threading.Event()
+
+    def send() -> None:
+        deadline = time.monotonic() + 60
+        while not (pids / "a.pid").exists() and time.monotonic() < deadline:
+            if ended.wait(0.02):
+                return
+        if not ended.is_set():
+            os.kill(os.getpid(), signum)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        return run_cli("run", cwd=repo.path, env={"REAPER_PIDS": str(pids)})
+    finally:
+        ended.set()
+        sender.join(30)
 
 
 def test_a_python_targets_leftover_is_gone_when_its_trial_ends(repo: Repo, pids: Path) -> None:
