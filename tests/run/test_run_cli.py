@@ -17,6 +17,7 @@ from gitevals.run.store import local_runs, parse_note, ranked, run_of_commit
 from gitevals.run.summary import pack, summarize
 from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.support.runs import (
+    AGENT_SETTINGS,
     HARNESS,
     SETTINGS,
     TONE,
@@ -26,6 +27,11 @@ from tests.support.runs import (
     scenarios,
     setup,
 )
+
+#: Most tests here are about what `run` records and prints, not about command targets:
+#: they run the example harness as a python target (AGENT_SETTINGS, one Python a run
+#: rather than one a conversation). The command harness stays where the test is about
+#: it: a passing run's record of each turn, misbehaving targets, crashes, interrupts.
 
 BAD = """\
 defaults: {trials: 2, timeout: 20s}
@@ -92,7 +98,7 @@ def test_flaky_fail_and_pass_are_told_apart(repo: Repo) -> None:
     flaky = scenario_case("flaky", trials=4).replace("capital of France", "weather")
     flaky = flaky.replace("final_answer_contains: Paris", "final_answer_contains: answer")
     fail = scenario_case("ok-wrong").replace("Paris", "Berlin")
-    setup(repo, {"flaky": flaky, "fail": fail, "tone": TONE})
+    setup(repo, {"flaky": flaky, "fail": fail, "tone": TONE}, settings=AGENT_SETTINGS)
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.code == 1
     by = scenarios(json.loads(res.out))
@@ -170,7 +176,7 @@ def test_unknown_case_is_a_usage_error_listing_the_cases(repo: Repo) -> None:
 
 
 def test_named_cases_only_and_trials_override(repo: Repo) -> None:
-    setup(repo, {"tone": TONE, "bad": BAD})
+    setup(repo, {"tone": TONE, "bad": BAD}, settings=AGENT_SETTINGS)
     assert run_cli("run", "tone", "--trials", "1", "--no-note", cwd=repo.path).code == 0
     art = only_artifact(repo)
     assert [c["name"] for c in art["cases"]] == ["tone"]
@@ -180,7 +186,7 @@ def test_named_cases_only_and_trials_override(repo: Repo) -> None:
 
 def test_a_case_that_does_not_lint_is_not_run_but_the_others_are(repo: Repo) -> None:
     broken = "scenarios:\n  - id: x\n    user: hi\n    agent: claude\n"
-    setup(repo, {"tone": TONE, "broken": broken})
+    setup(repo, {"tone": TONE, "broken": broken}, settings=AGENT_SETTINGS)
     res = run_cli("run", "--no-note", cwd=repo.path)
     assert res.code == 1
     assert "evals/cases/broken.yaml:4:5:" in res.err
@@ -219,14 +225,14 @@ def test_junit_output_loads_in_a_junit_parser(repo: Repo, tmp_path: Path) -> Non
 
 
 def test_piped_output_has_no_progress_noise(repo: Repo) -> None:
-    setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     res = run_cli("run", "--format", "json", cwd=repo.path)
     assert res.err == ""
     json.loads(res.out)
 
 
 def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) -> None:
-    commit = setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     repo.git("notes", "add", "-m", "a human note", commit)
     before = repo.git("rev-parse", "refs/notes/commits")
     assert run_cli("run", cwd=repo.path).code == 0
@@ -241,7 +247,7 @@ def test_notes_hold_the_artifact_and_other_notes_refs_are_untouched(repo: Repo) 
 
 
 def test_no_note_writes_no_note(repo: Repo) -> None:
-    commit = setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     assert run_cli("run", "--no-note", cwd=repo.path).code == 0
     assert repo.git("notes", "--ref", "gitevals", "list", check=False) == ""
     found = run_of_commit(None, repo.path, "evals/results", commit)
@@ -251,7 +257,7 @@ def test_no_note_writes_no_note(repo: Repo) -> None:
 def test_run_of_commit_reads_results_then_the_note(repo: Repo) -> None:
     from gitevals.git.repo import require_repo
 
-    commit = setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     for _ in range(2):
         assert run_cli("run", "--trials", "1", cwd=repo.path).code == 0
     runs = [run for run, _ in local_runs(repo.path, "evals/results", commit)]
@@ -312,7 +318,7 @@ def test_a_signal_after_the_trials_keeps_the_finished_run_and_exits_130(
 
     from gitevals import api
 
-    commit = setup(repo, {"tone": TONE})
+    commit = setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     real = getattr(api, at)
 
     def signalled(*args: object, **kwargs: object) -> object:
@@ -430,7 +436,7 @@ def test_a_commit_without_cases_is_a_usage_error(repo: Repo) -> None:
 
 
 def test_piped_text_output_is_only_the_table(repo: Repo) -> None:
-    setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     res = run_cli("run", cwd=repo.path)
     assert res.code == 0 and res.err == ""
     run_id = only_artifact(repo)["run_id"]
@@ -438,7 +444,7 @@ def test_piped_text_output_is_only_the_table(repo: Repo) -> None:
 
 
 def test_markdown_output_for_a_pr_comment(repo: Repo) -> None:
-    setup(repo, {"tone": TONE})
+    setup(repo, {"tone": TONE}, settings=AGENT_SETTINGS)
     res = run_cli("run", "--format", "markdown", cwd=repo.path)
     assert res.code == 0
     # the duration cell is measured: any "N ms" / "N.N s"
@@ -483,7 +489,7 @@ def test_trial_i_is_one_conversation_through_the_scenarios_in_order(repo: Repo) 
 def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
     slow = "defaults: {trials: 4, timeout: 5s}\nscenarios:\n  - id: slow\n    user: hi\n" \
            "    expect: [{no_error: true}]\n"
-    setup(repo, {"a": slow, "b": slow})
+    setup(repo, {"a": slow, "b": slow}, settings=AGENT_SETTINGS)
     res = run_cli("run", "--jobs", "4", "--format", "json", cwd=repo.path)
     assert res.code == 0
     art = json.loads(res.out)
@@ -494,7 +500,8 @@ def test_conversations_run_in_parallel_up_to_jobs(repo: Repo) -> None:
 
 
 def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
-    commit = setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")})
+    commit = setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")},
+                   settings=AGENT_SETTINGS)
     full = run_cli("run", "--jobs", "2", cwd=repo.path)
     assert full.code == 0, full.err
     partial = run_cli("run", "one", "--jobs", "2", cwd=repo.path)
@@ -512,7 +519,8 @@ def test_a_partial_run_never_hides_the_complete_run(repo: Repo) -> None:
 
 
 def test_a_case_can_be_named_by_its_path(repo: Repo) -> None:
-    setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")})
+    setup(repo, {"one": scenario_case("first"), "two": scenario_case("second")},
+          settings=AGENT_SETTINGS)
     res = run_cli("run", "evals/cases/one.yaml", "--no-note", cwd=repo.path)
     assert res.code == 0, res.err
     assert [c["name"] for c in only_artifact(repo)["cases"]] == ["one"]

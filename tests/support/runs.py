@@ -25,6 +25,32 @@ SETTINGS = HARNESS_SETTINGS_NO_SITE
 #: The same settings, under the name the modules that asked for ``-S`` first import.
 SETTINGS_NO_SITE = HARNESS_SETTINGS_NO_SITE
 
+#: The example harness's answering scenarios (ok*, flaky*, slow* and any other id that
+#: answers) as a python target (``AGENT_SETTINGS``): imported once a run and forked per
+#: conversation, where the command harness starts a Python for each. The same answer,
+#: tool calls, hooks, tokens and echo of the turn for the same turn. For tests that are
+#: not about command targets; the misbehaving ids (crash, hang, garbage, half, silent)
+#: are the command harness's alone.
+AGENT = """\
+import time
+
+
+def respond(messages):
+    msg = {k: messages[-1][k] for k in ("text", "turn", "case", "scenario", "trial")}
+    sid = msg["scenario"]
+    if sid.startswith("slow"):
+        time.sleep(0.3)
+    answer = "Paris" if "France" in msg["text"] else "answer: " + msg["text"]
+    if sid.startswith("flaky") and msg["trial"] % 2:
+        answer = "I do not know"
+    calls = ([{"name": "shell__run", "args": {"cmd": "ls"}, "result": "a b"}]
+             if "files" in msg["text"] else [])
+    return {"final_answer": answer, "tool_calls": calls,
+            "hooks": [{"name": "guard", "decision": "allow"}], "error": None,
+            "tokens": 7, "echo": msg}
+"""
+AGENT_SETTINGS = '[tool.gitevals.target]\npython = "run_agent:respond"\n'
+
 
 TONE = """\
 defaults: {trials: 3, timeout: 5s}
@@ -52,6 +78,8 @@ def scenario_case(sid: str, trials: int = 2, timeout: str = "20s") -> str:
 def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
            settings: str = SETTINGS) -> str:
     files: dict[str, str | bytes] = {"harness.py": HARNESS, "pyproject.toml": settings}
+    if settings == AGENT_SETTINGS:
+        files["run_agent.py"] = AGENT
     files.update({f"evals/cases/{n}.yaml": c for n, c in cases.items()})
     files.update({f"evals/graders/{n}.py": g for n, g in (graders or {}).items()})
     return repo.commit(files)
