@@ -15,14 +15,14 @@ import pytest
 from tests.conftest import Repo, run_cli
 from tests.support.runs import only_artifact
 
-#: A target that reports only tokens (one million in, half a million out) and its model.
+#: A target that reports only tokens (one million in, half a million out) and its model:
+#: a python target (imported once a run, forked per conversation), as pricing reads the
+#: reply whatever the kind of target; test_a_bad_price_is_a_settings_finding keeps the
+#: command form (COMMAND) in the settings it lints.
 TOKENS_HARNESS = """\
-import json, sys
-for line in sys.stdin:
-    json.loads(line)
-    print(json.dumps({"final_answer": "Paris", "model": "agent-2026-01-01",
-                      "usage": {"prompt_tokens": 1000000, "completion_tokens": 500000}}),
-          flush=True)
+def respond(messages):
+    return {"final_answer": "Paris", "model": "agent-2026-01-01",
+            "usage": {"prompt_tokens": 1000000, "completion_tokens": 500000}}
 """
 # agent: 1 USD in + 0.5 * 2 USD out = 2 USD a reply
 PRICING = """
@@ -30,10 +30,8 @@ PRICING = """
 "agent-2026-01-01" = { input = 1.0, output = 2.0 }
 "judge-2026-01-15" = { input = 10.0, output = 100.0 }
 """
-#: The harness imports only the standard library: started with -S (no site), a third of
-#: a Python start per conversation.
 COMMAND = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
-SETTINGS = COMMAND + PRICING
+SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n' + PRICING
 
 
 def _case(trials: int, expect: str = "[{final_answer_contains: Paris}]") -> str:

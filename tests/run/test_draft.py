@@ -13,9 +13,10 @@ from tests.support.runs import only_artifact, scenario_case
 
 
 def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None) -> str:
-    """``runs.setup`` with the example harness started with -S (standard library only:
-    the same command target, a third of a Python start per conversation)."""
-    return runs.setup(repo, cases, graders, runs.SETTINGS_NO_SITE)
+    """``runs.setup`` with the example harness as a python target (``runs.AGENT``, the
+    same answers): drafts are about which cases run and where the run is kept, not about
+    command targets; one Python a run instead of one a conversation."""
+    return runs.setup(repo, cases, graders, runs.AGENT_SETTINGS)
 
 
 GRADER = "def said_paris(t, case, run):\n    return 'Paris' in run['final_answer']\n"
