@@ -12,14 +12,15 @@ from tests.conftest import Repo, run_cli
 from tests.support import runs
 from tests.support.runs import scenario_case
 
-#: The example command harness, its interpreter started with -S (it imports only the
-#: standard library): the same target, a cheaper start per conversation.
-SETTINGS = runs.SETTINGS_NO_SITE
+#: The example harness as a python target (``runs.AGENT``, the same answers) for the
+#: judge and grader preflights, which are not about the kind of target: one Python a
+#: run instead of one a conversation. The command-target preflights write their own.
+SETTINGS = runs.AGENT_SETTINGS
 
 
 def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
           settings: str = SETTINGS) -> str:
-    """``runs.setup`` with the example harness started with -S (``SETTINGS``)."""
+    """``runs.setup`` with the example harness as a python target (``SETTINGS``)."""
     return runs.setup(repo, cases, graders, settings)
 
 

@@ -78,7 +78,7 @@ def scenario_case(sid: str, trials: int = 2, timeout: str = "20s") -> str:
 def setup(repo: Repo, cases: dict[str, str], graders: dict[str, str] | None = None,
            settings: str = SETTINGS) -> str:
     files: dict[str, str | bytes] = {"harness.py": HARNESS, "pyproject.toml": settings}
-    if settings == AGENT_SETTINGS:
+    if settings.startswith(AGENT_SETTINGS):  # with more settings after it too
         files["run_agent.py"] = AGENT
     files.update({f"evals/cases/{n}.yaml": c for n, c in cases.items()})
     files.update({f"evals/graders/{n}.py": g for n, g in (graders or {}).items()})
