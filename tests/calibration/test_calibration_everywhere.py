@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -108,18 +109,58 @@ def based_once(module_judge: FakeJudge, tmp_path_factory: pytest.TempPathFactory
     return path
 
 
-@pytest.fixture
-def based(based_once: Path, tmp_path: Path) -> Repo:
-    """The test's own copy of the repo with a baseline (``_based``)."""
-    shutil.copytree(based_once, tmp_path / "repo", symlinks=True)
-    return Repo(tmp_path / "repo")
+def _copy(src: Path, tmp_path: Path, name: str = "repo") -> Repo:
+    shutil.copytree(src, tmp_path / name, symlinks=True)
+    return Repo(tmp_path / name)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A repo after a noted goldens run in which the judge failed every tone golden: the
+    repo, that run's exit code and its artifact (relative to the repo)."""
+
+    path: Path
+    code: int
+    artifact: str
+
+    def copy(self, tmp_path: Path, name: str = "repo") -> tuple[Repo, Path]:
+        """The test's own copy of the repo and the run's artifact in it."""
+        repo = _copy(self.path, tmp_path, name)
+        return repo, repo.path / self.artifact
+
+
+def _failed_run(repo: Repo, judge: FakeJudge) -> Failed:
+    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
+    res = run_cli("run", "--goldens-only", *JOBS, cwd=repo.path)  # noted: publish-check
+    assert res.code in (0, 1), res.err                             # reads it from its note
+    artifact = max((repo.path / "evals/results").glob("*.json"),
+                   key=lambda p: p.stat().st_mtime_ns)
+    return Failed(repo.path, res.code, artifact.relative_to(repo.path).as_posix())
+
+
+@dataclass(frozen=True)
+class FailedRuns:
+    """The baseline's repo after the judge failed every tone golden, uncalibrated
+    (``advisory``), then after the same run once the judge was calibrated (``calibrated``,
+    which starts from ``advisory``): the runs several tests read, made once a module."""
+
+    advisory: Failed
+    calibrated: Failed
+
+
+@pytest.fixture(scope="module")
+def failed_runs(based_once: Path, module_judge: FakeJudge,
+                tmp_path_factory: pytest.TempPathFactory) -> FailedRuns:
+    root = tmp_path_factory.mktemp("failed")
+    advisory = _failed_run(_copy(based_once, root, "advisory"), module_judge)
+    repo = _copy(advisory.path, root, "calibrated")
+    _calibrated(repo, "judged.tone")
+    return FailedRuns(advisory, _failed_run(repo, module_judge))
 
 
 def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
-    artifact = _goldens_run(repo)
+        failed_runs: FailedRuns, tmp_path: Path) -> None:
+    repo, artifact = failed_runs.advisory.copy(tmp_path)  # the judge failed every tone
     recorded = json.loads(artifact.read_text())["judge_calibration"]
     assert recorded["judged.tone"]["status"] == "advisory"
     assert recorded["judged.tone"]["code"] == "GE510"
@@ -151,11 +192,9 @@ def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
 
 
 def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    _calibrated(repo, "judged.tone")
-    answer(judge, "FAIL")
-    artifact = _goldens_run(repo)
+        failed_runs: FailedRuns, judge: FakeJudge, tmp_path: Path) -> None:
+    # calibrated, then the judge failed every tone golden
+    repo, artifact = failed_runs.calibrated.copy(tmp_path)
     assert json.loads(artifact.read_text())["judge_calibration"]["judged.tone"]["status"] \
         == "calibrated"
     res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
@@ -166,21 +205,23 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
     assert "advisory" not in res.out
     # a calibration below the bar makes it advisory again: the same drop is not counted
     _calibrated(repo, "judged.tone", fail_judged_pass=0.5)
+    answer(judge, "FAIL")
     again = run_cli("gate", str(_goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
     assert again.code == 0, again.out + again.err
     assert "grader judged.tone is advisory: it is below the bar: TNR 0.52 < 0.9" in again.out
 
 
 def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    answer(judge, "FAIL")
-    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1  # a golden failed
+        failed_runs: FailedRuns, tmp_path: Path) -> None:
+    # the judge failed every tone golden in a noted run, uncalibrated
+    repo, _ = failed_runs.advisory.copy(tmp_path, "advisory")
+    assert failed_runs.advisory.code == 1  # a golden failed
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 0, ok.out + ok.err
     assert "GE639" not in ok.out
-    _calibrated(repo, "judged.tone")
-    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1
+    # the same repo after `_calibrated(repo, "judged.tone")` and the same noted run
+    repo, _ = failed_runs.calibrated.copy(tmp_path, "calibrated")
+    assert failed_runs.calibrated.code == 1
     bad = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert bad.code == 1
     assert ("evals/baseline-base-7b.json:1:1: GE639 --require-gate base-7b: gate: FAILED "
