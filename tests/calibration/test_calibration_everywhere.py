@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, git, run_cli
-from tests.support.calibration import answer
+from tests.support.calibration import ONE_JOB, answer
 from tests.support.calibration_records import record
 from tests.support.doctor import JUDGE_TONE, complete_tree
 from tests.support.doctor import SETTINGS as DOCTOR_SETTINGS
@@ -313,7 +313,7 @@ def _lanes(repo: Repo, judge: FakeJudge) -> str:
 def _experiment(repo: Repo, commit: str) -> tuple[int, dict[str, Any]]:
     res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
                   "--lane", f"b={commit},env:MODEL=b", "--repeat", "4", "--format", "json",
-                  cwd=repo.path)
+                  *ONE_JOB, cwd=repo.path)
     assert res.code in (0, 1), res.out + res.err
     return res.code, json.loads(res.out)
 
@@ -323,7 +323,8 @@ def test_the_experiment_text_report_says_which_judge_was_advisory_per_lane(
     commit = _lanes(repo, judge)
     answer(judge, "FAIL")
     res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
-                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", cwd=repo.path)
+                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", *ONE_JOB,
+                  cwd=repo.path)
     assert res.code == 1, res.out + res.err  # lane b's wrong answers still count
     lines = res.out.splitlines()
     assert [ln.split(" (")[0] for ln in lines if ": calibration: " in ln] == [
