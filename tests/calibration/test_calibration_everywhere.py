@@ -74,12 +74,13 @@ def judge(module_judge: FakeJudge) -> FakeJudge:
 # -- the goldens gate ------------------------------------------------------------------
 
 
-def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
-    """format passes 15/20 by the deterministic grader; tone is graded by the judge."""
+def _goldens_repo(repo: Repo, judge: FakeJudge, n: int = 20) -> None:
+    """``n`` goldens a bucket: format passes the first 15 by the deterministic grader;
+    tone is graded by the judge."""
     repo.commit({"harness.py": HARNESS, "pyproject.toml": _goldens_settings(judge),
                  "passes.json": json.dumps({"f": 15, "t": 20}),
                  "evals/graders/checks.py": CHECKS, "evals/graders/judged.py": JUDGED,
-                 "evals/goldens.jsonl": goldens(), "evals/drift-suite.yaml": SUITE})
+                 "evals/goldens.jsonl": goldens(n), "evals/drift-suite.yaml": SUITE})
 
 
 def _goldens_run(repo: Repo, note: bool = False) -> Path:
@@ -381,7 +382,9 @@ def test_a_calibrated_judges_failures_count_in_experiment_lanes(
 
 def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
         repo: Repo, judge: FakeJudge) -> None:
-    _goldens_repo(repo, judge)
+    # 5 goldens a bucket: whether the run fails turns on every tone golden the judge
+    # fails being counted or not, whatever their number (the gate tests above use 20)
+    _goldens_repo(repo, judge, n=5)
     repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
     answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
     res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)
