@@ -75,10 +75,10 @@ def judge(module_judge: FakeJudge) -> FakeJudge:
 
 
 def _goldens_repo(repo: Repo, judge: FakeJudge, n: int = 20) -> None:
-    """``n`` goldens a bucket: format passes the first 15 by the deterministic grader;
-    tone is graded by the judge."""
+    """``n`` goldens a bucket: format passes the first three quarters (15/20, 3/5) by the
+    deterministic grader, so a goldens run fails; tone is graded by the judge."""
     repo.commit({"harness.py": HARNESS, "pyproject.toml": _goldens_settings(judge),
-                 "passes.json": json.dumps({"f": 15, "t": 20}),
+                 "passes.json": json.dumps({"f": n * 3 // 4, "t": n}),
                  "evals/graders/checks.py": CHECKS, "evals/graders/judged.py": JUDGED,
                  "evals/goldens.jsonl": goldens(n), "evals/drift-suite.yaml": SUITE})
 
@@ -90,9 +90,15 @@ def _goldens_run(repo: Repo, note: bool = False) -> Path:
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
 
+#: Goldens a bucket in the gate tests' repo: the judge's tone drops from all of them to
+#: none (-100 pts, beyond the hard fail and beyond noise at 5 as at 20: one-sided
+#: Boschloo p < 0.01 for 0/5 against 5/5); format passes 3 of them on both sides.
+BUCKET = 5
+
+
 def _based(repo: Repo, judge: FakeJudge) -> None:
-    _goldens_repo(repo, judge)
-    answer(judge, "PASS")  # the base model's tone: 20 of 20
+    _goldens_repo(repo, judge, n=BUCKET)
+    answer(judge, "PASS")  # the base model's tone: every golden
     # noted: a baseline is checked against its run, read from the run's git note
     res = run_cli("baseline", str(_goldens_run(repo, note=True)), "--model", "base-7b",
                   cwd=repo.path)
@@ -131,7 +137,7 @@ class Failed:
 
 
 def _failed_run(repo: Repo, judge: FakeJudge) -> Failed:
-    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
+    answer(judge, "FAIL")  # tone drops from 5/5 to 0/5: beyond the 10 pt hard fail
     res = run_cli("run", "--goldens-only", *JOBS, cwd=repo.path)  # noted: publish-check
     assert res.code in (0, 1), res.err                             # reads it from its note
     artifact = max((repo.path / "evals/results").glob("*.json"),
@@ -173,7 +179,7 @@ def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
     rows = {ln.split()[1]: ln for ln in lines if ln.startswith("bucket ")}
     assert rows["tone"].rstrip().endswith("  hard fail (advisory, not counted)")
     assert rows["tone"].split()[6] == "-100.0"
-    assert "20/20 100.0%" in rows["tone"] and "0/20 0.0%" in rows["tone"]
+    assert f"{BUCKET}/{BUCKET} 100.0%" in rows["tone"] and f"0/{BUCKET} 0.0%" in rows["tone"]
     assert rows["format"].rstrip().endswith("unchanged")
     assert lines[-1].startswith("advisory, not counted: bucket tone: grader judged.tone is "
                                 "advisory: it is not calibrated; run `gitevals calibrate "
