@@ -34,21 +34,34 @@ BROKEN: dict[str, tuple[str, Callable[[Any], object]]] = {
 }
 
 
+def _load(path: Path) -> Any:
+    """The file as data to break and dump again. PyYAML reads a workflow's ``on:`` key as
+    the boolean True (YAML 1.1); it is put back as ``"on"``, else every dumped copy of the
+    workflow is refused for that alone and the break under test is never what is checked."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
 @pytest.fixture(scope="session")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Checked]:
     """Every check the tests below read, made once for the run: check-jsonschema on each
-    platform file (``valid:<schema>``) and on each broken copy (``broken:<id>``), each a
-    separate run of its command with its own exit code and output, in one offline process
-    (its imports are most of a check's cost)."""
+    platform file (``valid:<schema>``), on each broken copy (``broken:<id>``) and on the
+    same copy dumped unbroken (``control:<id>``: it must pass, so the break is what the
+    check refuses), each a separate run of its command with its own exit code and
+    output, in one offline process (its imports are most of a check's cost)."""
     def build(into: Path) -> None:
         checks = {f"valid:{schema}": (schema, path) for schema, path in FILES.items()}
         for name, (schema, break_it) in BROKEN.items():
-            doc = yaml.safe_load(FILES[schema].read_text(encoding="utf-8"))
-            break_it(doc)
-            broken = into / name / FILES[schema].name
-            broken.parent.mkdir()
-            broken.write_text(yaml.safe_dump(doc))
-            checks[f"broken:{name}"] = (schema, broken)
+            for kind in ("control", "broken"):
+                doc = _load(FILES[schema])
+                if kind == "broken":
+                    break_it(doc)
+                copy = into / name / kind / FILES[schema].name
+                copy.parent.mkdir(parents=True)
+                copy.write_text(yaml.safe_dump(doc))
+                checks[f"{kind}:{name}"] = (schema, copy)
         done = check_many(list(checks.values()))
         (into / "checked.json").write_text(json.dumps(
             {key: [r.returncode, r.stdout, r.stderr] for key, r in zip(checks, done, strict=True)}))
@@ -72,6 +85,9 @@ def test_valid_for_its_platform_offline(schema: str, checked: dict[str, Checked]
 
 @pytest.mark.parametrize("name", list(BROKEN))
 def test_the_check_refuses_a_broken_copy(name: str, checked: dict[str, Checked]) -> None:
+    control = checked[f"control:{name}"]
+    assert (control.returncode, control.stdout.strip()) == (0, "ok -- validation done"), (
+        control.stdout + control.stderr)
     r = checked[f"broken:{name}"]
     assert r.returncode == 1 and "Schema validation errors" in r.stdout, r.stdout + r.stderr
 
