@@ -358,8 +358,13 @@ class DemoRun:
 
 
 def _run_demo(into: Path) -> None:
+    # The demo's target is `python3 harness.py`: found first beside this interpreter, not
+    # through a version manager's shim (pyenv's: a bash and pyenv before each of its ~60
+    # conversations' Pythons, half the demo's CPU), as in a venv a user activated.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(into / "repo")],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "PATH": path})
     (into / "stdout").write_text(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
