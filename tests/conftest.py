@@ -93,6 +93,11 @@ def _isolated_env(
     monkeypatch.delenv("GIT_INDEX_FILE", raising=False)
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
+    # `python3` and `python` are the test interpreter's, first on PATH as in a venv the
+    # user activated: not a version manager's shim (pyenv's runs a bash and pyenv's own
+    # scripts before each Python, ~160 ms of CPU a start against ~20 ms), which every
+    # command target, hook and verifier written `python3 ...` would pay per conversation.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 def git(cwd: Path, *args: str, input: str | None = None, check: bool = True) -> str:
