@@ -81,18 +81,19 @@ class Who:
 
 
 #: The zygote (``python -c ZYGOTE FD MODULE...``): import gitevals' CLI and ``MODULE``s
-#: (what the user needs to import: a Python that cannot exits here), say so, then for
+#: (what the user needs to import: a Python that cannot, or that cannot see its own
+#: executable -- one under a directory private to root -- exits here), say so, then for
 #: each request on the control socket FD (a JSON object: ``argv``, ``cwd``, ``env``; with
 #: fds 0-2) fork a child that takes them and runs ``entry`` (its ``SystemExit`` ends the
 #: child as it ends ``python -m gitevals``), or ``code`` when the request has it; send the
 #: child's pid, then its exit status. Nothing runs in the zygote itself but imports.
 ZYGOTE = """\
 import json, os, socket, sys
+if not os.path.exists(sys.executable):
+    sys.exit(1)
 import gitevals.cli
 for name in sys.argv[2:]:
     __import__(name)
-if not os.path.exists(sys.executable):
-    sys.exit(1)
 control = socket.socket(fileno=int(sys.argv[1]))
 control.send(b"ready")
 while True:
