@@ -146,8 +146,14 @@ class _Zygote:
             env={**os.environ, **GIT_ENV, "HOME": str(self.home),
                  "XDG_CACHE_HOME": str(self.home / "cache"), **extra})
         theirs.close()
+        self.ready = False
         atexit.register(self.close)
-        self.ready = self.control.recv(16) == b"ready"
+        self.control.settimeout(120)
+        try:
+            self.ready = self.control.recv(16) == b"ready"
+        except TimeoutError:
+            self.ready = False
+        self.control.settimeout(None)
         if not self.ready:
             self.close()
 
@@ -162,7 +168,9 @@ class _Zygote:
                 open(os.devnull, "rb") as nothing:
             socket.send_fds(self.control, [request],
                             [nothing.fileno(), out.fileno(), err.fileno()])
-            pid = int(self.control.recv(32))
+            started = self.control.recv(32)
+            assert started, "the unprivileged user's zygote is gone"
+            pid = int(started)
             self.control.settimeout(timeout)
             try:
                 status = self.control.recv(32)
@@ -179,6 +187,8 @@ class _Zygote:
 
     def close(self) -> None:
         self.control.close()
+        if self.proc.poll() is None and not self.ready:
+            self.proc.kill()
         with suppress(subprocess.TimeoutExpired):
             self.proc.communicate(timeout=10)
         shutil.rmtree(self.home, ignore_errors=True)
