@@ -141,9 +141,12 @@ def _too_deep(tree: ast.Module) -> ParseError | None:
     return None
 
 
+@lru_cache(maxsize=8)
 def _longest_statement(source: bytes) -> int:
     """The first line of the logical line with the most tokens: where a parser that
-    ran out of stack most likely was (it gives no position). 1 when tokenizing fails."""
+    ran out of stack most likely was (it gives no position). 1 when tokenizing fails.
+    Kept per source: tokenizing a module that nests past the parser takes most of a
+    second, and lint reads the module for its index and again for the judge."""
     import io
     import tokenize
 
@@ -428,7 +431,9 @@ def asks_judge(source: bytes, function: str | None = None) -> bool:
     to the module's text (``judge_methods``); a module that does not parse runs nothing,
     so it asks nothing."""
     defs = _defs(source)
-    if defs is None or (function is not None and function not in defs):
+    if defs is None:  # does not parse: no need to parse it again to find nothing
+        return False
+    if function is not None and function not in defs:
         return bool(judge_methods(source))
     names = list(defs) if function is None else [function]
     return any(_asks(defs, name) for name in names)

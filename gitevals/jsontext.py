@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring
+from typing import NamedTuple
 
-#: Nesting depth past which ``json.dumps`` writes the text (a run nests about 10 deep):
+#: Indent (characters) past which ``json.dumps`` writes the text (a run nests about 10 deep):
 #: far below the recursion limit, so the walk never fails where ``json`` would not.
 DEEPEST = 100
 
@@ -35,14 +36,17 @@ class _Unusual(Exception):
     """A value the walk does not write: ``json.dumps`` writes the whole text."""
 
 
-def dumps(value: object) -> str:
-    """``json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False)``, byte for byte."""
+def dumps(value: object, *, indent: int = 1, sort_keys: bool = True) -> str:
+    """``json.dumps(value, sort_keys=sort_keys, indent=indent, ensure_ascii=False)``, byte
+    for byte (the defaults are the artifact's text; the SARIF log is ``indent=2`` in the
+    order it was built)."""
     out: list[str] = []
+    how = _How(" " * indent, sort_keys, {})
     try:
         if isinstance(value, dict):
-            _object(value, "\n", out, {})
+            _object(value, "\n", out, how)
         elif isinstance(value, (list, tuple)):
-            _array(value, "\n", out, {})
+            _array(value, "\n", out, how)
         elif isinstance(value, str):
             out.append(encode_basestring(value))
         else:
@@ -50,21 +54,30 @@ def dumps(value: object) -> str:
     except (_Unusual, RecursionError, ValueError, TypeError):
         # ValueError: an int past sys.get_int_max_str_digits(); TypeError: keys that
         # sorted() cannot order. json.dumps writes, or raises, as it always did.
-        return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False)
+        return json.dumps(value, sort_keys=sort_keys, indent=indent, ensure_ascii=False)
     return "".join(out)
 
 
-def _object(obj: dict[str, object], nl: str, out: list[str], keys: dict[str, str]) -> None:
+class _How(NamedTuple):
+    """How the walk writes: one level's indent, whether keys are sorted, and each key's
+    text, made once."""
+
+    step: str
+    sort: bool
+    keys: dict[str, str]
+
+
+def _object(obj: dict[str, object], nl: str, out: list[str], how: _How) -> None:
     """Append the text of ``obj``, whose first line is already written; ``nl`` is a
-    newline and the indent of that line; ``keys`` holds each key's text, made once."""
+    newline and the indent of that line."""
     if not obj:
         out.append("{}")
         return
     if len(nl) > DEEPEST:
         raise _Unusual
-    inner = nl + " "
+    inner, keys = nl + how.step, how.keys
     lead, sep = "{" + inner, "," + inner
-    for key, value in sorted(obj.items()):  # as json sorts: by (key, value)
+    for key, value in sorted(obj.items()) if how.sort else obj.items():  # json's order
         if type(key) is not str:
             raise _Unusual
         head = keys.get(key)
@@ -74,10 +87,10 @@ def _object(obj: dict[str, object], nl: str, out: list[str], keys: dict[str, str
             out.append(lead + head + encode_basestring(value))
         elif isinstance(value, dict):
             out.append(lead + head)
-            _object(value, inner, out, keys)
+            _object(value, inner, out, how)
         elif isinstance(value, (list, tuple)):
             out.append(lead + head)
-            _array(value, inner, out, keys)
+            _array(value, inner, out, how)
         elif value is None:
             out.append(lead + head + "null")
         elif value is True:
@@ -96,7 +109,7 @@ def _object(obj: dict[str, object], nl: str, out: list[str], keys: dict[str, str
 
 
 def _array(items: list[object] | tuple[object, ...], nl: str, out: list[str],
-           keys: dict[str, str]) -> None:
+           how: _How) -> None:
     """Append the text of ``items`` (``json`` writes lists and tuples alike), as
     ``_object`` does."""
     if not items:
@@ -104,17 +117,17 @@ def _array(items: list[object] | tuple[object, ...], nl: str, out: list[str],
         return
     if len(nl) > DEEPEST:
         raise _Unusual
-    inner = nl + " "
+    inner = nl + how.step
     lead, sep = "[" + inner, "," + inner
     for value in items:
         if isinstance(value, str):
             out.append(lead + encode_basestring(value))
         elif isinstance(value, dict):
             out.append(lead)
-            _object(value, inner, out, keys)
+            _object(value, inner, out, how)
         elif isinstance(value, (list, tuple)):
             out.append(lead)
-            _array(value, inner, out, keys)
+            _array(value, inner, out, how)
         elif value is None:
             out.append(lead + "null")
         elif value is True:

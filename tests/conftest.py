@@ -61,9 +61,12 @@ def _cgroup2() -> object:
 
 
 def _engine() -> object:
-    from gitevals.tasks.image import engine_named
+    """``engine_named(None)``'s answer, asked name by name: ``engine_named`` is cached per
+    name, and a test that names its engine (test_image_real.py) then asks no engine's
+    ``info`` (~0.4 CPU-s) again."""
+    from gitevals.tasks.image import ENGINES, engine_named
 
-    return engine_named(None)
+    return next((e for name in ENGINES if (e := engine_named(name)) is not None), None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -93,6 +96,11 @@ def _isolated_env(
     monkeypatch.delenv("GIT_INDEX_FILE", raising=False)
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
+    # `python3` and `python` are the test interpreter's, first on PATH as in a venv the
+    # user activated: not a version manager's shim (pyenv's runs a bash and pyenv's own
+    # scripts before each Python, ~160 ms of CPU a start against ~20 ms), which every
+    # command target, hook and verifier written `python3 ...` would pay per conversation.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 def git(cwd: Path, *args: str, input: str | None = None, check: bool = True) -> str:
@@ -358,8 +366,13 @@ class DemoRun:
 
 
 def _run_demo(into: Path) -> None:
+    # The demo's target is `python3 harness.py`: found first beside this interpreter, not
+    # through a version manager's shim (pyenv's: a bash and pyenv before each of its ~60
+    # conversations' Pythons, half the demo's CPU), as in a venv a user activated.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(into / "repo")],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "PATH": path})
     (into / "stdout").write_text(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -55,21 +55,32 @@ def test_ci_installs_what_a_brand_new_debian_lacks() -> None:
     assert run.index(apt) < first_git  # git is installed before it is used
 
 
-@pytest.fixture
-def copy(tmp_path: Path) -> Path:
-    """The parts of the repository the checks read, with this checkout's venv and mypy
-    cache (so mypy only checks what a test changes)."""
+def _copy(tmp_path: Path, mypy_cache: bool) -> Path:
+    """The parts of the repository the checks read, with this checkout's venv and (when
+    ``mypy_cache``) its mypy cache (so mypy only checks what a test changes)."""
     if not (ROOT / ".venv" / "bin" / "mypy").is_file():
         pytest.skip("the checks need this checkout's .venv with '.[test]' installed")
     dest = tmp_path / "repo"
     for name in ("gitevals", "tests", "benchmarks", ".ci"):
         shutil.copytree(ROOT / name, dest / name,
                         ignore=shutil.ignore_patterns("__pycache__", ".venv"))
-    if (ROOT / ".mypy_cache").is_dir():
+    if mypy_cache and (ROOT / ".mypy_cache").is_dir():
         shutil.copytree(ROOT / ".mypy_cache", dest / ".mypy_cache")
     shutil.copy2(ROOT / "pyproject.toml", dest)
     (dest / ".venv").symlink_to(ROOT / ".venv")
     return dest
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    return _copy(tmp_path, mypy_cache=True)
+
+
+@pytest.fixture
+def copy_for_ruff(tmp_path: Path) -> Path:
+    """A copy for a test whose checks stop at ruff: mypy never runs, so no mypy cache (a
+    copy of ~100 MB, most of the copy's cost)."""
+    return _copy(tmp_path, mypy_cache=False)
 
 
 def lint(repo: Path) -> subprocess.CompletedProcess[str]:
@@ -77,9 +88,9 @@ def lint(repo: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=280, env={**os.environ, "NO_COLOR": "1"})
 
 
-def test_a_ruff_finding_fails_the_checks_before_mypy(copy: Path) -> None:
-    (copy / "tests" / "test_probe.py").write_text("import sys\nimport os\n")
-    proc = lint(copy)
+def test_a_ruff_finding_fails_the_checks_before_mypy(copy_for_ruff: Path) -> None:
+    (copy_for_ruff / "tests" / "test_probe.py").write_text("import sys\nimport os\n")
+    proc = lint(copy_for_ruff)
     assert proc.returncode == 1
     assert "F401" in proc.stdout and "I001" in proc.stdout
     assert "== mypy" not in proc.stdout

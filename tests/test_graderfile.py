@@ -244,3 +244,30 @@ def _grader_outcomes(artifact: dict[str, Any]) -> dict[str, Any]:
         (grader,) = result["graders"]
         out[case["name"]] = grader["error"]["kind"] if grader["error"] else grader["raw"]
     return out
+
+
+def test_a_module_too_deep_for_the_parser_is_read_once_for_each_question(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module nested past Python's parser costs most of a second to parse and tokenize
+    (for the line it gives): lint's index and the judge question each parse it once and
+    tokenize it once between them, with the same answers as before (no grader, the line
+    of the long statement, asks no judge)."""
+    import ast
+    import tokenize
+
+    from gitevals import graderfile
+
+    # 10,000 terms: past the parser from any stack (3,000 already are), read in ~50 ms
+    source = f"def ok(t, case, run):\n    return t.llm('x')\nx = 1{'+1' * 10_000}\n".encode()
+    parses, tokenizes = [], []
+    real_parse, real_tokenize = ast.parse, tokenize.tokenize
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(1) or real_parse(*a, **k))
+    monkeypatch.setattr(tokenize, "tokenize",
+                        lambda *a, **k: tokenizes.append(1) or real_tokenize(*a, **k))
+    first = read(source)
+    assert first.error is not None and first.error.line == 3 and not first.graders()
+    assert "nested too deeply for Python's parser" in first.error.message
+    assert graderfile.asks_judge(source, "ok") is False
+    assert graderfile.asks_judge(source) is False
+    assert read(source) == first
+    assert (len(parses), len(tokenizes)) == (3, 1)  # read, _defs (kept), read again

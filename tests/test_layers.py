@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -71,13 +72,37 @@ def unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What the checks read of one module: its import statements and its reads of an
+    underscored attribute of a plain name (``mod._x``)."""
+
+    imports: tuple[ast.Import | ast.ImportFrom, ...]
+    private_attributes: tuple[tuple[str, str], ...]
+
+
+@cache
+def scan(path: Path) -> Scan:
+    """One parse and one walk of ``path``, shared by the import graph and the private-name
+    check (the walks of the whole package are most of this file's cost)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    attributes: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.attr.startswith("_") and not node.attr.startswith("__")):
+            attributes.append((node.value.id, node.attr))
+    return Scan(tuple(found), tuple(attributes))
+
+
 def imports(module: str, path: Path | None = None) -> Iterator[tuple[str, str, int]]:
     """(imported module, imported name or "", line) of every import in ``module`` (read
     from ``path``, default its file), wherever it stands (a function body, ``if
     TYPE_CHECKING:``...)."""
     path = path or modules()[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in scan(path).imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, "", node.lineno
@@ -188,16 +213,13 @@ def test_no_private_name_crosses_a_module() -> None:
              if name.startswith("_") and not name.startswith("__") and t != m}
     attrs = set()
     for path in modules().values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))  # once: both walks read it
+        found_in = scan(path)  # the parse and walk graph() made
         aliases = {a.asname or a.name.rpartition(".")[2]: f"{n.module}.{a.name}"
-                   for n in ast.walk(tree)
+                   for n in found_in.imports
                    if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("gitevals")
                    for a in n.names if f"{n.module}.{a.name}" in modules()}
-        for n in ast.walk(tree):
-            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                    and n.value.id in aliases and n.attr.startswith("_")
-                    and not n.attr.startswith("__")):
-                attrs.add((aliases[n.value.id], n.attr))
+        attrs.update((aliases[name], attr) for name, attr in found_in.private_attributes
+                     if name in aliases)
     assert not (found | attrs) - KNOWN_PRIVATE, sorted((found | attrs) - KNOWN_PRIVATE)
     assert not KNOWN_PRIVATE - (found | attrs), ("no longer imported (strike from the "
                                                  f"list): {sorted(KNOWN_PRIVATE - found)}")

@@ -3,41 +3,31 @@
 A temp repo's config points at this checkout (``repo: <path>``, ``rev: <HEAD>``), so
 pre-commit clones the committed hook definition and pip-installs gitevals from it
 into its own virtualenv (deps from PyPI): slow, hence one test doing everything, in the
-run's one pre-commit store (``precommit_home``).
+run's one pre-commit store (``precommit_home``), from a repository installed once a run
+(``installed_copy``: the first test to ask runs ``pre-commit install`` and
+``install-hooks``, which builds the environment as a user's first install does).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import GIT_ENV, Repo
-from tests.support.precommit import PROJECT, project_rev, run
+from tests.support.precommit import PROJECT, installed_copy, run
 
 GOOD = "scenarios:\n  - id: greets\n    user: Hello\n    expect:\n      - no_error: true\n"
 BAD = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 
 
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_bad_commit_and_bad_push(repo: Repo, tmp_path: Path,
-                                                   precommit_home: Path) -> None:
-    rev = project_rev()
+def test_framework_refuses_bad_commit_and_bad_push(
+        repo: Repo, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        precommit_home: Path) -> None:
     env = {**os.environ, **GIT_ENV}
-    repo.commit({".pre-commit-config.yaml": (
-        f"repos:\n  - repo: {PROJECT}\n    rev: {rev}\n    hooks:\n"
-        "      - id: gitevals-lint\n      - id: gitevals-publish-check\n")}, msg="config")
-    pc = (sys.executable, "-m", "pre_commit")
-    code, out = run(repo.path, env, *pc, "install", "--hook-type", "pre-commit",
-                     "--hook-type", "pre-push")
-    assert code == 0, out
-    started = time.monotonic()
-    code, out = run(repo.path, env, *pc, "install-hooks", timeout=900)
-    assert code == 0, out
-    print(f"pre-commit install-hooks took {time.monotonic() - started:.1f}s")
+    installed_copy(tmp_path_factory, repo, env)  # install + install-hooks, once a run
 
     # pre-commit stage: a staged bad case is refused, with the finding's position.
     repo.write({"evals/cases/c.yaml": BAD})

@@ -137,7 +137,7 @@ def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
     assert res.code == 0, res.err
     repo.commit(msg="calibration record")
     assert _lint_codes(repo) == []
-    ran = run_cli("run", "--no-note", cwd=repo.path)
+    ran = run_cli("run", *ONE_JOB, "--no-note", cwd=repo.path)
     assert "calibration: q.fair calibrated" in ran.out, ran.out + ran.err
     # a new blob: the grader file changed
     repo.commit({"evals/graders/q.py": JUDGED + "\n\n" + FAIR + "\n# reworded\n"})
@@ -146,7 +146,7 @@ def test_calibrated_then_a_new_blob_or_judge_model_makes_it_advisory_again(
     repo.commit({"evals/graders/q.py": JUDGED + "\n\n" + FAIR,
                  "pyproject.toml": judge_settings(judge, model="judge-2026-02-01")})
     assert _lint_codes(repo) == ["GE514"]
-    ran = run_cli("run", "--no-note", cwd=repo.path)
+    ran = run_cli("run", *ONE_JOB, "--no-note", cwd=repo.path)
     assert "calibration: q.fair advisory (it was calibrated with judge model" in ran.out
 
 
@@ -154,7 +154,7 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge)
     answer(judge, "FAIL")
-    res = run_cli("run", "--no-note", cwd=repo.path)
+    res = run_cli("run", *ONE_JOB, "--no-note", cwd=repo.path)
     assert res.code == 0, res.out + res.err
     assert "advisory, not counted: grader q.tone: judged fail" in res.out
     assert "calibration: q.tone advisory (it is not calibrated" in res.out
@@ -175,7 +175,7 @@ def test_a_failing_advisory_judge_exits_0_with_the_failure_shown_as_advisory(
     assert "  pass  " in trial.out and trial.out.count("advisory, not counted") == 1
     # a failure that is not the advisory grader's still fails the run
     repo.commit({"evals/cases/polite.yaml": CASE.replace("contains: Paris", "contains: Lyon")})
-    assert run_cli("run", "--no-note", cwd=repo.path).code == 1
+    assert run_cli("run", *ONE_JOB, "--no-note", cwd=repo.path).code == 1
 
 
 def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
@@ -183,10 +183,10 @@ def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
     setup(repo, judge)
     a = repo.commit({"evals/cases/polite.yaml": CASE.replace("trials: 2", "trials: 20")})
     answer(judge, "PASS")
-    assert run_cli("run", "--jobs", "4", cwd=repo.path, timeout=300).code == 0
+    assert run_cli("run", *ONE_JOB, cwd=repo.path, timeout=300).code == 0
     repo.commit({"notes.txt": "B\n"})
     answer(judge, "FAIL")  # every trial of B fails the judge, which is advisory
-    r = run_cli("run", "--against", a, "--format", "json", "--jobs", "4", cwd=repo.path,
+    r = run_cli("run", *ONE_JOB, "--against", a, "--format", "json", cwd=repo.path,
                 timeout=300)
     assert r.code == 0, r.err
     (scenario,) = json.loads(r.out)["cases"][0]["scenarios"]
@@ -200,7 +200,7 @@ def test_a_sequential_run_does_not_count_an_advisory_judge_at_its_looks(
 def test_show_states_calibration_na_when_no_grader_asks_the_judge(
         repo: Repo, judge: FakeJudge) -> None:
     setup(repo, judge, graders={"q": "def tone(t, case, run):\n    return True\n"})
-    assert run_cli("run", "--no-note", cwd=repo.path).code == 0
+    assert run_cli("run", *ONE_JOB, "--no-note", cwd=repo.path).code == 0
     shown = run_cli("show", cwd=repo.path)
     assert "calibration: N/A (no grader calls t.llm or t.judge)" in shown.out
     refused = run_cli("calibrate", *ONE_JOB, "q.tone", "--labels", "labels.jsonl", cwd=repo.path)
@@ -330,10 +330,10 @@ def test_diff_marks_the_advisory_judge_of_each_side(repo: Repo, judge: FakeJudge
     setup(repo, judge)
     answer(judge, "PASS")
     a = repo.git("rev-parse", "HEAD")
-    assert run_cli("run", cwd=repo.path).code == 0
+    assert run_cli("run", *ONE_JOB, cwd=repo.path).code == 0
     repo.commit({"harness2.txt": "b\n"})
     answer(judge, "FAIL")
-    assert run_cli("run", cwd=repo.path).code == 0  # the judge's failures are not counted
+    assert run_cli("run", *ONE_JOB, cwd=repo.path).code == 0  # the judge's failures are not counted
     res = run_cli("diff", a, "HEAD", cwd=repo.path)
     assert res.code == 0, res.out + res.err
     assert "A: grader q.tone is advisory, its failures shown but not counted" in res.out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, git, run_cli
-from tests.support.calibration import answer
+from tests.support.calibration import ONE_JOB, answer
 from tests.support.calibration_records import record
 from tests.support.doctor import JUDGE_TONE, complete_tree
 from tests.support.doctor import SETTINGS as DOCTOR_SETTINGS
@@ -73,12 +74,13 @@ def judge(module_judge: FakeJudge) -> FakeJudge:
 # -- the goldens gate ------------------------------------------------------------------
 
 
-def _goldens_repo(repo: Repo, judge: FakeJudge) -> None:
-    """format passes 15/20 by the deterministic grader; tone is graded by the judge."""
+def _goldens_repo(repo: Repo, judge: FakeJudge, n: int = 20) -> None:
+    """``n`` goldens a bucket: format passes the first three quarters (15/20, 3/5) by the
+    deterministic grader, so a goldens run fails; tone is graded by the judge."""
     repo.commit({"harness.py": HARNESS, "pyproject.toml": _goldens_settings(judge),
-                 "passes.json": json.dumps({"f": 15, "t": 20}),
+                 "passes.json": json.dumps({"f": n * 3 // 4, "t": n}),
                  "evals/graders/checks.py": CHECKS, "evals/graders/judged.py": JUDGED,
-                 "evals/goldens.jsonl": goldens(), "evals/drift-suite.yaml": SUITE})
+                 "evals/goldens.jsonl": goldens(n), "evals/drift-suite.yaml": SUITE})
 
 
 def _goldens_run(repo: Repo, note: bool = False) -> Path:
@@ -88,9 +90,15 @@ def _goldens_run(repo: Repo, note: bool = False) -> Path:
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
 
+#: Goldens a bucket in the gate tests' repo: the judge's tone drops from all of them to
+#: none (-100 pts, beyond the hard fail and beyond noise at 5 as at 20: one-sided
+#: Boschloo p < 0.01 for 0/5 against 5/5); format passes 3 of them on both sides.
+BUCKET = 5
+
+
 def _based(repo: Repo, judge: FakeJudge) -> None:
-    _goldens_repo(repo, judge)
-    answer(judge, "PASS")  # the base model's tone: 20 of 20
+    _goldens_repo(repo, judge, n=BUCKET)
+    answer(judge, "PASS")  # the base model's tone: every golden
     # noted: a baseline is checked against its run, read from the run's git note
     res = run_cli("baseline", str(_goldens_run(repo, note=True)), "--model", "base-7b",
                   cwd=repo.path)
@@ -108,18 +116,58 @@ def based_once(module_judge: FakeJudge, tmp_path_factory: pytest.TempPathFactory
     return path
 
 
-@pytest.fixture
-def based(based_once: Path, tmp_path: Path) -> Repo:
-    """The test's own copy of the repo with a baseline (``_based``)."""
-    shutil.copytree(based_once, tmp_path / "repo", symlinks=True)
-    return Repo(tmp_path / "repo")
+def _copy(src: Path, tmp_path: Path, name: str = "repo") -> Repo:
+    shutil.copytree(src, tmp_path / name, symlinks=True)
+    return Repo(tmp_path / name)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A repo after a noted goldens run in which the judge failed every tone golden: the
+    repo, that run's exit code and its artifact (relative to the repo)."""
+
+    path: Path
+    code: int
+    artifact: str
+
+    def copy(self, tmp_path: Path, name: str = "repo") -> tuple[Repo, Path]:
+        """The test's own copy of the repo and the run's artifact in it."""
+        repo = _copy(self.path, tmp_path, name)
+        return repo, repo.path / self.artifact
+
+
+def _failed_run(repo: Repo, judge: FakeJudge) -> Failed:
+    answer(judge, "FAIL")  # tone drops from 5/5 to 0/5: beyond the 10 pt hard fail
+    res = run_cli("run", "--goldens-only", *JOBS, cwd=repo.path)  # noted: publish-check
+    assert res.code in (0, 1), res.err                             # reads it from its note
+    artifact = max((repo.path / "evals/results").glob("*.json"),
+                   key=lambda p: p.stat().st_mtime_ns)
+    return Failed(repo.path, res.code, artifact.relative_to(repo.path).as_posix())
+
+
+@dataclass(frozen=True)
+class FailedRuns:
+    """The baseline's repo after the judge failed every tone golden, uncalibrated
+    (``advisory``), then after the same run once the judge was calibrated (``calibrated``,
+    which starts from ``advisory``): the runs several tests read, made once a module."""
+
+    advisory: Failed
+    calibrated: Failed
+
+
+@pytest.fixture(scope="module")
+def failed_runs(based_once: Path, module_judge: FakeJudge,
+                tmp_path_factory: pytest.TempPathFactory) -> FailedRuns:
+    root = tmp_path_factory.mktemp("failed")
+    advisory = _failed_run(_copy(based_once, root, "advisory"), module_judge)
+    repo = _copy(advisory.path, root, "calibrated")
+    _calibrated(repo, "judged.tone")
+    return FailedRuns(advisory, _failed_run(repo, module_judge))
 
 
 def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    answer(judge, "FAIL")  # tone drops from 20/20 to 0/20: beyond the 10 pt hard fail
-    artifact = _goldens_run(repo)
+        failed_runs: FailedRuns, tmp_path: Path) -> None:
+    repo, artifact = failed_runs.advisory.copy(tmp_path)  # the judge failed every tone
     recorded = json.loads(artifact.read_text())["judge_calibration"]
     assert recorded["judged.tone"]["status"] == "advisory"
     assert recorded["judged.tone"]["code"] == "GE510"
@@ -131,7 +179,7 @@ def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
     rows = {ln.split()[1]: ln for ln in lines if ln.startswith("bucket ")}
     assert rows["tone"].rstrip().endswith("  hard fail (advisory, not counted)")
     assert rows["tone"].split()[6] == "-100.0"
-    assert "20/20 100.0%" in rows["tone"] and "0/20 0.0%" in rows["tone"]
+    assert f"{BUCKET}/{BUCKET} 100.0%" in rows["tone"] and f"0/{BUCKET} 0.0%" in rows["tone"]
     assert rows["format"].rstrip().endswith("unchanged")
     assert lines[-1].startswith("advisory, not counted: bucket tone: grader judged.tone is "
                                 "advisory: it is not calibrated; run `gitevals calibrate "
@@ -151,11 +199,9 @@ def test_gate_reports_an_advisory_judge_bucket_but_never_counts_it(
 
 
 def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    _calibrated(repo, "judged.tone")
-    answer(judge, "FAIL")
-    artifact = _goldens_run(repo)
+        failed_runs: FailedRuns, judge: FakeJudge, tmp_path: Path) -> None:
+    # calibrated, then the judge failed every tone golden
+    repo, artifact = failed_runs.calibrated.copy(tmp_path)
     assert json.loads(artifact.read_text())["judge_calibration"]["judged.tone"]["status"] \
         == "calibrated"
     res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
@@ -166,21 +212,23 @@ def test_once_the_judge_is_calibrated_its_bucket_fails_the_gate(
     assert "advisory" not in res.out
     # a calibration below the bar makes it advisory again: the same drop is not counted
     _calibrated(repo, "judged.tone", fail_judged_pass=0.5)
+    answer(judge, "FAIL")
     again = run_cli("gate", str(_goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
     assert again.code == 0, again.out + again.err
     assert "grader judged.tone is advisory: it is below the bar: TNR 0.52 < 0.9" in again.out
 
 
 def test_publish_check_require_gate_leaves_an_advisory_bucket_out(
-        based: Repo, judge: FakeJudge) -> None:
-    repo = based
-    answer(judge, "FAIL")
-    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1  # a golden failed
+        failed_runs: FailedRuns, tmp_path: Path) -> None:
+    # the judge failed every tone golden in a noted run, uncalibrated
+    repo, _ = failed_runs.advisory.copy(tmp_path, "advisory")
+    assert failed_runs.advisory.code == 1  # a golden failed
     ok = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert ok.code == 0, ok.out + ok.err
     assert "GE639" not in ok.out
-    _calibrated(repo, "judged.tone")
-    assert run_cli("run", "--goldens-only", *JOBS, cwd=repo.path).code == 1
+    # the same repo after `_calibrated(repo, "judged.tone")` and the same noted run
+    repo, _ = failed_runs.calibrated.copy(tmp_path, "calibrated")
+    assert failed_runs.calibrated.code == 1
     bad = run_cli("publish-check", "--require-gate", "base-7b", cwd=repo.path)
     assert bad.code == 1
     assert ("evals/baseline-base-7b.json:1:1: GE639 --require-gate base-7b: gate: FAILED "
@@ -272,7 +320,7 @@ def _lanes(repo: Repo, judge: FakeJudge) -> str:
 def _experiment(repo: Repo, commit: str) -> tuple[int, dict[str, Any]]:
     res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
                   "--lane", f"b={commit},env:MODEL=b", "--repeat", "4", "--format", "json",
-                  cwd=repo.path)
+                  *ONE_JOB, cwd=repo.path)
     assert res.code in (0, 1), res.out + res.err
     return res.code, json.loads(res.out)
 
@@ -282,7 +330,8 @@ def test_the_experiment_text_report_says_which_judge_was_advisory_per_lane(
     commit = _lanes(repo, judge)
     answer(judge, "FAIL")
     res = run_cli("experiment", "--lane", f"a={commit},env:MODEL=a",
-                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", cwd=repo.path)
+                  "--lane", f"b={commit},env:MODEL=b", "--repeat", "2", *ONE_JOB,
+                  cwd=repo.path)
     assert res.code == 1, res.out + res.err  # lane b's wrong answers still count
     lines = res.out.splitlines()
     assert [ln.split(" (")[0] for ln in lines if ": calibration: " in ln] == [
@@ -339,7 +388,9 @@ def test_a_calibrated_judges_failures_count_in_experiment_lanes(
 
 def test_a_goldens_run_does_not_fail_on_an_advisory_judges_answers(
         repo: Repo, judge: FakeJudge) -> None:
-    _goldens_repo(repo, judge)
+    # 5 goldens a bucket: whether the run fails turns on every tone golden the judge
+    # fails being counted or not, whatever their number (the gate tests above use 20)
+    _goldens_repo(repo, judge, n=5)
     repo.commit({"passes.json": json.dumps({"f": 20, "t": 20})})  # format: every golden ok
     answer(judge, "FAIL")  # tone: the judge, not calibrated, fails every golden
     res = run_cli("run", "--goldens-only", "--no-note", *JOBS, cwd=repo.path)

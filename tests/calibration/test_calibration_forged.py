@@ -88,7 +88,7 @@ def test_a_forged_record_leaves_the_grader_advisory_in_lint_and_run(
     lint = run_cli("lint", cwd=repo.path)
     assert "GE511" in lint.out and said in lint.out, lint.out + lint.err
     answer(judge, "PASS")
-    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    res = run_cli("run", *ONE_JOB, "--no-note", "--format", "json", cwd=repo.path)
     status = json.loads(res.out)["judge_calibration"]["q.tone"]
     assert (status["status"], status["code"]) == ("advisory", "GE511"), res.err
 
@@ -185,7 +185,7 @@ def test_a_record_that_the_committed_labels_do_not_bear_out_is_refused(
     assert "Traceback" not in check.err
     assert any("GE511" in ln and said in ln for ln in check.out.splitlines()), check.out
     answer(judge, "PASS")
-    res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+    res = run_cli("run", *ONE_JOB, "--no-note", "--format", "json", cwd=repo.path)
     status = json.loads(res.out)["judge_calibration"]["q.tone"]
     assert (status["status"], status["code"]) == ("advisory", "GE511"), res.err
     assert said in status["reason"]

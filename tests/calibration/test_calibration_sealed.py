@@ -7,18 +7,61 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gitevals.calibration.metrics import split_of
-from tests.conftest import Repo, run_cli
-from tests.support.calibration import FAIR, JUDGED, answer, judge_settings, setup
-from tests.support.judges import FakeJudge
+from tests.conftest import Repo, git, run_cli
+from tests.support.calibration import FAIR, JUDGED, ONE_JOB, answer, judge_settings, setup
+from tests.support.judges import FakeJudge, fake_judge
 
 RECORD = "evals/calibration/q.fair.json"
 
 
 def _final(repo: Repo, labels: str = "labels.jsonl") -> Any:
-    return run_cli("calibrate", "q.fair", "--labels", labels, "--final", cwd=repo.path)
+    return run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", labels, "--final",
+                   cwd=repo.path)
+
+
+@pytest.fixture(scope="module")
+def module_judge() -> Iterator[FakeJudge]:
+    """One judge server for the module (its URL is in the repo built once below)."""
+    with fake_judge() as state:
+        yield state
+
+
+@pytest.fixture
+def judge(module_judge: FakeJudge) -> FakeJudge:
+    """The module's judge, as fresh as a judge of the test's own: echoing, no requests."""
+    module_judge.requests.clear()
+    module_judge.status, module_judge.body = 200, None
+    return module_judge
+
+
+@pytest.fixture(scope="module")
+def finaled_once(module_judge: FakeJudge, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repo of ``setup`` after its first ``--final`` (the judge answering PASS), the
+    record written and not committed: made once a module, both tests start from it."""
+    path = tmp_path_factory.mktemp("finaled") / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
+    setup(repo, module_judge)
+    answer(module_judge, "PASS")
+    res = _final(repo)
+    assert res.code == 0, res.out + res.err
+    return path
+
+
+@pytest.fixture
+def finaled(finaled_once: Path, tmp_path: Path) -> Repo:
+    """The test's own copy of the repo after its first final (``finaled_once``)."""
+    shutil.copytree(finaled_once, tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
 
 
 def _rows(ids: list[str], question: str = "question") -> str:
@@ -43,11 +86,8 @@ def _record(repo: Repo) -> dict[str, Any]:
 ORIGINAL = [f"item-{i}" for i in range(200)]  # the ids of test_calibrate's labels.jsonl
 
 
-def test_a_final_records_which_items_it_consumed(repo: Repo, judge: FakeJudge) -> None:
-    setup(repo, judge)
-    answer(judge, "PASS")
-    res = _final(repo)
-    assert res.code == 0, res.out + res.err
+def test_a_final_records_which_items_it_consumed(finaled: Repo) -> None:
+    repo = finaled
     [use] = _record(repo)["sealed"]
     assert [c["id"] for c in use["consumed"]] == _tested(ORIGINAL)
     assert all(len(c["content"]) == 16 for c in use["consumed"])
@@ -57,10 +97,9 @@ def test_a_final_records_which_items_it_consumed(repo: Repo, judge: FakeJudge) -
 
 
 def test_the_split_stays_spent_whatever_later_edits_until_a_new_labelled_set(
-        repo: Repo, judge: FakeJudge) -> None:
-    setup(repo, judge)
+        finaled: Repo, judge: FakeJudge) -> None:
+    repo = finaled
     answer(judge, "PASS")
-    assert _final(repo).code == 0
     repo.commit(msg="calibrated")
     # a new grader blob, another judge model, and the record removed from the tree
     repo.commit({"evals/graders/q.py": JUDGED + "\n\n" + FAIR + "\n# reworded\n",

@@ -97,16 +97,12 @@ def _goldens(n: int = 20) -> str:
                                "expected": "good"}) + "\n" for i in range(n))
 
 
-def _passes(repo: Repo, tone: int, mixed: int, t: int) -> str:
-    return repo.commit({"passes.json": json.dumps({"tone": tone, "mixed": mixed, "t": t})},
-                       msg=f"tone {tone}")
-
-
 def _run(repo: Repo) -> Path:
-    # --jobs 2: two slots keep the grader workers (a Python start each) to about two; the
-    # default 16 slots started up to 16 for these 60 quick conversations. No test here is
-    # about concurrency, and what each conversation answers does not depend on it.
-    res = run_cli("run", "--goldens", "--no-note", "--jobs", "2", cwd=repo.path)
+    # --jobs 1: one slot, so one grader worker (a Python start each, and the judge
+    # client's imports) per pool; --jobs 2 started three, the default 16 slots up to 16
+    # for these 60-80 quick conversations. No test here is about concurrency, and what
+    # each conversation answers does not depend on it.
+    res = run_cli("run", "--goldens", "--no-note", "--jobs", "1", cwd=repo.path)
     assert res.code in (0, 1), res.out + res.err
     return max((repo.path / "evals/results").glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
 
@@ -137,8 +133,10 @@ def _calibrate(repo: Repo, judge: FakeJudge) -> Calibration:
                  "evals/goldens.jsonl": _goldens(), "evals/drift-suite.yaml": SUITE,
                  "labels.jsonl": labels,
                  "passes.json": json.dumps({"tone": 6, "mixed": 6, "t": 6})})
-    res = run_cli("calibrate", "judged.tone", "--labels", "labels.jsonl", "--final",
-                  "--no-preflight", cwd=repo.path)
+    # --jobs 1: one grader worker asks the judge about every item; what is checked is
+    # the record's counts, the same whichever worker asked (parallel grading: tests/run)
+    res = run_cli("calibrate", "--jobs", "1", "judged.tone", "--labels", "labels.jsonl",
+                  "--final", "--no-preflight", cwd=repo.path)
     assert res.code == 0, res.out + res.err
     record = json.loads((repo.path / "evals/calibration/judged.tone.json").read_text())
     assert (record["tpr"]["hits"], record["tpr"]["of"], record["tnr"]["hits"],
@@ -167,18 +165,41 @@ def _copy(src: Path, tmp_path: Path) -> Repo:
 
 
 @pytest.fixture
-def calibrated(built: Built, tmp_path: Path) -> tuple[Repo, Calibration]:
-    """A repo whose judge grader is calibrated (final, committed) below 1 on both rates;
-    the test's own copy."""
-    return _copy(built.calibrated, tmp_path), built.cal
-
-
-@pytest.fixture
 def ran(built: Built, tmp_path: Path) -> tuple[Repo, Calibration, Path]:
     """The calibrated repo after its first run (the test's own copy) and that run's
     artifact."""
     repo = _copy(built.ran, tmp_path)
     return repo, built.cal, repo.path / built.artifact
+
+
+#: A second case whose scenario ``tone2`` the calibrated judge alone decides, as ``tone``.
+SECOND = CASE.split("  - id: mixed")[0].replace("id: tone", "id: tone2")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The calibrated repo with a second case (``SECOND``), run at A (every scenario and
+    the bucket 6/20) and at B (``tone``, ``tone2`` and the bucket 15/20, ``mixed`` still
+    6/20): the two runs the diff tests compare, made once a module."""
+
+    path: Path
+    a: str
+    b: str
+    a_artifact: str  # relative to the repo
+    b_artifact: str
+
+
+@pytest.fixture(scope="module")
+def compared(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Compared:
+    root = tmp_path_factory.mktemp("compared")
+    repo = _copy(built.calibrated, root)
+    a = repo.commit({"evals/cases/polite2.yaml": SECOND,
+                     "passes.json": json.dumps({"tone": 6, "mixed": 6, "tone2": 6, "t": 6})})
+    a_artifact = _run(repo).relative_to(repo.path)
+    b = repo.commit({"passes.json": json.dumps({"tone": 15, "mixed": 6, "tone2": 15,
+                                                "t": 15})}, msg="tone 15")
+    b_artifact = _run(repo).relative_to(repo.path)
+    return Compared(repo.path, a, b, str(a_artifact), str(b_artifact))
 
 
 def test_show_corrects_the_scenario_one_calibrated_judge_decided(
@@ -245,14 +266,14 @@ def test_forged_calibration_counts_show_nothing_or_are_refused_in_one_line(
 
 
 def test_diff_gate_and_report_show_each_sides_corrected_rate(
-        ran: tuple[Repo, Calibration, Path]) -> None:
-    repo, cal, a_artifact = ran  # tone 6/20, bucket tone 6/20
+        built: Built, compared: Compared, tmp_path: Path) -> None:
+    # A: tone 6/20, bucket tone 6/20; B: tone 15/20, bucket tone 15/20 (mixed 6/20 on
+    # both sides, failed by its deterministic check: no correction)
+    repo, cal, a, b = _copy(compared.path, tmp_path), built.cal, compared.a, compared.b
+    a_artifact, b_artifact = repo.path / compared.a_artifact, repo.path / compared.b_artifact
     res = run_cli("baseline", str(a_artifact), "--model", "base-7b", cwd=repo.path)
     assert res.code == 0, res.err
-    a = repo.git("rev-parse", "HEAD")
     repo.commit(msg="baseline")
-    b = _passes(repo, 15, 6, 15)
-    b_artifact = _run(repo)
     ca, cb = corrected(6, 20, cal), corrected(15, 20, cal)
     assert ca.rate is not None and cb.rate is not None
     assert abs(cb.rate - 0.75) > 0.05
@@ -303,7 +324,7 @@ def test_diff_gate_and_report_show_each_sides_corrected_rate(
 
 
 def test_the_suite_line_carries_the_judge_corrected_change(
-        calibrated: tuple[Repo, Calibration]) -> None:
+        built: Built, compared: Compared, tmp_path: Path) -> None:
     """Two cases (two clusters) whose scenarios ``tone`` and ``tone2`` the calibrated
     judge alone decides, each 6/20 -> 15/20: the suite's raw change over them is 45
     points, the judge-corrected one 45 / (TPR + TNR - 1), with an interval that carries
@@ -311,15 +332,7 @@ def test_the_suite_line_carries_the_judge_corrected_change(
     from gitevals.stats import paired
     from gitevals.stats.judge_correction import corrected_change
 
-    repo, cal = calibrated
-    second = CASE.split("  - id: mixed")[0].replace("id: tone", "id: tone2")
-    repo.commit({"evals/cases/polite2.yaml": second,
-                 "passes.json": json.dumps({"tone": 6, "mixed": 6, "tone2": 6, "t": 6})})
-    _run(repo)
-    a = repo.git("rev-parse", "HEAD")
-    b = repo.commit({"passes.json": json.dumps({"tone": 15, "mixed": 6, "tone2": 15,
-                                                "t": 6})})
-    _run(repo)
+    repo, cal, a, b = _copy(compared.path, tmp_path), built.cal, compared.a, compared.b
     raw = paired.compare([paired.Pair(6, 20, 15, 20, "polite"),
                           paired.Pair(6, 20, 15, 20, "polite2")], 0.05)
     assert raw is not None

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from tests.conftest import GIT_ENV, Repo, git
+from tests.conftest import GIT_ENV, Repo, built_once, git
 from tests.support import fake_checks
 from tests.support.diffs import case, commit_and_run
 
@@ -82,28 +84,48 @@ def run_steps(checkout: Path, tmp: Path, base: str, runner_env: dict[str, str] |
     return outputs, code
 
 
-def origin_and_checkout(repo: Repo, tmp: Path, share_notes: bool) -> tuple[str, Path]:
-    """main at A (run; its note pushed when ``share_notes``), a pull request head B that
-    made 'capital' worse; a fresh clone checked out at B, as actions/checkout leaves it."""
+def _commits(into: Path) -> None:
+    """main at A (run, its note kept), branch ``change`` at B that made 'capital' worse."""
+    path = into / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     repo.write({"evals/.gitignore": "results/\n"})  # runs are not committed
-    a = commit_and_run(repo, {"capital": 10, "steady": 10}, case(10, ("capital", "steady")),
-                       "a")
+    commit_and_run(repo, {"capital": 10, "steady": 10}, case(10, ("capital", "steady")), "a")
+    repo.git("checkout", "-q", "-b", "change")
+    repo.commit({"passes.json": '{"capital": 1, "steady": 10}'}, "b")
+
+
+@pytest.fixture(scope="session")
+def commits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``_commits``' repository, made once a run (A's run is the costly part): the tests
+    push from their own copy."""
+    return built_once(tmp_path_factory, "action-local-commits", _commits) / "repo"
+
+
+def origin_and_checkout(repo: Repo, commits: Path, tmp: Path, share_notes: bool
+                        ) -> tuple[str, Path]:
+    """``repo`` a copy of ``commits``: main at A (run; its note pushed when
+    ``share_notes``), a pull request head B that made 'capital' worse; a fresh clone
+    checked out at B, as actions/checkout leaves it."""
+    shutil.rmtree(repo.path)
+    shutil.copytree(commits, repo.path, symlinks=True)
+    a = repo.git("rev-parse", "main")
     bare = tmp / "origin.git"
     git(tmp, "init", "-q", "--bare", str(bare))
     repo.git("remote", "add", "origin", str(bare))
     repo.git("push", "-q", "origin", "main")
     if share_notes:
         repo.git("push", "-q", "origin", "refs/notes/gitevals")
-    repo.git("checkout", "-q", "-b", "change")
-    repo.commit({"passes.json": '{"capital": 1, "steady": 10}'}, "b")
     repo.git("push", "-q", "origin", "change")
     checkout = tmp / "checkout"
     git(tmp, "clone", "-q", "-b", "change", str(bare), str(checkout))
     return a, checkout
 
 
-def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -> None:
-    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=True)
+def test_a_regression_with_the_base_run_from_notes(repo: Repo, commits: Path,
+                                                   tmp_path: Path) -> None:
+    base, checkout = origin_and_checkout(repo, commits, tmp_path, share_notes=True)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "b" * 40}}}))
     with fake_checks.serve() as api:
@@ -144,8 +166,8 @@ def test_a_regression_with_the_base_run_from_notes(repo: Repo, tmp_path: Path) -
     assert failed == ["capital"]
 
 
-def test_without_notes_the_base_is_run(repo: Repo, tmp_path: Path) -> None:
-    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=False)
+def test_without_notes_the_base_is_run(repo: Repo, commits: Path, tmp_path: Path) -> None:
+    base, checkout = origin_and_checkout(repo, commits, tmp_path, share_notes=False)
     outputs, code = run_steps(checkout, tmp_path, base)
     assert outputs["base"] == {"rev": base, "base": "run"}
     assert len(list((checkout / "evals" / "results").glob("*.json"))) == 2  # base and head

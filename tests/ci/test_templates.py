@@ -4,16 +4,19 @@ with no network), their shell parses, and every ``gitevals.ci`` step they call e
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
 
 from gitevals.ci.__main__ import parser
-from tests.support.jsonschema_check import check
+from tests.conftest import built_once
+from tests.support.jsonschema_check import check_many
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"vendor.github-actions": ROOT / "action.yml",
@@ -21,24 +24,72 @@ FILES = {"vendor.github-actions": ROOT / "action.yml",
          "vendor.gitlab-ci": ROOT / "ci" / "gitlab" / "gitevals.gitlab-ci.yml"}
 
 
+#: Each platform file broken in one way its schema refuses: (schema, how).
+BROKEN: dict[str, tuple[str, Callable[[Any], object]]] = {
+    "action-step-without-shell": ("vendor.github-actions",
+                                  lambda d: d["runs"]["steps"][2].pop("shell")),
+    "job-without-runs-on": ("vendor.github-workflows",
+                            lambda d: d["jobs"]["evals"].pop("runs-on")),
+    "gitlab-bad-when": ("vendor.gitlab-ci", lambda d: d["gitevals"].update(when="sometimes")),
+}
+
+
+def _load(path: Path) -> Any:
+    """The file as data to break and dump again. PyYAML reads a workflow's ``on:`` key as
+    the boolean True (YAML 1.1); it is put back as ``"on"``, else every dumped copy of the
+    workflow is refused for that alone and the break under test is never what is checked."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+@pytest.fixture(scope="session")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Checked]:
+    """Every check the tests below read, made once for the run: check-jsonschema on each
+    platform file (``valid:<schema>``), on each broken copy (``broken:<id>``) and on the
+    same copy dumped unbroken (``control:<id>``: it must pass, so the break is what the
+    check refuses), each a separate run of its command with its own exit code and
+    output, in one offline process (its imports are most of a check's cost)."""
+    def build(into: Path) -> None:
+        checks = {f"valid:{schema}": (schema, path) for schema, path in FILES.items()}
+        for name, (schema, break_it) in BROKEN.items():
+            for kind in ("control", "broken"):
+                doc = _load(FILES[schema])
+                if kind == "broken":
+                    break_it(doc)
+                copy = into / name / kind / FILES[schema].name
+                copy.parent.mkdir(parents=True)
+                copy.write_text(yaml.safe_dump(doc))
+                checks[f"{kind}:{name}"] = (schema, copy)
+        done = check_many(list(checks.values()))
+        (into / "checked.json").write_text(json.dumps(
+            {key: [r.returncode, r.stdout, r.stderr] for key, r in zip(checks, done, strict=True)}))
+
+    root = built_once(tmp_path_factory, "ci-templates-checked", build)
+    return {key: Checked(*value)
+            for key, value in json.loads((root / "checked.json").read_text()).items()}
+
+
+class Checked(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 @pytest.mark.parametrize("schema", list(FILES))
-def test_valid_for_its_platform_offline(schema: str) -> None:
-    r = check(schema, FILES[schema])
+def test_valid_for_its_platform_offline(schema: str, checked: dict[str, Checked]) -> None:
+    r = checked[f"valid:{schema}"]
     assert (r.returncode, r.stdout.strip()) == (0, "ok -- validation done"), r.stdout + r.stderr
 
 
-@pytest.mark.parametrize(("schema", "break_it"), [
-    ("vendor.github-actions", lambda d: d["runs"]["steps"][2].pop("shell")),
-    ("vendor.github-workflows", lambda d: d["jobs"]["evals"].pop("runs-on")),
-    ("vendor.gitlab-ci", lambda d: d["gitevals"].update(when="sometimes")),
-], ids=["action-step-without-shell", "job-without-runs-on", "gitlab-bad-when"])
-def test_the_check_refuses_a_broken_copy(schema: str, break_it: Any, tmp_path: Path) -> None:
-    doc = yaml.safe_load(FILES[schema].read_text(encoding="utf-8"))
-    break_it(doc)
-    broken = tmp_path / FILES[schema].name
-    broken.write_text(yaml.safe_dump(doc))
-    r = check(schema, broken)
-    assert r.returncode == 1 and "Schema validation errors" in r.stdout
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_the_check_refuses_a_broken_copy(name: str, checked: dict[str, Checked]) -> None:
+    control = checked[f"control:{name}"]
+    assert (control.returncode, control.stdout.strip()) == (0, "ok -- validation done"), (
+        control.stdout + control.stderr)
+    r = checked[f"broken:{name}"]
+    assert r.returncode == 1 and "Schema validation errors" in r.stdout, r.stdout + r.stderr
 
 
 def scripts() -> list[tuple[str, str]]:

@@ -6,19 +6,20 @@ refuses it."""
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+from pathlib import Path
 
-from tests.conftest import Repo, run_cli
+import pytest
 
+from tests.conftest import Repo, built_once, git, run_cli
+
+#: A python target (imported once a run, forked per conversation): what is tested is which
+#: scenarios a run left out, not how the target is started.
 HARNESS = """\
-import json, sys
-for line in sys.stdin:
-    print(json.dumps({"final_answer": "Paris", "tool_calls": [], "hooks": [],
-                      "error": None}), flush=True)
+def respond(messages):
+    return {"final_answer": "Paris", "tool_calls": [], "hooks": [], "error": None}
 """
-#: A command target (a Python per conversation) started with -S: its harness imports only
-#: the standard library, and site's work (the venv's .pth files) is not what is tested.
-SETTINGS = f'[tool.gitevals.target]\ncommand = ["{sys.executable}", "-S", "harness.py"]\n'
+SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 
 def _case(n: int) -> str:
@@ -27,7 +28,12 @@ def _case(n: int) -> str:
         for i in range(n))
 
 
-def _two_commits(repo: Repo) -> None:
+def _two_commits(root: Path) -> None:
+    """``root/repo``: v2 with a run of both cases, v3 with a run of case a alone."""
+    path = root / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    repo = Repo(path)
     repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
                  "evals/.gitignore": "results/\n",
                  "evals/cases/a.yaml": _case(3), "evals/cases/b.yaml": _case(3)})
@@ -38,8 +44,17 @@ def _two_commits(repo: Repo) -> None:
     repo.git("tag", "v3")
 
 
-def test_a_partial_run_shows_what_it_left_out_as_not_run(repo: Repo) -> None:
-    _two_commits(repo)
+@pytest.fixture
+def partial(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of ``_two_commits``' repository, built (its two runs) once for the test run:
+    the tests only diff it."""
+    built = built_once(tmp_path_factory, "diff-partial-runs", _two_commits)
+    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
+    return Repo(tmp_path / "repo")
+
+
+def test_a_partial_run_shows_what_it_left_out_as_not_run(partial: Repo) -> None:
+    repo = partial
     res = run_cli("diff", "v2", "v3", "--format", "json", cwd=repo.path)
     doc = json.loads(res.out)
     changes = {(r["case"], r["scenario"]): r["change"] for r in doc["verdicts"]}
@@ -51,8 +66,8 @@ def test_a_partial_run_shows_what_it_left_out_as_not_run(repo: Repo) -> None:
     assert "partial" in text.out + text.err
 
 
-def test_require_runs_refuses_a_partial_run(repo: Repo) -> None:
-    _two_commits(repo)
+def test_require_runs_refuses_a_partial_run(partial: Repo) -> None:
+    repo = partial
     res = run_cli("diff", "v2", "v3", "--require-runs", cwd=repo.path)
     assert res.code == 2
     assert "partial" in res.err and "(--require-runs)" in res.err

@@ -18,14 +18,19 @@ from gitevals.diff.power import (
     underpowered,
 )
 from tests.conftest import Repo, run_cli
+from tests.support.scipy_fisher import fisher_pvalues
 
 
 @functools.cache
 def _scipy_p(test: str, n: int, xa: int, xb: int) -> float:
-    """scipy's own p-value of one table: kept, as the sizes the tests below try overlap."""
+    """scipy's own p-value of one table: kept, as the sizes the tests below try overlap.
+    Fisher's comes from every table of the size at once (``tests/support/scipy_fisher``,
+    scipy's own steps and values, checked against ``fisher_exact`` below); Boschloo's
+    (a maximisation a table) from ``boschloo_exact`` itself."""
+    if test == "fisher":
+        return float(fisher_pvalues(n)[xa, xb])
     table = [[xa, n - xa], [xb, n - xb]]
-    return float(sps.fisher_exact(table).pvalue if test == "fisher"
-                 else sps.boschloo_exact(table, alternative="two-sided").pvalue)
+    return float(sps.boschloo_exact(table, alternative="two-sided").pvalue)
 
 
 def _scipy_power(n: int, rate: float, drop: float, test: str, alpha: float = 0.05) -> float:
@@ -42,9 +47,6 @@ def _scipy_power(n: int, rate: float, drop: float, test: str, alpha: float = 0.0
     return float(total)
 
 
-#: One worker for the five: their sizes overlap (5 to 36 trials a side), so ``_scipy_p``'s
-#: cache answers a third of the tables (12,500 scipy calls, 8,400 on one worker).
-@pytest.mark.xdist_group("scipy-fisher-power")
 @pytest.mark.parametrize(("rate", "drop"), [(0.9, 0.3), (0.8, 0.4), (1.0, 0.5), (0.6, 0.5),
                                             (0.95, 0.35)])
 def test_planned_trials_match_scipy_fisher(rate: float, drop: float) -> None:
@@ -55,6 +57,21 @@ def test_planned_trials_match_scipy_fisher(rate: float, drop: float) -> None:
         assert _scipy_power(smaller, rate, drop, "fisher") < 0.8
     assert power(n, rate, drop, "fisher") == pytest.approx(_scipy_power(n, rate, drop, "fisher"),
                                                            abs=1e-9)
+
+
+def test_the_vectorised_reference_is_scipys_fisher_exact() -> None:
+    """The reference above is ``fisher_exact``'s p to the last bit, on the tables the power
+    sums ask about (B passed less often): every one of the sizes 1 to 12 (each branch of
+    scipy's two-sided test: p of 1 at the mode, a lone tail, both tails), and those of 36
+    (the largest size summed) whose p is within a factor 4 of alpha = 0.05, where an
+    error would change a call."""
+    for n in (*range(1, 13), 36):
+        got = fisher_pvalues(n)
+        for xa, xb in ((a, b) for a in range(n + 1) for b in range(a)):
+            if n == 36 and not 0.0125 < got[xa, xb] < 0.2:
+                continue
+            want = sps.fisher_exact([[xa, n - xa], [xb, n - xb]]).pvalue
+            assert got[xa, xb] == want, (n, xa, xb)
 
 
 @pytest.mark.parametrize(("rate", "drop"), [(0.9, 0.6), (1.0, 0.7)])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import Repo, run_cli
 from tests.support.drift import trivia
-from tests.support.gate import commit, goldens_run
+from tests.support.gate import commit, goldens, goldens_run
 
 SIZED = """\
 frozen_benchmarks:
@@ -95,7 +95,9 @@ def test_a_named_benchmark_is_read_from_the_local_cache_and_pinned_by_content(
         repo: Repo, tmp_path: Path) -> None:
     cache = tmp_path / "benchmarks"
     env = {"GITEVALS_BENCHMARK_CACHE": str(cache)}
-    commit(repo, 4, 12, {"evals/drift-suite.yaml": NAMED, "bench/trivia.jsonl": trivia()})
+    # 4 goldens a bucket, not 20: this test reads the benchmark's slice and pin
+    commit(repo, 4, 12, {"evals/drift-suite.yaml": NAMED, "bench/trivia.jsonl": trivia(),
+                         "evals/goldens.jsonl": goldens(4)})
     lint = run_cli("lint", cwd=repo.path, env=env)
     assert lint.code == 1 and (
         "GE631 trivia: the named benchmark 'trivia' is not in the local cache: "

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo, run_cli
-from tests.support.gate import SUITE, based, commit, goldens, goldens_run
+from tests.support.gate import SUITE, based, commit, goldens, goldens_run, rerun
 
-__all__ = ["based"]  # the fixture, imported for pytest
+__all__ = ["based", "rerun"]  # the fixtures, imported for pytest
 
 BASELINE = "evals/baseline-base-7b.json"
 
@@ -66,13 +66,12 @@ def test_a_forged_baseline_is_refused_by_gate_and_publish_check(
     assert res.code == 1 and "GE639" in res.out and said in res.out, res.out + res.err
 
 
-def test_a_run_slice_the_baseline_does_not_cover_fails(based: tuple[Repo, Path]) -> None:
-    repo, _ = based
+def test_a_run_slice_the_baseline_does_not_cover_fails(rerun: tuple[Repo, Path]) -> None:
+    repo, artifact = rerun  # the baseline's counts committed again and run
     from gitevals.goldens.gate import gate
 
     baseline = json.loads((repo.path / BASELINE).read_text())
-    commit(repo, 15, 10)
-    run = json.loads(goldens_run(repo).read_text())
+    run = json.loads(artifact.read_text())
     baseline["slices"] = [s for s in baseline["slices"] if s["name"] != "format"]
     result = gate(baseline, run, BASELINE)
     assert not result.passed
@@ -116,7 +115,10 @@ def test_an_edited_helper_a_grader_imports_is_another_measuring_stick(repo: Repo
     helper = "def same(a, b):\n    return a == b\n"
     grader = ("from helper import same\n\n\ndef exact(t, case, run):\n"
               "    return same(run['final_answer'], case['expected'])\n")
-    commit(repo, 15, 10, {"helper.py": helper, "evals/graders/checks.py": grader})
+    # 4 goldens a bucket, not 20: the gate refuses on the helper's pin, not on a count
+    few = goldens(4)
+    commit(repo, 15, 10, {"helper.py": helper, "evals/graders/checks.py": grader,
+                          "evals/goldens.jsonl": few})
     artifact = goldens_run(repo, note=True)
     assert run_cli("baseline", str(artifact), "--model", "base-7b", cwd=repo.path).code == 0
     doc = json.loads((repo.path / BASELINE).read_text())
@@ -124,7 +126,7 @@ def test_an_edited_helper_a_grader_imports_is_another_measuring_stick(repo: Repo
     repo.commit(msg="baseline")
     # Every answer "wrong" now passes: the helper says yes to anything.
     commit(repo, 0, 0, {"helper.py": "def same(a, b):\n    return True\n",
-                        "evals/graders/checks.py": grader})
+                        "evals/graders/checks.py": grader, "evals/goldens.jsonl": few})
     code, out, err = _gate(repo, goldens_run(repo))
     assert code == 2 and out == ""
     assert "different measuring stick: helper.py was" in err, err

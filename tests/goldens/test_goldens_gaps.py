@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import Repo, built_once, git, run_cli
 from tests.support.drift import SUITE, tagged_goldens, trivia
 from tests.support.gate import commit as gate_commit
+from tests.support.gate import goldens as gate_goldens
 from tests.support.goldens_run import (
     GOLDENS,
     PY_HARNESS,
@@ -82,7 +83,9 @@ def test_goldens_only_in_a_tree_without_cases_is_its_complete_run(repo: Repo) ->
 
 
 def test_baseline_and_gate_take_the_run_of_goldens_alone(repo: Repo) -> None:
-    gate_commit(repo, 15, 10)  # goldens and a drift suite, no case
+    # goldens (4 a bucket: the test reads which run is taken, not a count) and a drift
+    # suite, no case
+    gate_commit(repo, 3, 2, {"evals/goldens.jsonl": gate_goldens(4)})  # 3/4, 2/4 pass
     res = run_cli("run", "--no-note", cwd=repo.path)
     assert res.code == 1 and ALONE in res.err, res.err
     run = _newest(repo)

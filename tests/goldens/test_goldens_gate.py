@@ -8,9 +8,18 @@ from pathlib import Path
 
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import Repo, run_cli
-from tests.support.gate import GRADERS, SETTINGS, TARGET, based, commit, goldens, goldens_run
+from tests.support.gate import (
+    GRADERS,
+    SETTINGS,
+    TARGET,
+    based,
+    commit,
+    goldens,
+    goldens_run,
+    rerun,
+)
 
-__all__ = ["based"]  # the fixture, imported for pytest
+__all__ = ["based", "rerun"]  # the fixtures, imported for pytest
 
 
 def test_baseline_records_commit_target_rates_and_blobs(based: tuple[Repo, Path]) -> None:
@@ -42,10 +51,9 @@ def test_gate_improved(based: tuple[Repo, Path]) -> None:
     assert "+25.0" in rows["tone"] and rows["tone"].rstrip().endswith("improved")
 
 
-def test_gate_within_noise_is_unchanged(based: tuple[Repo, Path]) -> None:
-    repo, _ = based
-    commit(repo, 15, 10)  # the same counts; noise tolerance 2 pts
-    res = run_cli("gate", str(goldens_run(repo)), "--baseline", "base-7b", "--format", "json",
+def test_gate_within_noise_is_unchanged(rerun: tuple[Repo, Path]) -> None:
+    repo, artifact = rerun  # the same counts committed again and run; noise tolerance 2 pts
+    res = run_cli("gate", str(artifact), "--baseline", "base-7b", "--format", "json",
                   cwd=repo.path)
     assert res.code == 0, res.err
     doc = json.loads(res.out)
@@ -77,7 +85,7 @@ def test_gate_hard_fail_in_one_bucket_while_another_improves(based: tuple[Repo, 
 
 
 def test_no_baseline_no_comparison(repo: Repo) -> None:
-    commit(repo, 15, 10)
+    commit(repo, 15, 10, {"evals/goldens.jsonl": goldens(4)})  # no count is compared
     artifact = goldens_run(repo)
     res = run_cli("gate", str(artifact), "--baseline", "base-7b", cwd=repo.path)
     assert res.code == 2
@@ -97,7 +105,8 @@ def test_no_baseline_no_comparison(repo: Repo) -> None:
 def test_a_baseline_of_other_goldens_is_another_measuring_stick(based: tuple[Repo, Path]
                                                                 ) -> None:
     repo, _ = based
-    commit(repo, 15, 10, {"evals/goldens.jsonl": goldens(19)})
+    # 4 goldens a bucket where the baseline measured 20: another file, whatever its size
+    commit(repo, 15, 10, {"evals/goldens.jsonl": goldens(4)})
     res = run_cli("gate", str(goldens_run(repo)), "--baseline", "base-7b", cwd=repo.path)
     assert res.code == 2
     assert "measured with a different measuring stick: evals/goldens.jsonl was " in res.err

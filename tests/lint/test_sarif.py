@@ -13,6 +13,7 @@ import re
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from gitevals import jsontext
 from gitevals.findings import Finding
 from gitevals.lint.codes import CODES
 from gitevals.report import sarif
@@ -139,3 +140,32 @@ def test_publish_check_sarif_names_the_commit(repo: Repo) -> None:
     assert result["ruleId"] == "GE502"
     assert result["message"]["text"] == f"{MISSING} (v1 at {sha[:12]})"
     assert result["properties"] == {"commit": sha, "refs": ["v1"]}
+
+
+
+#: What the log's writer must spell as the standard library does: empty and nested
+#: containers, booleans (integers in Python), null, integers, floats with NaN and the
+#: infinities, and strings with quotes, backslashes, controls, non-ASCII and surrogates.
+JSON_VALUES: list[Any] = [
+    {}, [], "", 0, -7, 10**30, True, False, None, 1.5, -0.0, 1e300, float("nan"),
+    float("inf"), float("-inf"), 'a"b\\c\n\t\x00\x1f\x7f é ☃ \ud800 \udcff',
+    {"a": [], "b": {}, "c": [{}], "d": [[1, [2, {"e": None}]], True], "": {"": ""}},
+    [1, "x", [True, False, None, [], {}], {"k": [1.25, {"z": "\u2028"}]}],
+]
+
+
+def test_the_log_is_written_as_json_dumps_would_indent_it() -> None:
+    """The log's writer (``jsontext.dumps`` at indent 2, keys in the order built) gives
+    the standard library's text, byte for byte."""
+    for value in [*JSON_VALUES, JSON_VALUES]:
+        assert jsontext.dumps(value, indent=2, sort_keys=False) == json.dumps(
+            value, indent=2, ensure_ascii=False), value
+
+
+def test_a_real_log_is_written_as_json_dumps_would_indent_it() -> None:
+    findings = [Finding("evals/cases/\udcffa b.yaml", 3, 4, "GE999", "é\x1b[31m [x](1) \ud800"),
+                Finding("evals/goldens.jsonl", 2, 1, "GE606", "duplicate id 1")]
+    log = sarif.render([sarif.Located(f, " (at abc)", {"tags": [], "n": 1.5, "x": None})
+                        for f in findings])
+    doc = json.loads(log.text)
+    assert log.text == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -106,12 +106,15 @@ def test_clicking_a_trial_expands_its_transcript(demo: Path, browser: Any,
 P = ("</style><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
      "<a href=\"javascript:window.__pwned=3\">click</a><svg onload=\"window.__pwned=4\">"
      "<style>body{display:none}</style>")
-HARNESS = f"""import json, sys
-P = {P!r}
-for line in sys.stdin:
-    print(json.dumps({{"final_answer": P, "error": None,
-                      "tool_calls": [{{"name": "shell__run", "args": {{"cmd": P}}, "result": P}}],
-                      "hooks": [{{"name": "guard", "decision": P}}]}}), flush=True)
+#: A python target (imported once a run, forked per conversation): what the report shows
+#: is the artifact's answers, not how the target was started.
+HARNESS = f"""P = {P!r}
+
+
+def respond(messages):
+    return {{"final_answer": P, "error": None,
+            "tool_calls": [{{"name": "shell__run", "args": {{"cmd": P}}, "result": P}}],
+            "hooks": [{{"name": "guard", "decision": P}}]}}
 """
 CASE = """defaults: {trials: 2, timeout: 30s}
 scenarios:
@@ -121,7 +124,7 @@ scenarios:
       - final_answer_contains: nothing like this
       - tool_called: {name: shell__run}
 """
-SETTINGS = '[tool.gitevals.target]\ncommand = ["python3", "harness.py"]\n'
+SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
 
 def _build_hostile(root: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -217,47 +218,50 @@ DEEP_STRING = "[" * 100_000 + "]" * 100_000
 TOO_DEEP = "<list nested too deep to show>"
 
 # Values nested too deep to decode, encode or print: scoring must not recurse
-# without bound (issue 8). Each row: id, kind, arg, transcript, the exact outcome.
-DEEP: list[tuple[str, str, Any, Any, Outcome]] = [
+# without bound (issue 8). Each row: id, kind, arg, transcript, the exact outcome. The
+# transcript is made when its test runs: nine lists 100,000 deep cost ~0.5 s to build at
+# collection on every xdist worker and slowed every full garbage collection after it.
+DEEP: list[tuple[str, str, Any, Callable[[], Any], Outcome]] = [
     ("args-deep-json-string", "tool_called", {"name": "shell__run", "args": {"cmd": "ls"}},
-     T(calls=[call("shell__run", DEEP_STRING)]),
+     lambda: T(calls=[call("shell__run", DEEP_STRING)]),
      Outcome(False, "tool_called shell__run: called 1 time, none with args {'cmd': 'ls'}")),
     ("args-deep-string-beside-a-match", "tool_called",
      {"name": "shell__run", "args": {"cmd": "ls"}},
-     T(calls=[call("shell__run", DEEP_STRING), LS]),
+     lambda: T(calls=[call("shell__run", DEEP_STRING), LS]),
      Outcome(True, "tool_called shell__run: called with args {'cmd': 'ls'}")),
     ("args-deep-value", "tool_called", {"name": "shell__run", "args": {"cmd": "ls"}},
-     T(calls=[call("shell__run", {"cmd": _deep()})]),
+     lambda: T(calls=[call("shell__run", {"cmd": _deep()})]),
      Outcome(False, "tool_called shell__run: called 1 time, none with args {'cmd': 'ls'}")),
     ("result-deep-value", "result_contains", {"name": "shell__run", "substring": "Paris"},
-     T(calls=[call("shell__run", {}, _deep())]),
+     lambda: T(calls=[call("shell__run", {}, _deep())]),
      Outcome(False, "result_contains shell__run 'Paris': called 1 time, no result contains it")),
     ("result-deep-value-then-match", "result_contains", {"name": "shell__run", "substring": "b"},
-     T(calls=[call("shell__run", {}, _deep()), LS]),
+     lambda: T(calls=[call("shell__run", {}, _deep()), LS]),
      Outcome(True, "result_contains shell__run 'b': in the result of call 2 of 2")),
-    ("answer-deep-value", "final_answer_contains", "Paris", {"final_answer": _deep()},
+    ("answer-deep-value", "final_answer_contains", "Paris", lambda: {"final_answer": _deep()},
      Outcome(False, f"final_answer_contains 'Paris': not in the answer {TOO_DEEP!r}")),
     ("answer-deep-value-not-contains", "final_answer_not_contains", "Paris",
-     {"final_answer": _deep()},
+     lambda: {"final_answer": _deep()},
      Outcome(True, "final_answer_not_contains 'Paris': not in the answer")),
-    ("answer-deep-value-max-chars", "final_answer_max_chars", 10, {"final_answer": _deep()},
+    ("answer-deep-value-max-chars", "final_answer_max_chars", 10, lambda: {"final_answer": _deep()},
      Outcome(False, f"final_answer_max_chars 10: answer has {len(TOO_DEEP)} characters")),
-    ("error-deep-value", "no_error", True, T(error=_deep()),
+    ("error-deep-value", "no_error", True, lambda: T(error=_deep()),
      Outcome(False, f"no_error: the target reported {TOO_DEEP!r}")),
     ("hook-decision-deep-value", "hook_called", {"name": "h", "decision": "allow"},
-     T(hooks=[{"name": "h", "decision": _deep()}]),
+     lambda: T(hooks=[{"name": "h", "decision": _deep()}]),
      Outcome(False, f"hook_called h allow: ran 1 time, decided {TOO_DEEP}")),
     ("tool-name-deep-value", "tool_order", {"first": "a", "then": "b"},
-     T(calls=[call("a"), {"name": _deep()}, call("b")]),
+     lambda: T(calls=[call("a"), {"name": _deep()}, call("b")]),
      Outcome(True, "tool_order a before b: call 1 before call 3")),
 ]
 
 
 @pytest.mark.parametrize(("kind", "arg", "transcript", "outcome"), [d[1:] for d in DEEP],
                          ids=[d[0] for d in DEEP])
-def test_values_too_deep_to_walk_score_without_recursing(kind: str, arg: Any, transcript: Any,
+def test_values_too_deep_to_walk_score_without_recursing(kind: str, arg: Any,
+                                                         transcript: Callable[[], Any],
                                                          outcome: Outcome) -> None:
-    assert check(kind, arg, transcript) == outcome
+    assert check(kind, arg, transcript()) == outcome
 
 
 def test_a_check_that_recurses_is_an_assertion_error(monkeypatch: pytest.MonkeyPatch) -> None:

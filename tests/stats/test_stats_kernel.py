@@ -100,9 +100,17 @@ def test_student_quantile_equals_scipy(q: float, df: int) -> None:
     assert student.quantile(q, df) == pytest.approx(scipy.stats.t.ppf(q, df), rel=1e-9)
 
 
-COUNTS = st.tuples(st.integers(1, 30), st.integers(1, 30)).flatmap(
-    lambda n: st.tuples(st.integers(0, n[0]), st.just(n[0]), st.integers(0, n[1]),
-                        st.just(n[1]), st.sampled_from("abcdefg")))
+@st.composite
+def _counts(draw: st.DrawFn) -> tuple[int, int, int, int, str]:
+    """(passes a, trials a, passes b, trials b, cluster): the trials first, then passes
+    within them. Drawn in one composite rather than by ``flatmap``, which builds and
+    checks new strategies for every pair (most of these tests' cost); same draws."""
+    trials_a, trials_b = draw(st.integers(1, 30)), draw(st.integers(1, 30))
+    return (draw(st.integers(0, trials_a)), trials_a, draw(st.integers(0, trials_b)),
+            trials_b, draw(st.sampled_from("abcdefg")))
+
+
+COUNTS = _counts()
 
 
 def _pairs(raw: list[tuple[int, int, int, int, str]]) -> list[paired.Pair]:

@@ -59,7 +59,11 @@ def requests(driver: Any) -> list[str]:
 
 def png_colours(data: bytes) -> tuple[int, int]:
     """(distinct colours, pixels unlike the top-left one) of an 8-bit RGB/RGBA PNG,
-    decoded with zlib alone (no image library)."""
+    decoded with zlib and numpy (no image library). Rows filtered by None, Sub or Up (most
+    of a screenshot's) are undone a row at a time in numpy; Average and Paeth, whose every
+    byte needs the one before it, byte by byte."""
+    import numpy as np
+
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", b""
     while pos < len(data):
@@ -71,30 +75,37 @@ def png_colours(data: bytes) -> tuple[int, int]:
     width, height, depth, ctype = struct.unpack(">IIBB", header[:10])
     assert depth == 8 and ctype in (2, 6), f"unexpected PNG format {depth}/{ctype}"
     bpp = 4 if ctype == 6 else 3
-    raw, stride = zlib.decompress(idat), width * bpp
-    rows, prev = [], bytearray(stride)
+    stride = width * bpp
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, stride + 1)
+    image = np.empty((height, stride), np.uint8)
+    prev = np.zeros(stride, np.uint8)
     for y in range(height):
-        start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
-        _unfilter(kind, line, prev, bpp)
-        rows.append(bytes(line))
-        prev = line
-    pixels = [row[i:i + bpp] for row in rows for i in range(0, stride, bpp)]
-    return len(set(pixels)), sum(p != pixels[0] for p in pixels)
+        kind, line = int(raw[y, 0]), raw[y, 1:]
+        if kind == 0:
+            image[y] = line
+        elif kind == 1:  # Sub: each byte adds the one bpp before it, a running sum a channel
+            image[y] = np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.uint8).ravel()
+        elif kind == 2:  # Up
+            image[y] = line + prev
+        else:
+            image[y] = np.frombuffer(_unfilter(kind, line.tobytes(), prev.tobytes(), bpp),
+                                     np.uint8)
+        prev = image[y]
+    pixels = image.reshape(height * width, bpp).astype(np.uint64)
+    keys = sum(pixels[:, i] << np.uint64(8 * i) for i in range(bpp))
+    return len(np.unique(keys)), int(np.count_nonzero(keys != keys[0]))
 
 
-def _unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> None:
-    for i in range(len(line)):
-        a = line[i - bpp] if i >= bpp else 0
-        b = prev[i]
-        c = prev[i - bpp] if i >= bpp else 0
-        if kind == 1:
-            line[i] = (line[i] + a) & 0xFF
-        elif kind == 2:
-            line[i] = (line[i] + b) & 0xFF
-        elif kind == 3:
-            line[i] = (line[i] + (a + b) // 2) & 0xFF
-        elif kind == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+def _unfilter(kind: int, line: bytes, prev: bytes, bpp: int) -> bytes:
+    """Average (3) or Paeth (4): each byte adds a prediction from the decoded byte ``bpp``
+    before it (a), the one above (b) and the one above that (c); 0 left of the row."""
+    out = bytearray(bpp + len(line))  # out[i] is the decoded byte bpp before line[i]
+    above = bytes(bpp) + prev
+    for i, (x, b, c) in enumerate(zip(line, above[bpp:], above, strict=False)):
+        a = out[i]
+        if kind == 3:
+            out[i + bpp] = (x + (a + b) // 2) & 0xFF
+            continue
+        pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)  # |p - a|, |p - b|, |p - c|
+        out[i + bpp] = (x + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+    return bytes(out[bpp:])

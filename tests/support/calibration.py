@@ -21,9 +21,10 @@ def respond(messages):
 """
 SETTINGS = '[tool.gitevals.target]\npython = "harness:respond"\n'
 
-#: ``calibrate``'s grader calls on one worker (default 4 in parallel, a worker's Python
-#: start each, ~60 ms CPU): what these tests check is what the judge's verdicts make of
-#: the labels and the record, the same whichever worker asked; parallel grading is
+#: ``calibrate``'s grader calls, and a run's conversations, on one worker (``calibrate``
+#: defaults to 4 in parallel, ``run`` to 16, a grader worker's Python start each, ~60 ms
+#: CPU): what these tests check is what the judge's verdicts make of the labels, the
+#: record and the run's verdicts, the same whichever worker asked; parallel grading is
 #: checked by ``run``'s tests.
 ONE_JOB = ("--jobs", "1")
 

@@ -96,3 +96,22 @@ def based(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Rep
     path = tmp_path / "repo"
     shutil.copytree(built / "repo", path, symlinks=True)
     return Repo(path), path / (built / "artifact").read_text()
+
+
+@pytest.fixture
+def rerun(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Repo, Path]:
+    """``based`` with the same counts (15/20 format, 10/20 tone) committed again and that
+    commit's goldens run (no note): built once for the test run (the tests that only
+    gate that run share it), each test getting its own copy; the run's artifact path."""
+    based_dir = built_once(tmp_path_factory, "gate-based", _build_based)
+
+    def build(root: Path) -> None:
+        shutil.copytree(based_dir / "repo", root / "repo", symlinks=True)
+        repo = Repo(root / "repo")
+        commit(repo, 15, 10)
+        (root / "artifact").write_text(goldens_run(repo).relative_to(repo.path).as_posix())
+
+    built = built_once(tmp_path_factory, "gate-rerun", build)
+    path = tmp_path / "repo"
+    shutil.copytree(built / "repo", path, symlinks=True)
+    return Repo(path), path / (built / "artifact").read_text()

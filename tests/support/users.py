@@ -13,18 +13,30 @@ A user's repository lives in a fresh directory it owns under the system temporar
 directory (pytest's own is private to root), and its interpreter is one the user may
 execute: this one, or the system's ``python3`` of the same version with this
 environment's packages on ``PYTHONPATH``.
+
+The user's CLI is ``gitevals.cli.entry`` (what ``python -m gitevals`` runs) in a process
+of that user forked from a zygote: one process per test process, started as the user,
+that imported gitevals (and what a run imports) once and never ran a command. Each call
+is a fresh fork of it with the call's working directory, environment, argv and fds 0-2,
+which ends as ``python -m gitevals`` ends; the interpreter's start and ~300 imports (most
+of a small run's CPU) are not paid again per call.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,11 +68,10 @@ class Who:
         if not self.prefix:
             return run_cli(*args, cwd=self.repo.path, env=self.env, timeout=timeout)
         self.hand_over()
-        argv = [*self.prefix, self.python, "-m", "gitevals", *args]
-        proc = subprocess.run(argv, cwd=self.repo.path, capture_output=True, text=True,
-                              timeout=timeout,
-                              env={**os.environ, **GIT_ENV, **self.env})
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        zygote = _user_setup()
+        assert not isinstance(zygote, str), zygote
+        return zygote.call(list(args), self.repo.path, {**os.environ, **GIT_ENV, **self.env},
+                           timeout)
 
     def hand_over(self) -> None:
         """Give the repository (written as root) to the user."""
@@ -69,37 +80,151 @@ class Who:
                            check=True)
 
 
-def _as_user(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={GID}", "--clear-groups",
-                           *argv], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env}, cwd="/")
+#: The zygote (``python -c ZYGOTE FD MODULE...``): import gitevals' CLI and ``MODULE``s
+#: (what the user needs to import: a Python that cannot, or that cannot see its own
+#: executable -- one under a directory private to root -- exits here), say so, then for
+#: each request on the control socket FD (a JSON object: ``argv``, ``cwd``, ``env``; with
+#: fds 0-2) fork a child that takes them and runs ``entry`` (its ``SystemExit`` ends the
+#: child as it ends ``python -m gitevals``), or ``code`` when the request has it; send the
+#: child's pid, then its exit status. Nothing runs in the zygote itself but imports.
+ZYGOTE = """\
+import json, os, socket, sys
+if not os.path.exists(sys.executable):
+    sys.exit(1)
+import gitevals.cli
+for name in sys.argv[2:]:
+    __import__(name)
+control = socket.socket(fileno=int(sys.argv[1]))
+control.send(b"ready")
+while True:
+    msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 3)
+    if not msg:
+        break
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        request = json.loads(msg)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = ["gitevals", *request["argv"]]
+        if "code" in request:
+            exec(request["code"])
+        gitevals.cli.entry()
+    for fd in fds:
+        os.close(fd)
+    control.send(str(pid).encode())
+    control.send(str(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])).encode())
+"""
+
+#: What the user must be able to import, and what ``gitevals run`` of a task imports
+#: beyond the CLI: imported once, by the zygote.
+WARM = ("pygit2", "yaml", "jsonschema", "rich", "gitevals.api", "gitevals.run.runner",
+        "gitevals.run.tasks", "gitevals.run.draft", "gitevals.run.keep",
+        "gitevals.report.suite", "gitevals.report.calibration", "gitevals.diff.power")
+PREFIX = ("setpriv", f"--reuid={UID}", f"--regid={GID}", "--clear-groups")
 
 
-def _user_python(env: dict[str, str]) -> tuple[str, dict[str, str]] | None:
-    """A Python the unprivileged user can import gitevals with, and its environment."""
-    probe = ["-c", "import os, sys, gitevals, pygit2, yaml, jsonschema, rich; "
-             "sys.exit(not os.path.exists(sys.executable))"]
-    if _as_user([sys.executable, *probe], env).returncode == 0:
-        return sys.executable, {}
+class _Zygote:
+    """The user's gitevals, imported once and forked per call (``ZYGOTE``)."""
+
+    def __init__(self, python: str, extra: dict[str, str]) -> None:
+        """Start it as the user with ``python`` and ``extra`` in its environment; ``ready``
+        says whether it imported everything."""
+        self.python, self.extra = python, extra
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.home = _user_home()
+        self.proc = subprocess.Popen(
+            [*PREFIX, python, "-c", ZYGOTE, str(theirs.fileno()), *WARM],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+            env={**os.environ, **GIT_ENV, "HOME": str(self.home),
+                 "XDG_CACHE_HOME": str(self.home / "cache"), **extra})
+        theirs.close()
+        self.ready = False
+        atexit.register(self.close)
+        self.control.settimeout(120)
+        try:
+            self.ready = self.control.recv(16) == b"ready"
+        except TimeoutError:
+            self.ready = False
+        self.control.settimeout(None)
+        if not self.ready:
+            self.close()
+
+    def call(self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
+             code: str | None = None) -> Result:
+        """``gitevals ARGV`` (or ``code``) in ``cwd`` with exactly ``env``, as the user;
+        a call past ``timeout`` is killed and raises ``TimeoutExpired``, as
+        ``subprocess.run``'s."""
+        request = json.dumps({"argv": argv, "cwd": str(cwd), "env": env,
+                              **({} if code is None else {"code": code})}).encode()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                open(os.devnull, "rb") as nothing:
+            socket.send_fds(self.control, [request],
+                            [nothing.fileno(), out.fileno(), err.fileno()])
+            started = self.control.recv(32)
+            assert started, "the unprivileged user's zygote is gone"
+            pid = int(started)
+            self.control.settimeout(timeout)
+            try:
+                status = self.control.recv(32)
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                self.control.settimeout(None)
+                self.control.recv(32)
+                raise subprocess.TimeoutExpired(["gitevals", *argv], timeout) from None
+            finally:
+                self.control.settimeout(None)
+            out.seek(0)
+            err.seek(0)
+            return Result(int(status), *(_text(f.read()) for f in (out, err)))
+
+    def close(self) -> None:
+        self.control.close()
+        if self.proc.poll() is None and not self.ready:
+            self.proc.kill()
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.communicate(timeout=10)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _text(data: bytes) -> str:
+    """Output as ``subprocess.run(text=True)`` gave it: UTF-8, universal newlines."""
+    return data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _user_zygote() -> _Zygote | None:
+    """The user's zygote on a Python the user can import gitevals with: this one, or the
+    system's of the same version with this environment's packages on ``PYTHONPATH``."""
+    zygote = _Zygote(sys.executable, {})
+    if zygote.ready:
+        return zygote
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
     if system is None:
         return None
     extra = {"PYTHONPATH": os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])}
-    if _as_user([system, *probe], {**env, **extra}).returncode == 0:
-        return system, extra
-    return None
+    zygote = _Zygote(system, extra)
+    return zygote if zygote.ready else None
 
 
-def _user_problem(env: dict[str, str], python: str) -> str | None:
+def _user_problem(zygote: _Zygote) -> str | None:
     """Why bubblewrap cannot run for the unprivileged user here, or None."""
     bwrap = shutil.which("bwrap")
     assert bwrap is not None
-    done = _as_user([python, "-c", "import sys; from gitevals.tasks.sandbox import probe; "
-                     f"sys.exit(probe({bwrap!r}) or 0)"], env)
-    if done.returncode == 0:
+    done = zygote.call([], zygote.home, {**os.environ, **GIT_ENV, **zygote.extra,
+                                         "HOME": str(zygote.home)}, 60,
+                       code="from gitevals.tasks.sandbox import probe; "
+                            f"sys.exit(probe({bwrap!r}) or 0)")
+    if done.code == 0:
         return None
-    return (f"bubblewrap cannot run unprivileged on this kernel ({done.stderr.strip()}): "
+    return (f"bubblewrap cannot run unprivileged on this kernel ({done.err.strip()}): "
             f"raise sysctl {USERNS[0]} (or set {USERNS[1]}=1, {USERNS[2]}=0)")
 
 
@@ -111,21 +236,18 @@ def _user_home() -> Path:
 
 
 @functools.cache
-def _user_setup() -> tuple[str, dict[str, str]] | str:
-    """The unprivileged user's Python and the environment it needs, or why the user's
-    tests skip. Probed once per test process: the answer is the machine's, not a test's,
-    and the probe starts two or three interpreters (importing gitevals) and bubblewrap."""
-    home = _user_home()
-    try:
-        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
-        found = _user_python(env)
-        if found is None:
-            return "no Python the unprivileged user may run gitevals with"
-        python, extra = found
-        problem = _user_problem({**env, **extra}, python)
-        return (python, extra) if problem is None else problem
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+def _user_setup() -> _Zygote | str:
+    """The unprivileged user's zygote (its Python, the environment it needs), or why the
+    user's tests skip. Made once per test process: the answer is the machine's, not a
+    test's, and each call of the user's CLI is a fork of it."""
+    zygote = _user_zygote()
+    if zygote is None:
+        return "no Python the unprivileged user may run gitevals with"
+    problem = _user_problem(zygote)
+    if problem is not None:
+        zygote.close()
+        return problem
+    return zygote
 
 
 @pytest.fixture(params=["root", "user"])
@@ -152,17 +274,15 @@ def _who(name: str, tmp_path: Path) -> Iterator[Who]:
         git(path, "init", "-q", "-b", "main")
         yield Who(name, Repo(path), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
         return
-    setup = _user_setup()
-    if isinstance(setup, str):
-        pytest.skip(setup)
-    python, extra = setup
+    zygote = _user_setup()
+    if isinstance(zygote, str):
+        pytest.skip(zygote)
     home = _user_home()
     try:
-        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **extra}
+        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), **zygote.extra}
         path = home / "repo"
         path.mkdir()
         git(path, "init", "-q", "-b", "main")
-        prefix = ["setpriv", f"--reuid={UID}", f"--regid={GID}", "--clear-groups"]
-        yield Who("user", Repo(path), prefix, python, env)
+        yield Who("user", Repo(path), list(PREFIX), zygote.python, env)
     finally:
         shutil.rmtree(home, ignore_errors=True)

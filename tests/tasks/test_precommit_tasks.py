@@ -1,34 +1,27 @@
 """The real pre-commit framework runs this project's ``gitevals-lint`` hook on task files:
 a staged broken task is refused at its line, a fixed one passes (slow: pre-commit installs
-gitevals from the committed checkout into its own virtualenv, so one test does it all)."""
+gitevals from the committed checkout into its own virtualenv, so one test does it all, in
+a repository installed once a run and shared with tests/test_precommit_framework.py)."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import GIT_ENV, Repo
-from tests.support.precommit import project_rev, run
+from tests.support.precommit import installed_copy, run
 from tests.support.task_dirs import GOOD_TOML, write_task
 
 TASK = "evals/tasks/t"
 
 
 @pytest.mark.timeout(900)  # pre-commit builds the hook's environment: pip
-def test_framework_refuses_a_broken_task(repo: Repo, precommit_home: Path) -> None:
-    rev = project_rev()
+def test_framework_refuses_a_broken_task(repo: Repo, tmp_path_factory: pytest.TempPathFactory,
+                                         precommit_home: Path) -> None:
     env = {**os.environ, **GIT_ENV}
-    repo.commit({".pre-commit-config.yaml": (
-        f"repos:\n  - repo: {_project()}\n    rev: {rev}\n    hooks:\n"
-        "      - id: gitevals-lint\n")}, msg="config")
-    pc = (sys.executable, "-m", "pre_commit")
-    code, out = run(repo.path, env, *pc, "install", "--hook-type", "pre-commit")
-    assert code == 0, out
-    code, out = run(repo.path, env, *pc, "install-hooks", timeout=900)
-    assert code == 0, out
+    installed_copy(tmp_path_factory, repo, env)  # install + install-hooks, once a run
 
     write_task(repo.path / TASK, GOOD_TOML.replace("[verifier]\n",
                                                    "[verifier]\npass_threshold = 1.5\n"),

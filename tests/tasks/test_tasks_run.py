@@ -347,13 +347,13 @@ def test_score_rules_adds_a_task_only_the_rules_have_as_not_run(repo: Repo) -> N
 
 def test_diff_sees_a_task_regress(repo: Repo) -> None:
     commit_task(repo, "1.0\n", toml="max_iterations = 1\n")
-    assert run_cli("run", "--trials", "6", "-j", "6", cwd=repo.path).code == 0
+    assert run_cli("run", "--trials", "4", "-j", "4", cwd=repo.path).code == 0
     repo.commit({"evals/tasks/fix/environment/plan.txt": "0.3\n"})
-    assert run_cli("run", "--trials", "6", "-j", "6", cwd=repo.path).code == 1
+    assert run_cli("run", "--trials", "4", "-j", "4", cwd=repo.path).code == 1
     res = run_cli("diff", "HEAD~1", "HEAD", cwd=repo.path)
     assert res.code == 1, res.out + res.err
     (row,) = [x for x in res.out.splitlines() if x.split()[:2] == ["fix", "task"]]
-    assert "pass 6/6" in row and "fail 0/6" in row and "regressed" in row
+    assert "pass 4/4" in row and "fail 0/4" in row and "regressed" in row
 
 
 def test_a_broken_task_is_not_run_and_a_tb1_directory_is_skipped_with_a_note(repo: Repo) -> None:

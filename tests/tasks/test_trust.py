@@ -196,9 +196,16 @@ REWARDS = {"0_1": None, "\u0661": None, "\u0661.\u0660": None, "0x1": None, "inf
            ".5": 0.5, "5E-1": 0.5}
 
 
+#: A python target that does nothing (``module:function``, forked per trial from one
+#: import): what the reward tests below read is the verifier's file, not the target.
+IDLE = {"idle.py": 'def respond(messages):\n    return {"final_answer": "done", "tool_calls": '
+                   '[], "hooks": [], "error": None}\n',
+        "pyproject.toml": '[tool.gitevals.target]\npython = "idle:respond"\n'}
+
+
 def test_a_reward_is_ascii_decimal_only(me: Who) -> None:
     names = {f"r{n}": written for n, written in enumerate(REWARDS)}
-    extra = {}
+    extra = dict(IDLE)
     for name, written in names.items():
         extra |= {f"evals/tasks/{name}/task.toml": "max_iterations = 1\n",
                   f"evals/tasks/{name}/instruction.md": "Do it.\n",
