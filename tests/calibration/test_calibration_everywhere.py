@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, git, run_cli
+from tests.support import judges
 from tests.support.calibration import ONE_JOB, answer
 from tests.support.calibration_records import record
 from tests.support.doctor import JUDGE_TONE, complete_tree
@@ -23,7 +23,11 @@ from tests.support.experiments import GEO
 from tests.support.experiments import HARNESS as LANE_HARNESS
 from tests.support.experiments import SETTINGS as LANE_SETTINGS
 from tests.support.gate import HARNESS, SUITE, goldens
-from tests.support.judges import FakeJudge, fake_judge
+from tests.support.judges import FakeJudge
+
+# one judge server a module (its repositories are built once), fresh for each test
+module_judge = judges.module_judge
+judge = judges.module_judge_fresh
 
 MODEL = "judge-2026-01-15"
 #: Two job slots for the 40-golden runs: the grader workers (a Python start each) stay
@@ -54,21 +58,6 @@ def _calibrated(repo: Repo, grader: str, final: bool = True, fail_judged_pass: f
     doc = record(repo, grader, MODEL, final=final, fail_judged_pass=fail_judged_pass)
     doc.update(changes)
     repo.commit({f"evals/calibration/{grader}.json": json.dumps(doc)}, msg="calibrated")
-
-
-@pytest.fixture(scope="module")
-def module_judge() -> Iterator[FakeJudge]:
-    """One judge server for the module (its URL is in the repo built once below)."""
-    with fake_judge() as state:
-        yield state
-
-
-@pytest.fixture
-def judge(module_judge: FakeJudge) -> FakeJudge:
-    """The module's judge, as fresh as a judge of the test's own: echoing, no requests."""
-    module_judge.requests.clear()
-    module_judge.status, module_judge.body = 200, None
-    return module_judge
 
 
 # -- the goldens gate ------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,13 @@ import pytest
 
 from gitevals.calibration.metrics import split_of
 from tests.conftest import Repo, git, run_cli
+from tests.support import judges
 from tests.support.calibration import FAIR, JUDGED, ONE_JOB, answer, judge_settings, setup
-from tests.support.judges import FakeJudge, fake_judge
+from tests.support.judges import FakeJudge
+
+# one judge server a module (its repositories are built once), fresh for each test
+module_judge = judges.module_judge
+judge = judges.module_judge_fresh
 
 RECORD = "evals/calibration/q.fair.json"
 
@@ -25,21 +29,6 @@ RECORD = "evals/calibration/q.fair.json"
 def _final(repo: Repo, labels: str = "labels.jsonl") -> Any:
     return run_cli("calibrate", *ONE_JOB, "q.fair", "--labels", labels, "--final",
                    cwd=repo.path)
-
-
-@pytest.fixture(scope="module")
-def module_judge() -> Iterator[FakeJudge]:
-    """One judge server for the module (its URL is in the repo built once below)."""
-    with fake_judge() as state:
-        yield state
-
-
-@pytest.fixture
-def judge(module_judge: FakeJudge) -> FakeJudge:
-    """The module's judge, as fresh as a judge of the test's own: echoing, no requests."""
-    module_judge.requests.clear()
-    module_judge.status, module_judge.body = 200, None
-    return module_judge
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 
 @dataclass
 class FakeJudge:
@@ -52,3 +54,20 @@ def fake_judge() -> Iterator[FakeJudge]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def module_judge() -> Iterator[FakeJudge]:
+    """One judge server for a module whose repositories are built once (their settings
+    name its URL). A module takes it with ``judge`` by importing both fixtures."""
+    with fake_judge() as state:
+        yield state
+
+
+@pytest.fixture(name="judge")
+def module_judge_fresh(module_judge: FakeJudge) -> FakeJudge:
+    """The module's judge, as fresh as a judge of the test's own: echoing, no requests
+    (this ``judge`` replaces ``tests/conftest.py``'s in the modules that import it)."""
+    module_judge.requests.clear()
+    module_judge.status, module_judge.body = 200, None
+    return module_judge
