@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import GIT_ENV, Repo, built_once, git
+from tests.conftest import GIT_ENV, Repo, git
 from tests.support import fake_checks
 from tests.support.diffs import case, commit_and_run
+from tests.support.runs import repo_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = ("Fetch the runs shared as notes", "Reuse or run the base", "Run the head", "Diff",
@@ -84,32 +84,25 @@ def run_steps(checkout: Path, tmp: Path, base: str, runner_env: dict[str, str] |
     return outputs, code
 
 
-def _commits(into: Path) -> None:
+def _commits(repo: Repo) -> None:
     """main at A (run, its note kept), branch ``change`` at B that made 'capital' worse."""
-    path = into / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    repo = Repo(path)
     repo.write({"evals/.gitignore": "results/\n"})  # runs are not committed
     commit_and_run(repo, {"capital": 10, "steady": 10}, case(10, ("capital", "steady")), "a")
     repo.git("checkout", "-q", "-b", "change")
     repo.commit({"passes.json": '{"capital": 1, "steady": 10}'}, "b")
 
 
-@pytest.fixture(scope="session")
-def commits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``_commits``' repository, made once a run (A's run is the costly part): the tests
-    push from their own copy."""
-    return built_once(tmp_path_factory, "action-local-commits", _commits) / "repo"
+@pytest.fixture
+def commits(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
+    """A copy of ``_commits``' repository, made once a run (A's run is the costly part):
+    each test pushes from its own copy."""
+    return repo_copy(tmp_path_factory, tmp_path, "action-local-commits", _commits)
 
 
-def origin_and_checkout(repo: Repo, commits: Path, tmp: Path, share_notes: bool
-                        ) -> tuple[str, Path]:
-    """``repo`` a copy of ``commits``: main at A (run; its note pushed when
-    ``share_notes``), a pull request head B that made 'capital' worse; a fresh clone
-    checked out at B, as actions/checkout leaves it."""
-    shutil.rmtree(repo.path)
-    shutil.copytree(commits, repo.path, symlinks=True)
+def origin_and_checkout(repo: Repo, tmp: Path, share_notes: bool) -> tuple[str, Path]:
+    """``repo`` (``commits``): main at A (run; its note pushed when ``share_notes``), a
+    pull request head B that made 'capital' worse; a fresh clone checked out at B, as
+    actions/checkout leaves it."""
     a = repo.git("rev-parse", "main")
     bare = tmp / "origin.git"
     git(tmp, "init", "-q", "--bare", str(bare))
@@ -123,9 +116,9 @@ def origin_and_checkout(repo: Repo, commits: Path, tmp: Path, share_notes: bool
     return a, checkout
 
 
-def test_a_regression_with_the_base_run_from_notes(repo: Repo, commits: Path,
-                                                   tmp_path: Path) -> None:
-    base, checkout = origin_and_checkout(repo, commits, tmp_path, share_notes=True)
+def test_a_regression_with_the_base_run_from_notes(commits: Repo, tmp_path: Path) -> None:
+    repo = commits
+    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=True)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "b" * 40}}}))
     with fake_checks.serve() as api:
@@ -166,8 +159,9 @@ def test_a_regression_with_the_base_run_from_notes(repo: Repo, commits: Path,
     assert failed == ["capital"]
 
 
-def test_without_notes_the_base_is_run(repo: Repo, commits: Path, tmp_path: Path) -> None:
-    base, checkout = origin_and_checkout(repo, commits, tmp_path, share_notes=False)
+def test_without_notes_the_base_is_run(commits: Repo, tmp_path: Path) -> None:
+    repo = commits
+    base, checkout = origin_and_checkout(repo, tmp_path, share_notes=False)
     outputs, code = run_steps(checkout, tmp_path, base)
     assert outputs["base"] == {"rev": base, "base": "run"}
     assert len(list((checkout / "evals" / "results").glob("*.json"))) == 2  # base and head

@@ -6,12 +6,12 @@ refuses it."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo, built_once, git, run_cli
+from tests.conftest import Repo, run_cli
+from tests.support.runs import repo_copy
 
 #: A python target (imported once a run, forked per conversation): what is tested is which
 #: scenarios a run left out, not how the target is started.
@@ -28,12 +28,8 @@ def _case(n: int) -> str:
         for i in range(n))
 
 
-def _two_commits(root: Path) -> None:
-    """``root/repo``: v2 with a run of both cases, v3 with a run of case a alone."""
-    path = root / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    repo = Repo(path)
+def _two_commits(repo: Repo) -> None:
+    """v2 with a run of both cases, v3 with a run of case a alone."""
     repo.commit({"harness.py": HARNESS, "pyproject.toml": SETTINGS,
                  "evals/.gitignore": "results/\n",
                  "evals/cases/a.yaml": _case(3), "evals/cases/b.yaml": _case(3)})
@@ -48,9 +44,7 @@ def _two_commits(root: Path) -> None:
 def partial(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Repo:
     """A copy of ``_two_commits``' repository, built (its two runs) once for the test run:
     the tests only diff it."""
-    built = built_once(tmp_path_factory, "diff-partial-runs", _two_commits)
-    shutil.copytree(built / "repo", tmp_path / "repo", symlinks=True)
-    return Repo(tmp_path / "repo")
+    return repo_copy(tmp_path_factory, tmp_path, "diff-partial-runs", _two_commits)
 
 
 def test_a_partial_run_shows_what_it_left_out_as_not_run(partial: Repo) -> None:
