@@ -82,6 +82,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+def venv_first() -> str:
+    """``PATH`` with the test interpreter's directory first, as in a venv a user activated:
+    ``python3`` there is that interpreter, not a version manager's shim (pyenv's runs a
+    bash and pyenv's own scripts before each Python, ~160 ms of CPU a start against
+    ~20 ms), which every command target, hook and verifier written ``python3 ...`` would
+    pay per conversation. Every test has it (``_isolated_env``)."""
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -96,11 +105,7 @@ def _isolated_env(
     monkeypatch.delenv("GIT_INDEX_FILE", raising=False)
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
-    # `python3` and `python` are the test interpreter's, first on PATH as in a venv the
-    # user activated: not a version manager's shim (pyenv's runs a bash and pyenv's own
-    # scripts before each Python, ~160 ms of CPU a start against ~20 ms), which every
-    # command target, hook and verifier written `python3 ...` would pay per conversation.
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", venv_first())
 
 
 def git(cwd: Path, *args: str, input: str | None = None, check: bool = True) -> str:
@@ -366,13 +371,11 @@ class DemoRun:
 
 
 def _run_demo(into: Path) -> None:
-    # The demo's target is `python3 harness.py`: found first beside this interpreter, not
-    # through a version manager's shim (pyenv's: a bash and pyenv before each of its ~60
-    # conversations' Pythons, half the demo's CPU), as in a venv a user activated.
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    # built before any test's _isolated_env: the demo's `python3 harness.py` (~60
+    # conversations) is the test interpreter too
     proc = subprocess.run([sys.executable, str(DEMO_SCRIPT), "--keep", str(into / "repo")],
                           capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "PATH": path})
+                          env={**os.environ, "PATH": venv_first()})
     (into / "stdout").write_text(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -252,7 +251,7 @@ BAD_CASE = "scenarios:\n  - suite: nightly\n    id: greets\n    user: Hello\n"
 
 def commit(repo: Repo, *args: str) -> tuple[int, str]:
     """A real ``git commit`` with this venv's gitevals on PATH, as an activated venv has it."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = dict(os.environ)  # the venv first on PATH (tests/conftest.py)
     proc = subprocess.run(["git", "commit", "-q", *args], cwd=repo.path, env=env,
                           capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout + proc.stderr

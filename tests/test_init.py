@@ -194,8 +194,7 @@ def test_results_are_ignored_and_the_written_config_runs_under_pre_commit(repo: 
     # (language: system): the real framework refuses a bad staged case.
     repo.write({"evals/cases/bad.yaml": "suite: x\nscenarios: []\n"})
     repo.git("add", "-A")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PRE_COMMIT_HOME": str(repo.path.parent / "pc-home")}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(repo.path.parent / "pc-home")}
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--hook-stage",
                            "pre-commit"], cwd=repo.path, env=env, capture_output=True, text=True,
                           timeout=120)

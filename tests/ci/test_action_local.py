@@ -11,7 +11,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +72,7 @@ def run_steps(checkout: Path, tmp: Path, base: str, runner_env: dict[str, str] |
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
             cwd=checkout, capture_output=True, text=True, timeout=600,
             env={**os.environ, **GIT_ENV, **(runner_env or {}), **env, "GITHUB_OUTPUT": str(out),
-                 "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true",
-                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+                 "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"})
         if "id" in step:
             outputs[step["id"]] = dict(line.split("=", 1) for line in
                                        out.read_text().splitlines())

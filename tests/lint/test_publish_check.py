@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -224,7 +223,7 @@ def push(repo: Repo, *args: str) -> tuple[int, str]:
     """A real ``git push`` with this venv's gitevals on PATH, as an activated venv has it."""
     import subprocess
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = dict(os.environ)  # the venv first on PATH (tests/conftest.py)
     proc = subprocess.run(["git", "push", "-q", "origin", *args], cwd=repo.path, env=env,
                           capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout + proc.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -114,7 +113,7 @@ def test_deleting_goldens_jsonl_needs_every_id_retired(committed: Repo) -> None:
 
 def test_pre_commit_hook_refuses_then_accepts(committed: Repo) -> None:
     assert run_cli("hooks", "install", "pre-commit", cwd=committed.path).code == 0
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = dict(os.environ)  # the venv first on PATH (tests/conftest.py)
 
     def commit(msg: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["git", "commit", "-q", "-m", msg], cwd=committed.path, env=env,
