@@ -26,9 +26,10 @@ from tests.conftest import GIT_ENV, Repo, run_cli
 from tests.support.paths import PROJECT
 from tests.support.raycluster import DRIVER_ENV, LocalCluster, free_port
 
-# one worker runs them all (pyproject's --dist loadgroup: a group's tests run one after
-# another), so the module's one cluster serves them, and stops when they are done: an
-# idle cluster's ~15 daemons burned ~5 CPU-s a minute through the rest of the suite
+# one worker runs them all (pyproject's --dist loadfile, or --dist loadgroup by the group
+# mark: the module's tests run one after another), so the module's one cluster serves
+# them, and stops when they are done: an idle cluster's ~15 daemons burned ~5 CPU-s a
+# minute through the rest of the suite
 pytestmark = [pytest.mark.needs_ray, pytest.mark.xdist_group("ray")]
 
 DEMO = PROJECT / "examples" / "demo" / "v1"
