@@ -237,6 +237,15 @@ def _stat(pid: int) -> tuple[int, int] | None:
     return None if fields is None else (int(fields[1]), int(fields[19]))
 
 
+def _forked(worker: int, holder: int, target: int) -> bool:
+    """Whether ``holder`` is a child of the warm worker and ``target`` a child of
+    ``holder``, as a fork the worker made is. The worker runs the target's own code, so
+    the pids it answers are checked, not trusted: the conversation's end kills them."""
+    held, started = _stat(holder), _stat(target)
+    return (held is not None and started is not None and held[0] == worker
+            and started[0] == holder and worker != holder)
+
+
 def _process_tree() -> dict[int, list[tuple[int, int, bytes]]]:
     """parent pid -> [(pid, start time, state)] of every process, read from /proc."""
     children: dict[int, list[tuple[int, int, bytes]]] = {}
@@ -761,7 +770,10 @@ class _Zygote:
             size = 0
         except OSError:
             size = 0
-        answer = _from_worker(self._buffer[:size]) if size else {}
+        try:  # the target's own code runs in the worker: what it sends may be anything
+            answer = _from_worker(self._buffer[:size]) if size else {}
+        except (ValueError, RecursionError):  # not JSON, not text, nested past the parser
+            answer = {}
         return answer if isinstance(answer, dict) else {}
 
     def fork(self, fds: Sequence[int], lifeline: int, program: str | None
@@ -970,7 +982,8 @@ class _Holders:
                 return {"start_failed": zygote.error}
             answer = zygote.fork(fds, self.lifeline, self.program)
             target, holder = answer.get("pid"), answer.get("holder")
-            if isinstance(target, int) and isinstance(holder, int):
+            if isinstance(target, int) and isinstance(holder, int) and _forked(
+                    zygote.pid, holder, target):
                 self.held[holder] = target
                 self.owners[holder] = zygote
                 return {"pid": target, "holder": holder}

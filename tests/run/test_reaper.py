@@ -536,3 +536,110 @@ def test_a_supervisor_started_ahead_is_stopped_by_a_close_that_comes_first() -> 
         if thread.name == "gitevals-supervisor":
             thread.join(30)
     assert not _supervisors()
+
+
+#: A python target whose import writes ``junk`` to every socket it holds: the warm
+#: worker's one to its supervisor is among them.
+JUNK_AGENT = """\
+import os
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + name).startswith("socket:"):
+            os.write(int(name), {junk!r})
+    except OSError:
+        pass
+
+
+def respond(messages):
+    return {{}}
+"""
+
+
+@pytest.mark.parametrize("junk", [b"{not json", b"[" * 100_000, b'{"ready": tru', b"\xff\xfe"],
+                         ids=["not-json", "nested", "cut", "not-text"])
+def test_a_warm_worker_that_writes_junk_to_its_supervisor_is_a_failed_start(
+        tmp_path: Path, junk: bytes) -> None:
+    from gitevals.run import pyworker
+
+    (tmp_path / "agent.py").write_text(JUNK_AGENT.format(junk=junk))
+    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    sup = reaper.Supervisor.start()
+    assert sup is not None
+    try:
+        said = sup.warm(warm, str(tmp_path), None, 30)
+        assert said is not None  # the worker is not used: its conversations start cold
+        assert sup.channel.proc.poll() is None  # the supervisor is alive and still serves
+        pid, stdin = start(sup, tmp_path, ["true"])
+        os.close(stdin)
+        assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
+    finally:
+        sup.close()
+    assert sup.channel.proc.returncode == 0
+
+
+#: A python target whose import makes its warm worker answer every fork with the pid of
+#: a process that is not its own (the test's ``sleep``), as conversation and holder both.
+FORGING_AGENT = """\
+import __main__
+
+
+def _forged(*args, **kwargs):
+    return {{"pid": {victim}, "holder": {victim}}}
+
+
+__main__._fork = _forged
+
+
+def respond(messages):
+    return {{}}
+"""
+
+
+def test_a_warm_worker_cannot_name_another_process_as_its_conversation(tmp_path: Path) -> None:
+    from gitevals.run import pyworker
+
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    (tmp_path / "agent.py").write_text(FORGING_AGENT.format(victim=victim.pid))
+    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    sup = reaper.Supervisor.start()
+    assert sup is not None
+    try:
+        r, w = os.pipe()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:  # the forged answer is refused: the conversation starts cold (``true``)
+            pid = sup.spawn(["true"], str(tmp_path), None, (r, null, null), warm, 30)
+        finally:
+            os.close(r)
+            os.close(null)
+        os.close(w)
+        assert pid != victim.pid
+        assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
+        assert sup.channel.proc.poll() is None
+    finally:
+        sup.close()
+        alive = victim.poll() is None
+        victim.kill()
+        victim.wait()
+    assert alive, "the supervisor or gitevals killed a process the warm worker named"
+
+
+def test_a_run_whose_python_target_forges_its_forks_kills_nothing_of_another(
+        repo: Repo) -> None:
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    agent = FORGING_AGENT.format(victim=victim.pid).replace(
+        "return {}", 'return {"final_answer": "Paris"}')
+    repo.commit({"agent.py": agent,
+                 "pyproject.toml": '[tool.gitevals.target]\npython = "agent:respond"\n',
+                 "evals/cases/c.yaml": "defaults: {trials: 3, timeout: 10s}\nscenarios:\n"
+                                       "  - id: s\n    user: France?\n"
+                                       "    expect: [{final_answer_contains: Paris}]\n"})
+    try:
+        res = run_cli("run", "--no-note", "--format", "json", cwd=repo.path)
+        alive = victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+    assert alive, "the run killed a process its target's warm worker named"
+    assert res.code == 0, res.err  # the conversations started cold, and answered
+    results = json.loads(res.out)["cases"][0]["scenarios"][0]["results"]
+    assert [r["passed"] for r in results] == [True] * 3
