@@ -243,7 +243,7 @@ def _forked(worker: int, holder: int, target: int) -> bool:
     the pids it answers are checked, not trusted: the conversation's end kills them."""
     held, started = _stat(holder), _stat(target)
     return (held is not None and started is not None and held[0] == worker
-            and started[0] == holder and worker != holder)
+            and started[0] == holder)
 
 
 def _process_tree() -> dict[int, list[tuple[int, int, bytes]]]:

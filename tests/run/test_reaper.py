@@ -25,7 +25,7 @@ import pytest
 from gitevals.run import reaper
 from gitevals.run.artifact import load as load_artifact
 from tests.conftest import GIT_ENV, Repo, Result, run_cli
-from tests.support.supervised import gone, kill_if_ours, start, start_leaving
+from tests.support.supervised import gone, kill_if_ours, start, start_leaving, warm_argv
 
 # Case a leaves a process behind as its scenario id "<how>-<ending>" says, records its pid
 # in a.pid, then answers or hangs. Case b (run after a, with --jobs 1) reports whether
@@ -368,8 +368,6 @@ COSTLY = {"typing", "json", "re", "enum", "socket", "collections", "contextlib",
 
 def test_the_supervisor_and_its_kept_holders_import_nothing_costly(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitevals.run import pyworker
-
     # The supervisor as gitevals starts it, with one line before its own: on its way out
     # (``os._exit``, after it served) each process writes the modules it has imported.
     seen = tmp_path / "modules"
@@ -385,21 +383,15 @@ def test_the_supervisor_and_its_kept_holders_import_nothing_costly(
     assert sup is not None
     kept = reaper.Supervisor(sup.channel, keep=True)  # a job slot with a kept holder
     (tmp_path / "agent.py").write_text("def respond(messages):\n    return {}\n")
-    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    warm = warm_argv()
     try:
         for slot in (sup, kept):  # a conversation beneath a holder of its own, then kept
             pid, stdin = start(slot, tmp_path, ["true"])
             os.close(stdin)
             assert pid > 0 and slot.status(10) == 0 and slot.end() == 0
         # and one of a python target, forked by its warm worker (spoken to in JSON)
-        r, w = os.pipe()
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            pid = sup.spawn(["unused"], str(tmp_path), None, (r, null, null), warm, 30)
-        finally:
-            os.close(r)
-            os.close(null)
-        os.close(w)
+        pid, stdin = start(sup, tmp_path, ["unused"], warm)
+        os.close(stdin)
         assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
         assert kept._kept is not None
         holder = kept._kept[0]
@@ -559,10 +551,8 @@ def respond(messages):
                          ids=["not-json", "nested", "cut", "not-text"])
 def test_a_warm_worker_that_writes_junk_to_its_supervisor_is_a_failed_start(
         tmp_path: Path, junk: bytes) -> None:
-    from gitevals.run import pyworker
-
     (tmp_path / "agent.py").write_text(JUNK_AGENT.format(junk=junk))
-    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    warm = warm_argv()
     sup = reaper.Supervisor.start()
     assert sup is not None
     try:
@@ -596,22 +586,14 @@ def respond(messages):
 
 
 def test_a_warm_worker_cannot_name_another_process_as_its_conversation(tmp_path: Path) -> None:
-    from gitevals.run import pyworker
-
     victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
     (tmp_path / "agent.py").write_text(FORGING_AGENT.format(victim=victim.pid))
-    warm = [sys.executable, pyworker.__file__, "--zygote", "agent:respond"]
+    warm = warm_argv()
     sup = reaper.Supervisor.start()
     assert sup is not None
-    try:
-        r, w = os.pipe()
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:  # the forged answer is refused: the conversation starts cold (``true``)
-            pid = sup.spawn(["true"], str(tmp_path), None, (r, null, null), warm, 30)
-        finally:
-            os.close(r)
-            os.close(null)
-        os.close(w)
+    try:  # the forged answer is refused: the conversation starts cold (``true``)
+        pid, stdin = start(sup, tmp_path, ["true"], warm)
+        os.close(stdin)
         assert pid != victim.pid
         assert pid > 0 and sup.status(10) == 0 and sup.end() == 0
         assert sup.channel.proc.poll() is None

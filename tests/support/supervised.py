@@ -18,12 +18,21 @@ LEAVES = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n"
           "sys.stdin.read()\nsys.exit(int(sys.argv[2]))\n")
 
 
-def start(sup: reaper.Supervisor, cwd: Path, argv: list[str]) -> tuple[int, int]:
-    """Start ``argv`` with stdin a pipe and stdout/stderr /dev/null; (pid, stdin's fd)."""
+def warm_argv(spec: str = "agent:respond") -> list[str]:
+    """The argv of a python target's warm worker for ``spec``, as a run starts it."""
+    from gitevals.run import pyworker
+
+    return [sys.executable, pyworker.__file__, "--zygote", spec]
+
+
+def start(sup: reaper.Supervisor, cwd: Path, argv: list[str],
+          zygote: list[str] | None = None) -> tuple[int, int]:
+    """Start ``argv`` (a fork of the warm worker ``zygote`` when given, its import allowed
+    30 s) with stdin a pipe and stdout/stderr /dev/null; (pid, stdin's fd)."""
     r, w = os.pipe()
     null = os.open(os.devnull, os.O_WRONLY)
     try:
-        return sup.spawn(argv, str(cwd), None, (r, null, null)), w
+        return sup.spawn(argv, str(cwd), None, (r, null, null), zygote, 30 if zygote else 0), w
     finally:
         os.close(r)
         os.close(null)
