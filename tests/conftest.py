@@ -23,6 +23,7 @@ import pytest
 # each pytest run a test starts. No test uses trio.
 os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
 
+from tests.support import rewritten
 from tests.support.judges import FakeJudge, fake_judge
 from tests.support.otlp import otlp_collector
 
@@ -95,7 +96,11 @@ def venv_first() -> str:
 def _isolated_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    home = tmp_path_factory.mktemp("home")
+    # a fresh HOME a test, made with mkdtemp in one folder: tmp_path_factory.mktemp scans
+    # the base temp for its numbers, a scan that grows with every test a worker ran
+    homes = tmp_path_factory.getbasetemp() / "homes"
+    homes.mkdir(exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=homes))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.delenv("GIT_DIR", raising=False)
@@ -158,9 +163,11 @@ class Repo:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Repo]:
+    import pygit2
+
     path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
+    # what `git init -b main` makes, without a git process (~2 ms of CPU a test)
+    pygit2.init_repository(str(path), initial_head="main")
     yield Repo(path)
 
 
@@ -395,6 +402,19 @@ def demo(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     keep = tmp_path_factory.mktemp("demo") / "repo"
     shutil.copytree(demo_run.repo, keep, symlinks=True)
     return keep
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Test modules rewritten once a run, not once a worker (``tests/support/rewritten``)."""
+    config.stash[_REWRITTEN] = rewritten.prefill(config)
+    rewritten.read_from_shared(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    rewritten.remove(config.stash.get(_REWRITTEN, None))
+
+
+_REWRITTEN = pytest.StashKey[Path | None]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
