@@ -1,4 +1,4 @@
-"""Test modules assertion-rewritten once a run, not once a worker.
+"""Compiled once a run, not once a process: the test modules and gitevals itself.
 
 pytest rewrites each test module's ``assert`` statements when it imports it, and caches
 the result beside the module only when Python may write bytecode. Where
@@ -6,11 +6,16 @@ the result beside the module only when Python may write bytecode. Where
 has no cache anyway), each of the ``-n 3`` workers rewrote all ~230 test modules itself:
 about 4 CPU-s a worker, at the start, when all three compete for two cores.
 
-So the xdist controller rewrites them once, into a folder of the run's own (never the
-work tree: the variable is honoured there), before the workers start; each worker reads
-its rewritten modules from that folder; the folder is removed when the run ends. pytest's
-own checks still apply to what is read (the source's size and mtime, the interpreter's
-magic number), so a module edited during the run is rewritten anew, as without this.
+So the xdist controller rewrites them once, into a folder of the run's own (not the
+work tree, where the variable says no bytecode goes), before the workers start; each
+worker reads its rewritten modules from that folder; the folder is removed when the run
+ends. pytest's own checks still apply to what is read (the source's size and mtime, the
+interpreter's magic number), so a module edited during the run is rewritten anew.
+
+gitevals' own modules are the exception (``compile_package``): their bytecode goes
+beside them, where a run's supervisor (started with ``-I``, which ignores the variable)
+writes it anyway, so that the ~100 ``python -m gitevals`` the tests start do not each
+compile what they import.
 
 It leans on three private names of ``_pytest.assertion.rewrite`` (``_rewrite_test``,
 ``_write_pyc``, ``get_cache_dir``); pytest is pinned below 9.2 in pyproject. If they are
@@ -77,13 +82,27 @@ def prefill(config: pytest.Config) -> Path | None:
     if child == 0:
         try:
             rewrite(paths[1::2])
+            compile_package()
         finally:
             os._exit(0)
     rewrite(paths if child < 0 else paths[::2])
+    if child < 0:
+        compile_package()
     if child > 0:
         os.waitpid(child, 0)
     os.environ[ENV] = str(folder)
     return folder
+
+
+def compile_package() -> None:
+    """gitevals' own bytecode, beside its modules as Python keeps it (``__pycache__``,
+    ignored by git): every ``python -m gitevals`` the tests start compiled the modules it
+    imports (~80 ms of CPU a start) where ``PYTHONDONTWRITEBYTECODE`` is set and the
+    checkout is fresh. A run writes them there anyway: its supervisor starts with ``-I``,
+    which ignores the variable."""
+    import compileall
+
+    compileall.compile_dir(TESTS.parent / "gitevals", quiet=2)
 
 
 def read_from_shared(config: pytest.Config) -> None:
