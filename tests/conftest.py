@@ -361,11 +361,16 @@ def precommit_home(tmp_path_factory: pytest.TempPathFactory,
     ``PIP_COMPILE=false`` (pip's ``--no-compile``; ``PIP_NO_COMPILE=1`` would turn it
     *on*): that pip does not byte-compile the ~30 installed packages up front (numpy's
     alone is seconds of CPU); the hook's Python compiles what it imports when it runs.
-    The hook is still built by pre-commit from the committed rev and runs the same code."""
+    The hook is still built by pre-commit from the committed rev and runs the same code.
+
+    ``VIRTUALENV_NO_PERIODIC_UPDATE``: virtualenv, finding no app data under the test's
+    fresh HOME, otherwise starts detached processes that ask PyPI for newer seed wheels
+    (~4 CPU-s, outliving the test)."""
     home = shared_dir(tmp_path_factory) / "pre-commit-home"
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("PRE_COMMIT_HOME", str(home))
     monkeypatch.setenv("PIP_COMPILE", "false")
+    monkeypatch.setenv("VIRTUALENV_NO_PERIODIC_UPDATE", "1")
     return home
 
 
