@@ -45,7 +45,7 @@ def _rewritten_by_pytest(path: Path, roots: list[Path]) -> bool:
     if name == "conftest.py":
         return True
     return (name.startswith("test_") and name.endswith(".py")
-            and any(path == root or path.is_relative_to(root) for root in roots))
+            and any(path.is_relative_to(root) for root in roots))
 
 
 def prefill(config: pytest.Config) -> Path | None:
@@ -88,7 +88,7 @@ def prefill(config: pytest.Config) -> Path | None:
     rewrite(paths if child < 0 else paths[::2])
     if child < 0:
         compile_package()
-    if child > 0:
+    else:
         os.waitpid(child, 0)
     os.environ[ENV] = str(folder)
     return folder
